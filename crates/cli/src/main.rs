@@ -1,0 +1,42 @@
+//! The `fractaldb` command. For now it runs the embedded benchmarks
+//! (`fractaldb bench`); the server and the SQL shell come later.
+
+mod bench;
+mod error;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The command line: one subcommand per job.
+#[derive(Parser, Debug)]
+#[command(name = "fractaldb", version, about = "fractaldb: a transactional store built on fractal trees")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// What `fractaldb` can be asked to do.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Benchmark fractaldb side by side with RocksDB and SQLite on this machine.
+    Bench(bench::BenchArgs),
+    /// Run one engine's share of a benchmark (started by `bench` itself, one process per engine).
+    #[command(hide = true)]
+    BenchChild(bench::ChildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => bench::run(args),
+        Command::BenchChild(args) => bench::run_child(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fractaldb: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

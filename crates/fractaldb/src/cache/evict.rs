@@ -1,0 +1,118 @@
+//! The evictor: a background thread that keeps the cache within its budget.
+//!
+//! A clock sweep over all entries: an entry used since the last visit gets a
+//! second chance. Otherwise, in order of cost: a clean leaf loses its
+//! basements (its header stays, so the next point read costs one partition
+//! read); a clean node nobody pins leaves the cache; a dirty node is written
+//! back and becomes clean, to be evicted on a later visit.
+//!
+//! A node is evicted only if nobody holds it: its entry's `Arc` is held only
+//! by the shard map and the sweep, and its lock's `Arc` only by the entry.
+//! Both are checked under the shard's lock, the only place new holders come
+//! from. Locks are only ever tried, never waited for, so the evictor cannot
+//! deadlock with a client or the cleaner.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::RwLockUpgradableReadGuard;
+
+use super::{Cache, Entry};
+
+/// Starts the evictor thread of `cache`; it ends after `Cache::shutdown`.
+pub(crate) fn spawn_evictor(cache: Arc<Cache>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("fractaldb-evictor".into())
+        .spawn(move || {
+            let mut hand = 0usize;
+            loop {
+                {
+                    let mut w = cache.wake.0.lock();
+                    if !*w && !cache.shutdown.load(Ordering::Relaxed) {
+                        cache.wake.1.wait_for(&mut w, Duration::from_millis(100));
+                    }
+                    *w = false;
+                }
+                if cache.shutdown.load(Ordering::Relaxed) {
+                    return;
+                }
+                let low_water = cache.budget_bytes - cache.budget_bytes / 8;
+                if cache.used_bytes() > cache.budget_bytes - cache.budget_bytes / 16 {
+                    hand = cache.evict_to(low_water, hand);
+                }
+                cache.space.1.notify_all();
+            }
+        })
+        .expect("spawn evictor thread")
+}
+
+impl Cache {
+    /// Sweeps until usage is at most `target_bytes` or three full turns of
+    /// the clock made no further progress. Returns the new hand position.
+    pub(crate) fn evict_to(&self, target_bytes: usize, mut hand: usize) -> usize {
+        for _turn in 0..3 {
+            let entries = self.all_entries();
+            if entries.is_empty() {
+                return 0;
+            }
+            for _ in 0..entries.len() {
+                if self.used_bytes() <= target_bytes || self.shutdown.load(Ordering::Relaxed) {
+                    return hand;
+                }
+                hand = (hand + 1) % entries.len();
+                let e = &entries[hand];
+                if e.referenced.swap(false, Ordering::Relaxed) {
+                    continue;
+                }
+                self.try_evict(e);
+                // Let waiting clients go as soon as there is room.
+                if self.used_bytes() <= self.budget_bytes {
+                    self.space.1.notify_all();
+                }
+            }
+        }
+        hand
+    }
+
+    fn try_evict(&self, e: &Arc<Entry>) {
+        let dirty = match e.node.try_read() {
+            Some(g) => g.dirty,
+            None => return,
+        };
+        if dirty {
+            match e.owner.write_back(e) {
+                Ok(true) => {
+                    self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(false) => {}
+                Err(err) => e.owner.background_error(err),
+            }
+            return;
+        }
+        let Some(g) = e.node.try_upgradable_read() else { return };
+        if g.dirty {
+            return;
+        }
+        if g.is_leaf() && g.basements().iter().any(|b| b.is_some()) {
+            let mut w = RwLockUpgradableReadGuard::upgrade(g);
+            if w.evict_partitions() {
+                self.recharge(e, w.mem_bytes());
+                self.counters.partial_evictions.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
+        drop(g);
+        let mut shard = self.shard(e.dict, e.bn).lock();
+        // Two holders of the entry: the map and this sweep. One of the lock:
+        // the entry. Nobody else can pin it while we hold the shard.
+        if Arc::strong_count(e) == 2 && Arc::strong_count(&e.node) == 1 {
+            let clean = e.node.try_read().is_some_and(|n| !n.dirty);
+            if clean && shard.remove(&(e.dict, e.bn)).is_some() {
+                self.used_bytes.fetch_sub(e.charged_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}

@@ -1,0 +1,522 @@
+//! Environments and dictionaries: the engine's public face.
+//!
+//! An [`Env`] is a folder: a catalog of named dictionaries, one file per
+//! dictionary, one node cache shared by all of them, a cleaner thread that
+//! flushes buffers and an evictor thread that keeps the cache in budget.
+//! Closing it (or dropping it) writes a checkpoint of every open dictionary;
+//! reopening finds each one as it was. The log and periodic checkpoints come
+//! with the durability layer: until then a crash loses what was written
+//! since the last checkpoint, but never damages a dictionary.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::cache::{spawn_evictor, Cache, CacheStats};
+use crate::catalog::{dict_file, sync_dir, Catalog};
+use crate::error::{Error, Result};
+use crate::file::{Codec, SpaceStats};
+use crate::tree::check::CheckReport;
+use crate::tree::cursor::Cursor;
+use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
+use crate::tree::meta::Settings;
+use crate::tree::{Comparator, Context, Tree};
+
+/// Settings of an environment.
+#[derive(Clone)]
+pub struct EnvOptions {
+    /// The node cache's budget, shared by all dictionaries.
+    pub cache_size_bytes: usize,
+    /// Open data files with O_DIRECT where the file system allows it.
+    pub direct_io: bool,
+    /// Background threads flushing buffers.
+    pub cleaner_threads: usize,
+    /// Upsert callbacks, by the id `update` and `broadcast_update` name.
+    pub update_fns: Vec<(u8, UpdateFn)>,
+    /// Custom key orders, by the name `DictOptions::comparator` gives.
+    pub comparators: Vec<(String, Comparator)>,
+}
+
+impl Default for EnvOptions {
+    fn default() -> Self {
+        EnvOptions {
+            cache_size_bytes: 64 << 20,
+            direct_io: true,
+            cleaner_threads: 1,
+            update_fns: Vec::new(),
+            comparators: Vec::new(),
+        }
+    }
+}
+
+/// Settings of one dictionary, fixed when it is created.
+#[derive(Clone, Debug)]
+pub struct DictOptions {
+    /// Target size of a node: a leaf splits past it, and an internal node
+    /// flushes once its buffers hold this much.
+    pub node_size_bytes: usize,
+    /// Target size of a basement, the unit a point read fetches.
+    pub basement_size_bytes: usize,
+    /// Children per internal node before it splits.
+    pub fanout: usize,
+    pub codec: Codec,
+    /// Name of a comparator registered in `EnvOptions::comparators`; `None`
+    /// orders keys bytewise.
+    pub comparator: Option<String>,
+}
+
+impl Default for DictOptions {
+    fn default() -> Self {
+        DictOptions {
+            node_size_bytes: 1 << 20,
+            basement_size_bytes: 64 << 10,
+            fanout: 16,
+            codec: Codec::Zstd,
+            comparator: None,
+        }
+    }
+}
+
+/// Counters of an environment.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvStats {
+    pub cache: CacheStats,
+}
+
+struct Open {
+    catalog: Catalog,
+    trees: HashMap<String, Arc<Tree>>,
+}
+
+struct Inner {
+    path: PathBuf,
+    direct_io: bool,
+    ctx: Arc<Context>,
+    comparators: HashMap<String, Comparator>,
+    open: Mutex<Open>,
+    next_dict: AtomicU32,
+    shutdown: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    closed: AtomicBool,
+    _lock_file: fs::File,
+}
+
+/// An open environment. Dropping it closes it (see [`Env::close`]).
+pub struct Env {
+    inner: Arc<Inner>,
+}
+
+impl Env {
+    /// Opens the environment in `path`, creating the folder if needed.
+    pub fn open(path: impl AsRef<Path>, opts: EnvOptions) -> Result<Env> {
+        let path = path.as_ref().to_path_buf();
+        fs::create_dir_all(&path).map_err(|e| Error::io(&path, "create folder", e))?;
+        let lock_path = path.join("LOCK");
+        let lock_file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, "open", e))?;
+        // SAFETY: flock on a file descriptor we own; no memory is involved.
+        if unsafe { libc::flock(lock_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(Error::Locked(path));
+        }
+        if opts.cache_size_bytes < (256 << 10) {
+            return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
+        }
+        let catalog = Catalog::load(&path)?;
+        remove_orphans(&path, &catalog)?;
+        let cache = Cache::new(opts.cache_size_bytes);
+        let ctx = Arc::new(Context {
+            msn: AtomicU64::new(0),
+            fns: opts.update_fns.iter().cloned().collect(),
+            checkpoint_lock: RwLock::new(()),
+            cache: cache.clone(),
+            cleaner_wake: (Mutex::new(false), Condvar::new()),
+            closed: AtomicBool::new(false),
+        });
+        let inner = Arc::new(Inner {
+            path,
+            direct_io: opts.direct_io,
+            ctx,
+            comparators: opts.comparators.iter().cloned().collect(),
+            open: Mutex::new(Open { catalog, trees: HashMap::new() }),
+            next_dict: AtomicU32::new(1),
+            shutdown: Arc::new(AtomicBool::new(false)),
+            threads: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            _lock_file: lock_file,
+        });
+        let mut threads = vec![spawn_evictor(cache)];
+        for i in 0..opts.cleaner_threads.max(1) {
+            let weak = Arc::downgrade(&inner);
+            let shutdown = inner.shutdown.clone();
+            let ctx = inner.ctx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("fractaldb-cleaner-{i}"))
+                    .spawn(move || cleaner_loop(weak, ctx, shutdown))
+                    .map_err(|e| Error::io(&inner.path, "spawn cleaner thread", e))?,
+            );
+        }
+        *inner.threads.lock() = threads;
+        Ok(Env { inner })
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return Err(Error::invalid("the environment is closed"));
+        }
+        Ok(())
+    }
+
+    /// Creates a dictionary. Its name must be new.
+    pub fn create_dictionary(&self, name: &str, opts: DictOptions) -> Result<Dictionary> {
+        self.check_open()?;
+        validate_name(name)?;
+        let cmp =
+            match &opts.comparator {
+                None => crate::tree::bytewise as Comparator,
+                Some(c) => *self.inner.comparators.get(c).ok_or_else(|| {
+                    Error::invalid(format!("comparator {c:?} is not registered in EnvOptions"))
+                })?,
+            };
+        let mut open = self.inner.open.lock();
+        if open.catalog.dicts.contains_key(name) {
+            return Err(Error::DictionaryExists(name.to_string()));
+        }
+        let file_id = open.catalog.next_file_id;
+        let settings = Settings {
+            node_size_bytes: opts.node_size_bytes,
+            basement_size_bytes: opts.basement_size_bytes,
+            fanout: opts.fanout,
+            codec: opts.codec,
+            comparator: opts.comparator.clone(),
+        };
+        let dict = self.inner.next_dict.fetch_add(1, Ordering::Relaxed);
+        let file = dict_file(&self.inner.path, file_id);
+        let tree = Tree::create(&file, dict, settings, cmp, self.inner.direct_io, self.inner.ctx.clone())?;
+        let mut catalog = open.catalog.clone();
+        catalog.dicts.insert(name.to_string(), file_id);
+        catalog.next_file_id = file_id + 1;
+        if let Err(e) = catalog.store(&self.inner.path) {
+            tree.dropped.store(true, Ordering::Relaxed);
+            self.inner.ctx.cache.remove_dict(dict);
+            let _ = fs::remove_file(&file);
+            return Err(e);
+        }
+        open.catalog = catalog;
+        open.trees.insert(name.to_string(), tree.clone());
+        Ok(Dictionary { tree, name: name.to_string() })
+    }
+
+    /// Opens an existing dictionary (or returns another handle to it).
+    pub fn open_dictionary(&self, name: &str) -> Result<Dictionary> {
+        self.check_open()?;
+        let mut open = self.inner.open.lock();
+        if let Some(t) = open.trees.get(name) {
+            return Ok(Dictionary { tree: t.clone(), name: name.to_string() });
+        }
+        let file_id =
+            *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
+        let dict = self.inner.next_dict.fetch_add(1, Ordering::Relaxed);
+        let comparators = &self.inner.comparators;
+        let tree = Tree::open(
+            &dict_file(&self.inner.path, file_id),
+            dict,
+            self.inner.direct_io,
+            &|n| comparators.get(n).copied(),
+            self.inner.ctx.clone(),
+        )?;
+        open.trees.insert(name.to_string(), tree.clone());
+        Ok(Dictionary { tree, name: name.to_string() })
+    }
+
+    /// Drops a dictionary and deletes its file. Handles to it fail afterwards.
+    pub fn drop_dictionary(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        let _exclusive = self.inner.ctx.checkpoint_lock.write();
+        let mut open = self.inner.open.lock();
+        let file_id =
+            *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
+        let mut catalog = open.catalog.clone();
+        catalog.dicts.remove(name);
+        catalog.store(&self.inner.path)?;
+        open.catalog = catalog;
+        if let Some(tree) = open.trees.remove(name) {
+            tree.dropped.store(true, Ordering::Relaxed);
+            self.inner.ctx.cache.remove_dict(tree.dict);
+        }
+        let file = dict_file(&self.inner.path, file_id);
+        fs::remove_file(&file).map_err(|e| Error::io(&file, "remove", e))?;
+        sync_dir(&self.inner.path)
+    }
+
+    /// Renames a dictionary. `to` must be new.
+    pub fn rename_dictionary(&self, from: &str, to: &str) -> Result<()> {
+        self.check_open()?;
+        validate_name(to)?;
+        let mut open = self.inner.open.lock();
+        if open.catalog.dicts.contains_key(to) {
+            return Err(Error::DictionaryExists(to.to_string()));
+        }
+        let mut catalog = open.catalog.clone();
+        let id = catalog.dicts.remove(from).ok_or_else(|| Error::NoSuchDictionary(from.to_string()))?;
+        catalog.dicts.insert(to.to_string(), id);
+        catalog.store(&self.inner.path)?;
+        open.catalog = catalog;
+        if let Some(t) = open.trees.remove(from) {
+            open.trees.insert(to.to_string(), t);
+        }
+        Ok(())
+    }
+
+    /// The names of all dictionaries, in order.
+    pub fn list_dictionaries(&self) -> Vec<String> {
+        self.inner.open.lock().catalog.dicts.keys().cloned().collect()
+    }
+
+    /// Writes every dirty node of every open dictionary and a new header for
+    /// each: after it returns, a reopen finds everything written before.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.check_open()?;
+        self.inner.checkpoint()
+    }
+
+    /// Counters of the cache.
+    pub fn stats(&self) -> EnvStats {
+        EnvStats { cache: self.inner.ctx.cache.stats() }
+    }
+
+    /// Stops the background threads and writes a checkpoint.
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Err(e) = self.inner.close() {
+            eprintln!("fractaldb: closing {} failed: {e}", self.inner.path.display());
+        }
+    }
+}
+
+impl Inner {
+    fn trees(&self) -> Vec<Arc<Tree>> {
+        self.open.lock().trees.values().cloned().collect()
+    }
+
+    fn checkpoint(&self) -> Result<()> {
+        let _exclusive = self.ctx.checkpoint_lock.write();
+        let mut first_err = None;
+        for t in self.trees() {
+            if let Err(e) = t.checkpoint() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.ctx.wake_cleaner();
+        self.ctx.cache.shutdown();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        let result = self.checkpoint();
+        self.ctx.closed.store(true, Ordering::SeqCst);
+        // Cached nodes hold their trees; forgetting them breaks the cycle.
+        for t in self.trees() {
+            self.ctx.cache.remove_dict(t.dict);
+        }
+        self.open.lock().trees.clear();
+        result
+    }
+}
+
+fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 255 || name.contains('\0') {
+        return Err(Error::invalid("dictionary names are 1 to 255 bytes with no NUL"));
+    }
+    Ok(())
+}
+
+/// Deletes dictionary files the catalog does not name (left by a crash
+/// between a drop's catalog write and its file removal, or a create's file
+/// creation and catalog write).
+fn remove_orphans(dir: &Path, catalog: &Catalog) -> Result<()> {
+    let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, "list folder", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, "list folder", e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(id) =
+            name.strip_prefix('d').and_then(|n| n.strip_suffix(".fdb")).and_then(|n| n.parse().ok())
+        else {
+            continue;
+        };
+        if !live.contains(&id) {
+            fs::remove_file(entry.path()).map_err(|e| Error::io(&entry.path(), "remove orphan", e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The cleaner thread: flushes buffers of every open dictionary while there
+/// is work, then sleeps until woken or 100 ms pass.
+fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+    while !shutdown.load(Ordering::Relaxed) {
+        let Some(env) = inner.upgrade() else { return };
+        let trees = env.trees();
+        drop(env);
+        let mut busy = false;
+        for t in trees {
+            for _ in 0..64 {
+                if shutdown.load(Ordering::Relaxed) {
+                    return;
+                }
+                match t.clean_step() {
+                    Ok(true) => busy = true,
+                    Ok(false) => break,
+                    Err(e) => {
+                        t.fail(format!("cleaner failed: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        if !busy {
+            let mut w = ctx.cleaner_wake.0.lock();
+            if !*w {
+                ctx.cleaner_wake.1.wait_for(&mut w, Duration::from_millis(100));
+            }
+            *w = false;
+        }
+    }
+}
+
+/// A handle to one dictionary: an ordered map from byte strings to byte
+/// strings. Cheap to clone; every clone refers to the same dictionary.
+#[derive(Clone)]
+pub struct Dictionary {
+    tree: Arc<Tree>,
+    name: String,
+}
+
+fn body(kind: MsgKind, fn_id: u8, val: &[u8]) -> MsgBody {
+    MsgBody { kind, fn_id, txid: 0, val: val.into() }
+}
+
+impl Dictionary {
+    /// The name this handle was opened under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.tree.write(vec![(key.into(), body(MsgKind::Insert, 0, value))])
+    }
+
+    /// Removes `key` (nothing happens if it is absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.tree.write(vec![(key.into(), body(MsgKind::Delete, 0, &[]))])
+    }
+
+    /// Upserts `key` through update function `fn_id` with `arg`, without
+    /// reading: the function runs when the message reaches the leaf or a reader.
+    pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
+        self.tree.write(vec![(key.into(), body(MsgKind::Update, fn_id, arg))])
+    }
+
+    /// Runs update function `fn_id` with `arg` on every key, without reading.
+    pub fn broadcast_update(&self, fn_id: u8, arg: &[u8]) -> Result<()> {
+        self.tree.write(vec![(Box::new([]), body(MsgKind::Broadcast, fn_id, arg))])
+    }
+
+    /// Applies a batch of changes as one step.
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        self.tree.write(batch.ops.clone())
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.tree.get(key)
+    }
+
+    /// A cursor, not yet positioned.
+    pub fn cursor(&self) -> Cursor {
+        Cursor::new(self.tree.clone())
+    }
+
+    /// Walks the whole dictionary and verifies every invariant.
+    pub fn check(&self) -> Result<CheckReport> {
+        self.tree.check_open()?;
+        self.tree.check()
+    }
+
+    /// Whether the dictionary's file is open with O_DIRECT (the setting was
+    /// on and the file system allowed it).
+    pub fn uses_direct_io(&self) -> bool {
+        self.tree.file.direct_io()
+    }
+
+    /// Bytes of the dictionary's file, and of the blocks in use in it.
+    pub fn space(&self) -> Result<SpaceStats> {
+        self.tree.check_open()?;
+        Ok(self.tree.file.space())
+    }
+}
+
+/// Changes to apply to one dictionary as one step.
+#[derive(Default, Clone)]
+pub struct WriteBatch {
+    ops: Vec<(Box<[u8]>, MsgBody)>,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        WriteBatch::default()
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.ops.push((key.into(), body(MsgKind::Insert, 0, value)));
+    }
+
+    pub fn delete(&mut self, key: &[u8]) {
+        self.ops.push((key.into(), body(MsgKind::Delete, 0, &[])));
+    }
+
+    pub fn update(&mut self, key: &[u8], fn_id: u8, arg: &[u8]) {
+        self.ops.push((key.into(), body(MsgKind::Update, fn_id, arg)));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+}

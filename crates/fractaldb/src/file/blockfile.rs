@@ -1,0 +1,616 @@
+//! `BlockFile`: a file of numbered, relocatable blocks with atomic checkpoints.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use parking_lot::Mutex;
+
+use super::alloc::Allocator;
+use super::header::{Header, HEADERS_END, MAX_META, SLOT_SIZE};
+use super::io::{is_truncation, page_round, DataFile};
+use super::translation::{BlockNum, Extent, Translation};
+use crate::error::{Error, Result};
+
+/// How much of a file is in use, for `SHOW TABLE STATUS` and fragmentation checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpaceStats {
+    /// The file's length.
+    pub file_bytes: u64,
+    /// Bytes of current blocks, the header slots and the durable translation table.
+    pub live_bytes: u64,
+}
+
+/// One dictionary's data file: blocks addressed by number through a translation
+/// table, written copy-on-write, and made durable as a whole by [`checkpoint`].
+/// Safe to share between threads: the bookkeeping sits behind a mutex that is never
+/// held during I/O, so reads and writes of different blocks run concurrently.
+///
+/// [`checkpoint`]: BlockFile::checkpoint
+pub struct BlockFile {
+    file: DataFile,
+    state: Mutex<State>,
+    /// Serialises checkpoints, which do their I/O outside `state`.
+    checkpoint_lock: Mutex<()>,
+}
+
+/// Byte ranges (offset -> allocated length) that some checkpoint refers to.
+type Ranges = BTreeMap<u64, u64>;
+
+/// The mutable bookkeeping of a [`BlockFile`].
+struct State {
+    table: Translation,
+    alloc: Allocator,
+    /// Sequence number and slot (0 = A, 1 = B) of the last durable checkpoint.
+    seq: u64,
+    slot: u64,
+    /// Offset and allocated length of the durable checkpoint's table block.
+    table_extent: (u64, u64),
+    /// Extents the last durable checkpoint refers to, table block included: they
+    /// must keep their bytes until a newer header is durable, or a crash would
+    /// reopen a checkpoint whose blocks were overwritten.
+    durable: Ranges,
+    /// Extents of the checkpoint being written, protected likewise while it is.
+    in_flight: Option<Ranges>,
+    /// Protected extents that no block uses any more, freed by the next checkpoint.
+    pending: Vec<(u64, u64)>,
+}
+
+fn overlaps(ranges: &Ranges, off: u64, len: u64) -> bool {
+    ranges.range(..off + len).next_back().is_some_and(|(&o, &l)| o + l > off)
+}
+
+impl State {
+    fn protected(&self, off: u64, len: u64) -> bool {
+        overlaps(&self.durable, off, len) || self.in_flight.as_ref().is_some_and(|r| overlaps(r, off, len))
+    }
+
+    fn allocate(&mut self, len: u64) -> u64 {
+        let off = self.alloc.alloc(len);
+        debug_assert!(!self.protected(off, len), "handed out [{off}, +{len}), which a checkpoint uses");
+        off
+    }
+
+    /// Frees an extent nobody uses any more: at once if no checkpoint refers to it
+    /// (written and superseded since the last one), else after the next checkpoint.
+    fn release(&mut self, off: u64, len: u64) {
+        if self.protected(off, len) {
+            self.pending.push((off, len));
+        } else {
+            self.alloc.free(off, len);
+        }
+    }
+}
+
+impl BlockFile {
+    /// Creates a new file (error if it exists) and durably writes checkpoint #1 with an
+    /// empty table and `meta` in slot A; slot B is zeroed.
+    pub fn create(path: &Path, direct_io: bool, meta: &[u8]) -> Result<BlockFile> {
+        check_meta(meta)?;
+        let file = DataFile::open(path, true, direct_io)?;
+        let table = Translation::default();
+        let block = table.encode(1);
+        let table_bytes = page_round(block.len() as u64);
+        let header =
+            Header { seq: 1, table_offset: HEADERS_END, table_len: block.len() as u32, meta: meta.into() };
+        file.write_at(HEADERS_END, &block)?;
+        file.write_at(SLOT_SIZE, &[])?;
+        file.write_at(0, &header.encode())?;
+        file.sync()?;
+        file.sync_dir()?;
+        let state = State {
+            table,
+            alloc: Allocator::new(HEADERS_END + table_bytes),
+            seq: 1,
+            slot: 0,
+            table_extent: (HEADERS_END, table_bytes),
+            durable: Ranges::from([(HEADERS_END, table_bytes)]),
+            in_flight: None,
+            pending: Vec::new(),
+        };
+        Ok(BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) })
+    }
+
+    /// Opens: reads both header slots, picks the valid one with the highest checkpoint
+    /// sequence, loads its translation table, rebuilds the free map. Returns the meta blob.
+    /// Errors: no valid header -> Corrupt(None); newer version -> UnsupportedVersion;
+    /// table checksum bad / beyond EOF -> Corrupt.
+    pub fn open(path: &Path, direct_io: bool) -> Result<(BlockFile, Vec<u8>)> {
+        let file = DataFile::open(path, false, direct_io)?;
+        let read_slot = |slot: u64| {
+            let mut buf = vec![0; SLOT_SIZE as usize];
+            match file.read_at(slot * SLOT_SIZE, &mut buf) {
+                Ok(()) => Ok(Header::decode(path, &buf)),
+                Err(e) if is_truncation(&e) => {
+                    Ok(Err(Error::corrupt(path, None, "file too short for a header")))
+                }
+                Err(e) => Err(e),
+            }
+        };
+        let (slot, header) = match (read_slot(0)?, read_slot(1)?) {
+            // A newer build wrote here: falling back to an older checkpoint would silently lose its work.
+            (Err(e @ Error::UnsupportedVersion { .. }), _)
+            | (_, Err(e @ Error::UnsupportedVersion { .. })) => return Err(e),
+            (Ok(a), Ok(b)) if b.seq > a.seq => (1, b),
+            (Ok(a), _) => (0, a),
+            (Err(_), Ok(b)) => (1, b),
+            (Err(a), Err(b)) => {
+                return Err(Error::corrupt(path, None, format!("no valid header (slot A: {a}; slot B: {b})")))
+            }
+        };
+        let file_len = file.len()?;
+        let beyond_eof = || Error::corrupt(path, None, "translation table lies beyond the end of the file");
+        if header.table_offset.saturating_add(u64::from(header.table_len)) > file_len {
+            return Err(beyond_eof());
+        }
+        let mut block = vec![0; header.table_len as usize];
+        file.read_at(header.table_offset, &mut block).map_err(|e| {
+            if is_truncation(&e) {
+                beyond_eof()
+            } else {
+                e
+            }
+        })?;
+        let table = Translation::decode(path, &block, header.seq, HEADERS_END)?;
+        let table_bytes = page_round(u64::from(header.table_len));
+
+        // Everything the checkpoint refers to is in use and protected; the gaps are free.
+        let mut used: Vec<(u64, u64, Option<BlockNum>)> = vec![(header.table_offset, table_bytes, None)];
+        used.extend(table.extents().map(|(bn, e)| (e.offset, e.alloc_len(), Some(bn))));
+        used.sort_unstable();
+        let end = used.iter().map(|&(o, l, _)| o + l).max().unwrap_or(0).max(page_round(file_len));
+        let mut alloc = Allocator::new(end);
+        let (mut prev_end, mut prev_bn) = (HEADERS_END, None);
+        for &(off, len, bn) in &used {
+            if off < prev_end {
+                let name =
+                    |b: Option<u64>| b.map_or("the translation table".into(), |b| format!("block {b}"));
+                let why = format!("{} overlaps {}", name(bn), name(prev_bn));
+                return Err(Error::corrupt(path, bn.or(prev_bn), why));
+            }
+            if off > prev_end {
+                alloc.free(prev_end, off - prev_end);
+            }
+            (prev_end, prev_bn) = (off + len, bn);
+        }
+        if end > prev_end {
+            alloc.free(prev_end, end - prev_end);
+        }
+        let state = State {
+            table,
+            alloc,
+            seq: header.seq,
+            slot,
+            table_extent: (header.table_offset, table_bytes),
+            durable: used.iter().map(|&(o, l, _)| (o, l)).collect(),
+            in_flight: None,
+            pending: Vec::new(),
+        };
+        Ok((BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) }, header.meta))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// True if the file was opened with O_DIRECT (the file system allowed it).
+    pub fn direct_io(&self) -> bool {
+        self.file.direct_io()
+    }
+
+    pub fn allocate_blocknum(&self) -> BlockNum {
+        self.state.lock().table.allocate()
+    }
+
+    /// The node at bn is gone: its extent is freed by the rules of `write_block`, bn is reusable.
+    pub fn free_blocknum(&self, bn: BlockNum) {
+        let mut st = self.state.lock();
+        if let Some(old) = st.table.free(bn) {
+            st.release(old.offset, old.alloc_len());
+        }
+    }
+
+    pub fn extent(&self, bn: BlockNum) -> Option<Extent> {
+        self.state.lock().table.get(bn)
+    }
+
+    /// Writes a whole serialized node to a fresh extent (never over a live one), then
+    /// points bn at it. The old extent of bn is freed at once if it was written after
+    /// the last durable checkpoint, else only after the next checkpoint is durable.
+    pub fn write_block(&self, bn: BlockNum, data: &[u8], header_len: u32) -> Result<Extent> {
+        let len = u32::try_from(data.len()).map_err(|_| Error::invalid("block larger than 4 GiB"))?;
+        if header_len > len {
+            return Err(Error::invalid(format!("node header of {header_len} bytes in a {len}-byte block")));
+        }
+        let mut ext = Extent { offset: 0, len, header_len };
+        {
+            let mut st = self.state.lock();
+            assert!(st.table.is_allocated(bn), "write_block of unallocated block {bn}");
+            ext.offset = st.allocate(ext.alloc_len());
+        }
+        if let Err(e) = self.file.write_at(ext.offset, data) {
+            self.state.lock().alloc.free(ext.offset, ext.alloc_len());
+            return Err(e);
+        }
+        let mut st = self.state.lock();
+        if let Some(old) = st.table.set(bn, ext) {
+            st.release(old.offset, old.alloc_len());
+        }
+        Ok(ext)
+    }
+
+    /// Reads [off, off+len) inside an extent previously returned by extent()/write_block.
+    /// An extent past the end of the file is Corrupt(Some(bn)) "truncated". The caller
+    /// keeps `ext` current: once bn is rewritten its old extent may be reused.
+    pub fn read_range(&self, bn: BlockNum, ext: Extent, off: u32, len: u32) -> Result<Vec<u8>> {
+        if u64::from(off) + u64::from(len) > u64::from(ext.len) {
+            let why = format!("range {off}+{len} lies outside the block's {} bytes", ext.len);
+            return Err(Error::corrupt(self.path(), Some(bn), why));
+        }
+        let mut buf = vec![0; len as usize];
+        self.file.read_at(ext.offset + u64::from(off), &mut buf).map_err(|e| match is_truncation(&e) {
+            true => Error::corrupt(self.path(), Some(bn), format!("truncated: the file ends inside {ext:?}")),
+            false => e,
+        })?;
+        Ok(buf)
+    }
+
+    /// Durable checkpoint: write the table to a fresh extent, fdatasync, write the other
+    /// header slot (seq+1) with meta, fdatasync; then release extents freed before it.
+    /// Writers are blocked only while the table is copied, not during the I/O.
+    pub fn checkpoint(&self, meta: &[u8]) -> Result<()> {
+        check_meta(meta)?;
+        let _one_at_a_time = self.checkpoint_lock.lock();
+        let (header, slot, block) = {
+            let mut st = self.state.lock();
+            let block = st.table.encode(st.seq + 1);
+            let table_offset = st.allocate(page_round(block.len() as u64));
+            let mut refs: Ranges = st.table.extents().map(|(_, e)| (e.offset, e.alloc_len())).collect();
+            refs.insert(table_offset, page_round(block.len() as u64));
+            st.in_flight = Some(refs);
+            let table_len = u32::try_from(block.len()).expect("translation table over 4 GiB");
+            (Header { seq: st.seq + 1, table_offset, table_len, meta: meta.into() }, 1 - st.slot, block)
+        };
+        let res = (self.file.write_at(header.table_offset, &block))
+            .and_then(|()| self.file.sync())
+            .and_then(|()| self.file.write_at(slot * SLOT_SIZE, &header.encode()))
+            .and_then(|()| self.file.sync());
+
+        let mut st = self.state.lock();
+        let refs = st.in_flight.take().expect("set above");
+        let table_bytes = page_round(u64::from(header.table_len));
+        if let Err(e) = res {
+            // The new header may have reached the disk anyway, so both checkpoints stay
+            // protected; the next one to succeed frees the unused table extent.
+            st.durable.extend(refs);
+            st.pending.push((header.table_offset, table_bytes));
+            return Err(e);
+        }
+        (st.seq, st.slot, st.durable) = (header.seq, slot, refs);
+        let old_table = std::mem::replace(&mut st.table_extent, (header.table_offset, table_bytes));
+        st.pending.push(old_table);
+        // Blocks superseded while this checkpoint was written are still in it: keep those.
+        for (off, len) in std::mem::take(&mut st.pending) {
+            st.release(off, len);
+        }
+        Ok(())
+    }
+
+    /// File length, and bytes of live extents + headers + table.
+    pub fn space(&self) -> SpaceStats {
+        let st = self.state.lock();
+        let blocks: u64 = st.table.extents().map(|(_, e)| e.alloc_len()).sum();
+        SpaceStats { file_bytes: st.alloc.end(), live_bytes: HEADERS_END + st.table_extent.1 + blocks }
+    }
+}
+
+fn check_meta(meta: &[u8]) -> Result<()> {
+    match meta.len() > MAX_META {
+        true => Err(Error::invalid(format!("checkpoint meta of {} bytes, at most {MAX_META}", meta.len()))),
+        false => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::FileExt;
+    use std::path::PathBuf;
+
+    fn tmp() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("dict.fdb");
+        (dir, path)
+    }
+
+    fn node(tag: u8, len: usize) -> Vec<u8> {
+        (0..len).map(|i| tag.wrapping_add(i as u8)).collect()
+    }
+
+    fn read_all(f: &BlockFile, bn: BlockNum) -> Vec<u8> {
+        let ext = f.extent(bn).unwrap();
+        f.read_range(bn, ext, 0, ext.len).unwrap()
+    }
+
+    /// Overwrites bytes of the file behind the BlockFile's back.
+    fn scribble(path: &Path, off: u64, bytes: &[u8]) {
+        OpenOptions::new().write(true).open(path).unwrap().write_all_at(bytes, off).unwrap();
+    }
+
+    #[test]
+    fn create_writes_a_durable_empty_checkpoint_and_refuses_existing_files() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, true, b"meta-1").unwrap();
+        assert_eq!(f.path(), path);
+        assert_eq!(f.space(), SpaceStats { file_bytes: 3 * 4096, live_bytes: 3 * 4096 });
+        drop(f);
+        assert!(matches!(BlockFile::create(&path, true, b""), Err(Error::Io { .. })));
+        let (f, meta) = BlockFile::open(&path, true).unwrap();
+        assert_eq!(meta, b"meta-1");
+        assert_eq!((f.extent(0), f.allocate_blocknum()), (None, 0));
+    }
+
+    #[test]
+    fn reopen_returns_the_meta_blob_and_every_extent_as_written() {
+        for dir in ["/tmp", "/dev/shm"] {
+            let Ok(d) = tempfile::tempdir_in(dir) else { continue };
+            let path = d.path().join("f");
+            let f = BlockFile::create(&path, true, b"").unwrap();
+            let mut written = Vec::new();
+            for i in 0..20u8 {
+                let bn = f.allocate_blocknum();
+                let data = node(i, 100 + 997 * i as usize);
+                written.push((bn, f.write_block(bn, &data, 10).unwrap(), data));
+            }
+            f.free_blocknum(3);
+            written.remove(3);
+            f.checkpoint(&[7; MAX_META]).unwrap();
+            drop(f);
+            let (f, meta) = BlockFile::open(&path, true).unwrap();
+            assert_eq!(meta, vec![7; MAX_META]);
+            for (bn, ext, data) in &written {
+                assert_eq!(f.extent(*bn), Some(*ext), "{dir}: block {bn}");
+                assert_eq!(&read_all(&f, *bn), data);
+                assert_eq!(f.read_range(*bn, *ext, 3, 7).unwrap(), data[3..10]);
+            }
+            assert_eq!((f.extent(3), f.allocate_blocknum()), (None, 3), "freed number comes back first");
+        }
+    }
+
+    #[test]
+    fn a_torn_or_garbled_newer_header_falls_back_to_the_older_checkpoint() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, false, b"one").unwrap();
+        let bn = f.allocate_blocknum();
+        let first = f.write_block(bn, &node(1, 5000), 0).unwrap();
+        f.checkpoint(b"two").unwrap(); // seq 2, slot B
+        f.write_block(bn, &node(2, 5000), 0).unwrap();
+        f.checkpoint(b"three").unwrap(); // seq 3, slot A
+        drop(f);
+        scribble(&path, 20, &[0xEE; 300]); // a torn write of slot A
+        let (f, meta) = BlockFile::open(&path, false).unwrap();
+        assert_eq!(meta, b"two");
+        assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(first), node(1, 5000)));
+        // The next checkpoint goes to the damaged slot, never over the one just loaded.
+        f.checkpoint(b"three again").unwrap();
+        drop(f);
+        assert_eq!(BlockFile::open(&path, false).unwrap().1, b"three again");
+        scribble(&path, 0, &[0; 4096]);
+        assert_eq!(BlockFile::open(&path, false).unwrap().1, b"two");
+    }
+
+    #[test]
+    fn no_valid_header_is_corrupt_and_a_newer_version_is_unsupported() {
+        let (_d, path) = tmp();
+        BlockFile::create(&path, false, b"x").unwrap();
+        let mut slot = vec![0; 4096];
+        OpenOptions::new().read(true).open(&path).unwrap().read_exact_at(&mut slot, 0).unwrap();
+        slot[8] = 2; // version 2, checksum fixed up: a valid header from a newer build
+        let c = 40 + 1;
+        let crc = crc32c::crc32c(&slot[..c]);
+        slot[c..c + 4].copy_from_slice(&crc.to_le_bytes());
+        scribble(&path, 0, &slot);
+        assert!(matches!(BlockFile::open(&path, false), Err(Error::UnsupportedVersion { found: 2, .. })));
+        scribble(&path, 20, &[1]);
+        let err = BlockFile::open(&path, false).err().unwrap();
+        assert!(matches!(err, Error::Corrupt { block: None, .. }), "{err}");
+        std::fs::write(&path, b"short").unwrap();
+        assert!(matches!(BlockFile::open(&path, false), Err(Error::Corrupt { block: None, .. })));
+    }
+
+    #[test]
+    fn extents_of_the_durable_checkpoint_are_not_reused_before_the_next_one() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, false, b"").unwrap();
+        let (a, b) = (f.allocate_blocknum(), f.allocate_blocknum());
+        let old_a = f.write_block(a, &node(1, 8192), 0).unwrap();
+        let old_b = f.write_block(b, &node(2, 4096), 0).unwrap();
+        f.checkpoint(b"").unwrap();
+        f.write_block(a, &node(3, 8192), 0).unwrap(); // supersedes old_a
+        f.free_blocknum(b); // drops old_b
+        for i in 0..4 {
+            let ext = f.write_block(f.allocate_blocknum(), &node(4, 4096), 0).unwrap();
+            assert!(ext.offset + 4096 <= old_a.offset || ext.offset >= old_a.offset + 8192, "round {i}");
+            assert_ne!(ext.offset, old_b.offset, "round {i}");
+        }
+        // A crash now must still find the checkpoint's blocks intact.
+        let (g, _) = BlockFile::open(&path, false).unwrap();
+        assert_eq!((read_all(&g, a), read_all(&g, b)), (node(1, 8192), node(2, 4096)));
+        drop(g);
+        f.checkpoint(b"").unwrap();
+        let reused: Vec<u64> =
+            (0..4).map(|_| f.write_block(f.allocate_blocknum(), &node(5, 4096), 0).unwrap().offset).collect();
+        assert!(reused.contains(&old_a.offset) && reused.contains(&old_b.offset), "{reused:?} {old_a:?}");
+    }
+
+    #[test]
+    fn extents_written_and_superseded_between_checkpoints_are_reused_at_once() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, false, b"").unwrap();
+        let bn = f.allocate_blocknum();
+        let first = f.write_block(bn, &node(1, 6000), 0).unwrap();
+        let (other, second) = (f.allocate_blocknum(), f.write_block(bn, &node(2, 6000), 0).unwrap());
+        assert_ne!(first.offset, second.offset, "never written over a live extent");
+        assert_eq!(f.write_block(other, &node(3, 100), 0).unwrap().offset, first.offset);
+        // Copy-on-write needs room for the old and the new copy; after that the file stops growing.
+        f.write_block(bn, &node(4, 6000), 0).unwrap();
+        let end = f.space().file_bytes;
+        for i in 0..50 {
+            f.write_block(bn, &node(i, 6000), 0).unwrap();
+        }
+        assert_eq!(f.space().file_bytes, end, "rewrites recycle space instead of growing the file");
+        let live = f.space().live_bytes;
+        assert_eq!(live, 2 * 4096 + 4096 + 8192 + 4096);
+    }
+
+    #[test]
+    fn repeated_checkpoints_keep_the_file_compact() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, false, b"").unwrap();
+        let bns: Vec<_> = (0..10).map(|_| f.allocate_blocknum()).collect();
+        for round in 0..30u8 {
+            for &bn in &bns {
+                f.write_block(bn, &node(round, 4096 * (1 + bn as usize % 3)), 0).unwrap();
+            }
+            f.checkpoint(&[round]).unwrap();
+        }
+        let s = f.space();
+        assert!(s.file_bytes <= 2 * s.live_bytes + 8192, "{s:?}");
+        drop(f);
+        let (f, meta) = BlockFile::open(&path, false).unwrap();
+        assert_eq!((meta, read_all(&f, 4)), (vec![29], node(29, 4096 * 2)));
+    }
+
+    #[test]
+    fn at_every_moment_a_crash_would_reopen_the_last_checkpoint_intact() {
+        use rand::{Rng, SeedableRng};
+        use std::collections::HashMap;
+        let (_d, path) = tmp();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        let f = BlockFile::create(&path, true, b"0").unwrap();
+        let (mut now, mut durable) = (HashMap::new(), (0u32, HashMap::new()));
+        for step in 0..3000u32 {
+            let pick = |rng: &mut rand::rngs::SmallRng, m: &HashMap<u64, _>| {
+                *m.keys().nth(rng.gen_range(0..m.len())).unwrap()
+            };
+            match if now.is_empty() { 0 } else { rng.gen_range(0..100) } {
+                0..=59 => {
+                    let bn = match rng.gen_bool(0.8) && !now.is_empty() {
+                        true => pick(&mut rng, &now),
+                        false => f.allocate_blocknum(),
+                    };
+                    let data = node(step as u8, rng.gen_range(1..30_000));
+                    f.write_block(bn, &data, 0).unwrap();
+                    now.insert(bn, data);
+                }
+                60..=79 => {
+                    let bn = pick(&mut rng, &now);
+                    f.free_blocknum(bn);
+                    now.remove(&bn);
+                }
+                80..=94 => {
+                    f.checkpoint(step.to_string().as_bytes()).unwrap();
+                    durable = (step, now.clone());
+                }
+                _ => {
+                    let (g, meta) = BlockFile::open(&path, true).unwrap();
+                    assert_eq!(meta, durable.0.to_string().as_bytes());
+                    for (bn, data) in &durable.1 {
+                        assert_eq!(&read_all(&g, *bn), data, "step {step}: block {bn}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_truncated_file_is_corrupt_naming_the_block() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, true, b"").unwrap();
+        let (a, b) = (f.allocate_blocknum(), f.allocate_blocknum());
+        f.write_block(a, &node(1, 4096), 0).unwrap();
+        f.checkpoint(b"").unwrap();
+        let ext_b = f.write_block(b, &node(2, 20_000), 0).unwrap();
+        f.checkpoint(b"").unwrap();
+        assert_eq!(f.state.lock().table_extent.0, HEADERS_END, "the table reused the first hole");
+        assert_eq!(ext_b.offset + 20_480, f.space().file_bytes, "block b is last");
+        drop(f);
+        OpenOptions::new().write(true).open(&path).unwrap().set_len(ext_b.offset + 5000).unwrap();
+        let (f, _) = BlockFile::open(&path, true).unwrap();
+        assert_eq!(read_all(&f, a), node(1, 4096));
+        let err = f.read_range(b, ext_b, 0, ext_b.len).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { block: Some(1), reason, .. } if reason.contains("truncated"))
+        );
+        assert_eq!(f.read_range(b, ext_b, 10, 100).unwrap(), node(2, 20_000)[10..110]);
+        assert!(matches!(f.read_range(b, ext_b, 19_999, 2), Err(Error::Corrupt { block: Some(1), .. })));
+        // New blocks never land on the missing tail of a block that is still referenced.
+        for _ in 0..8 {
+            let ext = f.write_block(f.allocate_blocknum(), &node(3, 100), 0).unwrap();
+            assert!(ext.offset + 4096 <= ext_b.offset || ext.offset >= ext_b.offset + 20_480, "{ext:?}");
+        }
+        drop(f);
+        OpenOptions::new().write(true).open(&path).unwrap().set_len(HEADERS_END + 10).unwrap();
+        let err = BlockFile::open(&path, true).err().unwrap();
+        assert!(
+            matches!(&err, Error::Corrupt { block: None, reason, .. } if reason.contains("beyond")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_flipped_bit_in_the_translation_table_is_corrupt() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, false, b"").unwrap();
+        let bn = f.allocate_blocknum();
+        f.write_block(bn, &node(1, 4096), 0).unwrap();
+        f.checkpoint(b"").unwrap();
+        let block_at = f.extent(bn).unwrap().offset;
+        let table = f.state.lock().durable.keys().copied().find(|&o| o != block_at);
+        drop(f);
+        scribble(&path, table.unwrap() + 30, &[0x04]);
+        let err = BlockFile::open(&path, false).err().unwrap();
+        assert!(matches!(&err, Error::Corrupt { reason, .. } if reason.contains("checksum")), "{err}");
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let (_d, path) = tmp();
+        assert!(matches!(
+            BlockFile::create(&path, false, &[0; MAX_META + 1]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(!path.exists());
+        let f = BlockFile::create(&path, false, b"").unwrap();
+        assert!(matches!(f.checkpoint(&[0; MAX_META + 1]), Err(Error::InvalidArgument(_))));
+        let bn = f.allocate_blocknum();
+        assert!(matches!(f.write_block(bn, b"abc", 4), Err(Error::InvalidArgument(_))));
+        let empty = f.write_block(bn, b"", 0).unwrap();
+        assert_eq!((empty.len, f.read_range(bn, empty, 0, 0).unwrap()), (0, vec![]));
+    }
+
+    #[test]
+    fn concurrent_writers_readers_and_checkpoints_agree() {
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&path, true, b"").unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u8 {
+                let f = &f;
+                s.spawn(move || {
+                    let bn = f.allocate_blocknum();
+                    for i in 0..100u8 {
+                        let data = node(t.wrapping_mul(50).wrapping_add(i), 3000 + 1000 * (i as usize % 5));
+                        let ext = f.write_block(bn, &data, 0).unwrap();
+                        assert_eq!(f.read_range(bn, ext, 0, ext.len).unwrap(), data);
+                    }
+                });
+            }
+            s.spawn(|| (0..20).for_each(|_| f.checkpoint(b"c").unwrap()));
+        });
+        f.checkpoint(b"end").unwrap();
+        let blocks: Vec<_> = (0..4).map(|bn| read_all(&f, bn)).collect();
+        drop(f);
+        let (f, _) = BlockFile::open(&path, true).unwrap();
+        assert_eq!((0..4).map(|bn| read_all(&f, bn)).collect::<Vec<_>>(), blocks);
+    }
+}

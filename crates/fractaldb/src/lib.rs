@@ -1,0 +1,42 @@
+//! fractaldb: a transactional storage engine whose indexes are fractal trees.
+//!
+//! Layers, bottom up (see `docs/ARCHITECTURE.md`):
+//! - `file`: block files: copy-on-write blocks through a translation table,
+//!   alternating checksummed headers, codecs, O_DIRECT I/O;
+//! - `cache`: one byte-bounded node cache with eviction and write-back;
+//! - `tree`: the Bε-tree: messages, buffers, basements, flushing, splits,
+//!   merges, cursors, `check`;
+//! - `env`: environments, the catalog of dictionaries, background threads.
+//!
+//! ```no_run
+//! use fractaldb::{DictOptions, Env, EnvOptions};
+//! let env = Env::open("/tmp/mydb", EnvOptions::default())?;
+//! let d = env.create_dictionary("events", DictOptions::default())?;
+//! d.put(b"k1", b"v1")?;
+//! assert_eq!(d.get(b"k1")?, Some(b"v1".to_vec()));
+//! let mut c = d.cursor();
+//! let mut more = c.first()?;
+//! while more {
+//!     println!("{:?} => {:?}", c.key(), c.value());
+//!     more = c.next()?;
+//! }
+//! env.close()?;
+//! # Ok::<(), fractaldb::Error>(())
+//! ```
+
+mod cache;
+mod catalog;
+mod encoding;
+mod env;
+mod error;
+mod file;
+mod tree;
+
+pub use cache::CacheStats;
+pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, WriteBatch};
+pub use error::{Error, Result};
+pub use file::{Codec, SpaceStats};
+pub use tree::check::CheckReport;
+pub use tree::cursor::Cursor;
+pub use tree::message::UpdateFn;
+pub use tree::Comparator;

@@ -1,0 +1,353 @@
+//! Basements: the sorted runs of leafentries that make up a leaf.
+//!
+//! A basement is kept in memory in the same packed form it has on disk
+//! (before compression), plus an index of entry offsets, so reading one from
+//! disk is a decompress and one scan, writing it is a copy, and a point lookup
+//! is a binary search with no allocation. Leaves receive messages in batches
+//! (a whole flushed buffer at a time), which a basement applies by one merge
+//! pass; single messages (a dictionary whose root is still a leaf) splice.
+//!
+//! Packed form: a sequence of entries, each
+//! `key_len varint | key | le_len varint | leafentry` (see `leafentry.rs`),
+//! in strictly increasing key order under the dictionary's comparator.
+
+use std::cmp::Ordering;
+
+use super::leafentry::{self, encode_value, value_le_len};
+use super::message::{apply_to_value, MsgBody, MsgKind, UpdateFns};
+use super::Comparator;
+use crate::encoding::{put_varint, DecodeResult, Reader};
+
+/// A sorted run of leafentries in packed form.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Basement {
+    data: Vec<u8>,
+    /// Start of each entry in `data`.
+    offs: Vec<u32>,
+}
+
+/// Memory a basement costs beyond its packed bytes, per entry (the offset).
+const OFFSET_BYTES: usize = 4;
+
+impl Basement {
+    pub(crate) fn new() -> Self {
+        Basement::default()
+    }
+
+    /// Rebuilds a basement from its packed bytes, checking every length and
+    /// that keys ascend.
+    pub(crate) fn from_packed(data: Vec<u8>, cmp: Comparator) -> DecodeResult<Basement> {
+        let mut offs = Vec::new();
+        let mut r = Reader::new(&data);
+        let mut prev: Option<&[u8]> = None;
+        while !r.is_empty() {
+            offs.push(r.pos() as u32);
+            let key = r.bytes()?;
+            let le = r.bytes()?;
+            if le.is_empty() {
+                return Err("empty leafentry".into());
+            }
+            if let Some(p) = prev {
+                if cmp(p, key) != Ordering::Less {
+                    return Err("basement keys out of order".into());
+                }
+            }
+            prev = Some(key);
+        }
+        Ok(Basement { data, offs })
+    }
+
+    pub(crate) fn packed(&self) -> &[u8] {
+        &self.data
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.offs.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.offs.is_empty()
+    }
+
+    /// Bytes of memory this basement holds.
+    pub(crate) fn mem_bytes(&self) -> usize {
+        self.data.len() + self.offs.len() * OFFSET_BYTES
+    }
+
+    /// Bytes of the packed form (what a serialization writes before compression).
+    pub(crate) fn packed_bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    fn entry(&self, i: usize) -> (&[u8], &[u8]) {
+        // The packed form was validated when built, so these reads cannot fail.
+        let mut r = Reader::new(&self.data[self.offs[i] as usize..]);
+        let key = r.bytes().expect("validated basement");
+        let le = r.bytes().expect("validated basement");
+        (key, le)
+    }
+
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        self.entry(i).0
+    }
+
+    pub(crate) fn leafentry(&self, i: usize) -> &[u8] {
+        self.entry(i).1
+    }
+
+    /// Binary search for `key`: `Ok(i)` if present, `Err(i)` where it would go.
+    pub(crate) fn search(&self, key: &[u8], cmp: Comparator) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.offs.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match cmp(self.key(mid), key) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// The committed value stored for `key`, if any.
+    pub(crate) fn get(&self, key: &[u8], cmp: Comparator) -> DecodeResult<Option<&[u8]>> {
+        match self.search(key, cmp) {
+            Ok(i) => leafentry::committed_value(self.leafentry(i)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn push_raw(&mut self, key: &[u8], le: &[u8]) {
+        self.offs.push(self.data.len() as u32);
+        put_varint(&mut self.data, key.len() as u64);
+        self.data.extend_from_slice(key);
+        put_varint(&mut self.data, le.len() as u64);
+        self.data.extend_from_slice(le);
+    }
+
+    fn push_value(&mut self, key: &[u8], value: &[u8]) {
+        self.offs.push(self.data.len() as u32);
+        put_varint(&mut self.data, key.len() as u64);
+        self.data.extend_from_slice(key);
+        put_varint(&mut self.data, value_le_len(value) as u64);
+        encode_value(&mut self.data, value);
+    }
+
+    /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
+    /// messages leave deleted are dropped from the basement.
+    pub(crate) fn apply_sorted(
+        &mut self,
+        msgs: &[(&[u8], &MsgBody)],
+        cmp: Comparator,
+        fns: &UpdateFns,
+    ) -> Result<(), String> {
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        if msgs.len() == 1 && self.data.len() > 4096 {
+            return self.apply_one(msgs[0].0, msgs[0].1, cmp, fns);
+        }
+        let mut out = Basement {
+            data: Vec::with_capacity(self.data.len() + msgs.len() * 32),
+            offs: Vec::with_capacity(self.offs.len() + msgs.len()),
+        };
+        let (mut i, mut m) = (0, 0);
+        while m < msgs.len() {
+            let key = msgs[m].0;
+            // Copy the untouched entries before this message's key.
+            while i < self.len() && cmp(self.key(i), key) == Ordering::Less {
+                let (k, le) = self.entry(i);
+                out.push_raw(k, le);
+                i += 1;
+            }
+            let mut value = if i < self.len() && cmp(self.key(i), key) == Ordering::Equal {
+                let v = leafentry::committed_value(self.leafentry(i))?.map(|v| v.to_vec());
+                i += 1;
+                v
+            } else {
+                None
+            };
+            while m < msgs.len() && cmp(msgs[m].0, key) == Ordering::Equal {
+                value = apply_to_value(key, value, msgs[m].1, fns)?;
+                m += 1;
+            }
+            if let Some(v) = value {
+                out.push_value(key, &v);
+            }
+        }
+        while i < self.len() {
+            let (k, le) = self.entry(i);
+            out.push_raw(k, le);
+            i += 1;
+        }
+        *self = out;
+        Ok(())
+    }
+
+    /// Applies one message by splicing the packed bytes.
+    fn apply_one(
+        &mut self,
+        key: &[u8],
+        body: &MsgBody,
+        cmp: Comparator,
+        fns: &UpdateFns,
+    ) -> Result<(), String> {
+        let (idx, present) = match self.search(key, cmp) {
+            Ok(i) => (i, true),
+            Err(i) => (i, false),
+        };
+        let old =
+            if present { leafentry::committed_value(self.leafentry(idx))?.map(|v| v.to_vec()) } else { None };
+        let new = apply_to_value(key, old, body, fns)?;
+        let start = self.offs.get(idx).map_or(self.data.len(), |&o| o as usize);
+        let old_len =
+            if present { self.offs.get(idx + 1).map_or(self.data.len(), |&o| o as usize) - start } else { 0 };
+        let mut entry = Vec::new();
+        if let Some(v) = &new {
+            put_varint(&mut entry, key.len() as u64);
+            entry.extend_from_slice(key);
+            put_varint(&mut entry, value_le_len(v) as u64);
+            encode_value(&mut entry, v);
+        }
+        let delta = entry.len() as i64 - old_len as i64;
+        self.data.splice(start..start + old_len, entry);
+        match (present, new.is_some()) {
+            (true, true) => {}
+            (true, false) => {
+                self.offs.remove(idx);
+            }
+            (false, true) => self.offs.insert(idx, start as u32),
+            (false, false) => return Ok(()),
+        }
+        let first_after = if new.is_some() { idx + 1 } else { idx };
+        for o in &mut self.offs[first_after..] {
+            *o = (*o as i64 + delta) as u32;
+        }
+        Ok(())
+    }
+
+    /// Runs a broadcast update over every entry.
+    pub(crate) fn apply_broadcast(&mut self, body: &MsgBody, fns: &UpdateFns) -> Result<(), String> {
+        debug_assert_eq!(body.kind, MsgKind::Broadcast);
+        let mut out = Basement { data: Vec::with_capacity(self.data.len()), offs: Vec::new() };
+        for i in 0..self.len() {
+            let (k, le) = self.entry(i);
+            let old = leafentry::committed_value(le)?.map(|v| v.to_vec());
+            if let Some(v) = apply_to_value(k, old, body, fns)? {
+                out.push_value(k, &v);
+            }
+        }
+        *self = out;
+        Ok(())
+    }
+
+    /// Moves entries `at..` into a new basement.
+    pub(crate) fn split_off(&mut self, at: usize) -> Basement {
+        if at >= self.len() {
+            return Basement::new();
+        }
+        let cut = self.offs[at] as usize;
+        let data = self.data.split_off(cut);
+        let offs = self.offs.split_off(at).into_iter().map(|o| o - cut as u32).collect();
+        Basement { data, offs }
+    }
+
+    /// Appends `other`, whose keys all sort after this basement's.
+    pub(crate) fn append(&mut self, other: Basement) {
+        let base = self.data.len() as u32;
+        self.data.extend_from_slice(&other.data);
+        self.offs.extend(other.offs.into_iter().map(|o| o + base));
+    }
+
+    /// Index at which the packed bytes before it first reach `bytes`.
+    pub(crate) fn index_at_bytes(&self, bytes: usize) -> usize {
+        self.offs.partition_point(|&o| (o as usize) < bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn ins(v: &[u8]) -> MsgBody {
+        MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, val: v.into() }
+    }
+
+    fn del() -> MsgBody {
+        MsgBody { kind: MsgKind::Delete, fn_id: 0, txid: 0, val: Box::new([]) }
+    }
+
+    fn contents(b: &Basement) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..b.len())
+            .map(|i| {
+                (b.key(i).to_vec(), leafentry::committed_value(b.leafentry(i)).unwrap().unwrap().to_vec())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_and_single_messages_agree_with_a_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let fns = UpdateFns::new();
+        let (mut batched, mut single) = (Basement::new(), Basement::new());
+        let mut model = BTreeMap::new();
+        for _round in 0..50 {
+            let mut msgs: Vec<(Vec<u8>, MsgBody)> = Vec::new();
+            for _ in 0..rng.gen_range(1..200) {
+                let k = format!("{:04}", rng.gen_range(0..500)).into_bytes();
+                if rng.gen_bool(0.3) {
+                    model.remove(&k);
+                    msgs.push((k, del()));
+                } else {
+                    let v = vec![rng.gen::<u8>(); rng.gen_range(0..300)];
+                    model.insert(k.clone(), v.clone());
+                    msgs.push((k, ins(&v)));
+                }
+            }
+            for (k, m) in &msgs {
+                single.apply_one(k, m, bytewise, &fns).unwrap();
+            }
+            // A stable sort keeps MSN order within a key.
+            msgs.sort_by(|a, b| a.0.cmp(&b.0));
+            let refs: Vec<(&[u8], &MsgBody)> = msgs.iter().map(|(k, m)| (&k[..], m)).collect();
+            batched.apply_sorted(&refs, bytewise, &fns).unwrap();
+            let expect: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(contents(&batched), expect);
+            assert_eq!(contents(&single), expect);
+            let rebuilt = Basement::from_packed(batched.packed().to_vec(), bytewise).unwrap();
+            assert_eq!(contents(&rebuilt), expect);
+        }
+    }
+
+    #[test]
+    fn split_and_append_are_inverse() {
+        let fns = UpdateFns::new();
+        let mut b = Basement::new();
+        let msgs: Vec<(Vec<u8>, MsgBody)> =
+            (0..100u32).map(|i| (i.to_be_bytes().to_vec(), ins(b"v"))).collect();
+        let refs: Vec<(&[u8], &MsgBody)> = msgs.iter().map(|(k, m)| (&k[..], m)).collect();
+        b.apply_sorted(&refs, bytewise, &fns).unwrap();
+        let before = contents(&b);
+        let right = b.split_off(37);
+        assert_eq!(b.len(), 37);
+        assert_eq!(right.key(0), 37u32.to_be_bytes());
+        b.append(right);
+        assert_eq!(contents(&b), before);
+    }
+
+    #[test]
+    fn corrupt_packed_bytes_are_rejected() {
+        assert!(Basement::from_packed(vec![5, b'a'], bytewise).is_err());
+        // Keys out of order.
+        let mut b = Basement::new();
+        b.push_value(b"b", b"1");
+        b.push_value(b"a", b"2");
+        assert!(Basement::from_packed(b.packed().to_vec(), bytewise).is_err());
+    }
+}

@@ -1,0 +1,191 @@
+//! `check`: walks a whole tree and verifies every invariant.
+//!
+//! - pivots ascend strictly and lie inside the node's key range;
+//! - every child is one level below its parent;
+//! - every buffered message lies inside its child's range, and is newer
+//!   than every message below it on its path and than what its leaf has
+//!   applied (so a flush never reorders a key's messages);
+//! - every leaf's basements hold strictly ascending keys inside their range,
+//!   and every leafentry decodes;
+//! - every clean node's block on disk passes its checksums and decodes.
+//!
+//! It holds the checkpoint lock exclusively, so writers and the cleaner wait
+//! while it runs. Tests call it after every phase.
+
+use std::cmp::Ordering;
+
+use super::leafentry;
+use super::node::Body;
+use super::serialize::{decode_basement, decode_buffer};
+use super::Tree;
+use crate::error::{Error, Result};
+use crate::file::BlockNum;
+
+/// What a successful check counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CheckReport {
+    pub height: u32,
+    pub internal_nodes: u64,
+    pub leaves: u64,
+    pub leafentries: u64,
+    pub buffered_messages: u64,
+}
+
+impl Tree {
+    pub(crate) fn check(&self) -> Result<CheckReport> {
+        let _exclusive = self.ctx.checkpoint_lock.write();
+        let mut report = CheckReport::default();
+        let root = self.root_bn();
+        let height = self.check_node(root, None, None, None, u64::MAX, &mut report)?;
+        report.height = height;
+        Ok(report)
+    }
+
+    fn bad(&self, bn: BlockNum, what: String) -> Error {
+        Error::corrupt(self.path(), Some(bn), format!("check failed: {what}"))
+    }
+
+    /// Checks the subtree at `bn`, whose keys must lie in [lo, hi) and whose
+    /// messages must all be older than `newer_than`. Returns its height.
+    fn check_node(
+        &self,
+        bn: BlockNum,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        height: Option<u32>,
+        newer_than: u64,
+        report: &mut CheckReport,
+    ) -> Result<u32> {
+        let cmp = self.cmp;
+        let in_range = |k: &[u8]| {
+            lo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                && hi.is_none_or(|h| cmp(k, h) == Ordering::Less)
+        };
+        let e = self.pin(bn)?;
+        let g = loop {
+            self.fetch_all(&e)?;
+            let g = e.node.read();
+            if g.all_loaded() {
+                break g;
+            }
+        };
+        if let Some(h) = height {
+            if g.height != h {
+                return Err(self.bad(bn, format!("height {} under a parent expecting {h}", g.height)));
+            }
+        }
+        if g.pivots.len() + 1 != g.n_parts() {
+            return Err(self.bad(bn, format!("{} pivots for {} parts", g.pivots.len(), g.n_parts())));
+        }
+        for (i, p) in g.pivots.iter().enumerate() {
+            if !in_range(p) || lo.is_some_and(|l| cmp(l, p) == Ordering::Equal) {
+                return Err(self.bad(bn, format!("pivot {i} outside the node's range")));
+            }
+            if i > 0 && cmp(&g.pivots[i - 1], p) != Ordering::Less {
+                return Err(self.bad(bn, format!("pivots {} and {i} out of order", i - 1)));
+            }
+        }
+        if !g.dirty {
+            self.check_on_disk(bn, &g)?;
+        }
+        match &g.body {
+            Body::Leaf(basements) => {
+                report.leaves += 1;
+                if g.max_msn >= newer_than {
+                    return Err(self.bad(
+                        bn,
+                        format!(
+                            "leaf applied MSN {} but an ancestor still holds MSN {newer_than}",
+                            g.max_msn
+                        ),
+                    ));
+                }
+                for (i, b) in basements.iter().enumerate() {
+                    let b = b.as_ref().expect("all loaded");
+                    let (blo, bhi) = g.part_bounds(i, lo, hi);
+                    for j in 0..b.len() {
+                        let k = b.key(j);
+                        let inside = blo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                            && bhi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+                        if !inside {
+                            return Err(self.bad(bn, format!("basement {i} entry {j} outside its range")));
+                        }
+                        if j > 0 && cmp(b.key(j - 1), k) != Ordering::Less {
+                            return Err(
+                                self.bad(bn, format!("basement {i} entries {} and {j} out of order", j - 1))
+                            );
+                        }
+                        leafentry::committed_value(b.leafentry(j)).map_err(|r| self.bad(bn, r))?;
+                    }
+                    report.leafentries += b.len() as u64;
+                }
+                Ok(0)
+            }
+            Body::Internal(children) => {
+                report.internal_nodes += 1;
+                if g.height == 0 {
+                    return Err(self.bad(bn, "internal node at height 0".into()));
+                }
+                let mut work = Vec::new();
+                for (i, c) in children.iter().enumerate() {
+                    let (clo, chi) = g.part_bounds(i, lo, hi);
+                    for (k, msn, _) in c.buf.iter() {
+                        let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                            && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+                        if !inside {
+                            return Err(
+                                self.bad(bn, format!("message MSN {msn} buffered for the wrong child {i}"))
+                            );
+                        }
+                    }
+                    let min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
+                    if let Some((_, max)) = c.buf.msn_range() {
+                        if max >= newer_than {
+                            return Err(self.bad(
+                                bn,
+                                format!(
+                                    "buffer {i} holds MSN {max}, not older than its ancestors' {newer_than}"
+                                ),
+                            ));
+                        }
+                    }
+                    report.buffered_messages += c.buf.len() as u64;
+                    work.push((
+                        c.bn,
+                        clo.map(|x| x.to_vec()),
+                        chi.map(|x| x.to_vec()),
+                        newer_than.min(min_msn),
+                    ));
+                }
+                let child_height = g.height - 1;
+                let my_height = g.height;
+                drop(g);
+                drop(e);
+                for (cbn, clo, chi, newer) in work {
+                    self.check_node(cbn, clo.as_deref(), chi.as_deref(), Some(child_height), newer, report)?;
+                }
+                Ok(my_height)
+            }
+        }
+    }
+
+    /// Re-reads a clean node's block and verifies every checksum.
+    fn check_on_disk(&self, bn: BlockNum, node: &super::node::Node) -> Result<()> {
+        let Some(ext) = node.disk else { return Err(self.bad(bn, "clean node with no block".into())) };
+        if self.file.extent(bn) != Some(ext) {
+            return Err(self.bad(bn, "clean node's block is not the one in the block table".into()));
+        }
+        let bytes = self.file.read_range(bn, ext, 0, ext.len)?;
+        let header = self.parse_header_for_check(bn, &bytes[..ext.header_len as usize], ext.len)?;
+        for info in &header.parts {
+            let s = info.offset as usize;
+            let part = &bytes[s..s + info.disk_len as usize];
+            if header.height == 0 {
+                decode_basement(info, part, self.cmp).map_err(|r| self.bad(bn, r))?;
+            } else {
+                decode_buffer(info, part, self.cmp).map_err(|r| self.bad(bn, r))?;
+            }
+        }
+        Ok(())
+    }
+}

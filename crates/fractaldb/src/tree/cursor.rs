@@ -1,0 +1,274 @@
+//! Cursors: ordered iteration in both directions.
+//!
+//! A cursor works one basement at a time. To load a batch it descends to the
+//! basement whose range holds its target, holding read locks on the whole
+//! path, and merges the basement's entries with every buffered message for
+//! that basement's key range (point messages and broadcasts, in MSN order per
+//! key). It then drops the locks and serves `next`/`prev` from the batch.
+//! Moving past either end of a batch loads the neighbouring basement by key
+//! (the batch's bounds are pivots, so neighbours meet exactly), which stays
+//! correct however the tree was split or merged in between.
+//!
+//! Between batches a cursor sees later writes; the transaction layer will
+//! give cursors a snapshot.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use parking_lot::{ArcRwLockReadGuard, RawRwLock};
+
+use super::message::{apply_to_value, MsgBody};
+use super::node::Node;
+use super::Tree;
+use crate::cache::Entry;
+use crate::error::{Error, Result};
+
+/// Where to position a batch load.
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    First,
+    Last,
+    /// The basement holding this key (for `>=` and `<=` seeks).
+    At(&'a [u8]),
+    /// The basement holding the keys just below this key.
+    Below(&'a [u8]),
+}
+
+/// A key and its value, as a cursor batch holds them.
+pub(crate) type Pair = (Box<[u8]>, Box<[u8]>);
+/// A range bound; `None` is unbounded.
+type KeyBound = Option<Box<[u8]>>;
+
+/// One basement's worth of visible key/value pairs and its key range [lo, hi).
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub entries: Vec<Pair>,
+    pub lo: KeyBound,
+    pub hi: KeyBound,
+}
+
+impl Tree {
+    fn choose(&self, node: &Node, target: Target) -> usize {
+        match target {
+            Target::First => 0,
+            Target::Last => node.n_parts() - 1,
+            Target::At(k) => node.part_for(k, self.cmp),
+            Target::Below(k) => node.pivots.partition_point(|p| (self.cmp)(p, k) == Ordering::Less),
+        }
+    }
+
+    /// Loads the batch for `target`.
+    pub(crate) fn load_batch(&self, target: Target) -> Result<Batch> {
+        self.check_open()?;
+        let mut held: Vec<Arc<Entry>> = Vec::new();
+        'restart: loop {
+            let root = self.pin(self.root_bn())?;
+            // The path: every ancestor's guard and the child index taken.
+            let mut path: Vec<(ArcRwLockReadGuard<RawRwLock, Node>, usize)> = Vec::new();
+            let mut guard = root.node.read_arc();
+            let mut entry = root;
+            let (mut lo, mut hi): (KeyBound, KeyBound) = (None, None);
+            loop {
+                let i = self.choose(&guard, target);
+                let (l, h) = guard.part_bounds(i, lo.as_deref(), hi.as_deref());
+                let (l, h) = (l.map(Box::from), h.map(Box::from));
+                lo = l;
+                hi = h;
+                if guard.is_leaf() {
+                    if guard.basements()[i].is_none() {
+                        drop(path);
+                        drop(guard);
+                        self.fetch_basement(&entry, i)?;
+                        held.push(entry);
+                        continue 'restart;
+                    }
+                    let entries =
+                        self.merge_batch(&path, &guard, i, lo.as_deref(), hi.as_deref(), entry.bn)?;
+                    return Ok(Batch { entries, lo, hi });
+                }
+                let child_bn = guard.children()[i].bn;
+                let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
+                    drop(path);
+                    drop(guard);
+                    held.extend(self.try_pin(child_bn)?);
+                    continue 'restart;
+                };
+                let next_guard = next.node.read_arc();
+                path.push((std::mem::replace(&mut guard, next_guard), i));
+                entry = next;
+            }
+        }
+    }
+
+    /// Merges basement `i` of `leaf` with the messages for [lo, hi) in the
+    /// buffers along `path`.
+    fn merge_batch(
+        &self,
+        path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
+        leaf: &Node,
+        i: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        leaf_bn: u64,
+    ) -> Result<Vec<Pair>> {
+        let cmp = self.cmp;
+        let basement = leaf.basements()[i].as_ref().expect("checked by caller");
+        let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
+        let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
+        for (g, c) in path {
+            let buf = &g.children()[*c].buf;
+            msgs.extend(buf.range(lo, hi, cmp));
+            broadcasts.extend(buf.broadcasts().iter().map(|(m, b)| (*m, b)));
+        }
+        msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+        broadcasts.sort_by_key(|b| b.0);
+        let fns = &self.ctx.fns;
+        let mut out = Vec::with_capacity(basement.len() + msgs.len());
+        let (mut b, mut m) = (0, 0);
+        while b < basement.len() || m < msgs.len() {
+            let key: &[u8] = match (b < basement.len(), m < msgs.len()) {
+                (true, true) => {
+                    let (bk, mk) = (basement.key(b), msgs[m].0);
+                    if cmp(bk, mk) == Ordering::Greater {
+                        mk
+                    } else {
+                        bk
+                    }
+                }
+                (true, false) => basement.key(b),
+                _ => msgs[m].0,
+            };
+            let mut value = if b < basement.len() && cmp(basement.key(b), key) == Ordering::Equal {
+                let le = basement.leafentry(b);
+                b += 1;
+                super::leafentry::committed_value(le)
+                    .map_err(|r| self.corrupt(leaf_bn, r))?
+                    .map(|v| v.to_vec())
+            } else {
+                None
+            };
+            let first = m;
+            while m < msgs.len() && cmp(msgs[m].0, key) == Ordering::Equal {
+                m += 1;
+            }
+            let mut point = msgs[first..m].iter().map(|x| (x.1, x.2)).peekable();
+            let mut bc = broadcasts.iter().copied().peekable();
+            loop {
+                let next = match (point.peek(), bc.peek()) {
+                    (Some(p), Some(q)) if p.0 < q.0 => point.next(),
+                    (Some(_), Some(_)) => bc.next(),
+                    (Some(_), None) => point.next(),
+                    (None, Some(_)) => bc.next(),
+                    (None, None) => break,
+                };
+                let (_, body) = next.expect("peeked");
+                value = apply_to_value(key, value, body, fns).map_err(Error::InvalidArgument)?;
+            }
+            if let Some(v) = value {
+                out.push((Box::from(key), v.into_boxed_slice()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A position in a dictionary, moving in key order both ways.
+pub struct Cursor {
+    tree: Arc<Tree>,
+    batch: Batch,
+    pos: Option<usize>,
+}
+
+impl Cursor {
+    pub(crate) fn new(tree: Arc<Tree>) -> Cursor {
+        Cursor { tree, batch: Batch::default(), pos: None }
+    }
+
+    /// Moves to the first key. Returns whether there is one.
+    pub fn first(&mut self) -> Result<bool> {
+        self.batch = self.tree.load_batch(Target::First)?;
+        self.settle_forward(0)
+    }
+
+    /// Moves to the last key. Returns whether there is one.
+    pub fn last(&mut self) -> Result<bool> {
+        self.batch = self.tree.load_batch(Target::Last)?;
+        self.settle_backward(self.batch.entries.len() as isize - 1)
+    }
+
+    /// Moves to the first key `>= key`.
+    pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
+        self.batch = self.tree.load_batch(Target::At(key))?;
+        let cmp = self.tree.cmp;
+        let i = self.batch.entries.partition_point(|(k, _)| cmp(k, key) == Ordering::Less);
+        self.settle_forward(i)
+    }
+
+    /// Moves to the last key `<= key`.
+    pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
+        self.batch = self.tree.load_batch(Target::At(key))?;
+        let cmp = self.tree.cmp;
+        let i = self.batch.entries.partition_point(|(k, _)| cmp(k, key) != Ordering::Greater);
+        self.settle_backward(i as isize - 1)
+    }
+
+    /// Moves to the next key. Returns whether there is one.
+    #[allow(clippy::should_implement_trait)] // fallible, so not an Iterator
+    pub fn next(&mut self) -> Result<bool> {
+        match self.pos {
+            Some(p) => self.settle_forward(p + 1),
+            None => Ok(false),
+        }
+    }
+
+    /// Moves to the previous key. Returns whether there is one.
+    pub fn prev(&mut self) -> Result<bool> {
+        match self.pos {
+            Some(p) => self.settle_backward(p as isize - 1),
+            None => Ok(false),
+        }
+    }
+
+    fn settle_forward(&mut self, mut i: usize) -> Result<bool> {
+        while i >= self.batch.entries.len() {
+            let Some(hi) = self.batch.hi.take() else {
+                self.pos = None;
+                return Ok(false);
+            };
+            self.batch = self.tree.load_batch(Target::At(&hi))?;
+            let cmp = self.tree.cmp;
+            i = self.batch.entries.partition_point(|(k, _)| cmp(k, &hi) == Ordering::Less);
+        }
+        self.pos = Some(i);
+        Ok(true)
+    }
+
+    fn settle_backward(&mut self, mut i: isize) -> Result<bool> {
+        while i < 0 {
+            let Some(lo) = self.batch.lo.take() else {
+                self.pos = None;
+                return Ok(false);
+            };
+            self.batch = self.tree.load_batch(Target::Below(&lo))?;
+            let cmp = self.tree.cmp;
+            i = self.batch.entries.partition_point(|(k, _)| cmp(k, &lo) == Ordering::Less) as isize - 1;
+        }
+        self.pos = Some(i as usize);
+        Ok(true)
+    }
+
+    /// True when the cursor is on a key.
+    pub fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+
+    /// The current key. Panics if the cursor is not on a key.
+    pub fn key(&self) -> &[u8] {
+        &self.batch.entries[self.pos.expect("cursor is not on a key")].0
+    }
+
+    /// The current value. Panics if the cursor is not on a key.
+    pub fn value(&self) -> &[u8] {
+        &self.batch.entries[self.pos.expect("cursor is not on a key")].1
+    }
+}

@@ -1,0 +1,570 @@
+//! The cleaner's work: flushing buffers down, splitting and merging nodes.
+//!
+//! One step (`Tree::clean_step`) write-locks the root; splits it in place if
+//! it has too many children (or is an oversized leaf); and, if its buffers
+//! are over budget, flushes its fullest buffer into that child, then keeps
+//! going down while the child it just filled is itself over budget. Each
+//! flush holds the parent and the child, so the child can be split (the
+//! parent gains pivots) or merged with a sibling (the parent loses one)
+//! right there; a parent left with too many children is split the next time
+//! its own parent flushes into it. A step that needs a node from disk
+//! returns, reads it without holding any lock, and starts again with the
+//! node pinned.
+//!
+//! The root's block number never changes: a root split moves the root's
+//! contents to new nodes below it.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::Arc;
+
+use parking_lot::{ArcRwLockWriteGuard, RawRwLock};
+
+use super::basement::Basement;
+use super::buffer::{BufKey, MsgBuffer};
+use super::message::{MsgBody, MsgKind};
+use super::node::{Body, Child, Node};
+use super::Tree;
+use crate::cache::Entry;
+use crate::error::Result;
+use crate::file::BlockNum;
+
+type WriteGuard = ArcRwLockWriteGuard<RawRwLock, Node>;
+
+/// What one attempt at a cleaner step came to.
+enum Step {
+    /// Finished; true if it changed anything.
+    Done(bool),
+    /// Needs this node in memory (all partitions) first.
+    Need(BlockNum),
+}
+
+/// Applies messages to a leaf whose basements are all in memory. `msgs` is
+/// (key, MSN, body) in any order; broadcasts have empty keys. Point messages
+/// on different keys commute, so they are applied per basement in key order;
+/// a broadcast is a barrier between the messages older and newer than it.
+pub(crate) fn apply_to_leaf(
+    tree: &Tree,
+    leaf: &mut Node,
+    msgs: &mut [(&[u8], u64, &MsgBody)],
+) -> Result<(), String> {
+    assert!(leaf.all_loaded(), "applying messages to a leaf with evicted basements");
+    if msgs.is_empty() {
+        return Ok(());
+    }
+    let cmp = tree.cmp;
+    let max_msn = msgs.iter().map(|m| m.1).max().unwrap_or(0);
+    debug_assert!(msgs.iter().all(|m| m.1 > leaf.max_msn), "a message reached a leaf twice");
+    let mut broadcasts: Vec<(u64, &MsgBody)> =
+        msgs.iter().filter(|m| m.2.kind == MsgKind::Broadcast).map(|m| (m.1, m.2)).collect();
+    broadcasts.sort_by_key(|b| b.0);
+    let mut points: Vec<(&[u8], u64, &MsgBody)> =
+        msgs.iter().filter(|m| m.2.kind != MsgKind::Broadcast).copied().collect();
+    points.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+    let mut lower_msn = 0;
+    for barrier in broadcasts.iter().map(|b| Some(*b)).chain(std::iter::once(None)) {
+        let upper_msn = barrier.map_or(u64::MAX, |b| b.0);
+        let seg: Vec<(&[u8], &MsgBody)> =
+            points.iter().filter(|m| m.1 >= lower_msn && m.1 < upper_msn).map(|m| (m.0, m.2)).collect();
+        apply_points(tree, leaf, &seg)?;
+        if let Some((msn, body)) = barrier {
+            for b in leaf.basements_mut().iter_mut().flatten() {
+                b.apply_broadcast(body, &tree.ctx.fns)?;
+            }
+            lower_msn = msn;
+        }
+    }
+    leaf.max_msn = leaf.max_msn.max(max_msn);
+    leaf.dirty = true;
+    rebalance_basements(leaf, tree.settings.basement_size_bytes);
+    Ok(())
+}
+
+/// Applies key-sorted point messages, each to the basement whose range holds it.
+fn apply_points(tree: &Tree, leaf: &mut Node, seg: &[(&[u8], &MsgBody)]) -> Result<(), String> {
+    let cmp = tree.cmp;
+    let pivots = std::mem::take(&mut leaf.pivots);
+    let n = leaf.n_parts();
+    let mut start = 0;
+    let mut result = Ok(());
+    for (i, b) in leaf.basements_mut().iter_mut().enumerate() {
+        let end = if i + 1 < n {
+            start + seg[start..].partition_point(|(k, _)| cmp(k, &pivots[i]) == Ordering::Less)
+        } else {
+            seg.len()
+        };
+        if end > start {
+            result = b.as_mut().expect("all loaded").apply_sorted(&seg[start..end], cmp, &tree.ctx.fns);
+            if result.is_err() {
+                break;
+            }
+        }
+        start = end;
+    }
+    leaf.pivots = pivots;
+    result
+}
+
+/// Keeps basements near their target size: splits large ones, drops empty
+/// ones and joins small neighbours.
+fn rebalance_basements(leaf: &mut Node, basement_size_bytes: usize) {
+    let old_pivots = std::mem::take(&mut leaf.pivots);
+    let old = std::mem::take(leaf.basements_mut());
+    let mut pivots: Vec<Box<[u8]>> = Vec::new();
+    let mut bs: Vec<Basement> = Vec::new();
+    for (i, b) in old.into_iter().enumerate() {
+        let b = b.expect("all loaded");
+        let lower = if i == 0 { None } else { Some(old_pivots[i - 1].clone()) };
+        for (j, piece) in split_basement(b, basement_size_bytes).into_iter().enumerate() {
+            if piece.is_empty() {
+                continue;
+            }
+            match bs.last_mut() {
+                Some(last) if last.packed_bytes() + piece.packed_bytes() <= basement_size_bytes / 2 => {
+                    last.append(piece)
+                }
+                Some(_) => {
+                    let p = if j == 0 {
+                        lower.clone().expect("a later basement has a pivot")
+                    } else {
+                        piece.key(0).into()
+                    };
+                    pivots.push(p);
+                    bs.push(piece);
+                }
+                None => bs.push(piece),
+            }
+        }
+    }
+    if bs.is_empty() {
+        bs.push(Basement::new());
+    }
+    debug_assert_eq!(pivots.len() + 1, bs.len());
+    leaf.pivots = pivots;
+    *leaf.basements_mut() = bs.into_iter().map(Some).collect();
+}
+
+fn split_basement(mut b: Basement, basement_size_bytes: usize) -> Vec<Basement> {
+    let total = b.packed_bytes();
+    if total <= basement_size_bytes || b.len() < 2 {
+        return vec![b];
+    }
+    let k = total.div_ceil(basement_size_bytes);
+    let mut cuts: Vec<usize> =
+        (1..k).map(|j| b.index_at_bytes(j * total / k)).filter(|&c| c > 0 && c < b.len()).collect();
+    cuts.dedup();
+    if cuts.is_empty() {
+        cuts.push(b.len() / 2);
+    }
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
+    for &c in cuts.iter().rev() {
+        pieces.push(b.split_off(c));
+    }
+    pieces.push(b);
+    pieces.reverse();
+    pieces
+}
+
+/// Splits an oversized leaf into pieces of about 3/4 of the node size.
+/// Returns the new right-hand pieces with the pivot before each.
+fn split_leaf(tree: &Tree, leaf: &mut Node) -> Vec<(Box<[u8]>, Node)> {
+    let node_size = tree.settings.node_size_bytes;
+    if leaf.n_parts() < 2 {
+        // One large basement: cut it into smaller basements first.
+        rebalance_basements(leaf, (node_size / 4).max(64));
+    }
+    let n = leaf.n_parts();
+    let total = leaf.leaf_bytes();
+    let k = total.div_ceil(node_size * 3 / 4).max(2).min(n);
+    if k < 2 {
+        return Vec::new();
+    }
+    let sizes: Vec<usize> =
+        leaf.basements().iter().map(|b| b.as_ref().expect("all loaded").packed_bytes()).collect();
+    let mut cuts = Vec::new();
+    let mut acc = 0;
+    for (i, s) in sizes.iter().enumerate() {
+        if i > 0 && acc >= (cuts.len() + 1) * total / k && cuts.len() < k - 1 {
+            cuts.push(i);
+        }
+        acc += s;
+    }
+    if cuts.is_empty() {
+        cuts.push(n / 2);
+    }
+    let mut out = Vec::new();
+    for &c in cuts.iter().rev() {
+        let bs = leaf.basements_mut().split_off(c);
+        let mut ps = leaf.pivots.split_off(c - 1);
+        let sep = ps.remove(0);
+        out.push((
+            sep,
+            Node {
+                height: 0,
+                pivots: ps,
+                body: Body::Leaf(bs),
+                max_msn: leaf.max_msn,
+                dirty: true,
+                disk: None,
+                disk_parts: Vec::new(),
+            },
+        ));
+    }
+    out.reverse();
+    out
+}
+
+/// Splits an internal node with too many children into pieces of at most
+/// `fanout` children. Returns the new right-hand pieces with their pivots.
+fn split_internal(tree: &Tree, node: &mut Node) -> Vec<(Box<[u8]>, Node)> {
+    let n = node.n_parts();
+    let k = n.div_ceil(tree.settings.fanout).max(2);
+    if n < 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for j in (1..k).rev() {
+        let c = j * n / k;
+        let children = node.children_mut().split_off(c);
+        let mut ps = node.pivots.split_off(c - 1);
+        let sep = ps.remove(0);
+        out.push((
+            sep,
+            Node {
+                height: node.height,
+                pivots: ps,
+                body: Body::Internal(children),
+                max_msn: 0,
+                dirty: true,
+                disk: None,
+                disk_parts: Vec::new(),
+            },
+        ));
+    }
+    out.reverse();
+    out
+}
+
+fn needs_split(tree: &Tree, node: &Node) -> bool {
+    if node.is_leaf() {
+        node.leaf_bytes() > tree.settings.node_size_bytes
+            && (node.n_parts() > 1 || node.basements()[0].as_ref().is_some_and(|b| b.len() > 1))
+    } else {
+        node.n_parts() > tree.settings.fanout
+    }
+}
+
+fn underfull(tree: &Tree, node: &Node) -> bool {
+    if node.is_leaf() {
+        node.leaf_bytes() < tree.settings.node_size_bytes / 4
+    } else {
+        node.n_parts() < (tree.settings.fanout / 4).max(2)
+    }
+}
+
+/// Moves every message buffered for child `c` of `parent` into `child`.
+fn flush_buffer(
+    tree: &Tree,
+    parent: &mut Node,
+    c: usize,
+    child: &mut Node,
+    child_bn: BlockNum,
+) -> Result<()> {
+    let (msgs, broadcasts) = parent.children_mut()[c].buf.take_all();
+    parent.dirty = true;
+    child.dirty = true;
+    if msgs.is_empty() && broadcasts.is_empty() {
+        return Ok(());
+    }
+    if child.is_leaf() {
+        let mut v: Vec<(&[u8], u64, &MsgBody)> = msgs.iter().map(|(k, b)| (&k.key[..], k.msn, b)).collect();
+        v.extend(broadcasts.iter().map(|(m, b)| (&[][..], *m, b)));
+        if let Err(reason) = apply_to_leaf(tree, child, &mut v) {
+            let err = tree.corrupt(child_bn, reason);
+            tree.fail(err.to_string());
+            return Err(err);
+        }
+    } else {
+        route(tree, msgs, broadcasts, child);
+    }
+    Ok(())
+}
+
+/// Distributes messages into an internal node's buffers by its pivots.
+fn route(tree: &Tree, mut rest: BTreeMap<BufKey, MsgBody>, broadcasts: Vec<(u64, MsgBody)>, node: &mut Node) {
+    let n = node.n_parts();
+    for i in (1..n).rev() {
+        let tail = rest.split_off(&MsgBuffer::probe(&node.pivots[i - 1], 0, tree.cmp));
+        node.children_mut()[i].buf.put_back(tail, broadcasts.clone());
+    }
+    node.children_mut()[0].buf.put_back(rest, broadcasts);
+}
+
+impl Tree {
+    /// One unit of background work on this tree. Returns whether it did
+    /// anything. Call with no node locks held.
+    pub(crate) fn clean_step(&self) -> Result<bool> {
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Ok(false);
+        }
+        let _ckpt = self.ctx.checkpoint_lock.read();
+        let mut held: Vec<Arc<Entry>> = Vec::new();
+        for _attempt in 0..32 {
+            match self.try_clean_step()? {
+                Step::Done(did) => return Ok(did),
+                Step::Need(bn) => {
+                    // Another cleaner (a helping writer) may have merged the
+                    // node away meanwhile; then there is nothing to read.
+                    if let Some(e) = self.try_pin(bn)? {
+                        self.fetch_all(&e)?;
+                        held.push(e);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn try_clean_step(&self) -> Result<Step> {
+        let root_bn = self.root_bn();
+        let root = self.pin(root_bn)?;
+        let mut g = root.node.write_arc();
+        if !g.all_loaded() {
+            return Ok(Step::Need(root_bn));
+        }
+        if needs_split(self, &g) {
+            self.split_root(&root, &mut g);
+            return Ok(Step::Done(true));
+        }
+        if g.is_leaf() {
+            return Ok(Step::Done(false));
+        }
+        if g.n_parts() == 1 {
+            return self.collapse_root(&root, &mut g);
+        }
+        if g.buffer_bytes() > self.settings.node_size_bytes {
+            return self.flush_cascade(root, g);
+        }
+        drop(g);
+        // The root is fine: visit a node a split left over budget.
+        // It stays queued until its flush completes, so a flush that first
+        // needs a node from disk is not forgotten.
+        let Some(bn) = self.flush_queue.lock().last().copied() else { return Ok(Step::Done(false)) };
+        let Some(e) = self.try_pin(bn)? else {
+            self.flush_queue.lock().retain(|&b| b != bn);
+            return Ok(Step::Done(true));
+        };
+        let g = e.node.write_arc();
+        let step = if !g.is_leaf() && g.buffer_bytes() > self.settings.node_size_bytes {
+            self.flush_cascade(e, g)?
+        } else {
+            Step::Done(true)
+        };
+        if let Step::Done(_) = step {
+            self.flush_queue.lock().retain(|&b| b != bn);
+        }
+        Ok(step)
+    }
+
+    fn set_root_pressure(&self, root: &Node) {
+        let p = if root.is_leaf() { root.leaf_bytes() } else { root.buffer_bytes() };
+        self.root_pressure_bytes.store(p, AtomicOrdering::Relaxed);
+    }
+
+    /// Flushes `parent`'s fullest buffers until it is within budget. A child
+    /// that a flush leaves over budget is queued for its own turn, so every
+    /// over-budget node is visited without holding the root meanwhile.
+    fn flush_cascade(&self, parent_e: Arc<Entry>, mut parent: WriteGuard) -> Result<Step> {
+        let is_root = parent_e.bn == self.root_bn();
+        let result = loop {
+            if parent.is_leaf() || parent.buffer_bytes() <= self.settings.node_size_bytes {
+                break Ok(Step::Done(true));
+            }
+            let c = (0..parent.n_parts())
+                .max_by_key(|&i| parent.children()[i].buf.mem_bytes())
+                .expect("children");
+            let child_bn = parent.children()[c].bn;
+            let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
+                break Ok(Step::Need(child_bn));
+            };
+            let mut child = child_e.node.write_arc();
+            if !child.all_loaded() {
+                break Ok(Step::Need(child_bn));
+            }
+            if let Err(e) = flush_buffer(self, &mut parent, c, &mut child, child_bn) {
+                break Err(e);
+            }
+            let mut child_alive = true;
+            if needs_split(self, &child) {
+                self.split_child(&mut parent, c, &mut child);
+            } else if underfull(self, &child) && parent.n_parts() > 1 {
+                match self.merge_child(&mut parent, c, &mut child, child_bn) {
+                    Ok(Some(alive)) => child_alive = alive,
+                    Ok(None) => {
+                        // The sibling is not in memory: read it, then come back.
+                        let s = if c + 1 < parent.n_parts() { c + 1 } else { c - 1 };
+                        let sib = parent.children()[s].bn;
+                        self.ctx.cache.recharge(&child_e, child.mem_bytes());
+                        break Ok(Step::Need(sib));
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
+            if child_alive {
+                self.ctx.cache.recharge(&child_e, child.mem_bytes());
+                if !child.is_leaf() && child.buffer_bytes() > self.settings.node_size_bytes {
+                    self.queue_flush(child_bn);
+                }
+            }
+        };
+        self.ctx.cache.recharge(&parent_e, parent.mem_bytes());
+        if is_root {
+            self.set_root_pressure(&parent);
+        }
+        result
+    }
+
+    pub(crate) fn queue_flush(&self, bn: BlockNum) {
+        let mut q = self.flush_queue.lock();
+        if !q.contains(&bn) {
+            q.push(bn);
+        }
+    }
+
+    /// Splits child `c` (locked as `child`) into pieces; `parent` gains a
+    /// pivot and an empty buffer for each new piece.
+    fn split_child(&self, parent: &mut Node, c: usize, child: &mut Node) {
+        let pieces = if child.is_leaf() { split_leaf(self, child) } else { split_internal(self, child) };
+        for (j, (sep, node)) in pieces.into_iter().enumerate() {
+            let over = !node.is_leaf() && node.buffer_bytes() > self.settings.node_size_bytes;
+            let e = self.new_node(node);
+            parent.pivots.insert(c + j, sep);
+            parent.children_mut().insert(c + 1 + j, Child { bn: e.bn, buf: MsgBuffer::default() });
+            if over {
+                self.queue_flush(e.bn);
+            }
+        }
+    }
+
+    /// Moves the root's contents into new nodes below it, split in pieces.
+    fn split_root(&self, root: &Entry, g: &mut Node) {
+        let height = g.height;
+        let mut left = Node {
+            height,
+            pivots: std::mem::take(&mut g.pivots),
+            body: std::mem::replace(&mut g.body, Body::Internal(Vec::new())),
+            max_msn: g.max_msn,
+            dirty: true,
+            disk: None,
+            disk_parts: Vec::new(),
+        };
+        let pieces =
+            if left.is_leaf() { split_leaf(self, &mut left) } else { split_internal(self, &mut left) };
+        let left_e = self.new_node(left);
+        let mut children = vec![Child { bn: left_e.bn, buf: MsgBuffer::default() }];
+        for (sep, node) in pieces {
+            let over = !node.is_leaf() && node.buffer_bytes() > self.settings.node_size_bytes;
+            let e = self.new_node(node);
+            g.pivots.push(sep);
+            children.push(Child { bn: e.bn, buf: MsgBuffer::default() });
+            if over {
+                self.queue_flush(e.bn);
+            }
+        }
+        if !left_e.node.read().is_leaf() && left_e.node.read().buffer_bytes() > self.settings.node_size_bytes
+        {
+            self.queue_flush(left_e.bn);
+        }
+        g.height = height + 1;
+        g.body = Body::Internal(children);
+        g.max_msn = 0;
+        g.dirty = true;
+        g.disk = None;
+        g.disk_parts = Vec::new();
+        self.ctx.cache.recharge(root, g.mem_bytes());
+        self.set_root_pressure(g);
+    }
+
+    /// A root with one child takes over that child's contents.
+    fn collapse_root(&self, root: &Entry, g: &mut Node) -> Result<Step> {
+        let child_bn = g.children()[0].bn;
+        let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else { return Ok(Step::Need(child_bn)) };
+        let mut child = child_e.node.write_arc();
+        if !child.all_loaded() {
+            return Ok(Step::Need(child_bn));
+        }
+        flush_buffer(self, g, 0, &mut child, child_bn)?;
+        g.height = child.height;
+        g.pivots = std::mem::take(&mut child.pivots);
+        g.body = std::mem::replace(&mut child.body, Body::Leaf(Vec::new()));
+        g.max_msn = child.max_msn;
+        g.dirty = true;
+        g.disk = None;
+        g.disk_parts = Vec::new();
+        child.dirty = false;
+        drop(child);
+        self.free_node(child_bn);
+        self.ctx.cache.recharge(root, g.mem_bytes());
+        self.set_root_pressure(g);
+        Ok(Step::Done(true))
+    }
+
+    /// Merges underfull child `c` with a neighbour. Returns `None` if the
+    /// neighbour is not in memory, else whether `child` still exists.
+    fn merge_child(
+        &self,
+        parent: &mut Node,
+        c: usize,
+        child: &mut Node,
+        child_bn: BlockNum,
+    ) -> Result<Option<bool>> {
+        let s = if c + 1 < parent.n_parts() { c + 1 } else { c - 1 };
+        let sib_bn = parent.children()[s].bn;
+        let Some(sib_e) = self.ctx.cache.get(self.dict, sib_bn) else { return Ok(None) };
+        let mut sib = sib_e.node.write_arc();
+        if !sib.all_loaded() {
+            return Ok(None);
+        }
+        let fits = if child.is_leaf() {
+            child.leaf_bytes() + sib.leaf_bytes() <= self.settings.node_size_bytes * 3 / 4
+        } else {
+            child.n_parts() + sib.n_parts() <= self.settings.fanout * 3 / 4
+        };
+        if !fits {
+            return Ok(Some(true));
+        }
+        // Empty the sibling's buffer so the merged child's buffer holds only
+        // messages newer than everything below it.
+        flush_buffer(self, parent, s, &mut sib, sib_bn)?;
+        let (l, _r) = if s > c { (c, s) } else { (s, c) };
+        let sep = parent.pivots.remove(l);
+        let right_bn = parent.children_mut().remove(l + 1).bn;
+        let (left, right): (&mut Node, &mut Node) = if s > c { (child, &mut sib) } else { (&mut sib, child) };
+        left.pivots.push(sep);
+        left.pivots.append(&mut right.pivots);
+        match (&mut left.body, std::mem::replace(&mut right.body, Body::Leaf(Vec::new()))) {
+            (Body::Leaf(lb), Body::Leaf(rb)) => lb.extend(rb),
+            (Body::Internal(lc), Body::Internal(rc)) => lc.extend(rc),
+            _ => panic!("merging nodes of different heights"),
+        }
+        left.max_msn = left.max_msn.max(right.max_msn);
+        left.dirty = true;
+        right.dirty = false;
+        if left.is_leaf() {
+            rebalance_basements(left, self.settings.basement_size_bytes);
+        }
+        let child_survives = s > c;
+        let left_bytes = left.mem_bytes();
+        drop(sib);
+        if child_survives {
+            self.ctx.cache.recharge(&sib_e, 0);
+        } else {
+            self.ctx.cache.recharge(&sib_e, left_bytes);
+        }
+        drop(sib_e);
+        self.free_node(right_bn);
+        debug_assert!(right_bn == child_bn || right_bn == sib_bn);
+        Ok(Some(child_survives))
+    }
+}

@@ -1,0 +1,589 @@
+//! The fractal tree (Bε-tree) of one dictionary.
+//!
+//! Writes put a message into the root's buffer and return; the cleaner
+//! (`flush.rs`) moves buffered messages down one level at a time and splits
+//! and merges nodes. Reads descend with hand-over-hand read locks, collect
+//! the messages for their key from every buffer on the way, and apply them
+//! in MSN order to a copy of what the leaf holds.
+//!
+//! Reads never change the leaf (a deliberate departure from PerconaFT, which
+//! applies ancestor messages to the cached leaf and tracks the highest MSN
+//! applied per basement): here a message reaches a leaf exactly once, by a
+//! flush that removes it from its buffer in the same locked step, so no
+//! per-basement MSN bookkeeping can go wrong across basement splits and
+//! merges, readers need only shared locks, and reading a clean leaf leaves
+//! it clean. The price, re-applying buffered messages on every read of a
+//! hot range, is small because buffers are indexed by key.
+//!
+//! Locks are taken top-down only: parent before child, left sibling before
+//! right, and never while waiting for I/O. A thread that misses the cache
+//! drops its locks, reads the node (keeping it pinned) and starts over.
+
+pub(crate) mod basement;
+pub(crate) mod buffer;
+pub(crate) mod check;
+pub(crate) mod cursor;
+pub(crate) mod flush;
+pub(crate) mod leafentry;
+pub(crate) mod message;
+pub(crate) mod meta;
+pub(crate) mod node;
+pub(crate) mod serialize;
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::cache::{Cache, DictId, Entry, NodeOwner};
+use crate::error::{Error, Result};
+use crate::file::{BlockFile, BlockNum, Extent};
+use message::{apply_to_value, Msg, MsgBody, MsgKind, UpdateFns};
+use meta::{Meta, Settings, NO_ROOT};
+use node::{Body, Node, PartInfo};
+use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
+
+/// A total order on keys. The default is bytewise (`<[u8]>::cmp`).
+pub type Comparator = fn(&[u8], &[u8]) -> Ordering;
+
+pub(crate) fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+/// State the trees of one environment share.
+pub(crate) struct Context {
+    /// The last MSN handed out. MSNs are taken while the root is locked.
+    pub msn: AtomicU64,
+    pub fns: UpdateFns,
+    /// Held shared by anything that changes nodes, exclusively by a checkpoint.
+    pub checkpoint_lock: RwLock<()>,
+    pub cache: Arc<Cache>,
+    /// Wakes the cleaner thread; the flag says "work to do".
+    pub cleaner_wake: (Mutex<bool>, Condvar),
+    /// Set when the environment closes; every later call fails.
+    pub closed: AtomicBool,
+}
+
+impl Context {
+    pub(crate) fn wake_cleaner(&self) {
+        let mut w = self.cleaner_wake.0.lock();
+        if !*w {
+            *w = true;
+            self.cleaner_wake.1.notify_one();
+        }
+    }
+}
+
+/// One dictionary's tree and file.
+pub(crate) struct Tree {
+    pub dict: DictId,
+    pub(crate) file: BlockFile,
+    pub(crate) settings: Settings,
+    pub(crate) cmp: Comparator,
+    /// The root's block number never changes: a root split moves the root's
+    /// contents into new children and keeps the root block.
+    root: Mutex<BlockNum>,
+    pub(crate) ctx: Arc<Context>,
+    me: Weak<Tree>,
+    /// Buffered bytes at the root (or leaf bytes of a root leaf), for
+    /// deciding without a lock whether to wake the cleaner or help it.
+    pub(crate) root_pressure_bytes: AtomicUsize,
+    /// Set by a failed background write: the tree refuses writes after it.
+    failure: Mutex<Option<String>>,
+    pub(crate) dropped: AtomicBool,
+    /// Internal nodes the cleaner should visit (left over-budget by a split).
+    pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
+}
+
+impl Tree {
+    /// Creates a new dictionary file holding an empty tree.
+    pub(crate) fn create(
+        path: &Path,
+        dict: DictId,
+        settings: Settings,
+        cmp: Comparator,
+        direct_io: bool,
+        ctx: Arc<Context>,
+    ) -> Result<Arc<Tree>> {
+        if settings.fanout < 2 || settings.node_size_bytes < 256 || settings.basement_size_bytes < 64 {
+            return Err(Error::invalid(
+                "fanout must be >= 2, node size >= 256 bytes, basement size >= 64 bytes",
+            ));
+        }
+        let meta = Meta { root: NO_ROOT, max_msn: 0, settings: settings.clone() };
+        let file = BlockFile::create(path, direct_io, &meta.encode())?;
+        let tree = Tree::new(dict, file, settings, cmp, ctx);
+        tree.make_root()?;
+        Ok(tree)
+    }
+
+    /// Opens a dictionary file at its newest valid checkpoint.
+    pub(crate) fn open(
+        path: &Path,
+        dict: DictId,
+        direct_io: bool,
+        comparators: &dyn Fn(&str) -> Option<Comparator>,
+        ctx: Arc<Context>,
+    ) -> Result<Arc<Tree>> {
+        let (file, meta) = BlockFile::open(path, direct_io)?;
+        let meta = Meta::decode(&meta).map_err(|r| Error::corrupt(path, None, r))?;
+        let cmp = match &meta.settings.comparator {
+            None => bytewise as Comparator,
+            Some(name) => comparators(name).ok_or_else(|| {
+                Error::invalid(format!(
+                    "dictionary {} needs comparator {name:?}; register it in EnvOptions",
+                    path.display()
+                ))
+            })?,
+        };
+        ctx.msn.fetch_max(meta.max_msn, AtomicOrdering::SeqCst);
+        let tree = Tree::new(dict, file, meta.settings, cmp, ctx);
+        if meta.root == NO_ROOT {
+            tree.make_root()?;
+        } else {
+            *tree.root.lock() = meta.root;
+        }
+        Ok(tree)
+    }
+
+    fn new(
+        dict: DictId,
+        file: BlockFile,
+        settings: Settings,
+        cmp: Comparator,
+        ctx: Arc<Context>,
+    ) -> Arc<Tree> {
+        Arc::new_cyclic(|me| Tree {
+            dict,
+            file,
+            settings,
+            cmp,
+            root: Mutex::new(NO_ROOT),
+            ctx,
+            me: me.clone(),
+            root_pressure_bytes: AtomicUsize::new(0),
+            failure: Mutex::new(None),
+            dropped: AtomicBool::new(false),
+            flush_queue: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn make_root(&self) -> Result<()> {
+        let bn = self.file.allocate_blocknum();
+        self.ctx.cache.insert_new(self.dict, bn, Node::new_leaf(), self.owner());
+        *self.root.lock() = bn;
+        Ok(())
+    }
+
+    pub(crate) fn root_bn(&self) -> BlockNum {
+        *self.root.lock()
+    }
+
+    pub(crate) fn owner(&self) -> Arc<dyn NodeOwner> {
+        self.me.upgrade().expect("tree is alive while its nodes are")
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub(crate) fn corrupt(&self, bn: BlockNum, reason: impl Into<String>) -> Error {
+        Error::corrupt(self.file.path(), Some(bn), reason)
+    }
+
+    /// Fails once the environment is closed or the dictionary dropped.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.ctx.closed.load(AtomicOrdering::Relaxed) {
+            return Err(Error::invalid("the environment is closed"));
+        }
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Err(Error::invalid("the dictionary was dropped"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Err(Error::invalid("the dictionary was dropped"));
+        }
+        match &*self.failure.lock() {
+            Some(reason) => Err(Error::ReadOnly(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    // ---- reading nodes -------------------------------------------------
+
+    /// Pins a node, reading it from disk if it is not cached. Leaves come
+    /// in with their header only; see `fetch_basement` and `fetch_all`.
+    /// Call with no node locks held.
+    pub(crate) fn pin(&self, bn: BlockNum) -> Result<Arc<Entry>> {
+        self.try_pin(bn)?.ok_or_else(|| self.corrupt(bn, "block is not in the block table"))
+    }
+
+    /// Like `pin`, but `None` if the node no longer exists. A thread that
+    /// dropped its locks to read a node uses this: a merge may have freed the
+    /// node meanwhile, and then the thread just starts over.
+    pub(crate) fn try_pin(&self, bn: BlockNum) -> Result<Option<Arc<Entry>>> {
+        loop {
+            if let Some(e) = self.ctx.cache.get(self.dict, bn) {
+                return Ok(Some(e));
+            }
+            let Some(ext) = self.file.extent(bn) else {
+                // Freed, or a new node that another thread has just cached.
+                return Ok(self.ctx.cache.get(self.dict, bn));
+            };
+            // The extent may be freed and reused while it is read (another
+            // thread cached, changed and wrote the node meanwhile): bytes that
+            // fail to decode are corruption only if the extent is still current.
+            let node = match self.read_node(bn, ext, false) {
+                Ok(n) => n,
+                Err(e) if self.file.extent(bn) != Some(ext) => {
+                    drop(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let file = &self.file;
+            if let Some(e) = self
+                .ctx
+                .cache
+                .insert_loaded(self.dict, bn, node, self.owner(), || file.extent(bn) == Some(ext))
+            {
+                return Ok(Some(e));
+            }
+        }
+    }
+
+    /// Reads a node from its block: the header, then (for internal nodes, or
+    /// when `full`) every partition.
+    fn read_node(&self, bn: BlockNum, ext: Extent, full: bool) -> Result<Node> {
+        let bytes = if full {
+            self.file.read_range(bn, ext, 0, ext.len)?
+        } else {
+            self.file.read_range(bn, ext, 0, ext.header_len)?
+        };
+        let header = self.parse_header(bn, &bytes[..ext.header_len as usize], ext.len)?;
+        let body = if header.height > 0 {
+            let rest_start = ext.header_len;
+            let rest = if full {
+                bytes[rest_start as usize..].to_vec()
+            } else {
+                self.file.read_range(bn, ext, rest_start, ext.len - rest_start)?
+            };
+            let mut children = Vec::with_capacity(header.parts.len());
+            for (info, &child) in header.parts.iter().zip(&header.child_bns) {
+                let s = (info.offset - rest_start) as usize;
+                let buf = decode_buffer(info, &rest[s..s + info.disk_len as usize], self.cmp)
+                    .map_err(|r| self.corrupt(bn, r))?;
+                children.push(node::Child { bn: child, buf });
+            }
+            Body::Internal(children)
+        } else if full {
+            let mut bs = Vec::with_capacity(header.parts.len());
+            for info in &header.parts {
+                let s = info.offset as usize;
+                let b = decode_basement(info, &bytes[s..s + info.disk_len as usize], self.cmp)
+                    .map_err(|r| self.corrupt(bn, r))?;
+                bs.push(Some(b));
+            }
+            Body::Leaf(bs)
+        } else {
+            Body::Leaf((0..header.parts.len()).map(|_| None).collect())
+        };
+        Ok(Node {
+            height: header.height,
+            pivots: header.pivots,
+            body,
+            max_msn: header.max_msn,
+            dirty: false,
+            disk: Some(ext),
+            disk_parts: header.parts,
+        })
+    }
+
+    pub(crate) fn parse_header_for_check(
+        &self,
+        bn: BlockNum,
+        bytes: &[u8],
+        block_len: u32,
+    ) -> Result<serialize::Header> {
+        self.parse_header(bn, bytes, block_len)
+    }
+
+    fn parse_header(&self, bn: BlockNum, bytes: &[u8], block_len: u32) -> Result<serialize::Header> {
+        parse_header(bytes, block_len).map_err(|e| match e {
+            HeaderError::Corrupt(r) => self.corrupt(bn, r),
+            HeaderError::Version(v) => Error::UnsupportedVersion {
+                path: self.file.path().to_path_buf(),
+                found: v as u32,
+                supported: serialize::NODE_FORMAT_VERSION as u32,
+            },
+        })
+    }
+
+    /// Brings basement `i` of a cached leaf into memory. Call with no locks held.
+    pub(crate) fn fetch_basement(&self, e: &Entry, i: usize) -> Result<()> {
+        let (ext, info) = {
+            let g = e.node.read();
+            if g.basements().get(i).is_none_or(|b| b.is_some()) {
+                return Ok(());
+            }
+            (g.disk.expect("an evicted basement has a block"), g.disk_parts[i])
+        };
+        let b = match self
+            .file
+            .read_range(e.bn, ext, info.offset, info.disk_len)
+            .and_then(|bytes| decode_basement(&info, &bytes, self.cmp).map_err(|r| self.corrupt(e.bn, r)))
+        {
+            Ok(b) => b,
+            // Rewritten meanwhile (see `pin`): the caller starts over.
+            Err(_) if e.node.read().disk != Some(ext) => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        let mut g = e.node.write();
+        if !g.dirty && g.disk == Some(ext) && g.basements().get(i).is_some_and(|b| b.is_none()) {
+            g.basements_mut()[i] = Some(b);
+            let bytes = g.mem_bytes();
+            self.ctx.cache.recharge(e, bytes);
+        }
+        Ok(())
+    }
+
+    /// Brings every basement of a cached leaf into memory with one read.
+    /// Call with no locks held.
+    pub(crate) fn fetch_all(&self, e: &Entry) -> Result<()> {
+        let ext = {
+            let g = e.node.read();
+            if g.all_loaded() {
+                return Ok(());
+            }
+            g.disk.expect("an evicted basement has a block")
+        };
+        let full = match self.read_node(e.bn, ext, true) {
+            Ok(n) => n,
+            // Rewritten meanwhile (see `pin`): the caller starts over.
+            Err(_) if e.node.read().disk != Some(ext) => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        let mut g = e.node.write();
+        if !g.dirty && g.disk == Some(ext) {
+            let Body::Leaf(fresh) = full.body else { return Err(self.corrupt(e.bn, "leaf became internal")) };
+            for (slot, b) in g.basements_mut().iter_mut().zip(fresh) {
+                if slot.is_none() {
+                    *slot = b;
+                }
+            }
+            let bytes = g.mem_bytes();
+            self.ctx.cache.recharge(e, bytes);
+        }
+        Ok(())
+    }
+
+    // ---- writing -------------------------------------------------------
+
+    /// Applies messages (keys and bodies, in order) as one atomic step: one
+    /// root lock, consecutive MSNs.
+    pub(crate) fn write(&self, msgs: Vec<(Box<[u8]>, MsgBody)>) -> Result<()> {
+        self.check_open()?;
+        self.check_writable()?;
+        for (_, body) in &msgs {
+            if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
+                && !self.ctx.fns.contains_key(&body.fn_id)
+            {
+                return Err(Error::invalid(message::missing_fn(body.fn_id)));
+            }
+        }
+        self.ctx.cache.throttle();
+        // Back-pressure: when the root is far over budget the writer helps
+        // the cleaner instead of letting the buffers grow without bound.
+        let mut helped = 0;
+        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > 2 * self.settings.node_size_bytes
+            && helped < 4
+        {
+            if !self.clean_step()? {
+                break;
+            }
+            helped += 1;
+        }
+        let _ckpt = self.ctx.checkpoint_lock.read();
+        let root_bn = self.root_bn();
+        let mut held = Vec::new();
+        loop {
+            let root = self.pin(root_bn)?;
+            let mut g = root.node.write();
+            if !g.all_loaded() {
+                drop(g);
+                self.fetch_all(&root)?;
+                held.push(root);
+                continue;
+            }
+            let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
+            if g.is_leaf() {
+                let mut sorted: Vec<(&[u8], u64, &MsgBody)> =
+                    msgs.iter().enumerate().map(|(i, (k, b))| (&k[..], first_msn + i as u64, b)).collect();
+                flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
+                self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
+            } else {
+                for (i, (key, body)) in msgs.into_iter().enumerate() {
+                    let msn = first_msn + i as u64;
+                    if body.kind == MsgKind::Broadcast {
+                        for c in g.children_mut() {
+                            c.buf.insert_broadcast(msn, body.clone());
+                        }
+                    } else {
+                        let c = g.part_for(&key, self.cmp);
+                        g.children_mut()[c].buf.insert(Msg { msn, key, body }, self.cmp);
+                    }
+                }
+                self.root_pressure_bytes.store(g.buffer_bytes(), AtomicOrdering::Relaxed);
+            }
+            g.dirty = true;
+            let bytes = g.mem_bytes();
+            self.ctx.cache.recharge(&root, bytes);
+            break;
+        }
+        if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.settings.node_size_bytes {
+            self.ctx.wake_cleaner();
+        }
+        Ok(())
+    }
+
+    // ---- reading -------------------------------------------------------
+
+    /// The value of `key`: the leaf's value with every buffered message for
+    /// the key on the root-to-leaf path applied in MSN order.
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let mut held: Vec<Arc<Entry>> = Vec::new();
+        'restart: loop {
+            let mut msgs: Vec<(u64, MsgBody)> = Vec::new();
+            let mut entry = self.pin(self.root_bn())?;
+            let mut guard = entry.node.read_arc();
+            let base = loop {
+                if guard.is_leaf() {
+                    let i = guard.part_for(key, self.cmp);
+                    match &guard.basements()[i] {
+                        Some(b) => {
+                            break b
+                                .get(key, self.cmp)
+                                .map_err(|r| self.corrupt(entry.bn, r))?
+                                .map(|v| v.to_vec())
+                        }
+                        None => {
+                            drop(guard);
+                            self.fetch_basement(&entry, i)?;
+                            held.push(entry);
+                            continue 'restart;
+                        }
+                    }
+                }
+                let c = guard.part_for(key, self.cmp);
+                let child = &guard.children()[c];
+                msgs.extend(child.buf.for_key(key, self.cmp).map(|(m, b)| (m, b.clone())));
+                msgs.extend(child.buf.broadcasts().iter().cloned());
+                let child_bn = child.bn;
+                let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
+                    drop(guard);
+                    held.extend(self.try_pin(child_bn)?);
+                    continue 'restart;
+                };
+                // Hand over hand: the child is locked before the parent is
+                // released, so no flush can move a message past this reader.
+                let next_guard = next.node.read_arc();
+                guard = next_guard;
+                entry = next;
+            };
+            drop(guard);
+            msgs.sort_by_key(|(m, _)| *m);
+            let mut value = base;
+            for (_, body) in &msgs {
+                value = apply_to_value(key, value, body, &self.ctx.fns).map_err(Error::InvalidArgument)?;
+            }
+            return Ok(value);
+        }
+    }
+
+    /// Records a failure of a background write; the tree turns read-only.
+    pub(crate) fn fail(&self, reason: String) {
+        let mut f = self.failure.lock();
+        if f.is_none() {
+            *f = Some(reason);
+        }
+    }
+
+    /// Writes every dirty node and then a checkpoint header. The caller holds
+    /// the context's checkpoint lock exclusively, so nothing changes meanwhile.
+    pub(crate) fn checkpoint(&self) -> Result<()> {
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Ok(());
+        }
+        for e in self.ctx.cache.entries_of(self.dict) {
+            let g = e.node.upgradable_read();
+            if !g.dirty {
+                continue;
+            }
+            let (ext, parts) = self.write_node(e.bn, &g)?;
+            let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
+            w.dirty = false;
+            w.disk = Some(ext);
+            w.disk_parts = parts;
+            let bytes = w.mem_bytes();
+            self.ctx.cache.recharge(&e, bytes);
+        }
+        let meta = Meta {
+            root: self.root_bn(),
+            max_msn: self.ctx.msn.load(AtomicOrdering::SeqCst),
+            settings: self.settings.clone(),
+        };
+        self.file.checkpoint(&meta.encode())
+    }
+
+    fn write_node(&self, bn: BlockNum, node: &Node) -> Result<(Extent, Vec<PartInfo>)> {
+        let s = serialize::serialize(node, self.settings.codec);
+        let ext = self.file.write_block(bn, &s.bytes, s.header_len)?;
+        Ok((ext, s.parts))
+    }
+
+    /// Frees a node's block and forgets it in the cache.
+    pub(crate) fn free_node(&self, bn: BlockNum) {
+        self.flush_queue.lock().retain(|&b| b != bn);
+        self.ctx.cache.remove(self.dict, bn);
+        self.file.free_blocknum(bn);
+    }
+
+    /// Allocates a block number for a new node and caches the node.
+    pub(crate) fn new_node(&self, node: Node) -> Arc<Entry> {
+        let bn = self.file.allocate_blocknum();
+        self.ctx.cache.insert_new(self.dict, bn, node, self.owner())
+    }
+}
+
+impl NodeOwner for Tree {
+    fn write_back(&self, e: &Entry) -> Result<bool> {
+        // A write-back must not interleave with a checkpoint's writes; the
+        // checkpoint lock comes before the node lock, as everywhere.
+        let Some(_ckpt) = self.ctx.checkpoint_lock.try_read() else { return Ok(false) };
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Ok(false);
+        }
+        let Some(g) = e.node.try_upgradable_read() else { return Ok(false) };
+        if !g.dirty {
+            return Ok(false);
+        }
+        let (ext, parts) = self.write_node(e.bn, &g)?;
+        let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
+        w.dirty = false;
+        w.disk = Some(ext);
+        w.disk_parts = parts;
+        let bytes = w.mem_bytes();
+        self.ctx.cache.recharge(e, bytes);
+        Ok(true)
+    }
+
+    fn background_error(&self, err: Error) {
+        self.fail(format!("background write failed: {err}"));
+    }
+}

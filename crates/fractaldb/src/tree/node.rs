@@ -1,0 +1,182 @@
+//! Nodes as they live in the cache.
+//!
+//! An internal node holds pivots, child block numbers and one message buffer
+//! per child. A leaf holds pivots between its basements and the basements
+//! themselves, each of which may be absent from memory (evicted, or never
+//! read) while the node's header stays cached: a point read then fetches and
+//! decompresses only the one basement it needs.
+//!
+//! Pivot rule, for internal nodes and leaves alike: child (or basement) `i`
+//! holds the keys `k` with `pivots[i-1] <= k < pivots[i]`.
+//!
+//! Invariant: a node is changed only when every partition is in memory
+//! (`all_loaded`), so a dirty node never refers to partitions of an older
+//! version of itself on disk.
+
+use super::basement::Basement;
+use super::buffer::MsgBuffer;
+use super::Comparator;
+use crate::file::{BlockNum, Extent};
+
+/// Memory a node costs besides its pivots and partitions.
+const NODE_OVERHEAD_BYTES: usize = 256;
+
+/// The on-disk place of one partition inside a node's block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PartInfo {
+    /// Offset from the start of the block.
+    pub offset: u32,
+    pub disk_len: u32,
+    pub raw_len: u32,
+    pub codec: u8,
+    pub crc32c: u32,
+}
+
+/// One child of an internal node and the messages waiting above it.
+pub(crate) struct Child {
+    pub bn: BlockNum,
+    pub buf: MsgBuffer,
+}
+
+pub(crate) enum Body {
+    Internal(Vec<Child>),
+    /// `None` is a basement not in memory; its bytes are at `disk_parts[i]`.
+    Leaf(Vec<Option<Basement>>),
+}
+
+/// A node of a dictionary's tree.
+pub(crate) struct Node {
+    /// 0 for leaves.
+    pub height: u32,
+    pub pivots: Vec<Box<[u8]>>,
+    pub body: Body,
+    /// Leaves: the highest MSN ever applied to this leaf. Every message still
+    /// in an ancestor's buffer for this leaf has a higher MSN.
+    pub max_msn: u64,
+    /// True when the node differs from its on-disk version.
+    pub dirty: bool,
+    /// The block holding this node's clean version, if it was ever written.
+    pub disk: Option<Extent>,
+    /// Partition table of the on-disk version.
+    pub disk_parts: Vec<PartInfo>,
+}
+
+impl Node {
+    pub(crate) fn new_leaf() -> Node {
+        Node {
+            height: 0,
+            pivots: Vec::new(),
+            body: Body::Leaf(vec![Some(Basement::new())]),
+            max_msn: 0,
+            dirty: true,
+            disk: None,
+            disk_parts: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.height == 0
+    }
+
+    /// Number of children (internal) or basements (leaf).
+    pub(crate) fn n_parts(&self) -> usize {
+        match &self.body {
+            Body::Internal(c) => c.len(),
+            Body::Leaf(b) => b.len(),
+        }
+    }
+
+    /// Index of the child or basement whose range holds `key`.
+    pub(crate) fn part_for(&self, key: &[u8], cmp: Comparator) -> usize {
+        self.pivots.partition_point(|p| cmp(p, key) != std::cmp::Ordering::Greater)
+    }
+
+    /// Bounds [lo, hi) of part `i`, within the node's own bounds.
+    pub(crate) fn part_bounds<'a>(
+        &'a self,
+        i: usize,
+        lo: Option<&'a [u8]>,
+        hi: Option<&'a [u8]>,
+    ) -> (Option<&'a [u8]>, Option<&'a [u8]>) {
+        let l = if i == 0 { lo } else { Some(&self.pivots[i - 1][..]) };
+        let h = if i == self.pivots.len() { hi } else { Some(&self.pivots[i][..]) };
+        (l, h)
+    }
+
+    pub(crate) fn children(&self) -> &[Child] {
+        match &self.body {
+            Body::Internal(c) => c,
+            Body::Leaf(_) => panic!("children() on a leaf"),
+        }
+    }
+
+    pub(crate) fn children_mut(&mut self) -> &mut Vec<Child> {
+        match &mut self.body {
+            Body::Internal(c) => c,
+            Body::Leaf(_) => panic!("children_mut() on a leaf"),
+        }
+    }
+
+    pub(crate) fn basements(&self) -> &[Option<Basement>] {
+        match &self.body {
+            Body::Leaf(b) => b,
+            Body::Internal(_) => panic!("basements() on an internal node"),
+        }
+    }
+
+    pub(crate) fn basements_mut(&mut self) -> &mut Vec<Option<Basement>> {
+        match &mut self.body {
+            Body::Leaf(b) => b,
+            Body::Internal(_) => panic!("basements_mut() on an internal node"),
+        }
+    }
+
+    pub(crate) fn all_loaded(&self) -> bool {
+        match &self.body {
+            Body::Internal(_) => true,
+            Body::Leaf(b) => b.iter().all(|b| b.is_some()),
+        }
+    }
+
+    /// Bytes waiting in this node's buffers (0 for leaves).
+    pub(crate) fn buffer_bytes(&self) -> usize {
+        match &self.body {
+            Body::Internal(c) => c.iter().map(|c| c.buf.mem_bytes()).sum(),
+            Body::Leaf(_) => 0,
+        }
+    }
+
+    /// Packed bytes of the basements in memory (leaves), the leaf's size for
+    /// the split policy.
+    pub(crate) fn leaf_bytes(&self) -> usize {
+        match &self.body {
+            Body::Leaf(b) => b.iter().flatten().map(|b| b.packed_bytes()).sum(),
+            Body::Internal(_) => 0,
+        }
+    }
+
+    /// Memory this node holds, as charged to the cache.
+    pub(crate) fn mem_bytes(&self) -> usize {
+        let pivots: usize = self.pivots.iter().map(|p| p.len() + 16).sum();
+        let parts: usize = match &self.body {
+            Body::Internal(c) => c.iter().map(|c| c.buf.mem_bytes() + 32).sum(),
+            Body::Leaf(b) => b.iter().map(|b| b.as_ref().map_or(0, |b| b.mem_bytes()) + 32).sum(),
+        };
+        NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()
+    }
+
+    /// Drops the in-memory basements of a clean leaf, keeping its header so
+    /// the next read fetches one basement. Returns true if anything was dropped.
+    pub(crate) fn evict_partitions(&mut self) -> bool {
+        if self.dirty || self.disk.is_none() {
+            return false;
+        }
+        match &mut self.body {
+            Body::Leaf(b) if b.iter().any(|b| b.is_some()) => {
+                b.iter_mut().for_each(|b| *b = None);
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The on-disk form of a node.
+//!
+//! ```text
+//! header:
+//!   0   magic        8 bytes  "FDBNODE\0"
+//!   8   version      u16      NODE_FORMAT_VERSION
+//!   10  height       u16      0 for a leaf
+//!   12  n_parts      u32      children (internal) or basements (leaf)
+//!   16  max_msn      u64      leaves: highest MSN applied
+//!   24  header_len   u32      bytes of the header, including its checksum
+//!   28  pivots       (n_parts - 1) × (len varint | bytes)
+//!       children     internal only: n_parts × block number u64
+//!       partitions   n_parts × (offset u32 | disk_len u32 | raw_len u32 | codec u8 | crc32c u32)
+//!       crc32c       u32 over every header byte before it
+//! partitions, each compressed on its own with the codec named in its entry:
+//!   basement: its packed entries (see basement.rs)
+//!   buffer:   count varint | messages (see buffer.rs, message.rs)
+//! ```
+//! Offsets count from the start of the block. Each partition's checksum is
+//! over its compressed bytes, so a point read verifies exactly what it read.
+//! All integers are little-endian.
+
+use super::buffer::MsgBuffer;
+use super::node::{Body, PartInfo};
+use super::Comparator;
+use super::{basement::Basement, node::Node};
+use crate::encoding::{put_bytes, varint_len, Reader};
+use crate::file::{BlockNum, Codec};
+
+pub(crate) const NODE_MAGIC: &[u8; 8] = b"FDBNODE\0";
+pub(crate) const NODE_FORMAT_VERSION: u16 = 1;
+const FIXED_HEADER_BYTES: usize = 28;
+const PART_ENTRY_BYTES: usize = 17;
+
+/// A node ready to be written.
+pub(crate) struct Serialized {
+    pub bytes: Vec<u8>,
+    pub header_len: u32,
+    pub parts: Vec<PartInfo>,
+}
+
+/// Why a header could not be read.
+#[derive(Debug)]
+pub(crate) enum HeaderError {
+    Corrupt(String),
+    Version(u16),
+}
+
+/// A parsed node header.
+pub(crate) struct Header {
+    pub height: u32,
+    pub max_msn: u64,
+    pub pivots: Vec<Box<[u8]>>,
+    pub child_bns: Vec<BlockNum>,
+    pub parts: Vec<PartInfo>,
+}
+
+/// Serializes a node whose partitions are all in memory.
+pub(crate) fn serialize(node: &Node, codec: Codec) -> Serialized {
+    assert!(node.all_loaded(), "serializing a node with evicted partitions");
+    let mut compressed: Vec<(Vec<u8>, u32)> = Vec::with_capacity(node.n_parts());
+    let mut raw = Vec::new();
+    let child_bns: Vec<BlockNum> = match &node.body {
+        Body::Internal(children) => {
+            for c in children {
+                raw.clear();
+                c.buf.encode(&mut raw);
+                let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+                codec.compress(&raw, &mut out);
+                compressed.push((out, raw.len() as u32));
+            }
+            children.iter().map(|c| c.bn).collect()
+        }
+        Body::Leaf(basements) => {
+            for b in basements {
+                let packed = b.as_ref().expect("checked all_loaded").packed();
+                let mut out = Vec::with_capacity(packed.len() / 2 + 64);
+                codec.compress(packed, &mut out);
+                compressed.push((out, packed.len() as u32));
+            }
+            Vec::new()
+        }
+    };
+    let pivot_bytes: usize = node.pivots.iter().map(|p| varint_len(p.len() as u64) + p.len()).sum();
+    let header_len =
+        FIXED_HEADER_BYTES + pivot_bytes + child_bns.len() * 8 + compressed.len() * PART_ENTRY_BYTES + 4;
+    let total = header_len + compressed.iter().map(|(c, _)| c.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(NODE_MAGIC);
+    out.extend_from_slice(&NODE_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(node.height as u16).to_le_bytes());
+    out.extend_from_slice(&(node.n_parts() as u32).to_le_bytes());
+    out.extend_from_slice(&node.max_msn.to_le_bytes());
+    out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    for p in &node.pivots {
+        put_bytes(&mut out, p);
+    }
+    for bn in &child_bns {
+        out.extend_from_slice(&bn.to_le_bytes());
+    }
+    let mut parts = Vec::with_capacity(compressed.len());
+    let mut offset = header_len;
+    for (c, raw_len) in &compressed {
+        let info = PartInfo {
+            offset: offset as u32,
+            disk_len: c.len() as u32,
+            raw_len: *raw_len,
+            codec: codec as u8,
+            crc32c: crc32c::crc32c(c),
+        };
+        out.extend_from_slice(&info.offset.to_le_bytes());
+        out.extend_from_slice(&info.disk_len.to_le_bytes());
+        out.extend_from_slice(&info.raw_len.to_le_bytes());
+        out.push(info.codec);
+        out.extend_from_slice(&info.crc32c.to_le_bytes());
+        parts.push(info);
+        offset += c.len();
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(out.len(), header_len);
+    for (c, _) in &compressed {
+        out.extend_from_slice(c);
+    }
+    debug_assert_eq!(out.len(), total);
+    Serialized { bytes: out, header_len: header_len as u32, parts }
+}
+
+/// Parses and verifies a node header from the first `header_len` bytes of a block.
+pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, HeaderError> {
+    let c = |s: String| HeaderError::Corrupt(s);
+    if bytes.len() < FIXED_HEADER_BYTES + 4 {
+        return Err(c(format!("node header of {} bytes is too short", bytes.len())));
+    }
+    if &bytes[..8] != NODE_MAGIC {
+        return Err(c("bad node magic".into()));
+    }
+    let mut r = Reader::new(&bytes[8..]);
+    let version = r.u16().map_err(c)?;
+    let height = r.u16().map_err(c)? as u32;
+    let n_parts = r.u32().map_err(c)? as usize;
+    let max_msn = r.u64().map_err(c)?;
+    let header_len = r.u32().map_err(c)? as usize;
+    if header_len != bytes.len() {
+        return Err(c(format!("node header says {header_len} bytes, block table says {}", bytes.len())));
+    }
+    let stored = u32::from_le_bytes(bytes[header_len - 4..].try_into().unwrap());
+    if crc32c::crc32c(&bytes[..header_len - 4]) != stored {
+        return Err(c("node header checksum mismatch".into()));
+    }
+    if version != NODE_FORMAT_VERSION {
+        return Err(HeaderError::Version(version));
+    }
+    if n_parts == 0 || n_parts > bytes.len() {
+        return Err(c(format!("node has {n_parts} partitions")));
+    }
+    let mut r = Reader::new(&bytes[FIXED_HEADER_BYTES..header_len - 4]);
+    let mut pivots = Vec::with_capacity(n_parts - 1);
+    for _ in 1..n_parts {
+        pivots.push(r.bytes().map_err(c)?.into());
+    }
+    let mut child_bns = Vec::new();
+    if height > 0 {
+        for _ in 0..n_parts {
+            child_bns.push(r.u64().map_err(c)?);
+        }
+    }
+    let mut parts = Vec::with_capacity(n_parts);
+    for _ in 0..n_parts {
+        let info = PartInfo {
+            offset: r.u32().map_err(c)?,
+            disk_len: r.u32().map_err(c)?,
+            raw_len: r.u32().map_err(c)?,
+            codec: r.u8().map_err(c)?,
+            crc32c: r.u32().map_err(c)?,
+        };
+        let end = info.offset as u64 + info.disk_len as u64;
+        if (info.offset as usize) < header_len || end > block_len as u64 {
+            return Err(c(format!("partition at {}+{} lies outside the block", info.offset, info.disk_len)));
+        }
+        parts.push(info);
+    }
+    if !r.is_empty() {
+        return Err(c("trailing bytes in node header".into()));
+    }
+    Ok(Header { height, max_msn, pivots, child_bns, parts })
+}
+
+/// Verifies and decompresses one partition's bytes.
+pub(crate) fn decode_part(info: &PartInfo, disk: &[u8]) -> Result<Vec<u8>, String> {
+    if disk.len() != info.disk_len as usize {
+        return Err(format!("partition is {} bytes, expected {}", disk.len(), info.disk_len));
+    }
+    if crc32c::crc32c(disk) != info.crc32c {
+        return Err(format!("partition checksum mismatch at offset {}", info.offset));
+    }
+    let codec = Codec::from_u8(info.codec).ok_or_else(|| format!("unknown codec {}", info.codec))?;
+    codec.decompress(disk, info.raw_len as usize)
+}
+
+pub(crate) fn decode_basement(info: &PartInfo, disk: &[u8], cmp: Comparator) -> Result<Basement, String> {
+    Basement::from_packed(decode_part(info, disk)?, cmp)
+}
+
+pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], cmp: Comparator) -> Result<MsgBuffer, String> {
+    MsgBuffer::decode(&decode_part(info, disk)?, cmp)
+}
