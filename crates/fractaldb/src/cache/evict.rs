@@ -62,11 +62,11 @@ impl Cache {
                     return hand;
                 }
                 hand = (hand + 1) % entries.len();
-                let e = &entries[hand];
+                let Some(e) = entries[hand].upgrade() else { continue };
                 if e.referenced.swap(false, Ordering::Relaxed) {
                     continue;
                 }
-                self.try_evict(e);
+                self.try_evict(&e);
                 // Let waiting clients go as soon as there is room.
                 if self.used_bytes() <= self.budget_bytes {
                     self.space.1.notify_all();
@@ -105,7 +105,7 @@ impl Cache {
         }
         drop(g);
         let mut shard = self.shard(e.dict, e.bn).lock();
-        // Two holders of the entry: the map and this sweep. One of the lock:
+        // Two holders of the entry: the map and this sweep's upgrade. One of the lock:
         // the entry. Nobody else can pin it while we hold the shard.
         if Arc::strong_count(e) == 2 && Arc::strong_count(&e.node) == 1 {
             let clean = e.node.try_read().is_some_and(|n| !n.dirty);

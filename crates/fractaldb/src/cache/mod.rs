@@ -59,6 +59,8 @@ pub(crate) struct Entry {
 pub struct CacheStats {
     pub budget_bytes: usize,
     pub used_bytes: usize,
+    /// The most the cache ever held.
+    pub peak_used_bytes: usize,
     pub hits: u64,
     pub misses: u64,
     pub partial_evictions: u64,
@@ -83,6 +85,7 @@ pub(crate) struct Cache {
     /// How far over budget the cache may go before clients wait.
     slack_bytes: usize,
     used_bytes: AtomicUsize,
+    peak_used_bytes: AtomicUsize,
     shards: Vec<Shard>,
     pub(crate) counters: Counters,
     /// Wakes the evictor; the flag says "work to do".
@@ -98,6 +101,7 @@ impl Cache {
             budget_bytes,
             slack_bytes: (budget_bytes / 16).max(64 << 10),
             used_bytes: AtomicUsize::new(0),
+            peak_used_bytes: AtomicUsize::new(0),
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             counters: Counters::default(),
             wake: (Mutex::new(false), Condvar::new()),
@@ -224,15 +228,18 @@ impl Cache {
         out
     }
 
-    fn all_entries(&self) -> Vec<Arc<Entry>> {
+    /// Weak references, so that a node the sweep evicts is freed at once
+    /// rather than when the sweep ends.
+    fn all_entries(&self) -> Vec<std::sync::Weak<Entry>> {
         let mut out = Vec::new();
         for shard in &self.shards {
-            out.extend(shard.lock().values().cloned());
+            out.extend(shard.lock().values().map(Arc::downgrade));
         }
         out
     }
 
     fn maybe_wake_evictor(&self) {
+        self.peak_used_bytes.fetch_max(self.used_bytes(), Ordering::Relaxed);
         if self.used_bytes() > self.budget_bytes - self.budget_bytes / 16 {
             let mut w = self.wake.0.lock();
             if !*w {
@@ -244,15 +251,15 @@ impl Cache {
 
     /// Back-pressure: a client about to add data waits while the cache is
     /// more than its slack over budget. Call with no node locks held. Gives up
-    /// waiting after a bound so that a cache full of pinned nodes slows
-    /// clients down instead of stopping them.
+    /// waiting after 5 s so that a cache full of pinned nodes slows clients
+    /// down instead of stopping them.
     pub(crate) fn throttle(&self) {
         if self.used_bytes() <= self.budget_bytes + self.slack_bytes {
             return;
         }
         self.counters.client_waits.fetch_add(1, Ordering::Relaxed);
         let mut g = self.space.0.lock();
-        for _ in 0..100 {
+        for _ in 0..500 {
             if self.used_bytes() <= self.budget_bytes || self.shutdown.load(Ordering::Relaxed) {
                 return;
             }
@@ -266,6 +273,7 @@ impl Cache {
         CacheStats {
             budget_bytes: self.budget_bytes,
             used_bytes: self.used_bytes(),
+            peak_used_bytes: self.peak_used_bytes.load(Ordering::Relaxed),
             hits: c.hits.load(Ordering::Relaxed),
             misses: c.misses.load(Ordering::Relaxed),
             partial_evictions: c.partial_evictions.load(Ordering::Relaxed),

@@ -69,9 +69,21 @@ impl Basement {
         self.offs.is_empty()
     }
 
-    /// Bytes of memory this basement holds.
+    /// Bytes of memory this basement holds (capacity, not length: that is
+    /// what the allocator gave it).
     pub(crate) fn mem_bytes(&self) -> usize {
-        self.data.len() + self.offs.len() * OFFSET_BYTES
+        self.data.capacity() + self.offs.capacity() * OFFSET_BYTES
+    }
+
+    /// Gives back spare capacity when it exceeds a quarter of what is used,
+    /// so the cache's charge stays close to the data.
+    pub(crate) fn compact(&mut self) {
+        if self.data.capacity() > self.data.len() + self.data.len() / 4 + 64 {
+            self.data.shrink_to_fit();
+        }
+        if self.offs.capacity() > self.offs.len() + self.offs.len() / 4 + 16 {
+            self.offs.shrink_to_fit();
+        }
     }
 
     /// Bytes of the packed form (what a serialization writes before compression).
@@ -180,6 +192,7 @@ impl Basement {
             out.push_raw(k, le);
             i += 1;
         }
+        out.compact();
         *self = out;
         Ok(())
     }

@@ -116,10 +116,11 @@ fn rebalance_basements(leaf: &mut Node, basement_size_bytes: usize) {
     for (i, b) in old.into_iter().enumerate() {
         let b = b.expect("all loaded");
         let lower = if i == 0 { None } else { Some(old_pivots[i - 1].clone()) };
-        for (j, piece) in split_basement(b, basement_size_bytes).into_iter().enumerate() {
+        for (j, mut piece) in split_basement(b, basement_size_bytes).into_iter().enumerate() {
             if piece.is_empty() {
                 continue;
             }
+            piece.compact();
             match bs.last_mut() {
                 Some(last) if last.packed_bytes() + piece.packed_bytes() <= basement_size_bytes / 2 => {
                     last.append(piece)
@@ -314,6 +315,8 @@ impl Tree {
             match self.try_clean_step()? {
                 Step::Done(did) => return Ok(did),
                 Step::Need(bn) => {
+                    // Reading a node adds memory: wait for room like a writer.
+                    self.ctx.cache.throttle();
                     // Another cleaner (a helping writer) may have merged the
                     // node away meanwhile; then there is nothing to read.
                     if let Some(e) = self.try_pin(bn)? {
@@ -343,14 +346,16 @@ impl Tree {
         if g.n_parts() == 1 {
             return self.collapse_root(&root, &mut g);
         }
-        if g.buffer_bytes() > self.settings.node_size_bytes {
+        let queued = self.flush_queue.lock().last().copied();
+        if queued.is_none() && g.buffer_bytes() > self.settings.node_size_bytes {
             return self.flush_cascade(root, g);
         }
         drop(g);
-        // The root is fine: visit a node a split left over budget.
-        // It stays queued until its flush completes, so a flush that first
-        // needs a node from disk is not forgotten.
-        let Some(bn) = self.flush_queue.lock().last().copied() else { return Ok(Step::Done(false)) };
+        // Nodes a flush or split left over budget go first, before the root
+        // pushes more into them: so no node grows past about twice its
+        // budget. A node stays queued until its flush completes, so a flush
+        // that first needs a node from disk is not forgotten.
+        let Some(bn) = queued else { return Ok(Step::Done(false)) };
         let Some(e) = self.try_pin(bn)? else {
             self.flush_queue.lock().retain(|&b| b != bn);
             return Ok(Step::Done(true));

@@ -397,16 +397,12 @@ impl Tree {
             }
         }
         self.ctx.cache.throttle();
-        // Back-pressure: when the root is far over budget the writer helps
-        // the cleaner instead of letting the buffers grow without bound.
-        let mut helped = 0;
-        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > 2 * self.settings.node_size_bytes
-            && helped < 4
-        {
+        // Back-pressure: while the root is over twice its budget the writer
+        // does the cleaner's work instead of letting the buffers grow.
+        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > 2 * self.settings.node_size_bytes {
             if !self.clean_step()? {
                 break;
             }
-            helped += 1;
         }
         let _ckpt = self.ctx.checkpoint_lock.read();
         let root_bn = self.root_bn();

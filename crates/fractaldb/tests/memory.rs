@@ -1,0 +1,109 @@
+//! Memory: loading many times the cache keeps resident memory within the
+//! cache budget plus a stated overhead.
+//!
+//! The overhead allowed here is the cache's slack (budget/16), transient
+//! copies while nodes are rebuilt, compressed and read (a few node sizes),
+//! thread stacks, and the free memory glibc's malloc keeps in its per-thread
+//! arenas. It is stated as budget/4 + 32 MiB. The test also counts live heap
+//! bytes, which must stay within the budget plus slack plus a few nodes.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use fractaldb::{DictOptions, Env, EnvOptions, WriteBatch};
+
+/// Counts live heap bytes, to tell the engine's own memory from what the
+/// allocator keeps.
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK_LIVE: AtomicUsize = AtomicUsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let n = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+        PEAK_LIVE.fetch_max(n, Ordering::Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        System.dealloc(p, l)
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+fn rss_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 1024
+}
+
+#[test]
+fn resident_memory_stays_within_the_cache_budget() {
+    let budget = 16 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), EnvOptions { cache_size_bytes: budget, ..Default::default() }).unwrap();
+    let d = env
+        .create_dictionary("load", DictOptions { node_size_bytes: 512 << 10, ..Default::default() })
+        .unwrap();
+    let baseline = rss_bytes();
+    let mut rng = SmallRng::seed_from_u64(3);
+    let mut value = [0u8; 100];
+    let rows = 1_600_000; // 8-byte keys + 100-byte values: ~170 MB, ~10x the cache
+    let mut peak = 0;
+    let mut batch = WriteBatch::new();
+    for i in 0..rows {
+        rng.fill(&mut value[..50]);
+        batch.put(&rng.gen::<u64>().to_be_bytes(), &value);
+        if batch.len() == 1000 {
+            d.write(&batch).unwrap();
+            batch.clear();
+        }
+        if i % 50_000 == 0 {
+            peak = peak.max(rss_bytes());
+            if std::env::var("FRACTALDB_VERBOSE").is_ok() {
+                let s = env.stats().cache;
+                eprintln!(
+                    "{i}: rss {} MiB live {} MiB used {} MiB waits {} evict {} partial {} wb {}",
+                    rss_bytes() >> 20,
+                    LIVE.load(Ordering::Relaxed) >> 20,
+                    s.used_bytes >> 20,
+                    s.client_waits,
+                    s.evictions,
+                    s.partial_evictions,
+                    s.write_backs
+                );
+            }
+        }
+    }
+    d.write(&batch).unwrap();
+    peak = peak.max(rss_bytes());
+    let stats = env.stats().cache;
+    let grown = peak.saturating_sub(baseline);
+    let allowed = budget + budget / 4 + (32 << 20);
+    let live_allowed = budget + budget / 4 + 4 * (512 << 10);
+    let peak_live = PEAK_LIVE.load(Ordering::Relaxed);
+    assert!(peak_live <= live_allowed, "live heap peaked at {} MiB", peak_live >> 20);
+    eprintln!(
+        "peak live heap {} MiB, live now {} MiB",
+        PEAK_LIVE.load(Ordering::Relaxed) >> 20,
+        LIVE.load(Ordering::Relaxed) >> 20
+    );
+    eprintln!(
+        "baseline {} MiB, peak {} MiB, grown {} MiB, allowed {} MiB; file {:?}; {stats:?}",
+        baseline >> 20,
+        peak >> 20,
+        grown >> 20,
+        allowed >> 20,
+        d.space().unwrap()
+    );
+    assert!(
+        grown <= allowed,
+        "resident memory grew {} MiB, more than the {} MiB allowed",
+        grown >> 20,
+        allowed >> 20
+    );
+    d.check().unwrap();
+    env.close().unwrap();
+}
