@@ -364,8 +364,7 @@ impl<'a> Report<'a> {
                     let _ = write!(out, " {cell} |");
                 }
                 for &other in &compared {
-                    let cell =
-                        self.ratio(f, workload, other).map_or_else(|| "-".to_string(), |r| format!("{r:.2}"));
+                    let cell = self.ratio(f, workload, other).map_or_else(|| "-".to_string(), human_ratio);
                     let _ = write!(out, " {cell} |");
                 }
                 out.push('\n');
@@ -434,6 +433,17 @@ fn human_number(v: f64, unit: Unit) -> String {
         Unit::Seconds => format!("{v:.2}"),
         Unit::Bytes => human_bytes(v),
         Unit::Ratio => format!("{v:.2}"),
+    }
+}
+
+/// A ratio with enough digits to tell small ones apart: "12.3", "1.23", "2.04e-3".
+fn human_ratio(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.1}")
+    } else if r >= 0.1 || r == 0.0 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.2e}")
     }
 }
 
@@ -507,5 +517,8 @@ mod tests {
         assert_eq!(group_digits(12), "12");
         assert_eq!(human_bytes(64.0 * 1024.0 * 1024.0), "64.0 MiB");
         assert_eq!(human_bytes(10.0), "10 B");
+        assert_eq!(human_ratio(62.789), "62.8");
+        assert_eq!(human_ratio(0.5), "0.50");
+        assert_eq!(human_ratio(0.00204), "2.04e-3");
     }
 }

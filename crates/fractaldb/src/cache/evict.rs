@@ -95,7 +95,7 @@ impl Cache {
         if g.dirty {
             return;
         }
-        if g.is_leaf() && g.basements().iter().any(|b| b.is_some()) {
+        if g.has_loaded_parts() {
             let mut w = RwLockUpgradableReadGuard::upgrade(g);
             if w.evict_partitions() {
                 self.recharge(e, w.mem_bytes());

@@ -74,14 +74,16 @@ impl Tree {
                 let (l, h) = (l.map(Box::from), h.map(Box::from));
                 lo = l;
                 hi = h;
+                let part_loaded =
+                    if guard.is_leaf() { guard.basements()[i].is_some() } else { guard.children()[i].loaded };
+                if !part_loaded {
+                    drop(path);
+                    drop(guard);
+                    self.fetch_part(&entry, i)?;
+                    held.push(entry);
+                    continue 'restart;
+                }
                 if guard.is_leaf() {
-                    if guard.basements()[i].is_none() {
-                        drop(path);
-                        drop(guard);
-                        self.fetch_basement(&entry, i)?;
-                        held.push(entry);
-                        continue 'restart;
-                    }
                     let entries =
                         self.merge_batch(&path, &guard, i, lo.as_deref(), hi.as_deref(), entry.bn)?;
                     return Ok(Batch { entries, lo, hi });

@@ -361,6 +361,9 @@ impl Tree {
             return Ok(Step::Done(true));
         };
         let g = e.node.write_arc();
+        if !g.all_loaded() {
+            return Ok(Step::Need(bn));
+        }
         let step = if !g.is_leaf() && g.buffer_bytes() > self.settings.node_size_bytes {
             self.flush_cascade(e, g)?
         } else {
@@ -445,7 +448,7 @@ impl Tree {
             let over = !node.is_leaf() && node.buffer_bytes() > self.settings.node_size_bytes;
             let e = self.new_node(node);
             parent.pivots.insert(c + j, sep);
-            parent.children_mut().insert(c + 1 + j, Child { bn: e.bn, buf: MsgBuffer::default() });
+            parent.children_mut().insert(c + 1 + j, Child::new(e.bn));
             if over {
                 self.queue_flush(e.bn);
             }
@@ -467,12 +470,12 @@ impl Tree {
         let pieces =
             if left.is_leaf() { split_leaf(self, &mut left) } else { split_internal(self, &mut left) };
         let left_e = self.new_node(left);
-        let mut children = vec![Child { bn: left_e.bn, buf: MsgBuffer::default() }];
+        let mut children = vec![Child::new(left_e.bn)];
         for (sep, node) in pieces {
             let over = !node.is_leaf() && node.buffer_bytes() > self.settings.node_size_bytes;
             let e = self.new_node(node);
             g.pivots.push(sep);
-            children.push(Child { bn: e.bn, buf: MsgBuffer::default() });
+            children.push(Child::new(e.bn));
             if over {
                 self.queue_flush(e.bn);
             }

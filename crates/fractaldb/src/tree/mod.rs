@@ -266,19 +266,17 @@ impl Tree {
             self.file.read_range(bn, ext, 0, ext.header_len)?
         };
         let header = self.parse_header(bn, &bytes[..ext.header_len as usize], ext.len)?;
-        let body = if header.height > 0 {
-            let rest_start = ext.header_len;
-            let rest = if full {
-                bytes[rest_start as usize..].to_vec()
-            } else {
-                self.file.read_range(bn, ext, rest_start, ext.len - rest_start)?
-            };
+        let body = if header.height > 0 && !full {
+            let children =
+                header.child_bns.iter().map(|&bn| node::Child { bn, buf: Default::default(), loaded: false });
+            Body::Internal(children.collect())
+        } else if header.height > 0 {
             let mut children = Vec::with_capacity(header.parts.len());
             for (info, &child) in header.parts.iter().zip(&header.child_bns) {
-                let s = (info.offset - rest_start) as usize;
-                let buf = decode_buffer(info, &rest[s..s + info.disk_len as usize], self.cmp)
+                let s = info.offset as usize;
+                let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.cmp)
                     .map_err(|r| self.corrupt(bn, r))?;
-                children.push(node::Child { bn: child, buf });
+                children.push(node::Child { bn: child, buf, loaded: true });
             }
             Body::Internal(children)
         } else if full {
@@ -324,35 +322,60 @@ impl Tree {
         })
     }
 
-    /// Brings basement `i` of a cached leaf into memory. Call with no locks held.
-    pub(crate) fn fetch_basement(&self, e: &Entry, i: usize) -> Result<()> {
-        let (ext, info) = {
+    /// True if `ext` no longer holds this entry's node: the node was
+    /// rewritten, or freed by a merge while the caller held its entry.
+    fn stale(&self, e: &Entry, ext: Extent) -> bool {
+        self.file.extent(e.bn) != Some(ext) || e.node.read().disk != Some(ext)
+    }
+
+    /// Brings partition `i` (a basement, or a child's buffer) of a cached
+    /// node into memory with one read of just that partition. Call with no
+    /// locks held.
+    pub(crate) fn fetch_part(&self, e: &Entry, i: usize) -> Result<()> {
+        let (ext, info, leaf) = {
             let g = e.node.read();
-            if g.basements().get(i).is_none_or(|b| b.is_some()) {
+            let loaded = match &g.body {
+                Body::Leaf(b) => b.get(i).is_none_or(|b| b.is_some()),
+                Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded),
+            };
+            if loaded {
                 return Ok(());
             }
-            (g.disk.expect("an evicted basement has a block"), g.disk_parts[i])
+            (g.disk.expect("an evicted partition has a block"), g.disk_parts[i], g.is_leaf())
         };
-        let b = match self
-            .file
-            .read_range(e.bn, ext, info.offset, info.disk_len)
-            .and_then(|bytes| decode_basement(&info, &bytes, self.cmp).map_err(|r| self.corrupt(e.bn, r)))
-        {
-            Ok(b) => b,
+        let bytes = self.file.read_range(e.bn, ext, info.offset, info.disk_len);
+        let part = bytes.and_then(|bytes| {
+            let r = if leaf {
+                decode_basement(&info, &bytes, self.cmp).map(Ok)
+            } else {
+                decode_buffer(&info, &bytes, self.cmp).map(Err)
+            };
+            r.map_err(|r| self.corrupt(e.bn, r))
+        });
+        let part = match part {
+            Ok(p) => p,
             // Rewritten meanwhile (see `pin`): the caller starts over.
-            Err(_) if e.node.read().disk != Some(ext) => return Ok(()),
+            Err(_) if self.stale(e, ext) => return Ok(()),
             Err(err) => return Err(err),
         };
         let mut g = e.node.write();
-        if !g.dirty && g.disk == Some(ext) && g.basements().get(i).is_some_and(|b| b.is_none()) {
-            g.basements_mut()[i] = Some(b);
-            let bytes = g.mem_bytes();
-            self.ctx.cache.recharge(e, bytes);
+        if g.dirty || g.disk != Some(ext) || self.file.extent(e.bn) != Some(ext) {
+            return Ok(());
         }
+        match (&mut g.body, part) {
+            (Body::Leaf(b), Ok(basement)) if b.get(i).is_some_and(|b| b.is_none()) => b[i] = Some(basement),
+            (Body::Internal(c), Err(buf)) if c.get(i).is_some_and(|c| !c.loaded) => {
+                c[i].buf = buf;
+                c[i].loaded = true;
+            }
+            _ => return Ok(()),
+        }
+        let bytes = g.mem_bytes();
+        self.ctx.cache.recharge(e, bytes);
         Ok(())
     }
 
-    /// Brings every basement of a cached leaf into memory with one read.
+    /// Brings every partition of a cached node into memory with one read.
     /// Call with no locks held.
     pub(crate) fn fetch_all(&self, e: &Entry) -> Result<()> {
         let ext = {
@@ -360,25 +383,38 @@ impl Tree {
             if g.all_loaded() {
                 return Ok(());
             }
-            g.disk.expect("an evicted basement has a block")
+            g.disk.expect("an evicted partition has a block")
         };
         let full = match self.read_node(e.bn, ext, true) {
             Ok(n) => n,
             // Rewritten meanwhile (see `pin`): the caller starts over.
-            Err(_) if e.node.read().disk != Some(ext) => return Ok(()),
+            Err(_) if self.stale(e, ext) => return Ok(()),
             Err(err) => return Err(err),
         };
         let mut g = e.node.write();
-        if !g.dirty && g.disk == Some(ext) {
-            let Body::Leaf(fresh) = full.body else { return Err(self.corrupt(e.bn, "leaf became internal")) };
-            for (slot, b) in g.basements_mut().iter_mut().zip(fresh) {
-                if slot.is_none() {
-                    *slot = b;
+        if g.dirty || g.disk != Some(ext) || self.file.extent(e.bn) != Some(ext) {
+            return Ok(());
+        }
+        match (&mut g.body, full.body) {
+            (Body::Leaf(mine), Body::Leaf(fresh)) => {
+                for (slot, b) in mine.iter_mut().zip(fresh) {
+                    if slot.is_none() {
+                        *slot = b;
+                    }
                 }
             }
-            let bytes = g.mem_bytes();
-            self.ctx.cache.recharge(e, bytes);
+            (Body::Internal(mine), Body::Internal(fresh)) => {
+                for (slot, c) in mine.iter_mut().zip(fresh) {
+                    if !slot.loaded {
+                        *slot = c;
+                    }
+                }
+            }
+            _ if self.stale(e, ext) => return Ok(()),
+            _ => return Err(self.corrupt(e.bn, "node changed height on disk")),
         }
+        let bytes = g.mem_bytes();
+        self.ctx.cache.recharge(e, bytes);
         Ok(())
     }
 
@@ -470,7 +506,7 @@ impl Tree {
                         }
                         None => {
                             drop(guard);
-                            self.fetch_basement(&entry, i)?;
+                            self.fetch_part(&entry, i)?;
                             held.push(entry);
                             continue 'restart;
                         }
@@ -478,6 +514,12 @@ impl Tree {
                 }
                 let c = guard.part_for(key, self.cmp);
                 let child = &guard.children()[c];
+                if !child.loaded {
+                    drop(guard);
+                    self.fetch_part(&entry, c)?;
+                    held.push(entry);
+                    continue 'restart;
+                }
                 msgs.extend(child.buf.for_key(key, self.cmp).map(|(m, b)| (m, b.clone())));
                 msgs.extend(child.buf.broadcasts().iter().cloned());
                 let child_bn = child.bn;

@@ -35,7 +35,17 @@ pub(crate) struct PartInfo {
 /// One child of an internal node and the messages waiting above it.
 pub(crate) struct Child {
     pub bn: BlockNum,
+    /// Empty, and not to be used, while `loaded` is false: the buffer is
+    /// then only on disk, at `disk_parts[i]`.
     pub buf: MsgBuffer,
+    pub loaded: bool,
+}
+
+impl Child {
+    /// A child with an empty buffer in memory.
+    pub(crate) fn new(bn: BlockNum) -> Child {
+        Child { bn, buf: MsgBuffer::default(), loaded: true }
+    }
 }
 
 pub(crate) enum Body {
@@ -133,7 +143,7 @@ impl Node {
 
     pub(crate) fn all_loaded(&self) -> bool {
         match &self.body {
-            Body::Internal(_) => true,
+            Body::Internal(c) => c.iter().all(|c| c.loaded),
             Body::Leaf(b) => b.iter().all(|b| b.is_some()),
         }
     }
@@ -165,18 +175,28 @@ impl Node {
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()
     }
 
-    /// Drops the in-memory basements of a clean leaf, keeping its header so
-    /// the next read fetches one basement. Returns true if anything was dropped.
+    /// True if some partition is in memory.
+    pub(crate) fn has_loaded_parts(&self) -> bool {
+        match &self.body {
+            Body::Internal(c) => c.iter().any(|c| c.loaded),
+            Body::Leaf(b) => b.iter().any(|b| b.is_some()),
+        }
+    }
+
+    /// Drops the in-memory partitions (basements or buffers) of a clean
+    /// node, keeping its header so the next read fetches one partition.
+    /// Returns true if anything was dropped.
     pub(crate) fn evict_partitions(&mut self) -> bool {
-        if self.dirty || self.disk.is_none() {
+        if self.dirty || self.disk.is_none() || !self.has_loaded_parts() {
             return false;
         }
         match &mut self.body {
-            Body::Leaf(b) if b.iter().any(|b| b.is_some()) => {
-                b.iter_mut().for_each(|b| *b = None);
-                true
-            }
-            _ => false,
+            Body::Leaf(b) => b.iter_mut().for_each(|b| *b = None),
+            Body::Internal(c) => c.iter_mut().for_each(|c| {
+                c.buf = MsgBuffer::default();
+                c.loaded = false;
+            }),
         }
+        true
     }
 }
