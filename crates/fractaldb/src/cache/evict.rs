@@ -1,7 +1,8 @@
 //! The evictor: a background thread that keeps the cache within its budget.
 //!
 //! A clock sweep over all entries: an entry used since the last visit gets a
-//! second chance. Otherwise, in order of cost: a clean leaf loses its
+//! second chance, and internal nodes (few, and on every path) are passed by
+//! on the first turn so leaves go first. Otherwise, in order of cost: a clean leaf loses its
 //! basements (its header stays, so the next point read costs one partition
 //! read); a clean node nobody pins leaves the cache; a dirty node is written
 //! back and becomes clean, to be evicted on a later visit.
@@ -52,7 +53,7 @@ impl Cache {
     /// Sweeps until usage is at most `target_bytes` or three full turns of
     /// the clock made no further progress. Returns the new hand position.
     pub(crate) fn evict_to(&self, target_bytes: usize, mut hand: usize) -> usize {
-        for _turn in 0..3 {
+        for turn in 0..3 {
             let entries = self.all_entries();
             if entries.is_empty() {
                 return 0;
@@ -63,6 +64,11 @@ impl Cache {
                 }
                 hand = (hand + 1) % entries.len();
                 let Some(e) = entries[hand].upgrade() else { continue };
+                // Internal nodes are few and on every path: the first turn
+                // of the clock passes them by, so leaves go first.
+                if turn == 0 && e.node.try_read().is_some_and(|n| !n.is_leaf()) {
+                    continue;
+                }
                 if e.referenced.swap(false, Ordering::Relaxed) {
                     continue;
                 }

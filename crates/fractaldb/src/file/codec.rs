@@ -57,7 +57,13 @@ impl Codec {
         let infallible = "compressing into a Vec cannot fail";
         match self {
             Codec::None => out.extend_from_slice(raw),
-            Codec::Zstd => zstd::stream::copy_encode(raw, out, 1).expect(infallible),
+            Codec::Zstd => ZSTD_CCTX.with(|c| {
+                // One context per thread: creating one costs more than
+                // compressing a basement.
+                let mut c = c.borrow_mut();
+                let c = c.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
+                out.extend_from_slice(&c.compress(raw).expect(infallible))
+            }),
             Codec::Lz4 => out.extend_from_slice(&lz4_flex::block::compress(raw)),
             Codec::Snappy => {
                 out.extend_from_slice(&snap::raw::Encoder::new().compress_vec(raw).expect(infallible))
@@ -79,7 +85,14 @@ impl Codec {
     pub(crate) fn decompress(self, data: &[u8], raw_len: usize) -> std::result::Result<Vec<u8>, String> {
         let out = match self {
             Codec::None => data.to_vec(),
-            Codec::Zstd => zstd::bulk::decompress(data, raw_len).map_err(|e| e.to_string())?,
+            Codec::Zstd => ZSTD_DCTX.with(|d| {
+                let mut d = d.borrow_mut();
+                let d = match d.as_mut() {
+                    Some(d) => d,
+                    None => d.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
+                };
+                d.decompress(data, raw_len).map_err(|e| e.to_string())
+            })?,
             Codec::Lz4 => lz4_flex::block::decompress(data, raw_len).map_err(|e| e.to_string())?,
             Codec::Snappy => {
                 let n = snap::raw::decompress_len(data).map_err(|e| e.to_string())?;
@@ -96,6 +109,13 @@ impl Codec {
         }
         Ok(out)
     }
+}
+
+const ZSTD_LEVEL: i32 = 1;
+
+thread_local! {
+    static ZSTD_CCTX: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+    static ZSTD_DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Reads at most `raw_len + 1` bytes: enough to notice a stream that is too long
