@@ -466,6 +466,20 @@ impl Dictionary {
         Cursor::new(self.tree.clone())
     }
 
+    /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) in order,
+    /// or in reverse order when `reverse` is set.
+    pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, reverse: bool) -> Range {
+        Range {
+            cursor: self.cursor(),
+            cmp: self.tree.cmp,
+            lo: lo.map(|k| k.to_vec()),
+            hi: hi.map(|k| k.to_vec()),
+            reverse,
+            started: false,
+            done: false,
+        }
+    }
+
     /// Walks the whole dictionary and verifies every invariant.
     pub fn check(&self) -> Result<CheckReport> {
         self.tree.check_open()?;
@@ -518,5 +532,73 @@ impl WriteBatch {
 
     pub fn clear(&mut self) {
         self.ops.clear();
+    }
+}
+
+/// An iterator over a key range of a dictionary, from [`Dictionary::range`].
+/// Yields owned pairs; an error ends the iteration after it is yielded.
+pub struct Range {
+    cursor: Cursor,
+    cmp: Comparator,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+    reverse: bool,
+    started: bool,
+    done: bool,
+}
+
+impl Range {
+    fn step(&mut self) -> Result<bool> {
+        if self.started {
+            return if self.reverse { self.cursor.prev() } else { self.cursor.next() };
+        }
+        self.started = true;
+        match (self.reverse, &self.lo, &self.hi) {
+            (false, Some(lo), _) => self.cursor.seek_ge(&lo.clone()),
+            (false, None, _) => self.cursor.first(),
+            (true, _, None) => self.cursor.last(),
+            (true, _, Some(hi)) => {
+                // The last key below `hi`: seek to <= hi, step back if equal.
+                let hi = hi.clone();
+                let mut ok = self.cursor.seek_le(&hi)?;
+                if ok && (self.cmp)(self.cursor.key(), &hi) == std::cmp::Ordering::Equal {
+                    ok = self.cursor.prev()?;
+                }
+                Ok(ok)
+            }
+        }
+    }
+}
+
+impl Iterator for Range {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Ok(true) => {
+                let k = self.cursor.key();
+                let inside = if self.reverse {
+                    self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
+                } else {
+                    self.hi.as_ref().is_none_or(|hi| (self.cmp)(k, hi) == std::cmp::Ordering::Less)
+                };
+                if !inside {
+                    self.done = true;
+                    return None;
+                }
+                Some(Ok((k.to_vec(), self.cursor.value().to_vec())))
+            }
+        }
     }
 }

@@ -33,7 +33,7 @@ mod file;
 mod tree;
 
 pub use cache::CacheStats;
-pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, WriteBatch};
+pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
 pub use error::{Error, Result};
 pub use file::{Codec, SpaceStats};
 pub use tree::check::CheckReport;

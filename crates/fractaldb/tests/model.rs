@@ -2,6 +2,10 @@
 //! against a `BTreeMap`, with tiny nodes and a tiny cache so that splits,
 //! merges, flushes, evictions and reopenings all happen many times.
 //!
+//! Each run is 150,000 operations by default; with batches of up to 300
+//! writes and range deletes of up to 3,000 keys, that is a few million
+//! individual changes, reads and cursor steps per test.
+//!
 //! Reproduce a failure with the seed it prints:
 //! `FRACTALDB_SEED=<seed> cargo test -p fractaldb --test model`.
 //! Make it longer with `FRACTALDB_MODEL_OPS=<n>`.
@@ -230,7 +234,7 @@ fn tiny_nodes_tiny_cache() {
             codec: Codec::Lz4,
             comparator: None,
         };
-        run_model(seed, ops(60_000), opts, 256 << 10);
+        run_model(seed, ops(150_000), opts, 256 << 10);
     });
 }
 
@@ -247,7 +251,7 @@ fn small_nodes_every_codec() {
                 codec,
                 comparator: None,
             };
-            run_model(seed.wrapping_add(i as u64), ops(60_000) / 5, opts, 512 << 10);
+            run_model(seed.wrapping_add(i as u64), ops(150_000) / 5, opts, 512 << 10);
         }
     });
 }

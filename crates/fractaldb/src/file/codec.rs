@@ -61,7 +61,8 @@ impl Codec {
                 // One context per thread: creating one costs more than
                 // compressing a basement.
                 let mut c = c.borrow_mut();
-                let c = c.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
+                let c =
+                    c.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
                 out.extend_from_slice(&c.compress(raw).expect(infallible))
             }),
             Codec::Lz4 => out.extend_from_slice(&lz4_flex::block::compress(raw)),

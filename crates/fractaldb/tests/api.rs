@@ -1,0 +1,124 @@
+//! The environment's API as a user meets it: dictionaries by name, custom
+//! key orders, range iteration both ways, upserts and their errors.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, UpdateFn};
+
+fn reverse(a: &[u8], b: &[u8]) -> Ordering {
+    b.cmp(a)
+}
+
+fn small() -> DictOptions {
+    DictOptions {
+        node_size_bytes: 4096,
+        basement_size_bytes: 512,
+        fanout: 4,
+        codec: Codec::Snappy,
+        comparator: None,
+    }
+}
+
+fn opts() -> EnvOptions {
+    let append: UpdateFn = Arc::new(|_k: &[u8], old: Option<&[u8]>, arg: &[u8]| {
+        let mut v = old.unwrap_or_default().to_vec();
+        v.extend_from_slice(arg);
+        Some(v)
+    });
+    EnvOptions {
+        cache_size_bytes: 1 << 20,
+        update_fns: vec![(7, append)],
+        comparators: vec![("reverse".into(), reverse as fractaldb::Comparator)],
+        ..Default::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+#[test]
+fn dictionaries_are_created_listed_renamed_dropped_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let a = env.create_dictionary("a", small()).unwrap();
+    let b = env.create_dictionary("b", small()).unwrap();
+    for i in 0..2000 {
+        a.put(&key(i), b"A").unwrap();
+        b.put(&key(i), b"B").unwrap();
+    }
+    assert_eq!(env.list_dictionaries(), vec!["a", "b"]);
+    env.rename_dictionary("b", "c").unwrap();
+    assert!(matches!(env.rename_dictionary("a", "c"), Err(Error::DictionaryExists(_))));
+    env.drop_dictionary("a").unwrap();
+    assert!(a.put(b"x", b"y").is_err(), "a dropped dictionary's handle must fail");
+    assert!(matches!(env.open_dictionary("a"), Err(Error::NoSuchDictionary(_))));
+    env.close().unwrap();
+
+    let env = Env::open(dir.path(), opts()).unwrap();
+    assert_eq!(env.list_dictionaries(), vec!["c"]);
+    let c = env.open_dictionary("c").unwrap();
+    assert_eq!(c.range(None, None, false).count(), 2000);
+    assert_eq!(c.get(&key(1999)).unwrap(), Some(b"B".to_vec()));
+    c.check().unwrap();
+    let files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "fdb"));
+    assert_eq!(files.count(), 1, "the dropped dictionary's file is gone");
+}
+
+#[test]
+fn a_custom_comparator_orders_keys_and_must_be_registered_to_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d =
+        env.create_dictionary("r", DictOptions { comparator: Some("reverse".into()), ..small() }).unwrap();
+    for i in 0..3000 {
+        d.put(&key(i), &i.to_le_bytes()).unwrap();
+    }
+    let keys: Vec<Vec<u8>> = d.range(None, None, false).map(|r| r.unwrap().0).collect();
+    let expect: Vec<Vec<u8>> = (0..3000).rev().map(key).collect();
+    assert_eq!(keys, expect);
+    d.check().unwrap();
+    assert!(env.create_dictionary("x", DictOptions { comparator: Some("nope".into()), ..small() }).is_err());
+    env.close().unwrap();
+
+    let env = Env::open(dir.path(), EnvOptions { comparators: vec![], ..opts() }).unwrap();
+    assert!(matches!(env.open_dictionary("r"), Err(Error::InvalidArgument(_))));
+    drop(env);
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.open_dictionary("r").unwrap();
+    assert_eq!(d.range(None, None, true).next().unwrap().unwrap().0, key(0));
+}
+
+#[test]
+fn ranges_iterate_half_open_intervals_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    for i in (0..5000).step_by(2) {
+        d.put(&key(i), b"v").unwrap();
+    }
+    let fwd: Vec<Vec<u8>> = d.range(Some(&key(101)), Some(&key(200)), false).map(|r| r.unwrap().0).collect();
+    assert_eq!(fwd, (102..200).step_by(2).map(key).collect::<Vec<_>>());
+    let rev: Vec<Vec<u8>> = d.range(Some(&key(100)), Some(&key(200)), true).map(|r| r.unwrap().0).collect();
+    assert_eq!(rev, (100..200).step_by(2).rev().map(key).collect::<Vec<_>>());
+    assert_eq!(d.range(Some(&key(300)), Some(&key(300)), false).count(), 0);
+}
+
+#[test]
+fn upserts_read_nothing_and_unknown_functions_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.create_dictionary("u", small()).unwrap();
+    for i in 0..500 {
+        d.update(&key(i % 10), 7, &[b'a' + (i % 26) as u8]).unwrap();
+    }
+    assert_eq!(d.get(&key(3)).unwrap().unwrap().len(), 50);
+    d.broadcast_update(7, b"!").unwrap();
+    assert!(d.get(&key(3)).unwrap().unwrap().ends_with(b"!"));
+    assert_eq!(d.get(&key(11)).unwrap(), None, "a broadcast creates no keys");
+    assert!(matches!(d.update(b"k", 9, b""), Err(Error::InvalidArgument(_))));
+    assert!(matches!(d.broadcast_update(9, b""), Err(Error::InvalidArgument(_))));
+}
