@@ -193,17 +193,23 @@ impl MsgBuffer {
         }
         let mut buf = MsgBuffer::default();
         let mut broadcasts = Vec::new();
+        let mut sorted: Vec<(BufKey, MsgBody)> = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let m = Msg::decode(&mut r)?;
             if m.body.kind == MsgKind::Broadcast {
                 broadcasts.push((m.msn, m.body));
             } else {
                 buf.payload_bytes += msg_mem(m.key.len(), &m.body);
-                if buf.msgs.insert(BufKey { key: m.key, msn: m.msn, cmp }, m.body).is_some() {
-                    return Err(format!("duplicate message MSN {}", m.msn));
-                }
+                sorted.push((BufKey { key: m.key, msn: m.msn, cmp }, m.body));
             }
         }
+        // Buffers are written in index order, so this sort only checks, and
+        // the map is then built in one pass instead of one insert per message.
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(format!("duplicate message MSN {}", w[0].0.msn));
+        }
+        buf.msgs = sorted.into_iter().collect();
         if !r.is_empty() {
             return Err("trailing bytes after buffer messages".into());
         }
@@ -212,5 +218,43 @@ impl MsgBuffer {
             buf.insert_broadcast(msn, body);
         }
         Ok(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn msg(key: &[u8], msn: u64, kind: MsgKind) -> Msg {
+        Msg { msn, key: key.into(), body: MsgBody { kind, fn_id: 0, txid: 0, val: b"v".to_vec().into() } }
+    }
+
+    #[test]
+    fn a_buffer_finds_one_keys_messages_in_msn_order_and_survives_encoding() {
+        let mut b = MsgBuffer::default();
+        for (i, k) in [&b"b"[..], b"a", b"b", b"c", b"b"].iter().enumerate() {
+            b.insert(msg(k, 10 + i as u64, MsgKind::Insert), bytewise);
+        }
+        b.insert(msg(b"", 20, MsgKind::Broadcast), bytewise);
+        let msns: Vec<u64> = b.for_key(b"b", bytewise).map(|(m, _)| m).collect();
+        assert_eq!(msns, vec![10, 12, 14]);
+        assert_eq!(b.range(Some(b"b"), Some(b"c"), bytewise).count(), 3);
+        let mut out = Vec::new();
+        b.encode(&mut out);
+        let d = MsgBuffer::decode(&out, bytewise).unwrap();
+        assert_eq!(d.len(), b.len());
+        assert_eq!(d.mem_bytes(), b.mem_bytes());
+        assert_eq!(d.broadcasts().len(), 1);
+        assert_eq!(d.msn_range(), Some((10, 20)));
+        // The same message twice is corruption.
+        let mut dup = Vec::new();
+        put_varint(&mut dup, 2);
+        msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
+        msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
+        assert!(MsgBuffer::decode(&dup, bytewise).is_err());
     }
 }
