@@ -2,7 +2,7 @@
 //! against a `BTreeMap`, with tiny nodes and a tiny cache so that splits,
 //! merges, flushes, evictions and reopenings all happen many times.
 //!
-//! Each run is 150,000 operations by default; with batches of up to 300
+//! Each run is 100,000 operations by default; with batches of up to 300
 //! writes and range deletes of up to 3,000 keys, that is a few million
 //! individual changes, reads and cursor steps per test.
 //!
@@ -234,7 +234,7 @@ fn tiny_nodes_tiny_cache() {
             codec: Codec::Lz4,
             comparator: None,
         };
-        run_model(seed, ops(150_000), opts, 256 << 10);
+        run_model(seed, ops(100_000), opts, 256 << 10);
     });
 }
 
@@ -251,7 +251,7 @@ fn small_nodes_every_codec() {
                 codec,
                 comparator: None,
             };
-            run_model(seed.wrapping_add(i as u64), ops(150_000) / 5, opts, 512 << 10);
+            run_model(seed.wrapping_add(i as u64), ops(100_000) / 5, opts, 512 << 10);
         }
     });
 }

@@ -28,6 +28,7 @@ pub(crate) mod leafentry;
 pub(crate) mod message;
 pub(crate) mod meta;
 pub(crate) mod node;
+pub(crate) mod packed;
 pub(crate) mod serialize;
 
 use std::cmp::Ordering;
@@ -267,8 +268,12 @@ impl Tree {
         };
         let header = self.parse_header(bn, &bytes[..ext.header_len as usize], ext.len)?;
         let body = if header.height > 0 && !full {
-            let children =
-                header.child_bns.iter().map(|&bn| node::Child { bn, buf: Default::default(), loaded: false });
+            let children = header.child_bns.iter().map(|&bn| node::Child {
+                bn,
+                buf: Default::default(),
+                loaded: false,
+                packed: None,
+            });
             Body::Internal(children.collect())
         } else if header.height > 0 {
             let mut children = Vec::with_capacity(header.parts.len());
@@ -276,7 +281,7 @@ impl Tree {
                 let s = info.offset as usize;
                 let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.cmp)
                     .map_err(|r| self.corrupt(bn, r))?;
-                children.push(node::Child { bn: child, buf, loaded: true });
+                children.push(node::Child { bn: child, buf, loaded: true, packed: None });
             }
             Body::Internal(children)
         } else if full {
@@ -336,7 +341,7 @@ impl Tree {
             let g = e.node.read();
             let loaded = match &g.body {
                 Body::Leaf(b) => b.get(i).is_none_or(|b| b.is_some()),
-                Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded),
+                Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded || c.packed.is_some()),
             };
             if loaded {
                 return Ok(());
@@ -348,7 +353,9 @@ impl Tree {
             let r = if leaf {
                 decode_basement(&info, &bytes, self.cmp).map(Ok)
             } else {
-                decode_buffer(&info, &bytes, self.cmp).map(Err)
+                serialize::decode_part(&info, &bytes)
+                    .and_then(|raw| packed::PackedBuffer::new(raw, self.cmp))
+                    .map(Err)
             };
             r.map_err(|r| self.corrupt(e.bn, r))
         });
@@ -364,9 +371,8 @@ impl Tree {
         }
         match (&mut g.body, part) {
             (Body::Leaf(b), Ok(basement)) if b.get(i).is_some_and(|b| b.is_none()) => b[i] = Some(basement),
-            (Body::Internal(c), Err(buf)) if c.get(i).is_some_and(|c| !c.loaded) => {
-                c[i].buf = buf;
-                c[i].loaded = true;
+            (Body::Internal(c), Err(p)) if c.get(i).is_some_and(|c| !c.loaded && c.packed.is_none()) => {
+                c[i].packed = Some(p);
             }
             _ => return Ok(()),
         }
@@ -514,14 +520,18 @@ impl Tree {
                 }
                 let c = guard.part_for(key, self.cmp);
                 let child = &guard.children()[c];
-                if !child.loaded {
+                if child.loaded {
+                    msgs.extend(child.buf.for_key(key, self.cmp).map(|(m, b)| (m, b.clone())));
+                    msgs.extend(child.buf.broadcasts().iter().cloned());
+                } else if let Some(p) = &child.packed {
+                    msgs.extend(p.for_key(key, self.cmp));
+                    msgs.extend(p.broadcasts().iter().cloned());
+                } else {
                     drop(guard);
                     self.fetch_part(&entry, c)?;
                     held.push(entry);
                     continue 'restart;
                 }
-                msgs.extend(child.buf.for_key(key, self.cmp).map(|(m, b)| (m, b.clone())));
-                msgs.extend(child.buf.broadcasts().iter().cloned());
                 let child_bn = child.bn;
                 let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
                     drop(guard);

@@ -15,6 +15,7 @@
 
 use super::basement::Basement;
 use super::buffer::MsgBuffer;
+use super::packed::PackedBuffer;
 use super::Comparator;
 use crate::file::{BlockNum, Extent};
 
@@ -39,12 +40,14 @@ pub(crate) struct Child {
     /// then only on disk, at `disk_parts[i]`.
     pub buf: MsgBuffer,
     pub loaded: bool,
+    /// While not `loaded`: the buffer as a reader fetched it, read-only.
+    pub packed: Option<PackedBuffer>,
 }
 
 impl Child {
     /// A child with an empty buffer in memory.
     pub(crate) fn new(bn: BlockNum) -> Child {
-        Child { bn, buf: MsgBuffer::default(), loaded: true }
+        Child { bn, buf: MsgBuffer::default(), loaded: true, packed: None }
     }
 }
 
@@ -169,7 +172,10 @@ impl Node {
     pub(crate) fn mem_bytes(&self) -> usize {
         let pivots: usize = self.pivots.iter().map(|p| p.len() + 16).sum();
         let parts: usize = match &self.body {
-            Body::Internal(c) => c.iter().map(|c| c.buf.mem_bytes() + 32).sum(),
+            Body::Internal(c) => c
+                .iter()
+                .map(|c| c.buf.mem_bytes() + c.packed.as_ref().map_or(0, |p| p.mem_bytes()) + 32)
+                .sum(),
             Body::Leaf(b) => b.iter().map(|b| b.as_ref().map_or(0, |b| b.mem_bytes()) + 32).sum(),
         };
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()
@@ -178,7 +184,7 @@ impl Node {
     /// True if some partition is in memory.
     pub(crate) fn has_loaded_parts(&self) -> bool {
         match &self.body {
-            Body::Internal(c) => c.iter().any(|c| c.loaded),
+            Body::Internal(c) => c.iter().any(|c| c.loaded || c.packed.is_some()),
             Body::Leaf(b) => b.iter().any(|b| b.is_some()),
         }
     }
@@ -195,6 +201,7 @@ impl Node {
             Body::Internal(c) => c.iter_mut().for_each(|c| {
                 c.buf = MsgBuffer::default();
                 c.loaded = false;
+                c.packed = None;
             }),
         }
         true
