@@ -469,6 +469,7 @@ impl Tree {
         };
         let pieces =
             if left.is_leaf() { split_leaf(self, &mut left) } else { split_internal(self, &mut left) };
+        let left_over = !left.is_leaf() && left.buffer_bytes() > self.settings.node_size_bytes;
         let left_e = self.new_node(left);
         let mut children = vec![Child::new(left_e.bn)];
         for (sep, node) in pieces {
@@ -480,8 +481,7 @@ impl Tree {
                 self.queue_flush(e.bn);
             }
         }
-        if !left_e.node.read().is_leaf() && left_e.node.read().buffer_bytes() > self.settings.node_size_bytes
-        {
+        if left_over {
             self.queue_flush(left_e.bn);
         }
         g.height = height + 1;
