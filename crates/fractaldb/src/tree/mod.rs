@@ -573,13 +573,7 @@ impl Tree {
             if !g.dirty {
                 continue;
             }
-            let (ext, parts) = self.write_node(e.bn, &g)?;
-            let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
-            w.dirty = false;
-            w.disk = Some(ext);
-            w.disk_parts = parts;
-            let bytes = w.mem_bytes();
-            self.ctx.cache.recharge(&e, bytes);
+            self.write_clean(&e, g)?;
         }
         let meta = Meta {
             root: self.root_bn(),
@@ -587,6 +581,19 @@ impl Tree {
             settings: self.settings.clone(),
         };
         self.file.checkpoint(&meta.encode())
+    }
+
+    /// Writes a dirty node, held by `g` so it cannot change meanwhile, and
+    /// marks it clean at its new place.
+    fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
+        let (ext, parts) = self.write_node(e.bn, &g)?;
+        let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
+        w.dirty = false;
+        w.disk = Some(ext);
+        w.disk_parts = parts;
+        let bytes = w.mem_bytes();
+        self.ctx.cache.recharge(e, bytes);
+        Ok(())
     }
 
     fn write_node(&self, bn: BlockNum, node: &Node) -> Result<(Extent, Vec<PartInfo>)> {
@@ -621,13 +628,7 @@ impl NodeOwner for Tree {
         if !g.dirty {
             return Ok(false);
         }
-        let (ext, parts) = self.write_node(e.bn, &g)?;
-        let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
-        w.dirty = false;
-        w.disk = Some(ext);
-        w.disk_parts = parts;
-        let bytes = w.mem_bytes();
-        self.ctx.cache.recharge(e, bytes);
+        self.write_clean(e, g)?;
         Ok(true)
     }
 
