@@ -11,12 +11,11 @@
 //! Dictionary `file_id` lives in the file `d<file_id>.fdb`.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::encoding::{put_bytes, Reader};
 use crate::error::{Error, Result};
+use crate::file::{OpenMode, Vfs};
 
 const MAGIC: &[u8; 8] = b"FDBCATL\0";
 const VERSION: u32 = 1;
@@ -74,51 +73,48 @@ impl Catalog {
     }
 
     /// Reads the catalog of `dir`, or an empty one if there is none yet.
-    pub(crate) fn load(dir: &Path) -> Result<Catalog> {
+    pub(crate) fn load(vfs: &dyn Vfs, dir: &Path) -> Result<Catalog> {
         let path = dir.join("catalog");
-        match fs::read(&path) {
-            Ok(bytes) => Catalog::decode(&path, &bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Catalog { dicts: BTreeMap::new(), next_file_id: 1 })
-            }
-            Err(e) => Err(Error::io(&path, "read", e)),
+        match vfs.read_file(&path)? {
+            Some(bytes) => Catalog::decode(&path, &bytes),
+            None => Ok(Catalog { dicts: BTreeMap::new(), next_file_id: 1 }),
         }
     }
 
     /// Durably replaces the catalog of `dir`.
-    pub(crate) fn store(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn store(&self, vfs: &dyn Vfs, dir: &Path) -> Result<()> {
         let tmp = dir.join("catalog.tmp");
         let path = dir.join("catalog");
-        let mut f = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
-        f.write_all(&self.encode()).map_err(|e| Error::io(&tmp, "write", e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
-        fs::rename(&tmp, &path).map_err(|e| Error::io(&path, "rename", e))?;
-        sync_dir(dir)
+        let bytes = self.encode();
+        let f = vfs.open(&tmp, OpenMode::CreateOrOpen, false)?;
+        f.set_len(0)?;
+        f.write_at(0, &bytes)?;
+        f.sync()?;
+        drop(f);
+        vfs.rename(&tmp, &path)?;
+        vfs.sync_dir(dir)
     }
-}
-
-/// Makes a folder's entries (created, renamed, removed files) durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, "fsync folder", e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::OsVfs;
+    use std::fs;
 
     #[test]
     fn catalog_round_trips_and_detects_damage() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(Catalog::load(dir.path()).unwrap().dicts.len(), 0);
+        assert_eq!(Catalog::load(&OsVfs, dir.path()).unwrap().dicts.len(), 0);
         let mut c = Catalog { next_file_id: 7, ..Default::default() };
         c.dicts.insert("a".into(), 3);
         c.dicts.insert("ünïcode".into(), 5);
-        c.store(dir.path()).unwrap();
-        assert_eq!(Catalog::load(dir.path()).unwrap(), c);
+        c.store(&OsVfs, dir.path()).unwrap();
+        assert_eq!(Catalog::load(&OsVfs, dir.path()).unwrap(), c);
         let path = dir.path().join("catalog");
         let mut bytes = fs::read(&path).unwrap();
         bytes[20] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert!(Catalog::load(dir.path()).unwrap_err().is_corruption());
+        assert!(Catalog::load(&OsVfs, dir.path()).unwrap_err().is_corruption());
     }
 }

@@ -9,8 +9,6 @@
 //! since the last checkpoint, but never damages a dictionary.
 
 use std::collections::HashMap;
-use std::fs;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,9 +18,9 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::cache::{spawn_evictor, Cache, CacheStats};
-use crate::catalog::{dict_file, sync_dir, Catalog};
+use crate::catalog::{dict_file, Catalog};
 use crate::error::{Error, Result};
-use crate::file::{Codec, SpaceStats};
+use crate::file::{Codec, OsVfs, SpaceStats, Vfs};
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
 use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
@@ -42,6 +40,9 @@ pub struct EnvOptions {
     pub update_fns: Vec<(u8, UpdateFn)>,
     /// Custom key orders, by the name `DictOptions::comparator` gives.
     pub comparators: Vec<(String, Comparator)>,
+    /// The file system every file operation goes through: the operating
+    /// system's, or a fault-injecting one in tests.
+    pub vfs: Arc<dyn Vfs>,
 }
 
 impl Default for EnvOptions {
@@ -52,6 +53,7 @@ impl Default for EnvOptions {
             cleaner_threads: 1,
             update_fns: Vec::new(),
             comparators: Vec::new(),
+            vfs: OsVfs::shared(),
         }
     }
 }
@@ -105,7 +107,7 @@ struct Inner {
     shutdown: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
-    _lock_file: fs::File,
+    _lock: Box<dyn Send + Sync>,
 }
 
 /// An open environment. Dropping it closes it (see [`Env::close`]).
@@ -117,23 +119,17 @@ impl Env {
     /// Opens the environment in `path`, creating the folder if needed.
     pub fn open(path: impl AsRef<Path>, opts: EnvOptions) -> Result<Env> {
         let path = path.as_ref().to_path_buf();
-        fs::create_dir_all(&path).map_err(|e| Error::io(&path, "create folder", e))?;
-        let lock_path = path.join("LOCK");
-        let lock_file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, "open", e))?;
-        // SAFETY: flock on a file descriptor we own; no memory is involved.
-        if unsafe { libc::flock(lock_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(Error::Locked(path));
-        }
+        let vfs = opts.vfs.clone();
+        vfs.create_dir_all(&path)?;
+        let lock = vfs.lock(&path.join("LOCK")).map_err(|e| match e {
+            Error::Locked(_) => Error::Locked(path.clone()),
+            e => e,
+        })?;
         if opts.cache_size_bytes < (256 << 10) {
             return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
         }
-        let catalog = Catalog::load(&path)?;
-        remove_orphans(&path, &catalog)?;
+        let catalog = Catalog::load(&*vfs, &path)?;
+        remove_orphans(&*vfs, &path, &catalog)?;
         let cache = Cache::new(opts.cache_size_bytes);
         let ctx = Arc::new(Context {
             msn: AtomicU64::new(0),
@@ -142,6 +138,7 @@ impl Env {
             cache: cache.clone(),
             cleaner_wake: (Mutex::new(false), Condvar::new()),
             closed: AtomicBool::new(false),
+            vfs,
         });
         let inner = Arc::new(Inner {
             path,
@@ -153,7 +150,7 @@ impl Env {
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
-            _lock_file: lock_file,
+            _lock: lock,
         });
         let mut threads = vec![spawn_evictor(cache)];
         for i in 0..opts.cleaner_threads.max(1) {
@@ -207,10 +204,10 @@ impl Env {
         let mut catalog = open.catalog.clone();
         catalog.dicts.insert(name.to_string(), file_id);
         catalog.next_file_id = file_id + 1;
-        if let Err(e) = catalog.store(&self.inner.path) {
+        if let Err(e) = catalog.store(&*self.inner.ctx.vfs, &self.inner.path) {
             tree.dropped.store(true, Ordering::Relaxed);
             self.inner.ctx.cache.remove_dict(dict);
-            let _ = fs::remove_file(&file);
+            let _ = self.inner.ctx.vfs.remove(&file);
             return Err(e);
         }
         open.catalog = catalog;
@@ -249,15 +246,15 @@ impl Env {
             *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
         let mut catalog = open.catalog.clone();
         catalog.dicts.remove(name);
-        catalog.store(&self.inner.path)?;
+        catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
         open.catalog = catalog;
         if let Some(tree) = open.trees.remove(name) {
             tree.dropped.store(true, Ordering::Relaxed);
             self.inner.ctx.cache.remove_dict(tree.dict);
         }
         let file = dict_file(&self.inner.path, file_id);
-        fs::remove_file(&file).map_err(|e| Error::io(&file, "remove", e))?;
-        sync_dir(&self.inner.path)
+        self.inner.ctx.vfs.remove(&file)?;
+        self.inner.ctx.vfs.sync_dir(&self.inner.path)
     }
 
     /// Renames a dictionary. `to` must be new.
@@ -271,7 +268,7 @@ impl Env {
         let mut catalog = open.catalog.clone();
         let id = catalog.dicts.remove(from).ok_or_else(|| Error::NoSuchDictionary(from.to_string()))?;
         catalog.dicts.insert(to.to_string(), id);
-        catalog.store(&self.inner.path)?;
+        catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
         open.catalog = catalog;
         if let Some(t) = open.trees.remove(from) {
             open.trees.insert(to.to_string(), t);
@@ -357,20 +354,16 @@ fn validate_name(name: &str) -> Result<()> {
 /// Deletes dictionary files the catalog does not name (left by a crash
 /// between a drop's catalog write and its file removal, or a create's file
 /// creation and catalog write).
-fn remove_orphans(dir: &Path, catalog: &Catalog) -> Result<()> {
+fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
     let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
-    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, "list folder", e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, "list folder", e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    for name in vfs.list(dir)? {
         let Some(id) =
             name.strip_prefix('d').and_then(|n| n.strip_suffix(".fdb")).and_then(|n| n.parse().ok())
         else {
             continue;
         };
         if !live.contains(&id) {
-            fs::remove_file(entry.path()).map_err(|e| Error::io(&entry.path(), "remove orphan", e))?;
+            vfs.remove(&dir.join(&name))?;
         }
     }
     Ok(())

@@ -35,7 +35,7 @@ mod tree;
 pub use cache::CacheStats;
 pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
 pub use error::{Error, Result};
-pub use file::{Codec, SpaceStats};
+pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;

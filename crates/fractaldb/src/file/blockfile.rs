@@ -7,9 +7,11 @@ use parking_lot::Mutex;
 
 use super::alloc::Allocator;
 use super::header::{Header, HEADERS_END, MAX_META, SLOT_SIZE};
-use super::io::{is_truncation, page_round, DataFile};
+use super::io::{is_truncation, page_round, write_pages};
 use super::translation::{BlockNum, Extent, Translation};
+use super::vfs::{OpenMode, Vfs, VfsFile};
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// How much of a file is in use, for `SHOW TABLE STATUS` and fragmentation checks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,7 +29,7 @@ pub struct SpaceStats {
 ///
 /// [`checkpoint`]: BlockFile::checkpoint
 pub struct BlockFile {
-    file: DataFile,
+    file: Arc<dyn VfsFile>,
     state: Mutex<State>,
     /// Serialises checkpoints, which do their I/O outside `state`.
     checkpoint_lock: Mutex<()>,
@@ -53,6 +55,8 @@ struct State {
     in_flight: Option<Ranges>,
     /// Protected extents that no block uses any more, freed by the next checkpoint.
     pending: Vec<(u64, u64)>,
+    /// The stamp of the last extent `write_block` made (see `Extent::stamp`).
+    stamp: u64,
 }
 
 fn overlaps(ranges: &Ranges, off: u64, len: u64) -> bool {
@@ -84,19 +88,19 @@ impl State {
 impl BlockFile {
     /// Creates a new file (error if it exists) and durably writes checkpoint #1 with an
     /// empty table and `meta` in slot A; slot B is zeroed.
-    pub fn create(path: &Path, direct_io: bool, meta: &[u8]) -> Result<BlockFile> {
+    pub fn create(vfs: &dyn Vfs, path: &Path, direct_io: bool, meta: &[u8]) -> Result<BlockFile> {
         check_meta(meta)?;
-        let file = DataFile::open(path, true, direct_io)?;
+        let file = vfs.open(path, OpenMode::CreateNew, direct_io)?;
         let table = Translation::default();
         let block = table.encode(1);
         let table_bytes = page_round(block.len() as u64);
         let header =
             Header { seq: 1, table_offset: HEADERS_END, table_len: block.len() as u32, meta: meta.into() };
-        file.write_at(HEADERS_END, &block)?;
-        file.write_at(SLOT_SIZE, &[])?;
-        file.write_at(0, &header.encode())?;
+        write_pages(&*file, HEADERS_END, &block)?;
+        write_pages(&*file, SLOT_SIZE, &[])?;
+        write_pages(&*file, 0, &header.encode())?;
         file.sync()?;
-        file.sync_dir()?;
+        vfs.sync_dir(path.parent().unwrap_or(Path::new("")))?;
         let state = State {
             table,
             alloc: Allocator::new(HEADERS_END + table_bytes),
@@ -106,6 +110,7 @@ impl BlockFile {
             durable: Ranges::from([(HEADERS_END, table_bytes)]),
             in_flight: None,
             pending: Vec::new(),
+            stamp: 0,
         };
         Ok(BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) })
     }
@@ -114,8 +119,8 @@ impl BlockFile {
     /// sequence, loads its translation table, rebuilds the free map. Returns the meta blob.
     /// Errors: no valid header -> Corrupt(None); newer version -> UnsupportedVersion;
     /// table checksum bad / beyond EOF -> Corrupt.
-    pub fn open(path: &Path, direct_io: bool) -> Result<(BlockFile, Vec<u8>)> {
-        let file = DataFile::open(path, false, direct_io)?;
+    pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool) -> Result<(BlockFile, Vec<u8>)> {
+        let file = vfs.open(path, OpenMode::Existing, direct_io)?;
         let read_slot = |slot: u64| {
             let mut buf = vec![0; SLOT_SIZE as usize];
             match file.read_at(slot * SLOT_SIZE, &mut buf) {
@@ -184,6 +189,7 @@ impl BlockFile {
             durable: used.iter().map(|&(o, l, _)| (o, l)).collect(),
             in_flight: None,
             pending: Vec::new(),
+            stamp: 0,
         };
         Ok((BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) }, header.meta))
     }
@@ -221,13 +227,15 @@ impl BlockFile {
         if header_len > len {
             return Err(Error::invalid(format!("node header of {header_len} bytes in a {len}-byte block")));
         }
-        let mut ext = Extent { offset: 0, len, header_len };
+        let mut ext = Extent { offset: 0, len, header_len, stamp: 0 };
         {
             let mut st = self.state.lock();
             assert!(st.table.is_allocated(bn), "write_block of unallocated block {bn}");
             ext.offset = st.allocate(ext.alloc_len());
+            st.stamp += 1;
+            ext.stamp = st.stamp;
         }
-        if let Err(e) = self.file.write_at(ext.offset, data) {
+        if let Err(e) = write_pages(&*self.file, ext.offset, data) {
             self.state.lock().alloc.free(ext.offset, ext.alloc_len());
             return Err(e);
         }
@@ -270,9 +278,9 @@ impl BlockFile {
             let table_len = u32::try_from(block.len()).expect("translation table over 4 GiB");
             (Header { seq: st.seq + 1, table_offset, table_len, meta: meta.into() }, 1 - st.slot, block)
         };
-        let res = (self.file.write_at(header.table_offset, &block))
+        let res = write_pages(&*self.file, header.table_offset, &block)
             .and_then(|()| self.file.sync())
-            .and_then(|()| self.file.write_at(slot * SLOT_SIZE, &header.encode()))
+            .and_then(|()| write_pages(&*self.file, slot * SLOT_SIZE, &header.encode()))
             .and_then(|()| self.file.sync());
 
         let mut st = self.state.lock();
@@ -313,6 +321,7 @@ fn check_meta(meta: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::vfs::OsVfs;
     use std::fs::OpenOptions;
     use std::os::unix::fs::FileExt;
     use std::path::PathBuf;
@@ -340,12 +349,12 @@ mod tests {
     #[test]
     fn create_writes_a_durable_empty_checkpoint_and_refuses_existing_files() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, true, b"meta-1").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, true, b"meta-1").unwrap();
         assert_eq!(f.path(), path);
         assert_eq!(f.space(), SpaceStats { file_bytes: 3 * 4096, live_bytes: 3 * 4096 });
         drop(f);
-        assert!(matches!(BlockFile::create(&path, true, b""), Err(Error::Io { .. })));
-        let (f, meta) = BlockFile::open(&path, true).unwrap();
+        assert!(matches!(BlockFile::create(&OsVfs, &path, true, b""), Err(Error::Io { .. })));
+        let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
         assert_eq!(meta, b"meta-1");
         assert_eq!((f.extent(0), f.allocate_blocknum()), (None, 0));
     }
@@ -355,7 +364,7 @@ mod tests {
         for dir in ["/tmp", "/dev/shm"] {
             let Ok(d) = tempfile::tempdir_in(dir) else { continue };
             let path = d.path().join("f");
-            let f = BlockFile::create(&path, true, b"").unwrap();
+            let f = BlockFile::create(&OsVfs, &path, true, b"").unwrap();
             let mut written = Vec::new();
             for i in 0..20u8 {
                 let bn = f.allocate_blocknum();
@@ -366,10 +375,10 @@ mod tests {
             written.remove(3);
             f.checkpoint(&[7; MAX_META]).unwrap();
             drop(f);
-            let (f, meta) = BlockFile::open(&path, true).unwrap();
+            let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
             assert_eq!(meta, vec![7; MAX_META]);
             for (bn, ext, data) in &written {
-                assert_eq!(f.extent(*bn), Some(*ext), "{dir}: block {bn}");
+                assert_eq!(f.extent(*bn), Some(Extent { stamp: 0, ..*ext }), "{dir}: block {bn}");
                 assert_eq!(&read_all(&f, *bn), data);
                 assert_eq!(f.read_range(*bn, *ext, 3, 7).unwrap(), data[3..10]);
             }
@@ -380,7 +389,7 @@ mod tests {
     #[test]
     fn a_torn_or_garbled_newer_header_falls_back_to_the_older_checkpoint() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, false, b"one").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"one").unwrap();
         let bn = f.allocate_blocknum();
         let first = f.write_block(bn, &node(1, 5000), 0).unwrap();
         f.checkpoint(b"two").unwrap(); // seq 2, slot B
@@ -388,21 +397,21 @@ mod tests {
         f.checkpoint(b"three").unwrap(); // seq 3, slot A
         drop(f);
         scribble(&path, 20, &[0xEE; 300]); // a torn write of slot A
-        let (f, meta) = BlockFile::open(&path, false).unwrap();
+        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
         assert_eq!(meta, b"two");
-        assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(first), node(1, 5000)));
+        assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(Extent { stamp: 0, ..first }), node(1, 5000)));
         // The next checkpoint goes to the damaged slot, never over the one just loaded.
         f.checkpoint(b"three again").unwrap();
         drop(f);
-        assert_eq!(BlockFile::open(&path, false).unwrap().1, b"three again");
+        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"three again");
         scribble(&path, 0, &[0; 4096]);
-        assert_eq!(BlockFile::open(&path, false).unwrap().1, b"two");
+        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"two");
     }
 
     #[test]
     fn no_valid_header_is_corrupt_and_a_newer_version_is_unsupported() {
         let (_d, path) = tmp();
-        BlockFile::create(&path, false, b"x").unwrap();
+        BlockFile::create(&OsVfs, &path, false, b"x").unwrap();
         let mut slot = vec![0; 4096];
         OpenOptions::new().read(true).open(&path).unwrap().read_exact_at(&mut slot, 0).unwrap();
         slot[8] = 2; // version 2, checksum fixed up: a valid header from a newer build
@@ -410,18 +419,21 @@ mod tests {
         let crc = crc32c::crc32c(&slot[..c]);
         slot[c..c + 4].copy_from_slice(&crc.to_le_bytes());
         scribble(&path, 0, &slot);
-        assert!(matches!(BlockFile::open(&path, false), Err(Error::UnsupportedVersion { found: 2, .. })));
+        assert!(matches!(
+            BlockFile::open(&OsVfs, &path, false),
+            Err(Error::UnsupportedVersion { found: 2, .. })
+        ));
         scribble(&path, 20, &[1]);
-        let err = BlockFile::open(&path, false).err().unwrap();
+        let err = BlockFile::open(&OsVfs, &path, false).err().unwrap();
         assert!(matches!(err, Error::Corrupt { block: None, .. }), "{err}");
         std::fs::write(&path, b"short").unwrap();
-        assert!(matches!(BlockFile::open(&path, false), Err(Error::Corrupt { block: None, .. })));
+        assert!(matches!(BlockFile::open(&OsVfs, &path, false), Err(Error::Corrupt { block: None, .. })));
     }
 
     #[test]
     fn extents_of_the_durable_checkpoint_are_not_reused_before_the_next_one() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, false, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
         let (a, b) = (f.allocate_blocknum(), f.allocate_blocknum());
         let old_a = f.write_block(a, &node(1, 8192), 0).unwrap();
         let old_b = f.write_block(b, &node(2, 4096), 0).unwrap();
@@ -434,7 +446,7 @@ mod tests {
             assert_ne!(ext.offset, old_b.offset, "round {i}");
         }
         // A crash now must still find the checkpoint's blocks intact.
-        let (g, _) = BlockFile::open(&path, false).unwrap();
+        let (g, _) = BlockFile::open(&OsVfs, &path, false).unwrap();
         assert_eq!((read_all(&g, a), read_all(&g, b)), (node(1, 8192), node(2, 4096)));
         drop(g);
         f.checkpoint(b"").unwrap();
@@ -446,7 +458,7 @@ mod tests {
     #[test]
     fn extents_written_and_superseded_between_checkpoints_are_reused_at_once() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, false, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
         let bn = f.allocate_blocknum();
         let first = f.write_block(bn, &node(1, 6000), 0).unwrap();
         let (other, second) = (f.allocate_blocknum(), f.write_block(bn, &node(2, 6000), 0).unwrap());
@@ -466,7 +478,7 @@ mod tests {
     #[test]
     fn repeated_checkpoints_keep_the_file_compact() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, false, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
         let bns: Vec<_> = (0..10).map(|_| f.allocate_blocknum()).collect();
         for round in 0..30u8 {
             for &bn in &bns {
@@ -477,7 +489,7 @@ mod tests {
         let s = f.space();
         assert!(s.file_bytes <= 2 * s.live_bytes + 8192, "{s:?}");
         drop(f);
-        let (f, meta) = BlockFile::open(&path, false).unwrap();
+        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
         assert_eq!((meta, read_all(&f, 4)), (vec![29], node(29, 4096 * 2)));
     }
 
@@ -487,7 +499,7 @@ mod tests {
         use std::collections::HashMap;
         let (_d, path) = tmp();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
-        let f = BlockFile::create(&path, true, b"0").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, true, b"0").unwrap();
         let (mut now, mut durable) = (HashMap::new(), (0u32, HashMap::new()));
         for step in 0..3000u32 {
             let pick = |rng: &mut rand::rngs::SmallRng, m: &HashMap<u64, _>| {
@@ -513,7 +525,7 @@ mod tests {
                     durable = (step, now.clone());
                 }
                 _ => {
-                    let (g, meta) = BlockFile::open(&path, true).unwrap();
+                    let (g, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
                     assert_eq!(meta, durable.0.to_string().as_bytes());
                     for (bn, data) in &durable.1 {
                         assert_eq!(&read_all(&g, *bn), data, "step {step}: block {bn}");
@@ -526,7 +538,7 @@ mod tests {
     #[test]
     fn a_truncated_file_is_corrupt_naming_the_block() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, true, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, true, b"").unwrap();
         let (a, b) = (f.allocate_blocknum(), f.allocate_blocknum());
         f.write_block(a, &node(1, 4096), 0).unwrap();
         f.checkpoint(b"").unwrap();
@@ -536,7 +548,7 @@ mod tests {
         assert_eq!(ext_b.offset + 20_480, f.space().file_bytes, "block b is last");
         drop(f);
         OpenOptions::new().write(true).open(&path).unwrap().set_len(ext_b.offset + 5000).unwrap();
-        let (f, _) = BlockFile::open(&path, true).unwrap();
+        let (f, _) = BlockFile::open(&OsVfs, &path, true).unwrap();
         assert_eq!(read_all(&f, a), node(1, 4096));
         let err = f.read_range(b, ext_b, 0, ext_b.len).unwrap_err();
         assert!(
@@ -551,7 +563,7 @@ mod tests {
         }
         drop(f);
         OpenOptions::new().write(true).open(&path).unwrap().set_len(HEADERS_END + 10).unwrap();
-        let err = BlockFile::open(&path, true).err().unwrap();
+        let err = BlockFile::open(&OsVfs, &path, true).err().unwrap();
         assert!(
             matches!(&err, Error::Corrupt { block: None, reason, .. } if reason.contains("beyond")),
             "{err}"
@@ -561,7 +573,7 @@ mod tests {
     #[test]
     fn a_flipped_bit_in_the_translation_table_is_corrupt() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, false, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
         let bn = f.allocate_blocknum();
         f.write_block(bn, &node(1, 4096), 0).unwrap();
         f.checkpoint(b"").unwrap();
@@ -569,7 +581,7 @@ mod tests {
         let table = f.state.lock().durable.keys().copied().find(|&o| o != block_at);
         drop(f);
         scribble(&path, table.unwrap() + 30, &[0x04]);
-        let err = BlockFile::open(&path, false).err().unwrap();
+        let err = BlockFile::open(&OsVfs, &path, false).err().unwrap();
         assert!(matches!(&err, Error::Corrupt { reason, .. } if reason.contains("checksum")), "{err}");
     }
 
@@ -577,11 +589,11 @@ mod tests {
     fn bad_arguments_are_errors() {
         let (_d, path) = tmp();
         assert!(matches!(
-            BlockFile::create(&path, false, &[0; MAX_META + 1]),
+            BlockFile::create(&OsVfs, &path, false, &[0; MAX_META + 1]),
             Err(Error::InvalidArgument(_))
         ));
         assert!(!path.exists());
-        let f = BlockFile::create(&path, false, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
         assert!(matches!(f.checkpoint(&[0; MAX_META + 1]), Err(Error::InvalidArgument(_))));
         let bn = f.allocate_blocknum();
         assert!(matches!(f.write_block(bn, b"abc", 4), Err(Error::InvalidArgument(_))));
@@ -592,7 +604,7 @@ mod tests {
     #[test]
     fn concurrent_writers_readers_and_checkpoints_agree() {
         let (_d, path) = tmp();
-        let f = BlockFile::create(&path, true, b"").unwrap();
+        let f = BlockFile::create(&OsVfs, &path, true, b"").unwrap();
         std::thread::scope(|s| {
             for t in 0..4u8 {
                 let f = &f;
@@ -610,7 +622,7 @@ mod tests {
         f.checkpoint(b"end").unwrap();
         let blocks: Vec<_> = (0..4).map(|bn| read_all(&f, bn)).collect();
         drop(f);
-        let (f, _) = BlockFile::open(&path, true).unwrap();
+        let (f, _) = BlockFile::open(&OsVfs, &path, true).unwrap();
         assert_eq!((0..4).map(|bn| read_all(&f, bn)).collect::<Vec<_>>(), blocks);
     }
 }

@@ -12,8 +12,10 @@ mod codec;
 mod header;
 mod io;
 mod translation;
+pub mod vfs;
 
 pub use blockfile::{BlockFile, SpaceStats};
 pub use codec::Codec;
 pub(crate) use translation::BlockNum;
 pub use translation::Extent;
+pub use vfs::{OpenMode, OsVfs, Vfs, VfsFile};

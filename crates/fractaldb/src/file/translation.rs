@@ -13,11 +13,19 @@ pub(crate) type BlockNum = u64;
 /// Where one block lives: `len` bytes at `offset`, of which the first
 /// `header_len` are the node header (readable alone, before the partitions).
 /// `pub` rather than `pub(crate)` only because `BlockFile`'s public methods use it.
+///
+/// Two extents are equal only if the same write made them: `stamp` numbers the
+/// writes of this process (1, 2, ...; 0 for extents read from the table at open)
+/// and is never stored. So "is `bn` still at the extent I read?" cannot be
+/// fooled when a freed extent is reused and the block comes back to the same
+/// offset later (an ABA a reader without the node's lock would otherwise
+/// mistake for its own, checksums and all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
     pub offset: u64,
     pub len: u32,
     pub header_len: u32,
+    pub(crate) stamp: u64,
 }
 
 impl Extent {
@@ -148,7 +156,7 @@ impl Translation {
                 t.entries.push(None);
                 continue;
             }
-            let ext = Extent { offset, len, header_len };
+            let ext = Extent { offset, len, header_len, stamp: 0 };
             if !offset.is_multiple_of(PAGE)
                 || offset < first_data
                 || offset.checked_add(ext.alloc_len()).is_none()
@@ -172,7 +180,7 @@ mod tests {
     use super::*;
 
     fn ext(page: u64, len: u32) -> Extent {
-        Extent { offset: page * PAGE, len, header_len: len / 2 }
+        Extent { offset: page * PAGE, len, header_len: len / 2, stamp: 0 }
     }
 
     fn sample() -> Translation {
@@ -230,10 +238,10 @@ mod tests {
     #[test]
     fn impossible_entries_name_their_block_number() {
         let mut t = sample();
-        t.set(2, Extent { offset: 3 * PAGE + 1, len: 10, header_len: 0 });
+        t.set(2, Extent { offset: 3 * PAGE + 1, len: 10, header_len: 0, stamp: 0 });
         let err = Translation::decode(Path::new("f"), &t.encode(1), 1, 2 * PAGE).unwrap_err();
         assert!(matches!(err, Error::Corrupt { block: Some(2), .. }), "{err}");
-        t.set(2, Extent { offset: 3 * PAGE, len: 10, header_len: 11 });
+        t.set(2, Extent { offset: 3 * PAGE, len: 10, header_len: 11, stamp: 0 });
         let err = Translation::decode(Path::new("f"), &t.encode(1), 1, 2 * PAGE).unwrap_err();
         assert!(matches!(err, Error::Corrupt { block: Some(2), .. }), "{err}");
     }

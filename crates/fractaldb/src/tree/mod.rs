@@ -40,7 +40,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::cache::{Cache, DictId, Entry, NodeOwner};
 use crate::error::{Error, Result};
-use crate::file::{BlockFile, BlockNum, Extent};
+use crate::file::{BlockFile, BlockNum, Extent, Vfs};
 use message::{apply_to_value, Msg, MsgBody, MsgKind, UpdateFns};
 use meta::{Meta, Settings, NO_ROOT};
 use node::{Body, Node, PartInfo};
@@ -65,6 +65,8 @@ pub(crate) struct Context {
     pub cleaner_wake: (Mutex<bool>, Condvar),
     /// Set when the environment closes; every later call fails.
     pub closed: AtomicBool,
+    /// Every file operation goes through it.
+    pub vfs: Arc<dyn Vfs>,
 }
 
 impl Context {
@@ -114,7 +116,7 @@ impl Tree {
             ));
         }
         let meta = Meta { root: NO_ROOT, max_msn: 0, settings: settings.clone() };
-        let file = BlockFile::create(path, direct_io, &meta.encode())?;
+        let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
         let tree = Tree::new(dict, file, settings, cmp, ctx);
         tree.make_root()?;
         Ok(tree)
@@ -128,7 +130,7 @@ impl Tree {
         comparators: &dyn Fn(&str) -> Option<Comparator>,
         ctx: Arc<Context>,
     ) -> Result<Arc<Tree>> {
-        let (file, meta) = BlockFile::open(path, direct_io)?;
+        let (file, meta) = BlockFile::open(&*ctx.vfs, path, direct_io)?;
         let meta = Meta::decode(&meta).map_err(|r| Error::corrupt(path, None, r))?;
         let cmp = match &meta.settings.comparator {
             None => bytewise as Comparator,
@@ -416,7 +418,9 @@ impl Tree {
                     }
                 }
             }
-            _ if self.stale(e, ext) => return Ok(()),
+            // Not a stale read: `ext` (stamp included) is still this node's
+            // extent, so these bytes are the node's own. (Never call `stale`
+            // here: it read-locks the node this thread has write-locked.)
             _ => return Err(self.corrupt(e.bn, "node changed height on disk")),
         }
         let bytes = g.mem_bytes();
