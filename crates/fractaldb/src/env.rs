@@ -1,29 +1,32 @@
 //! Environments and dictionaries: the engine's public face.
 //!
 //! An [`Env`] is a folder: a catalog of named dictionaries, one file per
-//! dictionary, one node cache shared by all of them, a cleaner thread that
-//! flushes buffers and an evictor thread that keeps the cache in budget.
-//! Closing it (or dropping it) writes a checkpoint of every open dictionary;
-//! reopening finds each one as it was. The log and periodic checkpoints come
-//! with the durability layer: until then a crash loses what was written
-//! since the last checkpoint, but never damages a dictionary.
+//! dictionary, a write-ahead log, one node cache shared by all dictionaries,
+//! a cleaner thread that flushes buffers, an evictor thread that keeps the
+//! cache in budget, and a checkpointer. Every write is logged; opening the
+//! folder replays the log from each dictionary's last checkpoint, so a crash
+//! loses nothing acknowledged (see docs/ARCHITECTURE.md, Durability).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::cache::{spawn_evictor, Cache, CacheStats};
 use crate::catalog::{dict_file, Catalog};
 use crate::error::{Error, Result};
+use crate::file::BlockFile;
 use crate::file::{Codec, OsVfs, SpaceStats, Vfs};
+use crate::log::{Log, LogOptions, LogStats};
+use crate::recovery::Record;
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
 use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
+use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
 use crate::tree::{Comparator, Context, Tree};
 
@@ -43,6 +46,21 @@ pub struct EnvOptions {
     /// The file system every file operation goes through: the operating
     /// system's, or a fault-injecting one in tests.
     pub vfs: Arc<dyn Vfs>,
+    /// On (the default): a write returns once its log record is durable
+    /// (concurrent writers share fsyncs). Off: the log is fsynced every
+    /// `fsync_log_period_ms`, and a crash may lose the writes of that last
+    /// stretch, never more, and never part of a batch.
+    pub commit_sync: bool,
+    pub fsync_log_period_ms: u64,
+    /// How often a checkpoint runs (also at close). `None`: only at close
+    /// and when `Env::checkpoint` is called.
+    pub checkpoint_period: Option<Duration>,
+    /// A log file is closed and a new one started once it passes this size.
+    pub log_file_size_bytes: u64,
+    /// Writes are refused (`Error::NoSpace`) while the disk has less free
+    /// space than this, so a full disk never stops a checkpoint or log write
+    /// halfway. 0 turns the check off.
+    pub reserve_free_bytes: u64,
 }
 
 impl Default for EnvOptions {
@@ -54,6 +72,11 @@ impl Default for EnvOptions {
             update_fns: Vec::new(),
             comparators: Vec::new(),
             vfs: OsVfs::shared(),
+            commit_sync: true,
+            fsync_log_period_ms: 1000,
+            checkpoint_period: Some(Duration::from_secs(60)),
+            log_file_size_bytes: 64 << 20,
+            reserve_free_bytes: 64 << 20,
         }
     }
 }
@@ -90,6 +113,8 @@ impl Default for DictOptions {
 #[derive(Debug, Clone, Copy)]
 pub struct EnvStats {
     pub cache: CacheStats,
+    /// Counters of the write-ahead log (records, fsyncs, files).
+    pub log: LogStats,
 }
 
 struct Open {
@@ -107,6 +132,10 @@ struct Inner {
     shutdown: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
+    checkpointing: Mutex<()>,
+    /// Lengths of the checkpoints taken, for benchmarks.
+    checkpoint_log: Mutex<Vec<Duration>>,
     _lock: Box<dyn Send + Sync>,
 }
 
@@ -132,6 +161,13 @@ impl Env {
         remove_orphans(&*vfs, &path, &catalog)?;
         let cache = Cache::new(opts.cache_size_bytes);
         let ctx = Arc::new(Context {
+            log: OnceLock::new(),
+            commit_sync: opts.commit_sync,
+            reserve_free_bytes: opts.reserve_free_bytes,
+            space_checked_ms: AtomicU64::new(0),
+            space_short: AtomicBool::new(false),
+            epoch: Instant::now(),
+            dir: path.clone(),
             msn: AtomicU64::new(0),
             fns: opts.update_fns.iter().cloned().collect(),
             checkpoint_lock: RwLock::new(()),
@@ -150,6 +186,8 @@ impl Env {
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            checkpointing: Mutex::new(()),
+            checkpoint_log: Mutex::new(Vec::new()),
             _lock: lock,
         });
         let mut threads = vec![spawn_evictor(cache)];
@@ -165,7 +203,90 @@ impl Env {
             );
         }
         *inner.threads.lock() = threads;
-        Ok(Env { inner })
+        let env = Env { inner };
+        env.recover(&opts)?;
+        env.spawn_durability_threads(&opts)?;
+        Ok(env)
+    }
+
+    /// Replays the log into the dictionaries (each record at most once, see
+    /// `recovery.rs`), then turns logging on and checkpoints if anything was
+    /// replayed, so the next recovery starts from here. A dictionary is
+    /// opened only if it has records to replay.
+    fn recover(&self, opts: &EnvOptions) -> Result<()> {
+        let inner = &self.inner;
+        let vfs = inner.ctx.vfs.clone();
+        let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes };
+        let mut ckpt_lsns = self.ckpt_lsns()?;
+        let min_next_lsn = ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).max().unwrap_or(&0) + 1;
+        let (log, records) = Log::recover(vfs, &inner.path, log_opts, min_next_lsn)?;
+        let mut replayed = 0u64;
+        for (lsn, payload) in records {
+            let rec = Record::decode(&payload)
+                .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
+            let Record::Write { file_id, msgs } = rec else { continue };
+            // A dictionary dropped since is not in the catalog: skip its writes.
+            let Some((name, ckpt_lsn)) = ckpt_lsns.get_mut(&file_id) else { continue };
+            // A dictionary whose file cannot be read is an error here only
+            // if the log has writes for it; else at `open_dictionary`.
+            let ckpt_lsn = match ckpt_lsn {
+                Ok(l) => *l,
+                Err(e) => return Err(std::mem::replace(e, Error::invalid(""))),
+            };
+            if lsn >= ckpt_lsn {
+                let tree = self.open_tree(name)?;
+                debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
+                tree.write(msgs)?;
+                replayed += 1;
+            }
+        }
+        let _ = inner.ctx.log.set(Arc::new(log));
+        if replayed > 0 {
+            inner.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Each dictionary's name and the `ckpt_lsn` of its newest valid header
+    /// (or why it cannot be read), by file id.
+    fn ckpt_lsns(&self) -> Result<HashMap<u64, (String, Result<u64>)>> {
+        let dicts: Vec<(String, u64)> =
+            self.inner.open.lock().catalog.dicts.iter().map(|(n, &id)| (n.clone(), id)).collect();
+        let mut out = HashMap::new();
+        for (name, id) in dicts {
+            let path = dict_file(&self.inner.path, id);
+            let lsn = BlockFile::open(&*self.inner.ctx.vfs, &path, false).and_then(|(_, meta)| {
+                Ok(Meta::decode(&meta).map_err(|r| Error::corrupt(&path, None, r))?.ckpt_lsn)
+            });
+            out.insert(id, (name, lsn));
+        }
+        Ok(out)
+    }
+
+    /// Starts the periodic checkpointer and, without `commit_sync`, the
+    /// thread that fsyncs the log every `fsync_log_period_ms`.
+    fn spawn_durability_threads(&self, opts: &EnvOptions) -> Result<()> {
+        let mut threads = Vec::new();
+        if let Some(period) = opts.checkpoint_period.filter(|p| !p.is_zero()) {
+            let weak = Arc::downgrade(&self.inner);
+            threads.push(spawn_periodic("fractaldb-checkpointer", period, weak, |inner| {
+                if let Err(e) = inner.checkpoint() {
+                    eprintln!("fractaldb: checkpoint of {} failed: {e}", inner.path.display());
+                }
+            })?);
+        }
+        if !opts.commit_sync {
+            let period = Duration::from_millis(opts.fsync_log_period_ms.max(1));
+            let weak = Arc::downgrade(&self.inner);
+            threads.push(spawn_periodic("fractaldb-log-fsync", period, weak, |inner| {
+                if let Some(log) = inner.ctx.log.get() {
+                    // A failure poisons the log; writers then get the error.
+                    let _ = log.sync_all();
+                }
+            })?);
+        }
+        self.inner.threads.lock().extend(threads);
+        Ok(())
     }
 
     fn check_open(&self) -> Result<()> {
@@ -200,7 +321,8 @@ impl Env {
         };
         let dict = self.inner.next_dict.fetch_add(1, Ordering::Relaxed);
         let file = dict_file(&self.inner.path, file_id);
-        let tree = Tree::create(&file, dict, settings, cmp, self.inner.direct_io, self.inner.ctx.clone())?;
+        let tree =
+            Tree::create(&file, dict, file_id, settings, cmp, self.inner.direct_io, self.inner.ctx.clone())?;
         let mut catalog = open.catalog.clone();
         catalog.dicts.insert(name.to_string(), file_id);
         catalog.next_file_id = file_id + 1;
@@ -212,15 +334,21 @@ impl Env {
         }
         open.catalog = catalog;
         open.trees.insert(name.to_string(), tree.clone());
+        drop(open);
+        self.log_ddl(Record::CreateDict { file_id, name: name.to_string() })?;
         Ok(Dictionary { tree, name: name.to_string() })
     }
 
     /// Opens an existing dictionary (or returns another handle to it).
     pub fn open_dictionary(&self, name: &str) -> Result<Dictionary> {
         self.check_open()?;
+        Ok(Dictionary { tree: self.open_tree(name)?, name: name.to_string() })
+    }
+
+    fn open_tree(&self, name: &str) -> Result<Arc<Tree>> {
         let mut open = self.inner.open.lock();
         if let Some(t) = open.trees.get(name) {
-            return Ok(Dictionary { tree: t.clone(), name: name.to_string() });
+            return Ok(t.clone());
         }
         let file_id =
             *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
@@ -229,12 +357,23 @@ impl Env {
         let tree = Tree::open(
             &dict_file(&self.inner.path, file_id),
             dict,
+            file_id,
             self.inner.direct_io,
             &|n| comparators.get(n).copied(),
             self.inner.ctx.clone(),
         )?;
         open.trees.insert(name.to_string(), tree.clone());
-        Ok(Dictionary { tree, name: name.to_string() })
+        Ok(tree)
+    }
+
+    /// Appends a record describing a catalog change to the log (the catalog
+    /// itself is already durable) and makes it durable.
+    fn log_ddl(&self, rec: Record) -> Result<()> {
+        if let Some(log) = self.inner.ctx.log.get() {
+            let lsn = log.append(&rec.encode())?;
+            log.sync_to(lsn)?;
+        }
+        Ok(())
     }
 
     /// Drops a dictionary and deletes its file. Handles to it fail afterwards.
@@ -254,7 +393,10 @@ impl Env {
         }
         let file = dict_file(&self.inner.path, file_id);
         self.inner.ctx.vfs.remove(&file)?;
-        self.inner.ctx.vfs.sync_dir(&self.inner.path)
+        self.inner.ctx.vfs.sync_dir(&self.inner.path)?;
+        drop(open);
+        drop(_exclusive);
+        self.log_ddl(Record::DropDict { file_id, name: name.to_string() })
     }
 
     /// Renames a dictionary. `to` must be new.
@@ -273,7 +415,8 @@ impl Env {
         if let Some(t) = open.trees.remove(from) {
             open.trees.insert(to.to_string(), t);
         }
-        Ok(())
+        drop(open);
+        self.log_ddl(Record::RenameDict { file_id: id, from: from.to_string(), to: to.to_string() })
     }
 
     /// The names of all dictionaries, in order.
@@ -290,7 +433,13 @@ impl Env {
 
     /// Counters of the cache.
     pub fn stats(&self) -> EnvStats {
-        EnvStats { cache: self.inner.ctx.cache.stats() }
+        let log = self.inner.ctx.log.get().map(|l| l.stats()).unwrap_or_default();
+        EnvStats { cache: self.inner.ctx.cache.stats(), log }
+    }
+
+    /// How long each checkpoint taken since the environment opened took.
+    pub fn checkpoint_durations(&self) -> Vec<Duration> {
+        self.inner.checkpoint_log.lock().clone()
     }
 
     /// Stops the background threads and writes a checkpoint.
@@ -312,15 +461,56 @@ impl Inner {
         self.open.lock().trees.values().cloned().collect()
     }
 
+    /// A checkpoint of every open dictionary, then the log is trimmed.
+    ///
+    /// Order, and why: (1) under the exclusive checkpoint lock, briefly:
+    /// append the begin record (every record before it is applied to its
+    /// tree, none after) and mark each tree's dirty nodes; no I/O. Writers
+    /// then go on; a node they change before the checkpoint wrote it is
+    /// copied first. (2) fsync the log through the begin record, so no LSN at
+    /// or below it can be handed out again after a crash (a header naming an
+    /// LSN the log forgot would make recovery skip new records). (3) write
+    /// the marked nodes (or their copies), then each tree's table and header
+    /// with `ckpt_lsn` = begin. (4) append the end record, then delete log
+    /// files wholly before begin.
     fn checkpoint(&self) -> Result<()> {
-        let _exclusive = self.ctx.checkpoint_lock.write();
-        let mut first_err = None;
-        for t in self.trees() {
-            if let Err(e) = t.checkpoint() {
+        let _one = self.checkpointing.lock();
+        let start = Instant::now();
+        let log = self.ctx.log.get();
+        let (begin, ckpts) = {
+            let _exclusive = self.ctx.checkpoint_lock.write();
+            let begin = match log {
+                Some(log) => log.append(&Record::CheckpointBegin.encode())?,
+                // Before recovery has set up the log: nothing to trim.
+                None => 0,
+            };
+            let trees = self.trees();
+            let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
+            (begin, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
+        };
+        let mut first_err = log.map_or(Ok(()), |log| log.sync_to(begin)).err();
+        for (t, c) in ckpts {
+            let r = match first_err {
+                None => t.finish_checkpoint(c),
+                Some(_) => {
+                    t.abandon_checkpoint(&c);
+                    Ok(())
+                }
+            };
+            if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
         }
-        first_err.map_or(Ok(()), Err)
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if let Some(log) = log {
+            let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
+            log.sync_to(lsn)?;
+            log.trim(begin)?;
+        }
+        self.checkpoint_log.lock().push(start.elapsed());
+        Ok(())
     }
 
     fn close(&self) -> Result<()> {
@@ -333,7 +523,15 @@ impl Inner {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let result = self.checkpoint();
+        let mut result = self.checkpoint();
+        if let Some(log) = self.ctx.log.get() {
+            // After a clean close the log holds no writes: the next open
+            // replays nothing and reads no dictionary it does not use.
+            if result.is_ok() {
+                result = log.start_empty_file();
+            }
+            let _ = log.sync_all();
+        }
         self.ctx.closed.store(true, Ordering::SeqCst);
         // Cached nodes hold their trees; forgetting them breaks the cycle.
         for t in self.trees() {
@@ -594,4 +792,37 @@ impl Iterator for Range {
             }
         }
     }
+}
+
+/// A thread that runs `f` every `period` until the environment closes.
+fn spawn_periodic(
+    name: &str,
+    period: Duration,
+    inner: std::sync::Weak<Inner>,
+    f: fn(&Inner),
+) -> Result<JoinHandle<()>> {
+    let shutdown = inner.upgrade().map(|i| i.shutdown.clone()).unwrap_or_default();
+    let wake = inner.upgrade().map(|i| i.ctx.clone()).expect("called while the environment is open");
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut next = Instant::now() + period;
+            loop {
+                // Sleep in short steps so close() is not held up by a long period.
+                while Instant::now() < next {
+                    if shutdown.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+                }
+                if shutdown.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Some(inner) = inner.upgrade() else { return };
+                f(&inner);
+                drop(inner);
+                next = Instant::now() + period;
+            }
+        })
+        .map_err(|e| Error::io(&wake.dir, "spawn thread", e))
 }

@@ -33,6 +33,11 @@ pub enum Error {
     ReadOnly(String),
     /// The environment folder is in use by another process.
     Locked(PathBuf),
+    /// The disk holding the environment has less free space than the
+    /// environment keeps in reserve (`EnvOptions::reserve_free_bytes`): writes
+    /// are refused, nothing is damaged, and they are accepted again once
+    /// space is freed.
+    NoSpace { free: u64, reserve: u64 },
 }
 
 impl Error {
@@ -78,6 +83,11 @@ impl fmt::Display for Error {
                 write!(f, "environment is read-only after an earlier failure: {reason}")
             }
             Error::Locked(path) => write!(f, "environment {} is in use by another process", path.display()),
+            Error::NoSpace { free, reserve } => write!(
+                f,
+                "disk nearly full: {free} bytes free, writes need {reserve} in reserve; \
+                 they resume once space is freed"
+            ),
         }
     }
 }

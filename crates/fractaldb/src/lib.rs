@@ -30,12 +30,16 @@ mod encoding;
 mod env;
 mod error;
 mod file;
+mod log;
+mod recovery;
 mod tree;
 
 pub use cache::CacheStats;
 pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
 pub use error::{Error, Result};
+pub use file::sim::{SimFileInfo, SimStats, SimVfs};
 pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};
+pub use log::LogStats;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;

@@ -27,16 +27,22 @@ pub struct SpaceStats {
 /// Safe to share between threads: the bookkeeping sits behind a mutex that is never
 /// held during I/O, so reads and writes of different blocks run concurrently.
 ///
-/// [`checkpoint`]: BlockFile::checkpoint
+/// [`checkpoint`]: BlockFile::finish_checkpoint
 pub struct BlockFile {
     file: Arc<dyn VfsFile>,
     state: Mutex<State>,
-    /// Serialises checkpoints, which do their I/O outside `state`.
-    checkpoint_lock: Mutex<()>,
 }
 
 /// Byte ranges (offset -> allocated length) that some checkpoint refers to.
 type Ranges = BTreeMap<u64, u64>;
+
+/// Which tables a block write updates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Current,
+    Both,
+    CheckpointOnly,
+}
 
 /// The mutable bookkeeping of a [`BlockFile`].
 struct State {
@@ -53,6 +59,10 @@ struct State {
     durable: Ranges,
     /// Extents of the checkpoint being written, protected likewise while it is.
     in_flight: Option<Ranges>,
+    /// The table of the checkpoint being written (between `begin_checkpoint`
+    /// and `finish_checkpoint`): the table as it was at the begin, updated
+    /// only by writes of the nodes' begin-time states.
+    ckpt: Option<Translation>,
     /// Protected extents that no block uses any more, freed by the next checkpoint.
     pending: Vec<(u64, u64)>,
     /// The stamp of the last extent `write_block` made (see `Extent::stamp`).
@@ -109,10 +119,11 @@ impl BlockFile {
             table_extent: (HEADERS_END, table_bytes),
             durable: Ranges::from([(HEADERS_END, table_bytes)]),
             in_flight: None,
+            ckpt: None,
             pending: Vec::new(),
             stamp: 0,
         };
-        Ok(BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) })
+        Ok(BlockFile { file, state: Mutex::new(state) })
     }
 
     /// Opens: reads both header slots, picks the valid one with the highest checkpoint
@@ -188,10 +199,11 @@ impl BlockFile {
             table_extent: (header.table_offset, table_bytes),
             durable: used.iter().map(|&(o, l, _)| (o, l)).collect(),
             in_flight: None,
+            ckpt: None,
             pending: Vec::new(),
             stamp: 0,
         };
-        Ok((BlockFile { file, state: Mutex::new(state), checkpoint_lock: Mutex::new(()) }, header.meta))
+        Ok((BlockFile { file, state: Mutex::new(state) }, header.meta))
     }
 
     pub fn path(&self) -> &Path {
@@ -223,6 +235,26 @@ impl BlockFile {
     /// points bn at it. The old extent of bn is freed at once if it was written after
     /// the last durable checkpoint, else only after the next checkpoint is durable.
     pub fn write_block(&self, bn: BlockNum, data: &[u8], header_len: u32) -> Result<Extent> {
+        self.place_block(bn, data, header_len, Place::Current)
+    }
+
+    /// Writes a node's state as of the begin of the checkpoint in progress.
+    /// With `also_current`, that state is also the node's current one (it has
+    /// not changed since the begin) and `bn` points at it in both tables;
+    /// without, the bytes are a copy taken before the node changed, and only
+    /// the checkpoint's table points at them.
+    pub fn write_block_for_checkpoint(
+        &self,
+        bn: BlockNum,
+        data: &[u8],
+        header_len: u32,
+        also_current: bool,
+    ) -> Result<Extent> {
+        let place = if also_current { Place::Both } else { Place::CheckpointOnly };
+        self.place_block(bn, data, header_len, place)
+    }
+
+    fn place_block(&self, bn: BlockNum, data: &[u8], header_len: u32, place: Place) -> Result<Extent> {
         let len = u32::try_from(data.len()).map_err(|_| Error::invalid("block larger than 4 GiB"))?;
         if header_len > len {
             return Err(Error::invalid(format!("node header of {header_len} bytes in a {len}-byte block")));
@@ -230,7 +262,13 @@ impl BlockFile {
         let mut ext = Extent { offset: 0, len, header_len, stamp: 0 };
         {
             let mut st = self.state.lock();
-            assert!(st.table.is_allocated(bn), "write_block of unallocated block {bn}");
+            match place {
+                Place::Current => assert!(st.table.is_allocated(bn), "write_block of unallocated block {bn}"),
+                _ => {
+                    let ckpt = st.ckpt.as_ref().expect("a checkpoint write outside a checkpoint");
+                    assert!(ckpt.is_allocated(bn), "checkpoint write of block {bn}, unknown at its begin");
+                }
+            }
             ext.offset = st.allocate(ext.alloc_len());
             st.stamp += 1;
             ext.stamp = st.stamp;
@@ -240,8 +278,25 @@ impl BlockFile {
             return Err(e);
         }
         let mut st = self.state.lock();
-        if let Some(old) = st.table.set(bn, ext) {
-            st.release(old.offset, old.alloc_len());
+        let st = &mut *st;
+        if place != Place::Current {
+            let ckpt = st.ckpt.as_mut().expect("checked above");
+            let refs = st.in_flight.as_mut().expect("set with ckpt");
+            // The begin-time extent this replaces is no longer part of the
+            // checkpoint (the last durable one may still protect it).
+            if let Some(old) = ckpt.set(bn, ext) {
+                refs.remove(&old.offset);
+            }
+            refs.insert(ext.offset, ext.alloc_len());
+            if place == Place::CheckpointOnly {
+                // No current block points here: free it once no checkpoint does.
+                st.pending.push((ext.offset, ext.alloc_len()));
+            }
+        }
+        if place != Place::CheckpointOnly {
+            if let Some(old) = st.table.set(bn, ext) {
+                st.release(old.offset, old.alloc_len());
+            }
         }
         Ok(ext)
     }
@@ -262,19 +317,49 @@ impl BlockFile {
         Ok(buf)
     }
 
-    /// Durable checkpoint: write the table to a fresh extent, fdatasync, write the other
-    /// header slot (seq+1) with meta, fdatasync; then release extents freed before it.
-    /// Writers are blocked only while the table is copied, not during the I/O.
+    /// A whole checkpoint of the current table: `begin_checkpoint` then
+    /// `finish_checkpoint`.
+    #[cfg(test)]
     pub fn checkpoint(&self, meta: &[u8]) -> Result<()> {
+        self.begin_checkpoint();
+        self.finish_checkpoint(meta)
+    }
+
+    /// Starts a checkpoint of the blocks as they are now: the checkpoint's
+    /// table is a copy of the current one, and every extent it names is
+    /// protected from reuse until a later checkpoint no longer needs it.
+    /// Afterwards `write_block` changes only the current table, and
+    /// `write_block_for_checkpoint` records begin-time states of nodes that
+    /// were dirty at the begin. One checkpoint at a time.
+    pub fn begin_checkpoint(&self) {
+        let mut st = self.state.lock();
+        assert!(st.ckpt.is_none(), "a checkpoint is already in progress");
+        let refs: Ranges = st.table.extents().map(|(_, e)| (e.offset, e.alloc_len())).collect();
+        st.in_flight = Some(refs);
+        st.ckpt = Some(st.table.clone());
+    }
+
+    /// Gives up the checkpoint begun by `begin_checkpoint` before any of its
+    /// header was written: nothing on disk refers to its extents.
+    pub fn abandon_checkpoint(&self) {
+        let mut st = self.state.lock();
+        st.ckpt = None;
+        st.in_flight = None;
+    }
+
+    /// Durably finishes the checkpoint begun by `begin_checkpoint`: writes its
+    /// table to a fresh extent, fdatasync, writes the other header slot
+    /// (seq+1) with `meta`, fdatasync; then releases the extents no durable
+    /// checkpoint needs any more. Writers are blocked only while the table is
+    /// encoded, not during the I/O.
+    pub fn finish_checkpoint(&self, meta: &[u8]) -> Result<()> {
         check_meta(meta)?;
-        let _one_at_a_time = self.checkpoint_lock.lock();
         let (header, slot, block) = {
             let mut st = self.state.lock();
-            let block = st.table.encode(st.seq + 1);
+            let table = st.ckpt.take().expect("finish_checkpoint without begin_checkpoint");
+            let block = table.encode(st.seq + 1);
             let table_offset = st.allocate(page_round(block.len() as u64));
-            let mut refs: Ranges = st.table.extents().map(|(_, e)| (e.offset, e.alloc_len())).collect();
-            refs.insert(table_offset, page_round(block.len() as u64));
-            st.in_flight = Some(refs);
+            st.in_flight.as_mut().expect("set at begin").insert(table_offset, page_round(block.len() as u64));
             let table_len = u32::try_from(block.len()).expect("translation table over 4 GiB");
             (Header { seq: st.seq + 1, table_offset, table_len, meta: meta.into() }, 1 - st.slot, block)
         };

@@ -11,6 +11,7 @@ mod blockfile;
 mod codec;
 mod header;
 mod io;
+pub mod sim;
 mod translation;
 pub mod vfs;
 

@@ -25,6 +25,7 @@ pub(crate) const MSG_OVERHEAD_BYTES: usize = 96;
 
 /// The index key of a buffered message. It carries the dictionary's
 /// comparator so the standard `BTreeMap` can order keys by it.
+#[derive(Clone)]
 pub(crate) struct BufKey {
     pub key: Box<[u8]>,
     pub msn: u64,
@@ -49,7 +50,7 @@ impl Ord for BufKey {
 }
 
 /// The messages waiting above one child.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct MsgBuffer {
     msgs: BTreeMap<BufKey, MsgBody>,
     /// Broadcast messages, in MSN order.

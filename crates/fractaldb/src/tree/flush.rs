@@ -209,6 +209,7 @@ fn split_leaf(tree: &Tree, leaf: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 dirty: true,
                 disk: None,
                 disk_parts: Vec::new(),
+                ckpt_pending: false,
             },
         ));
     }
@@ -240,6 +241,7 @@ fn split_internal(tree: &Tree, node: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 dirty: true,
                 disk: None,
                 disk_parts: Vec::new(),
+                ckpt_pending: false,
             },
         ));
     }
@@ -400,6 +402,8 @@ impl Tree {
             if !child.all_loaded() {
                 break Ok(Step::Need(child_bn));
             }
+            self.cow(parent_e.bn, &mut parent);
+            self.cow(child_bn, &mut child);
             if let Err(e) = flush_buffer(self, &mut parent, c, &mut child, child_bn) {
                 break Err(e);
             }
@@ -457,6 +461,7 @@ impl Tree {
 
     /// Moves the root's contents into new nodes below it, split in pieces.
     fn split_root(&self, root: &Entry, g: &mut Node) {
+        self.cow(root.bn, g);
         let height = g.height;
         let mut left = Node {
             height,
@@ -466,6 +471,7 @@ impl Tree {
             dirty: true,
             disk: None,
             disk_parts: Vec::new(),
+            ckpt_pending: false,
         };
         let pieces =
             if left.is_leaf() { split_leaf(self, &mut left) } else { split_internal(self, &mut left) };
@@ -502,6 +508,8 @@ impl Tree {
         if !child.all_loaded() {
             return Ok(Step::Need(child_bn));
         }
+        self.cow(root.bn, g);
+        self.cow(child_bn, &mut child);
         flush_buffer(self, g, 0, &mut child, child_bn)?;
         g.height = child.height;
         g.pivots = std::mem::take(&mut child.pivots);
@@ -544,6 +552,7 @@ impl Tree {
         }
         // Empty the sibling's buffer so the merged child's buffer holds only
         // messages newer than everything below it.
+        self.cow(sib_bn, &mut sib);
         flush_buffer(self, parent, s, &mut sib, sib_bn)?;
         let (l, _r) = if s > c { (c, s) } else { (s, c) };
         let sep = parent.pivots.remove(l);

@@ -1,7 +1,7 @@
 //! A dictionary's settings and root, kept in its file header's meta blob.
 //!
 //! ```text
-//! meta_version u8 (1) | root block u64 (u64::MAX: empty tree) | max_msn u64 |
+//! meta_version u8 (2) | root block u64 (u64::MAX: empty tree) | max_msn u64 | ckpt_lsn u64 |
 //! node_size_bytes u32 | basement_size_bytes u32 | fanout u32 | codec u8 |
 //! comparator name (varint len + UTF-8; empty: bytewise)
 //! ```
@@ -9,7 +9,7 @@
 use crate::encoding::{put_bytes, Reader};
 use crate::file::{BlockNum, Codec};
 
-const META_VERSION: u8 = 1;
+const META_VERSION: u8 = 2;
 pub(crate) const NO_ROOT: BlockNum = u64::MAX;
 
 /// Per-dictionary settings, fixed at creation.
@@ -27,6 +27,9 @@ pub(crate) struct Settings {
 pub(crate) struct Meta {
     pub root: BlockNum,
     pub max_msn: u64,
+    /// The LSN of the checkpoint-begin record this checkpoint was taken at:
+    /// log records before it are in the file, records from it on are not.
+    pub ckpt_lsn: u64,
     pub settings: Settings,
 }
 
@@ -36,6 +39,7 @@ impl Meta {
         let mut out = vec![META_VERSION];
         out.extend_from_slice(&self.root.to_le_bytes());
         out.extend_from_slice(&self.max_msn.to_le_bytes());
+        out.extend_from_slice(&self.ckpt_lsn.to_le_bytes());
         out.extend_from_slice(&(s.node_size_bytes as u32).to_le_bytes());
         out.extend_from_slice(&(s.basement_size_bytes as u32).to_le_bytes());
         out.extend_from_slice(&(s.fanout as u32).to_le_bytes());
@@ -52,6 +56,7 @@ impl Meta {
         }
         let root = r.u64()?;
         let max_msn = r.u64()?;
+        let ckpt_lsn = r.u64()?;
         let node_size_bytes = r.u32()? as usize;
         let basement_size_bytes = r.u32()? as usize;
         let fanout = r.u32()? as usize;
@@ -65,6 +70,7 @@ impl Meta {
         Ok(Meta {
             root,
             max_msn,
+            ckpt_lsn,
             settings: Settings { node_size_bytes, basement_size_bytes, fanout, codec, comparator },
         })
     }
@@ -79,6 +85,7 @@ mod tests {
         let m = Meta {
             root: 3,
             max_msn: 99,
+            ckpt_lsn: 1234,
             settings: Settings {
                 node_size_bytes: 4096,
                 basement_size_bytes: 512,

@@ -34,17 +34,27 @@ pub(crate) mod serialize;
 use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::cache::{Cache, DictId, Entry, NodeOwner};
 use crate::error::{Error, Result};
 use crate::file::{BlockFile, BlockNum, Extent, Vfs};
+use crate::log::Log;
+use crate::recovery::{encode_write, Msgs};
 use message::{apply_to_value, Msg, MsgBody, MsgKind, UpdateFns};
 use meta::{Meta, Settings, NO_ROOT};
-use node::{Body, Node, PartInfo};
+use node::{Body, Node};
 use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
+
+/// A log that failed to append or sync: the environment refuses writes.
+fn log_failed(e: Error) -> Error {
+    match e {
+        e @ (Error::ReadOnly(_) | Error::NoSpace { .. }) => e,
+        e => Error::ReadOnly(format!("the log failed: {e}")),
+    }
+}
 
 /// A total order on keys. The default is bytewise (`<[u8]>::cmp`).
 pub type Comparator = fn(&[u8], &[u8]) -> Ordering;
@@ -67,9 +77,49 @@ pub(crate) struct Context {
     pub closed: AtomicBool,
     /// Every file operation goes through it.
     pub vfs: Arc<dyn Vfs>,
+    /// The write-ahead log, set once recovery has replayed it: writes made
+    /// before (the replay itself) are not logged again.
+    pub log: OnceLock<Arc<Log>>,
+    /// Whether a write waits for its log record to be durable.
+    pub commit_sync: bool,
+    /// Writes are refused while the disk has less free space than this.
+    pub reserve_free_bytes: u64,
+    /// When free space was last looked at (ms since `epoch`), and whether it was short.
+    pub space_checked_ms: AtomicU64,
+    pub space_short: AtomicBool,
+    pub epoch: std::time::Instant,
+    pub dir: std::path::PathBuf,
 }
 
 impl Context {
+    /// Refuses writes while the disk is nearly full (looked at every 50 ms at
+    /// most): a full disk must stop writes cleanly, before a checkpoint or
+    /// the log runs out of room mid-write.
+    pub(crate) fn check_space(&self) -> Result<()> {
+        if self.reserve_free_bytes == 0 {
+            return Ok(());
+        }
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let last = self.space_checked_ms.load(AtomicOrdering::Relaxed);
+        if now >= last + 50
+            && self
+                .space_checked_ms
+                .compare_exchange(last, now, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed)
+                .is_ok()
+        {
+            let short = self.vfs.free_bytes(&self.dir).is_some_and(|f| f < self.reserve_free_bytes);
+            self.space_short.store(short, AtomicOrdering::Relaxed);
+        }
+        if self.space_short.load(AtomicOrdering::Relaxed) {
+            let free = self.vfs.free_bytes(&self.dir).unwrap_or(0);
+            if free < self.reserve_free_bytes {
+                return Err(Error::NoSpace { free, reserve: self.reserve_free_bytes });
+            }
+            self.space_short.store(false, AtomicOrdering::Relaxed);
+        }
+        Ok(())
+    }
+
     pub(crate) fn wake_cleaner(&self) {
         let mut w = self.cleaner_wake.0.lock();
         if !*w {
@@ -82,6 +132,12 @@ impl Context {
 /// One dictionary's tree and file.
 pub(crate) struct Tree {
     pub dict: DictId,
+    /// The catalog's id of this dictionary (its file is `d<file_id>.fdb`);
+    /// log records name dictionaries by it.
+    pub file_id: u64,
+    /// The `ckpt_lsn` of the checkpoint the tree was opened from: recovery
+    /// replays only log records at or after it.
+    pub opened_ckpt_lsn: u64,
     pub(crate) file: BlockFile,
     pub(crate) settings: Settings,
     pub(crate) cmp: Comparator,
@@ -98,6 +154,16 @@ pub(crate) struct Tree {
     pub(crate) dropped: AtomicBool,
     /// Internal nodes the cleaner should visit (left over-budget by a split).
     pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
+    /// Begin-time copies of nodes changed during a checkpoint before it
+    /// wrote them (see `cow`); the checkpoint writes and drops them.
+    ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
+}
+
+/// A checkpoint of one tree between its begin and its finish.
+pub(crate) struct TreeCheckpoint {
+    meta: Meta,
+    /// The nodes dirty at the begin (marked `ckpt_pending`).
+    pending: Vec<Arc<Entry>>,
 }
 
 impl Tree {
@@ -105,6 +171,7 @@ impl Tree {
     pub(crate) fn create(
         path: &Path,
         dict: DictId,
+        file_id: u64,
         settings: Settings,
         cmp: Comparator,
         direct_io: bool,
@@ -115,9 +182,9 @@ impl Tree {
                 "fanout must be >= 2, node size >= 256 bytes, basement size >= 64 bytes",
             ));
         }
-        let meta = Meta { root: NO_ROOT, max_msn: 0, settings: settings.clone() };
+        let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, settings: settings.clone() };
         let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
-        let tree = Tree::new(dict, file, settings, cmp, ctx);
+        let tree = Tree::new(dict, file_id, 0, file, settings, cmp, ctx);
         tree.make_root()?;
         Ok(tree)
     }
@@ -126,6 +193,7 @@ impl Tree {
     pub(crate) fn open(
         path: &Path,
         dict: DictId,
+        file_id: u64,
         direct_io: bool,
         comparators: &dyn Fn(&str) -> Option<Comparator>,
         ctx: Arc<Context>,
@@ -142,7 +210,7 @@ impl Tree {
             })?,
         };
         ctx.msn.fetch_max(meta.max_msn, AtomicOrdering::SeqCst);
-        let tree = Tree::new(dict, file, meta.settings, cmp, ctx);
+        let tree = Tree::new(dict, file_id, meta.ckpt_lsn, file, meta.settings, cmp, ctx);
         if meta.root == NO_ROOT {
             tree.make_root()?;
         } else {
@@ -153,6 +221,8 @@ impl Tree {
 
     fn new(
         dict: DictId,
+        file_id: u64,
+        opened_ckpt_lsn: u64,
         file: BlockFile,
         settings: Settings,
         cmp: Comparator,
@@ -160,6 +230,8 @@ impl Tree {
     ) -> Arc<Tree> {
         Arc::new_cyclic(|me| Tree {
             dict,
+            file_id,
+            opened_ckpt_lsn,
             file,
             settings,
             cmp,
@@ -170,6 +242,7 @@ impl Tree {
             failure: Mutex::new(None),
             dropped: AtomicBool::new(false),
             flush_queue: Mutex::new(Vec::new()),
+            ckpt_clones: Mutex::new(Vec::new()),
         })
     }
 
@@ -306,6 +379,7 @@ impl Tree {
             dirty: false,
             disk: Some(ext),
             disk_parts: header.parts,
+            ckpt_pending: false,
         })
     }
 
@@ -431,10 +505,16 @@ impl Tree {
     // ---- writing -------------------------------------------------------
 
     /// Applies messages (keys and bodies, in order) as one atomic step: one
-    /// root lock, consecutive MSNs.
-    pub(crate) fn write(&self, msgs: Vec<(Box<[u8]>, MsgBody)>) -> Result<()> {
+    /// root lock, consecutive MSNs, one log record. With `commit_sync`, returns
+    /// once the record is durable. Before recovery has finished (the log is
+    /// not set yet) nothing is logged: that is the replay.
+    pub(crate) fn write(&self, msgs: Msgs) -> Result<()> {
         self.check_open()?;
         self.check_writable()?;
+        let log = self.ctx.log.get();
+        if log.is_some() {
+            self.ctx.check_space()?;
+        }
         for (_, body) in &msgs {
             if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
                 && !self.ctx.fns.contains_key(&body.fn_id)
@@ -442,6 +522,7 @@ impl Tree {
                 return Err(Error::invalid(message::missing_fn(body.fn_id)));
             }
         }
+        let record = log.map(|_| encode_write(self.file_id, &msgs));
         self.ctx.cache.throttle();
         // Back-pressure: while the root is over twice its budget the writer
         // does the cleaner's work instead of letting the buffers grow.
@@ -450,9 +531,10 @@ impl Tree {
                 break;
             }
         }
-        let _ckpt = self.ctx.checkpoint_lock.read();
+        let ckpt = self.ctx.checkpoint_lock.read();
         let root_bn = self.root_bn();
         let mut held = Vec::new();
+        let mut lsn = None;
         loop {
             let root = self.pin(root_bn)?;
             let mut g = root.node.write();
@@ -461,6 +543,11 @@ impl Tree {
                 self.fetch_all(&root)?;
                 held.push(root);
                 continue;
+            }
+            self.cow(root_bn, &mut g);
+            // Logged under the root lock, so the log's order is the MSN order.
+            if let (Some(log), Some(rec)) = (log, &record) {
+                lsn = Some(log.append(rec).map_err(log_failed)?);
             }
             let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
             if g.is_leaf() {
@@ -487,8 +574,12 @@ impl Tree {
             self.ctx.cache.recharge(&root, bytes);
             break;
         }
+        drop(ckpt);
         if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.settings.node_size_bytes {
             self.ctx.wake_cleaner();
+        }
+        if let (Some(log), Some(lsn), true) = (log, lsn, self.ctx.commit_sync) {
+            log.sync_to(lsn).map_err(log_failed)?;
         }
         Ok(())
     }
@@ -566,44 +657,103 @@ impl Tree {
         }
     }
 
-    /// Writes every dirty node and then a checkpoint header. The caller holds
-    /// the context's checkpoint lock exclusively, so nothing changes meanwhile.
-    pub(crate) fn checkpoint(&self) -> Result<()> {
-        if self.dropped.load(AtomicOrdering::Relaxed) {
-            return Ok(());
-        }
-        for e in self.ctx.cache.entries_of(self.dict) {
-            let g = e.node.upgradable_read();
-            if !g.dirty {
-                continue;
-            }
-            self.write_clean(&e, g)?;
-        }
+    /// Begins a checkpoint recording `ckpt_lsn` (see `recovery.rs`): the
+    /// tree as it is at this instant is what the checkpoint will hold. The
+    /// caller holds the context's checkpoint lock exclusively, so no node is
+    /// changing; this only marks the dirty nodes, no I/O.
+    pub(crate) fn begin_checkpoint(&self, ckpt_lsn: u64) -> TreeCheckpoint {
         let meta = Meta {
             root: self.root_bn(),
             max_msn: self.ctx.msn.load(AtomicOrdering::SeqCst),
+            ckpt_lsn,
             settings: self.settings.clone(),
         };
-        self.file.checkpoint(&meta.encode())
+        self.file.begin_checkpoint();
+        let mut pending = Vec::new();
+        if !self.dropped.load(AtomicOrdering::Relaxed) {
+            for e in self.ctx.cache.entries_of(self.dict) {
+                let mut g = e.node.write();
+                if g.dirty {
+                    debug_assert!(!g.ckpt_pending, "a node pending from an earlier checkpoint");
+                    g.ckpt_pending = true;
+                    drop(g);
+                    pending.push(e);
+                }
+            }
+        }
+        debug_assert!(self.ckpt_clones.lock().is_empty());
+        TreeCheckpoint { meta, pending }
+    }
+
+    /// Writes what `begin_checkpoint` marked, while writers go on: a node
+    /// still pending is written as it is (and becomes clean); a node changed
+    /// since was copied first, and the copy is written. Then the table and
+    /// the header.
+    pub(crate) fn finish_checkpoint(&self, ckpt: TreeCheckpoint) -> Result<()> {
+        let mut result = Ok(());
+        for e in &ckpt.pending {
+            let g = e.node.upgradable_read();
+            if g.ckpt_pending && result.is_ok() {
+                result = self.write_clean(e, g);
+            }
+        }
+        // Every pending node has been visited under its lock, so no copy can
+        // be added after this point.
+        let clones = std::mem::take(&mut *self.ckpt_clones.lock());
+        if let Err(e) = result {
+            self.abandon_checkpoint(&ckpt);
+            return Err(e);
+        }
+        for (bn, node) in clones {
+            let s = serialize::serialize(&node, self.settings.codec);
+            if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len, false) {
+                self.abandon_checkpoint(&ckpt);
+                return Err(e);
+            }
+        }
+        self.file.finish_checkpoint(&ckpt.meta.encode())
+    }
+
+    /// A failed checkpoint: unmark what is still marked (the nodes stay
+    /// dirty) and close the file's checkpoint without a header.
+    pub(crate) fn abandon_checkpoint(&self, ckpt: &TreeCheckpoint) {
+        for e in &ckpt.pending {
+            e.node.write().ckpt_pending = false;
+        }
+        self.ckpt_clones.lock().clear();
+        self.file.abandon_checkpoint();
+    }
+
+    /// Call before changing a node under its write lock: if a checkpoint
+    /// still needs the node's begin-time state, hand it a copy first. This
+    /// is how a checkpoint never makes a writer wait for a node write.
+    pub(crate) fn cow(&self, bn: BlockNum, node: &mut Node) {
+        if node.ckpt_pending {
+            node.ckpt_pending = false;
+            self.ckpt_clones.lock().push((bn, node.snapshot()));
+        }
     }
 
     /// Writes a dirty node, held by `g` so it cannot change meanwhile, and
     /// marks it clean at its new place.
+    /// A node still `ckpt_pending` is in its checkpoint's begin-time state,
+    /// so this write also serves the checkpoint.
     fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
-        let (ext, parts) = self.write_node(e.bn, &g)?;
+        let s = serialize::serialize(&g, self.settings.codec);
+        let ext = if g.ckpt_pending {
+            self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len, true)?
+        } else {
+            self.file.write_block(e.bn, &s.bytes, s.header_len)?
+        };
+        let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
+        w.ckpt_pending = false;
         w.dirty = false;
         w.disk = Some(ext);
         w.disk_parts = parts;
         let bytes = w.mem_bytes();
         self.ctx.cache.recharge(e, bytes);
         Ok(())
-    }
-
-    fn write_node(&self, bn: BlockNum, node: &Node) -> Result<(Extent, Vec<PartInfo>)> {
-        let s = serialize::serialize(node, self.settings.codec);
-        let ext = self.file.write_block(bn, &s.bytes, s.header_len)?;
-        Ok((ext, s.parts))
     }
 
     /// Frees a node's block and forgets it in the cache.

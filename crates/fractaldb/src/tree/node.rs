@@ -72,6 +72,10 @@ pub(crate) struct Node {
     pub disk: Option<Extent>,
     /// Partition table of the on-disk version.
     pub disk_parts: Vec<PartInfo>,
+    /// Dirty when a checkpoint began and not written or copied since: the
+    /// node is still in its begin-time state, which that checkpoint must
+    /// write. Whoever changes it first copies it (`Tree::cow`).
+    pub ckpt_pending: bool,
 }
 
 impl Node {
@@ -84,6 +88,31 @@ impl Node {
             dirty: true,
             disk: None,
             disk_parts: Vec::new(),
+            ckpt_pending: false,
+        }
+    }
+
+    /// A copy of a dirty node's contents, for a checkpoint to write while
+    /// the node itself moves on. A dirty node has every partition in memory.
+    pub(crate) fn snapshot(&self) -> Node {
+        debug_assert!(self.all_loaded(), "a dirty node has all its partitions");
+        let body = match &self.body {
+            Body::Internal(c) => Body::Internal(
+                c.iter()
+                    .map(|c| Child { bn: c.bn, buf: c.buf.clone(), loaded: true, packed: None })
+                    .collect(),
+            ),
+            Body::Leaf(b) => Body::Leaf(b.clone()),
+        };
+        Node {
+            height: self.height,
+            pivots: self.pivots.clone(),
+            body,
+            max_msn: self.max_msn,
+            dirty: true,
+            disk: None,
+            disk_parts: Vec::new(),
+            ckpt_pending: false,
         }
     }
 

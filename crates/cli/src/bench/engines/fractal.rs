@@ -36,8 +36,8 @@ impl FractalEngine {
         let defaults = DictOptions::default();
         let settings = format!(
             "fractaldb {}: cache_size_bytes={} direct_io={} cleaner_threads={}; one dictionary per keyspace, \
-             codec=zstd, node_size_bytes={} basement_size_bytes={} fanout={} (the defaults); no log yet: \
-             durability by a checkpoint at the end of each load",
+             codec=zstd, node_size_bytes={} basement_size_bytes={} fanout={} (the defaults); commit_sync on \
+             (every batch durable in the log when it returns), checkpoints every 60 s",
             env!("CARGO_PKG_VERSION"),
             cache_size_bytes,
             config.direct_io,

@@ -13,8 +13,8 @@ use crate::bench::sys::DiskUsage;
 use crate::error::{Context, Error, Result};
 
 /// RocksDB as the benchmark drives it: an LRU block cache of the run's cache
-/// size shared by every column family, zstd on every level, the WAL off
-/// (until fractaldb has a log, neither engine logs), and direct reads plus
+/// size shared by every column family, zstd on every level, the WAL on and
+/// synced at every batch (as fractaldb's `commit_sync`), and direct reads plus
 /// direct flush/compaction I/O when the run asks for direct I/O. Everything
 /// else is RocksDB's default, as a user who changes nothing would have it.
 pub struct RocksEngine {
@@ -45,10 +45,10 @@ impl RocksEngine {
         let db = DB::open_cf_descriptors(&db_options, dir, descriptors)
             .context(|| format!("opening rocksdb in {}", dir.display()))?;
         let mut write_options = WriteOptions::default();
-        write_options.disable_wal(true);
+        write_options.set_sync(true);
         let settings = format!(
-            "rocksdb {version} (crate 0.20.1 over the system's librocksdb): WAL disabled \
-             (WriteOptions::disable_wal); LRU block cache {cache_size_bytes} bytes shared by all column \
+            "rocksdb {version} (crate 0.20.1 over the system's librocksdb): WAL on, fsynced at every batch \
+             (WriteOptions::set_sync(true)); LRU block cache {cache_size_bytes} bytes shared by all column \
              families; compression zstd on every level; one column family per keyspace; \
              use_direct_reads={direct_io} use_direct_io_for_flush_and_compaction={direct_io}; one WriteBatch \
              per batch; everything else default (write_buffer_size 64 MiB and max_write_buffer_number 2 per \

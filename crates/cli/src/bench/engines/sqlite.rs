@@ -12,7 +12,7 @@ use crate::error::{Context, Error, Result};
 /// SQLite as the benchmark drives it: one database file whose tables are
 /// `(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID` (so the table is the key's
 /// B-tree, as a key/value store would be), WAL journal with
-/// `synchronous=OFF` (the durability that matches a store without a log),
+/// `synchronous=FULL` (every commit fsynced, as fractaldb's `commit_sync`),
 /// the page cache set to the run's cache size, one transaction per batch and
 /// prepared statements throughout.
 pub struct SqliteEngine {
@@ -32,7 +32,7 @@ impl SqliteEngine {
         let cache_kib = (config.cache_size_bytes / 1024).max(1);
         // page_size must come before the first table is written.
         conn.execute_batch(&format!(
-            "PRAGMA page_size = 4096; PRAGMA synchronous = OFF; PRAGMA cache_size = -{cache_kib};"
+            "PRAGMA page_size = 4096; PRAGMA synchronous = FULL; PRAGMA cache_size = -{cache_kib};"
         ))
         .context(opening)?;
         let journal: String =
@@ -72,7 +72,7 @@ impl SqliteEngine {
         };
         let settings = format!(
             "sqlite {} (rusqlite, bundled): one table per keyspace (k BLOB PRIMARY KEY, v BLOB) \
-             WITHOUT ROWID; page_size={} journal_mode={} synchronous={} (0=OFF) cache_size={} \
+             WITHOUT ROWID; page_size={} journal_mode={} synchronous={} (2=FULL) cache_size={} \
              (KiB when negative) wal_autocheckpoint={} (pages); one transaction per batch, prepared \
              statements; no direct I/O (SQLite reads and writes through the OS page cache whatever \
              --direct-io says)",

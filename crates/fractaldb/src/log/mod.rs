@@ -1,0 +1,520 @@
+//! The write-ahead log: one per environment, a sequence of files in the
+//! environment's folder, each holding framed, checksummed records numbered
+//! by LSN.
+//!
+//! ## Format
+//!
+//! LSNs are record numbers 1, 2, 3, ... with no gaps. A log file is named
+//! `log-<first LSN, 20 decimal digits>.fdl` and starts with a 24-byte header:
+//!
+//! ```text
+//! magic "FDBLOG01" (8) | version u32 | first LSN u64 | crc32c u32 of the first 20 bytes
+//! ```
+//!
+//! then records, back to back, all integers little-endian:
+//!
+//! ```text
+//! len u32 (payload bytes) | crc32c u32 of (payload ‖ lsn as 8 bytes) | lsn u64 | payload
+//! ```
+//!
+//! The payload is opaque here (`recovery.rs` gives it meaning).
+//!
+//! ## Invariants
+//!
+//! - Records reach the files in LSN order and a record is durable only once
+//!   `durable_lsn() >= its lsn`; `sync_to` returns once that holds.
+//! - A file is rolled only at a record boundary, and only after its records
+//!   are fsynced, so only the newest file can end in a torn record. The new
+//!   file's header is fsynced and the folder synced before any record goes
+//!   into it, so a newest file with a bad header holds nothing acknowledged.
+//! - After a write or fsync error the log is poisoned: every later append
+//!   and sync fails (the environment turns read-only). What reached the disk
+//!   is sorted out by recovery at the next open.
+//!
+//! ## Group commit
+//!
+//! `append` only copies the record into memory. `sync_to(lsn)` makes one
+//! thread the leader: it takes everything appended so far, writes it and
+//! fsyncs once, while the others wait; whoever still needs more when it is
+//! done becomes the next leader. So N concurrent committers share about one
+//! fsync, and a committer never waits for more than two.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::file::{OpenMode, Vfs, VfsFile};
+
+const MAGIC: &[u8; 8] = b"FDBLOG01";
+const VERSION: u32 = 1;
+/// Bytes of a file header.
+pub(crate) const FILE_HEADER_LEN: usize = 24;
+/// Bytes of a record's frame before its payload.
+pub(crate) const RECORD_HEADER_LEN: usize = 16;
+/// The largest payload accepted (a bigger `len` on disk is damage).
+const MAX_PAYLOAD: usize = 1 << 30;
+
+/// A record read back at recovery: its LSN and payload.
+pub(crate) type LogRecord = (u64, Vec<u8>);
+
+/// Settings of the log.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LogOptions {
+    /// A file is closed and a new one started once it reaches this size.
+    pub file_size_bytes: u64,
+}
+
+/// Counters of the log, for benchmarks (fsyncs per commit).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Records appended since the environment opened.
+    pub records: u64,
+    /// Bytes written to log files (frames and payloads).
+    pub bytes: u64,
+    /// fsyncs of log files.
+    pub fsyncs: u64,
+    /// Log files created.
+    pub files_created: u64,
+    /// Log files deleted by `trim`.
+    pub files_deleted: u64,
+}
+
+/// The name of the log file whose first record is `first_lsn`.
+pub(crate) fn file_name(first_lsn: u64) -> String {
+    format!("log-{first_lsn:020}.fdl")
+}
+
+/// The first LSN of a log file, from its name; None if it is not one.
+pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("log-")?.strip_suffix(".fdl")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn encode_file_header(first_lsn: u64) -> [u8; FILE_HEADER_LEN] {
+    let mut h = [0u8; FILE_HEADER_LEN];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..20].copy_from_slice(&first_lsn.to_le_bytes());
+    let crc = crc32c::crc32c(&h[..20]);
+    h[20..24].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// The first LSN a file header names, or why it is not a valid header.
+fn decode_file_header(h: &[u8]) -> std::result::Result<u64, String> {
+    if h.len() < FILE_HEADER_LEN {
+        return Err(format!("file is {} bytes, shorter than its header", h.len()));
+    }
+    if &h[..8] != MAGIC {
+        return Err("bad magic number".into());
+    }
+    let crc = u32::from_le_bytes(h[20..24].try_into().unwrap());
+    if crc32c::crc32c(&h[..20]) != crc {
+        return Err("header checksum mismatch".into());
+    }
+    let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
+    if version != VERSION {
+        return Err(format!("log format version {version}, this build reads {VERSION}"));
+    }
+    Ok(u64::from_le_bytes(h[12..20].try_into().unwrap()))
+}
+
+fn record_crc(payload: &[u8], lsn: u64) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(payload), &lsn.to_le_bytes())
+}
+
+/// Parses the record at the start of `b`, expecting `lsn`: the payload and
+/// the record's full length, or None if it is not a whole, valid record.
+fn parse_record(b: &[u8], lsn: u64) -> Option<(&[u8], usize)> {
+    if b.len() < RECORD_HEADER_LEN {
+        return None;
+    }
+    let len = u32::from_le_bytes(b[0..4].try_into().unwrap()) as usize;
+    let crc = u32::from_le_bytes(b[4..8].try_into().unwrap());
+    let found = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    if found != lsn || len > MAX_PAYLOAD || b.len() < RECORD_HEADER_LEN + len {
+        return None;
+    }
+    let payload = &b[RECORD_HEADER_LEN..RECORD_HEADER_LEN + len];
+    (record_crc(payload, lsn) == crc).then_some((payload, RECORD_HEADER_LEN + len))
+}
+
+/// Whether a valid record with an LSN above `lsn` starts anywhere in `b`
+/// (said in the warning when a tail is cut).
+fn valid_record_follows(b: &[u8], lsn: u64) -> bool {
+    (0..b.len().saturating_sub(RECORD_HEADER_LEN - 1)).any(|i| {
+        let found = u64::from_le_bytes(b[i + 8..i + 16].try_into().unwrap());
+        found > lsn && found <= lsn + 1_000_000 && parse_record(&b[i..], found).is_some()
+    })
+}
+
+/// Appends one framed record to `buf`.
+fn frame(buf: &mut Vec<u8>, lsn: u64, payload: &[u8]) {
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&record_crc(payload, lsn).to_le_bytes());
+    buf.extend_from_slice(&lsn.to_le_bytes());
+    buf.extend_from_slice(payload);
+}
+
+/// What appenders and syncers share.
+struct Mem {
+    /// The LSN the next append gets.
+    next_lsn: u64,
+    /// Framed records appended but not yet taken by a leader.
+    buf: Vec<u8>,
+    /// The LSN of the first record in `buf` (== next_lsn when it is empty).
+    buf_first_lsn: u64,
+    /// Every record up to here is durable.
+    durable_lsn: u64,
+    /// A leader is writing and fsyncing.
+    leader: bool,
+    /// Why the log stopped, after a write or fsync error.
+    failed: Option<String>,
+}
+
+/// The file being written; only the leader (or `trim`) holds it.
+struct Files {
+    current: Arc<dyn VfsFile>,
+    current_len: u64,
+    /// First LSN of every file, oldest first; the last is `current`'s.
+    first_lsns: VecDeque<u64>,
+}
+
+/// The write-ahead log of an environment.
+pub(crate) struct Log {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    opts: LogOptions,
+    mem: Mutex<Mem>,
+    synced: Condvar,
+    files: Mutex<Files>,
+    records: AtomicU64,
+    bytes: AtomicU64,
+    fsyncs: AtomicU64,
+    files_created: AtomicU64,
+    files_deleted: AtomicU64,
+}
+
+impl Log {
+    /// Opens the log in `dir`: checks every file, cuts a torn tail off the
+    /// newest, and returns the log (appending after the last valid record)
+    /// with every record found, in LSN order. With no log files, the log
+    /// starts at `min_next_lsn`; with files, their records must reach at
+    /// least `min_next_lsn - 1` (a checkpoint recorded that LSN, so the log
+    /// had made it durable).
+    pub(crate) fn recover(
+        vfs: Arc<dyn Vfs>,
+        dir: &Path,
+        opts: LogOptions,
+        min_next_lsn: u64,
+    ) -> Result<(Log, Vec<LogRecord>)> {
+        let min_next_lsn = min_next_lsn.max(1);
+        let mut firsts: Vec<u64> = vfs.list(dir)?.iter().filter_map(|n| parse_file_name(n)).collect();
+        firsts.sort_unstable();
+        let mut records = Vec::new();
+        let mut kept = VecDeque::new();
+        let mut next_lsn = None::<u64>;
+        let mut tail_len = 0u64;
+        for (i, &first) in firsts.iter().enumerate() {
+            let last_file = i + 1 == firsts.len();
+            let path = dir.join(file_name(first));
+            let bytes = vfs.read_file(&path)?.unwrap_or_default();
+            match decode_file_header(&bytes) {
+                Ok(f) if f == first => {}
+                Ok(f) => {
+                    return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
+                }
+                Err(why) => {
+                    // A file whose creation a crash cut short: its header was
+                    // never fsynced, so nothing was written after it.
+                    if last_file && bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
+                        vfs.remove(&path)?;
+                        vfs.sync_dir(dir)?;
+                        break;
+                    }
+                    return Err(Error::corrupt(&path, None, why));
+                }
+            }
+            if let Some(expected) = next_lsn {
+                if first != expected {
+                    return Err(Error::corrupt(
+                        &path,
+                        None,
+                        format!("log files are not contiguous: expected first LSN {expected}, found {first}"),
+                    ));
+                }
+            }
+            let mut off = FILE_HEADER_LEN;
+            let mut lsn = first;
+            while off < bytes.len() {
+                match parse_record(&bytes[off..], lsn) {
+                    Some((payload, len)) => {
+                        records.push((lsn, payload.to_vec()));
+                        off += len;
+                        lsn += 1;
+                    }
+                    None if last_file => {
+                        // The end of the log: a torn tail, the last write
+                        // before a crash, never acknowledged. Cut it off for
+                        // good. (Valid records after a bad one can be that
+                        // write reaching the disk out of order, or damage;
+                        // if they held acknowledged records a checkpoint
+                        // recorded, the `min_next_lsn` check below fails.)
+                        if valid_record_follows(&bytes[off..], lsn) {
+                            eprintln!(
+                                "fractaldb: {}: log record {lsn} at byte {off} is damaged and \
+                                 records follow it; recovery ends the log there",
+                                path.display()
+                            );
+                        }
+                        let f = vfs.open(&path, OpenMode::Existing, false)?;
+                        f.set_len(off as u64)?;
+                        f.sync()?;
+                        break;
+                    }
+                    None => {
+                        return Err(Error::corrupt(
+                            &path,
+                            None,
+                            format!("damaged log record {lsn} at byte {off}"),
+                        ));
+                    }
+                }
+            }
+            kept.push_back(first);
+            next_lsn = Some(lsn);
+            tail_len = off as u64;
+        }
+        let (current, current_len, next_lsn) = match next_lsn {
+            Some(next) => {
+                if next < min_next_lsn {
+                    return Err(Error::corrupt(
+                        dir,
+                        None,
+                        format!(
+                            "the log ends at LSN {} but a checkpoint recorded LSN {}: log records are missing",
+                            next - 1,
+                            min_next_lsn - 1
+                        ),
+                    ));
+                }
+                let first = *kept.back().unwrap();
+                let f = vfs.open(&dir.join(file_name(first)), OpenMode::Existing, false)?;
+                (f, tail_len, next)
+            }
+            None => {
+                let f = create_file(&*vfs, dir, min_next_lsn)?;
+                kept.push_back(min_next_lsn);
+                (f, FILE_HEADER_LEN as u64, min_next_lsn)
+            }
+        };
+        let log = Log {
+            vfs,
+            dir: dir.to_path_buf(),
+            opts,
+            mem: Mutex::new(Mem {
+                next_lsn,
+                buf: Vec::new(),
+                buf_first_lsn: next_lsn,
+                durable_lsn: next_lsn - 1,
+                leader: false,
+                failed: None,
+            }),
+            synced: Condvar::new(),
+            files: Mutex::new(Files { current, current_len, first_lsns: kept }),
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            files_created: AtomicU64::new(0),
+            files_deleted: AtomicU64::new(0),
+        };
+        Ok((log, records))
+    }
+
+    /// Appends a record in memory (no I/O) and returns its LSN. It becomes
+    /// durable at the next `sync_to` that covers it.
+    pub(crate) fn append(&self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > MAX_PAYLOAD {
+            return Err(Error::invalid(format!("a log record of {} bytes is too large", payload.len())));
+        }
+        let mut m = self.mem.lock();
+        if let Some(why) = &m.failed {
+            return Err(Error::ReadOnly(why.clone()));
+        }
+        let lsn = m.next_lsn;
+        m.next_lsn += 1;
+        frame(&mut m.buf, lsn, payload);
+        self.records.fetch_add(1, Ordering::Relaxed);
+        Ok(lsn)
+    }
+
+    /// The LSN of the last record appended (0 if none ever was).
+    pub(crate) fn last_lsn(&self) -> u64 {
+        self.mem.lock().next_lsn - 1
+    }
+
+    /// Every record up to this LSN is durable.
+    #[cfg(test)]
+    pub(crate) fn durable_lsn(&self) -> u64 {
+        self.mem.lock().durable_lsn
+    }
+
+    /// Makes every record appended so far durable.
+    pub(crate) fn sync_all(&self) -> Result<()> {
+        let last = self.last_lsn();
+        self.sync_to(last)
+    }
+
+    /// Returns once record `lsn` (and every one before it) is durable.
+    pub(crate) fn sync_to(&self, lsn: u64) -> Result<()> {
+        let mut m = self.mem.lock();
+        debug_assert!(lsn < m.next_lsn, "sync_to({lsn}) of a record never appended");
+        loop {
+            if m.durable_lsn >= lsn {
+                return Ok(());
+            }
+            if let Some(why) = &m.failed {
+                return Err(Error::ReadOnly(why.clone()));
+            }
+            if m.leader {
+                self.synced.wait(&mut m);
+                continue;
+            }
+            // Lead: take everything appended so far, for all waiters.
+            m.leader = true;
+            let buf = std::mem::take(&mut m.buf);
+            let first = m.buf_first_lsn;
+            let last = m.next_lsn - 1;
+            m.buf_first_lsn = m.next_lsn;
+            drop(m);
+            let res = self.write_out(&buf, first);
+            m = self.mem.lock();
+            m.leader = false;
+            match res {
+                Ok(()) => {
+                    debug_assert!(last >= m.durable_lsn);
+                    m.durable_lsn = last;
+                }
+                Err(e) => m.failed = Some(format!("the log failed: {e}")),
+            }
+            self.synced.notify_all();
+        }
+    }
+
+    /// Writes framed records (the first is `first_lsn`) to the files,
+    /// rolling to a new file at a record boundary once the current one is
+    /// full, and fsyncs. Only the leader calls it.
+    fn write_out(&self, mut buf: &[u8], mut first_lsn: u64) -> Result<()> {
+        let mut f = self.files.lock();
+        while !buf.is_empty() {
+            if f.current_len >= self.opts.file_size_bytes {
+                // Roll: the old file is synced (below, before every roll),
+                // then the new one exists with a durable header and name.
+                let new = create_file(&*self.vfs, &self.dir, first_lsn)?;
+                self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                self.files_created.fetch_add(1, Ordering::Relaxed);
+                f.current = new;
+                f.current_len = FILE_HEADER_LEN as u64;
+                f.first_lsns.push_back(first_lsn);
+            }
+            // Take whole records until the file would be full.
+            let room = self.opts.file_size_bytes.saturating_sub(f.current_len);
+            let mut take = 0usize;
+            let mut n = 0u64;
+            while take < buf.len() && (n == 0 || (take as u64) < room) {
+                let len = u32::from_le_bytes(buf[take..take + 4].try_into().unwrap()) as usize;
+                take += RECORD_HEADER_LEN + len;
+                n += 1;
+            }
+            let off = f.current_len;
+            f.current.write_at(off, &buf[..take])?;
+            f.current_len += take as u64;
+            f.current.sync()?;
+            self.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(take as u64, Ordering::Relaxed);
+            buf = &buf[take..];
+            first_lsn += n;
+        }
+        Ok(())
+    }
+
+    /// Deletes the log files whose records are all before `keep_from_lsn`
+    /// (a checkpoint made them unnecessary). The current file is never
+    /// deleted.
+    pub(crate) fn trim(&self, keep_from_lsn: u64) -> Result<()> {
+        let mut f = self.files.lock();
+        let mut removed = false;
+        // File i holds LSNs [first_i, first_{i+1}); it can go if first_{i+1} <= keep.
+        while f.first_lsns.len() >= 2 && f.first_lsns[1] <= keep_from_lsn {
+            let first = f.first_lsns[0];
+            self.vfs.remove(&self.dir.join(file_name(first)))?;
+            f.first_lsns.pop_front();
+            self.files_deleted.fetch_add(1, Ordering::Relaxed);
+            removed = true;
+        }
+        if removed {
+            self.vfs.sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Makes every record durable, starts a new file for the records to
+    /// come and deletes every older file: a log with no records left. Only
+    /// for a quiet log (at close, after the last checkpoint): records
+    /// appended meanwhile would be deleted unapplied, so that is a bug.
+    pub(crate) fn start_empty_file(&self) -> Result<()> {
+        self.sync_all()?;
+        let next = {
+            let mut f = self.files.lock();
+            let m = self.mem.lock();
+            assert!(m.buf.is_empty() && !m.leader, "start_empty_file while records are being appended");
+            if f.current_len > FILE_HEADER_LEN as u64 {
+                let new = create_file(&*self.vfs, &self.dir, m.next_lsn)?;
+                f.current = new;
+                f.current_len = FILE_HEADER_LEN as u64;
+                f.first_lsns.push_back(m.next_lsn);
+                self.files_created.fetch_add(1, Ordering::Relaxed);
+            }
+            m.next_lsn
+        };
+        self.trim(next)
+    }
+
+    /// The number of log files.
+    #[cfg(test)]
+    pub(crate) fn file_count(&self) -> usize {
+        self.files.lock().first_lsns.len()
+    }
+
+    pub(crate) fn stats(&self) -> LogStats {
+        LogStats {
+            records: self.records.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            files_created: self.files_created.load(Ordering::Relaxed),
+            files_deleted: self.files_deleted.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Creates the log file starting at `first_lsn`: header written and
+/// fsynced, then the folder synced, so the file is durable before any
+/// record goes into it.
+fn create_file(vfs: &dyn Vfs, dir: &Path, first_lsn: u64) -> Result<Arc<dyn VfsFile>> {
+    let path = dir.join(file_name(first_lsn));
+    let f = vfs.open(&path, OpenMode::CreateNew, false)?;
+    f.write_at(0, &encode_file_header(first_lsn))?;
+    f.sync()?;
+    vfs.sync_dir(dir)?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,233 @@
+//! Crash tests: a child process writes with `commit_sync` on and is killed
+//! with SIGKILL at random moments; after each kill the environment is
+//! reopened (recovery runs) and checked:
+//!
+//! - every batch the child was told is durable is there, whole;
+//! - no batch is half there: each batch's keys are all present or all absent;
+//! - the batches present are a prefix of what the child wrote (per thread);
+//! - deletes and overwrites survive too;
+//! - `check()` passes.
+//!
+//! The child is this test binary itself, started with `FRACTALDB_CRASH_CHILD`
+//! set. Small nodes, a small cache, a 100 ms checkpoint period and 64 KiB log
+//! files make kills land mid-flush, mid-split, mid-checkpoint and
+//! mid-log-rollover.
+//!
+//! `FRACTALDB_CRASH_KILLS` sets the number of kills (default 12 in CI; the
+//! nightly run is `FRACTALDB_CRASH_KILLS=1000 cargo test --release -p fractaldb
+//! --test crash -- --nocapture`). `FRACTALDB_SEED` fixes the kill timing.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, WriteBatch};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+const THREADS: u64 = 3;
+
+fn env_opts() -> EnvOptions {
+    EnvOptions {
+        cache_size_bytes: 1 << 20,
+        commit_sync: true,
+        checkpoint_period: Some(Duration::from_millis(100)),
+        log_file_size_bytes: 64 << 10,
+        direct_io: false,
+        reserve_free_bytes: 0,
+        ..Default::default()
+    }
+}
+
+fn dict_opts() -> DictOptions {
+    DictOptions {
+        node_size_bytes: 4096,
+        basement_size_bytes: 512,
+        fanout: 4,
+        codec: Codec::Lz4,
+        comparator: None,
+    }
+}
+
+/// Keys of batch `i` of thread `t`: a few puts spread over the key space.
+fn batch_keys(t: u64, i: u64) -> Vec<Vec<u8>> {
+    let n = 1 + (i * 7 + t) % 9;
+    (0..n)
+        .map(|j| format!("k{:06}-{t}-{i:07}-{j}", (i * 7919 + j * 104729 + t * 31) % 100_000).into_bytes())
+        .collect()
+}
+
+fn value(t: u64, i: u64, j: usize) -> Vec<u8> {
+    let mut v = format!("v{t}-{i}-{j}-").into_bytes();
+    v.resize(40 + (i as usize * 13 + j) % 200, b'x');
+    v
+}
+
+/// The "latest" key of each thread is overwritten by every batch; the
+/// "tmp" key of batch i is deleted by batch i + 3.
+fn latest_key(t: u64) -> Vec<u8> {
+    format!("latest-{t}").into_bytes()
+}
+fn tmp_key(t: u64, i: u64) -> Vec<u8> {
+    format!("tmp-{t}-{i:07}").into_bytes()
+}
+
+fn child(dir: &Path) {
+    let env = Env::open(dir, env_opts()).unwrap();
+    let d = match env.open_dictionary("crash") {
+        Ok(d) => d,
+        Err(_) => env.create_dictionary("crash", dict_opts()).unwrap(),
+    };
+    // Continue each thread's numbering after what survived.
+    let (tx, rx) = mpsc::channel::<String>();
+    let mut handles = Vec::new();
+    for t in 0..THREADS {
+        let d = d.clone();
+        let tx = tx.clone();
+        handles.push(std::thread::spawn(move || {
+            let start = d.get(&latest_key(t)).unwrap().map_or(0, |v| parse_latest(&v) + 1);
+            for i in start.. {
+                let mut b = WriteBatch::new();
+                for (j, k) in batch_keys(t, i).iter().enumerate() {
+                    b.put(k, &value(t, i, j));
+                }
+                b.put(&latest_key(t), i.to_string().as_bytes());
+                b.put(&tmp_key(t, i), b"tmp");
+                if i >= 3 {
+                    b.delete(&tmp_key(t, i - 3));
+                }
+                d.write(&b).unwrap();
+                // Acknowledged: the parent may count on it from now on.
+                if tx.send(format!("{t} {i}")).is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let stdout = std::io::stdout();
+    for line in rx {
+        use std::io::Write;
+        let mut out = stdout.lock();
+        writeln!(out, "{line}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn parse_latest(v: &[u8]) -> u64 {
+    std::str::from_utf8(v).unwrap().parse().unwrap()
+}
+
+/// Opens the environment after a kill and checks everything; returns the
+/// highest batch present per thread.
+fn verify(dir: &Path, acked: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
+    let env = Env::open(dir, env_opts()).expect("recovery after a kill");
+    let mut present = BTreeMap::new();
+    let Ok(d) = env.open_dictionary("crash") else {
+        assert!(acked.is_empty(), "the dictionary is gone but writes were acknowledged");
+        return present;
+    };
+    d.check().expect("check() after recovery");
+    for t in 0..THREADS {
+        let last = d.get(&latest_key(t)).unwrap().map(|v| parse_latest(&v));
+        if let Some(&a) = acked.get(&t) {
+            assert!(
+                last.is_some_and(|l| l >= a),
+                "thread {t}: batch {a} was acknowledged, latest is {last:?}"
+            );
+        }
+        let Some(last) = last else { continue };
+        // Every batch up to `last` whole, with its values; none after it.
+        for i in 0..=last + 2 {
+            for (j, k) in batch_keys(t, i).iter().enumerate() {
+                let got = d.get(k).unwrap();
+                if i <= last {
+                    assert_eq!(got, Some(value(t, i, j)), "thread {t} batch {i} key {j} (latest {last})");
+                } else {
+                    assert_eq!(
+                        got, None,
+                        "thread {t}: batch {i} after the latest {last} is (partly) present"
+                    );
+                }
+            }
+            let tmp = d.get(&tmp_key(t, i)).unwrap();
+            let want = i <= last && i + 3 > last;
+            assert_eq!(tmp.is_some(), want, "thread {t}: tmp key of batch {i} (latest {last})");
+        }
+        present.insert(t, last);
+    }
+    env.close().unwrap();
+    present
+}
+
+#[test]
+fn killed_writers_lose_nothing_acknowledged() {
+    if let Ok(dir) = std::env::var("FRACTALDB_CRASH_CHILD") {
+        child(Path::new(&dir));
+        return;
+    }
+    let kills: usize = std::env::var("FRACTALDB_CRASH_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let seed: u64 =
+        std::env::var("FRACTALDB_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random);
+    eprintln!("crash test seed {seed} (rerun with FRACTALDB_SEED={seed}), {kills} kills");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut acked: BTreeMap<u64, u64> = BTreeMap::new();
+    let started = Instant::now();
+    for round in 0..kills {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "killed_writers_lose_nothing_acknowledged", "--nocapture", "--test-threads=1"])
+            .env("FRACTALDB_CRASH_CHILD", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let mut it = line.split(' ');
+                let (Some(t), Some(i)) = (it.next(), it.next()) else { continue };
+                if let (Ok(t), Ok(i)) = (t.parse::<u64>(), i.parse::<u64>()) {
+                    if tx.send((t, i)).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        // Kill after the child has acknowledged something, at a random moment.
+        let wait = Duration::from_millis(rng.gen_range(50..700));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut got_any = false;
+        let t0 = Instant::now();
+        while Instant::now() < deadline && (!got_any || t0.elapsed() < wait) {
+            if let Ok((t, i)) = rx.recv_timeout(Duration::from_millis(5)) {
+                got_any = true;
+                let a = acked.entry(t).or_insert(i);
+                *a = (*a).max(i);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("round {round}: the writer died on its own: {status}");
+            }
+        }
+        assert!(got_any, "round {round}: the writer acknowledged nothing in 30 s");
+        // SIGKILL: no destructors, no flushes, no close.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        reader.join().unwrap();
+        // Lines read after the kill were acknowledged before it.
+        for (t, i) in rx.try_iter() {
+            let a = acked.entry(t).or_insert(i);
+            *a = (*a).max(i);
+        }
+        let present = verify(dir.path(), &acked);
+        eprintln!("round {round}: acknowledged {acked:?}, present {present:?}");
+        // What survived beyond the acknowledged is durable now (recovery checkpointed it).
+        acked = present;
+    }
+    eprintln!("{kills} kills in {:.1} s", started.elapsed().as_secs_f64());
+}
