@@ -8,6 +8,7 @@
 //! loses nothing acknowledged (see docs/ARCHITECTURE.md, Durability).
 
 use std::collections::HashMap;
+type FixedState = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -39,6 +40,15 @@ pub struct EnvOptions {
     pub direct_io: bool,
     /// Background threads flushing buffers.
     pub cleaner_threads: usize,
+    /// On (the default): an evictor thread, `cleaner_threads` cleaners and
+    /// the periodic checkpointer and log fsyncer run in the background. Off:
+    /// none of them; a writer over the cache budget evicts on its own
+    /// thread, buffers are flushed by writers' back-pressure and by
+    /// [`Env::run_cleaner`], and checkpoints happen only on
+    /// [`Env::checkpoint`] and at close. Every step then happens on the
+    /// caller's thread, in the caller's order: the deterministic simulation
+    /// tests run this way.
+    pub background_threads: bool,
     /// Upsert callbacks, by the id `update` and `broadcast_update` name.
     pub update_fns: Vec<(u8, UpdateFn)>,
     /// Custom key orders, by the name `DictOptions::comparator` gives.
@@ -69,6 +79,7 @@ impl Default for EnvOptions {
             cache_size_bytes: 64 << 20,
             direct_io: true,
             cleaner_threads: 1,
+            background_threads: true,
             update_fns: Vec::new(),
             comparators: Vec::new(),
             vfs: OsVfs::shared(),
@@ -115,11 +126,16 @@ pub struct EnvStats {
     pub cache: CacheStats,
     /// Counters of the write-ahead log (records, fsyncs, files).
     pub log: LogStats,
+    /// Nodes a writer changed while a checkpoint still had to write them,
+    /// so they were copied first (the price of never making writers wait).
+    pub checkpoint_copies: u64,
 }
 
 struct Open {
     catalog: Catalog,
-    trees: HashMap<String, Arc<Tree>>,
+    /// Open trees by name; a fixed hasher so their order (in checkpoints,
+    /// the cleaner) is the same in every run.
+    trees: HashMap<String, Arc<Tree>, FixedState>,
 }
 
 struct Inner {
@@ -159,12 +175,14 @@ impl Env {
         }
         let catalog = Catalog::load(&*vfs, &path)?;
         remove_orphans(&*vfs, &path, &catalog)?;
-        let cache = Cache::new(opts.cache_size_bytes);
+        let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
             log: OnceLock::new(),
             commit_sync: opts.commit_sync,
             reserve_free_bytes: opts.reserve_free_bytes,
             space_checked_ms: AtomicU64::new(0),
+            space_written: AtomicU64::new(0),
+            checkpoint_copies: AtomicU64::new(0),
             space_short: AtomicBool::new(false),
             epoch: Instant::now(),
             dir: path.clone(),
@@ -181,7 +199,7 @@ impl Env {
             direct_io: opts.direct_io,
             ctx,
             comparators: opts.comparators.iter().cloned().collect(),
-            open: Mutex::new(Open { catalog, trees: HashMap::new() }),
+            open: Mutex::new(Open { catalog, trees: HashMap::default() }),
             next_dict: AtomicU32::new(1),
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
@@ -190,8 +208,12 @@ impl Env {
             checkpoint_log: Mutex::new(Vec::new()),
             _lock: lock,
         });
-        let mut threads = vec![spawn_evictor(cache)];
-        for i in 0..opts.cleaner_threads.max(1) {
+        let mut threads = Vec::new();
+        if opts.background_threads {
+            threads.push(spawn_evictor(cache));
+        }
+        let cleaners = if opts.background_threads { opts.cleaner_threads.max(1) } else { 0 };
+        for i in 0..cleaners {
             let weak = Arc::downgrade(&inner);
             let shutdown = inner.shutdown.clone();
             let ctx = inner.ctx.clone();
@@ -267,6 +289,9 @@ impl Env {
     /// thread that fsyncs the log every `fsync_log_period_ms`.
     fn spawn_durability_threads(&self, opts: &EnvOptions) -> Result<()> {
         let mut threads = Vec::new();
+        if !opts.background_threads {
+            return Ok(());
+        }
         if let Some(period) = opts.checkpoint_period.filter(|p| !p.is_zero()) {
             let weak = Arc::downgrade(&self.inner);
             threads.push(spawn_periodic("fractaldb-checkpointer", period, weak, |inner| {
@@ -431,10 +456,26 @@ impl Env {
         self.inner.checkpoint()
     }
 
+    /// Does up to `max_steps` steps of the cleaners' work on the calling
+    /// thread (flushing the fullest buffer of a dictionary, splitting and
+    /// merging as needed) and returns how many found work. For environments
+    /// opened without background threads; harmless with them.
+    pub fn run_cleaner(&self, max_steps: usize) -> Result<usize> {
+        self.check_open()?;
+        let mut done = 0;
+        for t in self.inner.trees() {
+            while done < max_steps && t.clean_step()? {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+
     /// Counters of the cache.
     pub fn stats(&self) -> EnvStats {
         let log = self.inner.ctx.log.get().map(|l| l.stats()).unwrap_or_default();
-        EnvStats { cache: self.inner.ctx.cache.stats(), log }
+        let checkpoint_copies = self.inner.ctx.checkpoint_copies.load(Ordering::Relaxed);
+        EnvStats { cache: self.inner.ctx.cache.stats(), log, checkpoint_copies }
     }
 
     /// How long each checkpoint taken since the environment opened took.
@@ -477,6 +518,7 @@ impl Inner {
         let _one = self.checkpointing.lock();
         let start = Instant::now();
         let log = self.ctx.log.get();
+        let mut keep_log = false;
         let (begin, ckpts) = {
             let _exclusive = self.ctx.checkpoint_lock.write();
             let begin = match log {
@@ -484,7 +526,10 @@ impl Inner {
                 // Before recovery has set up the log: nothing to trim.
                 None => 0,
             };
-            let trees = self.trees();
+            // A failed tree's file is in doubt: it gets no new header, and
+            // the log keeps everything since its last one.
+            let (trees, failed): (Vec<_>, Vec<_>) = self.trees().into_iter().partition(|t| !t.is_failed());
+            keep_log |= !failed.is_empty();
             let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
             (begin, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
         };
@@ -507,7 +552,9 @@ impl Inner {
         if let Some(log) = log {
             let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
             log.sync_to(lsn)?;
-            log.trim(begin)?;
+            if !keep_log {
+                log.trim(begin)?;
+            }
         }
         self.checkpoint_log.lock().push(start.elapsed());
         Ok(())
@@ -527,7 +574,8 @@ impl Inner {
         if let Some(log) = self.ctx.log.get() {
             // After a clean close the log holds no writes: the next open
             // replays nothing and reads no dictionary it does not use.
-            if result.is_ok() {
+            // (Not if a dictionary failed: the log holds its writes.)
+            if result.is_ok() && !self.trees().iter().any(|t| t.is_failed()) {
                 result = log.start_empty_file();
             }
             let _ = log.sync_all();

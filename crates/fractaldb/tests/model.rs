@@ -38,10 +38,17 @@ fn env_opts(cache: usize) -> EnvOptions {
     // Buffered I/O: with a cache this small almost every step misses, and with
     // O_DIRECT each miss is a device read, which on a slow CI disk turns a
     // minute into hours. O_DIRECT itself is tested in file::io and tests/memory.rs.
+    //
+    // The log is fsynced in the background (commit_sync off: durability is
+    // tested in crash.rs, sim.rs and faults.rs), and checkpoints come every
+    // 250 ms, so they run while the cleaner flushes and the test writes:
+    // nodes changed mid-checkpoint are copied (Tree::cow) all the time.
     EnvOptions {
         cache_size_bytes: cache,
         update_fns: vec![(ADD, add_fn())],
         direct_io: false,
+        commit_sync: false,
+        checkpoint_period: Some(std::time::Duration::from_millis(250)),
         ..Default::default()
     }
 }

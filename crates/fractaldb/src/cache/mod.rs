@@ -33,7 +33,10 @@ pub(crate) type DictId = u32;
 
 const SHARDS: usize = 16;
 
-type Shard = Mutex<HashMap<(DictId, BlockNum), Arc<Entry>>>;
+/// A fixed hasher (SipHash with zero keys), so iteration order, and with it
+/// eviction order, is the same in every run: simulation tests replay exactly.
+type FixedState = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+type Shard = Mutex<HashMap<(DictId, BlockNum), Arc<Entry>, FixedState>>;
 
 /// What owns a cached node: writes it back when the cache needs the memory.
 pub(crate) trait NodeOwner: Send + Sync {
@@ -93,20 +96,24 @@ pub(crate) struct Cache {
     /// Wakes clients waiting for memory.
     space: (Mutex<()>, Condvar),
     shutdown: AtomicBool,
+    /// No evictor thread: clients over budget evict on their own thread
+    /// (`EnvOptions::background_threads` off), from this clock hand.
+    inline_hand: Option<Mutex<usize>>,
 }
 
 impl Cache {
-    pub(crate) fn new(budget_bytes: usize) -> Arc<Cache> {
+    pub(crate) fn new(budget_bytes: usize, inline_eviction: bool) -> Arc<Cache> {
         Arc::new(Cache {
             budget_bytes,
             slack_bytes: (budget_bytes / 16).max(64 << 10),
             used_bytes: AtomicUsize::new(0),
             peak_used_bytes: AtomicUsize::new(0),
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::default())).collect(),
             counters: Counters::default(),
             wake: (Mutex::new(false), Condvar::new()),
             space: (Mutex::new(()), Condvar::new()),
             shutdown: AtomicBool::new(false),
+            inline_hand: inline_eviction.then(|| Mutex::new(0)),
         })
     }
 
@@ -258,6 +265,11 @@ impl Cache {
             return;
         }
         self.counters.client_waits.fetch_add(1, Ordering::Relaxed);
+        if let Some(hand) = &self.inline_hand {
+            let mut hand = hand.lock();
+            *hand = self.evict_to(self.budget_bytes - self.budget_bytes / 8, *hand);
+            return;
+        }
         let mut g = self.space.0.lock();
         for _ in 0..500 {
             if self.used_bytes() <= self.budget_bytes || self.shutdown.load(Ordering::Relaxed) {

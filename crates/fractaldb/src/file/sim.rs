@@ -144,6 +144,7 @@ impl SimVfs {
                 locks: BTreeSet::new(),
                 faults: Faults::default(),
                 stats: BTreeMap::new(),
+                crash_in: None,
             })),
             boot: None,
         })
@@ -162,7 +163,8 @@ impl SimVfs {
 
     /// Locks the state, or fails if this handle is from an earlier boot.
     fn live(&self, path: &Path, op: &'static str) -> Result<parking_lot::MutexGuard<'_, State>> {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
+        st.tick();
         if self.boot.is_some_and(|g| g != st.generation) {
             let e = io::Error::other("power is off: a file system handle from before a crash");
             return Err(Error::io(path, op, e));
@@ -189,6 +191,16 @@ impl SimVfs {
     /// `set_len` and name change is lost, and nothing is torn.
     pub fn crash_clean(&self) {
         self.state.lock().crash(false);
+    }
+
+    /// Arms a crash (as [`SimVfs::crash`]) that happens just before the
+    /// `n`-th next operation on the file system (any `Vfs` or `VfsFile` call
+    /// through any handle; `n = 0`: the very next one), which then fails as
+    /// every later one on an old handle does. This is how a test crashes the
+    /// engine in the middle of whatever it is doing: a flush, a checkpoint,
+    /// a log roll. `None` disarms it.
+    pub fn crash_after(&self, n: Option<u64>) {
+        self.state.lock().crash_in = n;
     }
 
     /// How many crashes ([`SimVfs::crash`] or [`SimVfs::crash_clean`]) happened.
@@ -514,7 +526,8 @@ struct SimFile {
 impl SimFile {
     /// Locks the state, or fails if a crash happened since the file was opened.
     fn state(&self, op: &'static str) -> Result<parking_lot::MutexGuard<'_, State>> {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
+        st.tick();
         if st.generation != self.generation {
             let e = io::Error::other("file handle from before a crash");
             return Err(Error::io(&self.path, op, e));
@@ -662,6 +675,9 @@ struct State {
     faults: Faults,
     /// Counters per path.
     stats: BTreeMap<PathBuf, SimStats>,
+    /// A crash comes (with luck) just before this many more operations
+    /// have been done through the file system (see `SimVfs::crash_after`).
+    crash_in: Option<u64>,
 }
 
 impl State {
@@ -729,6 +745,18 @@ impl State {
 
     /// A power failure; `luck` replays unsynced operations at random, else
     /// all are lost.
+    /// Counts one operation towards a crash set by `SimVfs::crash_after`.
+    fn tick(&mut self) {
+        match self.crash_in {
+            Some(0) => {
+                self.crash_in = None;
+                self.crash(true);
+            }
+            Some(n) => self.crash_in = Some(n - 1),
+            None => {}
+        }
+    }
+
     fn crash(&mut self, luck: bool) {
         self.generation += 1;
         self.crashes += 1;

@@ -86,6 +86,10 @@ pub(crate) struct Context {
     pub reserve_free_bytes: u64,
     /// When free space was last looked at (ms since `epoch`), and whether it was short.
     pub space_checked_ms: AtomicU64,
+    /// Nodes copied because a writer changed them during a checkpoint.
+    pub checkpoint_copies: AtomicU64,
+    /// Bytes of records written since free space was last looked at.
+    pub space_written: AtomicU64,
     pub space_short: AtomicBool,
     pub epoch: std::time::Instant,
     pub dir: std::path::PathBuf,
@@ -95,18 +99,22 @@ impl Context {
     /// Refuses writes while the disk is nearly full (looked at every 50 ms at
     /// most): a full disk must stop writes cleanly, before a checkpoint or
     /// the log runs out of room mid-write.
-    pub(crate) fn check_space(&self) -> Result<()> {
+    /// Also looked at once `reserve / 16` bytes of records were written since
+    /// the last look, so a fast writer cannot eat the reserve between looks.
+    pub(crate) fn check_space(&self, record_bytes: usize) -> Result<()> {
         if self.reserve_free_bytes == 0 {
             return Ok(());
         }
+        let written = self.space_written.fetch_add(record_bytes as u64, AtomicOrdering::Relaxed);
         let now = self.epoch.elapsed().as_millis() as u64;
         let last = self.space_checked_ms.load(AtomicOrdering::Relaxed);
-        if now >= last + 50
+        if (now >= last + 50 || written >= self.reserve_free_bytes / 16)
             && self
                 .space_checked_ms
                 .compare_exchange(last, now, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed)
                 .is_ok()
         {
+            self.space_written.store(0, AtomicOrdering::Relaxed);
             let short = self.vfs.free_bytes(&self.dir).is_some_and(|f| f < self.reserve_free_bytes);
             self.space_short.store(short, AtomicOrdering::Relaxed);
         }
@@ -512,9 +520,6 @@ impl Tree {
         self.check_open()?;
         self.check_writable()?;
         let log = self.ctx.log.get();
-        if log.is_some() {
-            self.ctx.check_space()?;
-        }
         for (_, body) in &msgs {
             if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
                 && !self.ctx.fns.contains_key(&body.fn_id)
@@ -523,6 +528,9 @@ impl Tree {
             }
         }
         let record = log.map(|_| encode_write(self.file_id, &msgs));
+        if let Some(r) = &record {
+            self.ctx.check_space(r.len())?;
+        }
         self.ctx.cache.throttle();
         // Back-pressure: while the root is over twice its budget the writer
         // does the cleaner's work instead of letting the buffers grow.
@@ -650,6 +658,12 @@ impl Tree {
     }
 
     /// Records a failure of a background write; the tree turns read-only.
+    /// True once `fail` was called: the tree takes no more writes and no
+    /// more checkpoints (its file's state is in doubt).
+    pub(crate) fn is_failed(&self) -> bool {
+        self.failure.lock().is_some()
+    }
+
     pub(crate) fn fail(&self, reason: String) {
         let mut f = self.failure.lock();
         if f.is_none() {
@@ -689,7 +703,21 @@ impl Tree {
     /// still pending is written as it is (and becomes clean); a node changed
     /// since was copied first, and the copy is written. Then the table and
     /// the header.
+    ///
+    /// A failure turns the dictionary read-only: after a failed write or
+    /// fdatasync the file's contents are unknown (Linux may have dropped the
+    /// dirty pages and marked them clean), so no later header may point at
+    /// blocks written before it. The log still holds every write since the
+    /// last good checkpoint; a restart recovers them.
     pub(crate) fn finish_checkpoint(&self, ckpt: TreeCheckpoint) -> Result<()> {
+        let r = self.finish_checkpoint_inner(ckpt);
+        if let Err(e) = &r {
+            self.fail(format!("checkpoint failed: {e}"));
+        }
+        r
+    }
+
+    fn finish_checkpoint_inner(&self, ckpt: TreeCheckpoint) -> Result<()> {
         let mut result = Ok(());
         for e in &ckpt.pending {
             let g = e.node.upgradable_read();
@@ -730,6 +758,7 @@ impl Tree {
     pub(crate) fn cow(&self, bn: BlockNum, node: &mut Node) {
         if node.ckpt_pending {
             node.ckpt_pending = false;
+            self.ctx.checkpoint_copies.fetch_add(1, AtomicOrdering::Relaxed);
             self.ckpt_clones.lock().push((bn, node.snapshot()));
         }
     }
