@@ -245,6 +245,19 @@ fn run_seed(seed: u64, ops_per_seed: usize) {
         env = Some(e2);
         d = d2;
     }
+    // Where the armed crashes struck, by operation and kind of file.
+    let mut sites: BTreeMap<String, usize> = BTreeMap::new();
+    for (op, path) in sim.crash_sites() {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let kind = match () {
+            _ if name.ends_with(".fdl") => "log",
+            _ if name.ends_with(".fdb") => "dictionary",
+            _ if name.starts_with("catalog") => "catalog",
+            _ => "folder",
+        };
+        *sites.entry(format!("{op} {kind}")).or_default() += 1;
+    }
+    eprintln!("seed {seed}: crashes struck before: {sites:?}");
     let st = sim.stats();
     eprintln!(
         "seed {seed}: {i} ops, {} crashes, {} keys, {write_backs} evictions written back, {} writes, {} syncs, {} log files now",

@@ -145,6 +145,7 @@ impl SimVfs {
                 faults: Faults::default(),
                 stats: BTreeMap::new(),
                 crash_in: None,
+                crash_sites: Vec::new(),
             })),
             boot: None,
         })
@@ -164,7 +165,7 @@ impl SimVfs {
     /// Locks the state, or fails if this handle is from an earlier boot.
     fn live(&self, path: &Path, op: &'static str) -> Result<parking_lot::MutexGuard<'_, State>> {
         let mut st = self.state.lock();
-        st.tick();
+        st.tick(op, path);
         if self.boot.is_some_and(|g| g != st.generation) {
             let e = io::Error::other("power is off: a file system handle from before a crash");
             return Err(Error::io(path, op, e));
@@ -201,6 +202,13 @@ impl SimVfs {
     /// a log roll. `None` disarms it.
     pub fn crash_after(&self, n: Option<u64>) {
         self.state.lock().crash_in = n;
+    }
+
+    /// Where each crash armed by [`SimVfs::crash_after`] struck: the
+    /// operation it came before ("write", "fdatasync", "fsync folder", ...)
+    /// and that operation's path, oldest first.
+    pub fn crash_sites(&self) -> Vec<(&'static str, PathBuf)> {
+        self.state.lock().crash_sites.clone()
     }
 
     /// How many crashes ([`SimVfs::crash`] or [`SimVfs::crash_clean`]) happened.
@@ -527,7 +535,7 @@ impl SimFile {
     /// Locks the state, or fails if a crash happened since the file was opened.
     fn state(&self, op: &'static str) -> Result<parking_lot::MutexGuard<'_, State>> {
         let mut st = self.state.lock();
-        st.tick();
+        st.tick(op, &self.path);
         if st.generation != self.generation {
             let e = io::Error::other("file handle from before a crash");
             return Err(Error::io(&self.path, op, e));
@@ -678,6 +686,8 @@ struct State {
     /// A crash comes (with luck) just before this many more operations
     /// have been done through the file system (see `SimVfs::crash_after`).
     crash_in: Option<u64>,
+    /// The operation and path each armed crash struck before.
+    crash_sites: Vec<(&'static str, PathBuf)>,
 }
 
 impl State {
@@ -746,10 +756,11 @@ impl State {
     /// A power failure; `luck` replays unsynced operations at random, else
     /// all are lost.
     /// Counts one operation towards a crash set by `SimVfs::crash_after`.
-    fn tick(&mut self) {
+    fn tick(&mut self, op: &'static str, path: &Path) {
         match self.crash_in {
             Some(0) => {
                 self.crash_in = None;
+                self.crash_sites.push((op, path.to_path_buf()));
                 self.crash(true);
             }
             Some(n) => self.crash_in = Some(n - 1),
