@@ -165,12 +165,13 @@ fn read_all(d: &fractaldb::Dictionary) -> fractaldb::Result<Model> {
 /// recovery strikes; returns it with its dictionary.
 fn reopen(sim: &Arc<SimVfs>, seed: u64) -> (Env, fractaldb::Dictionary) {
     for _ in 0..20 {
-        match Env::open(DIR, env_opts(sim)) {
-            Ok(env) => {
-                let d =
-                    env.open_dictionary("t").unwrap_or_else(|e| panic!("seed {seed}: open_dictionary: {e}"));
-                return (env, d);
-            }
+        let opened = Env::open(DIR, env_opts(sim)).and_then(|env| {
+            let d = env.open_dictionary("t")?;
+            Ok((env, d))
+        });
+        match opened {
+            Ok(pair) => return pair,
+            // A crash armed for recovery struck: boot again.
             Err(e) if sim.crash_count() > 0 && is_power_off(&e) => continue,
             Err(e) => panic!("seed {seed}: recovery failed: {e}"),
         }

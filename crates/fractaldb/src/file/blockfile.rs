@@ -254,6 +254,26 @@ impl BlockFile {
         self.place_block(bn, data, header_len, place)
     }
 
+    /// Makes a block written by `write_block_for_checkpoint(.., false)` the
+    /// current version of `bn` too (its node did not change while it was
+    /// written). False, changing nothing, if `bn` no longer exists or the
+    /// checkpoint has finished.
+    pub fn make_current(&self, bn: BlockNum, ext: Extent) -> bool {
+        let mut st = self.state.lock();
+        let st = &mut *st;
+        if !st.table.is_allocated(bn) || st.ckpt.as_ref().and_then(|c| c.get(bn)) != Some(ext) {
+            return false;
+        }
+        // It was queued to be freed once no checkpoint names it; now the
+        // current table names it.
+        let i = st.pending.iter().position(|&(o, _)| o == ext.offset).expect("a checkpoint-only block is pending");
+        st.pending.swap_remove(i);
+        if let Some(old) = st.table.set(bn, ext) {
+            st.release(old.offset, old.alloc_len());
+        }
+        true
+    }
+
     fn place_block(&self, bn: BlockNum, data: &[u8], header_len: u32, place: Place) -> Result<Extent> {
         let len = u32::try_from(data.len()).map_err(|_| Error::invalid("block larger than 4 GiB"))?;
         if header_len > len {

@@ -210,6 +210,7 @@ fn split_leaf(tree: &Tree, leaf: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 disk: None,
                 disk_parts: Vec::new(),
                 ckpt_pending: false,
+                ckpt_writing: false,
             },
         ));
     }
@@ -242,6 +243,7 @@ fn split_internal(tree: &Tree, node: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 disk: None,
                 disk_parts: Vec::new(),
                 ckpt_pending: false,
+                ckpt_writing: false,
             },
         ));
     }
@@ -472,6 +474,7 @@ impl Tree {
             disk: None,
             disk_parts: Vec::new(),
             ckpt_pending: false,
+            ckpt_writing: false,
         };
         let pieces =
             if left.is_leaf() { split_leaf(self, &mut left) } else { split_internal(self, &mut left) };

@@ -388,6 +388,7 @@ impl Tree {
             disk: Some(ext),
             disk_parts: header.parts,
             ckpt_pending: false,
+            ckpt_writing: false,
         })
     }
 
@@ -720,9 +721,8 @@ impl Tree {
     fn finish_checkpoint_inner(&self, ckpt: TreeCheckpoint) -> Result<()> {
         let mut result = Ok(());
         for e in &ckpt.pending {
-            let g = e.node.upgradable_read();
-            if g.ckpt_pending && result.is_ok() {
-                result = self.write_clean(e, g);
+            if result.is_ok() {
+                result = self.write_pending(e);
             }
         }
         // Every pending node has been visited under its lock, so no copy can
@@ -742,6 +742,39 @@ impl Tree {
         self.file.finish_checkpoint(&ckpt.meta.encode())
     }
 
+    /// Writes a node for the checkpoint without holding its lock during the
+    /// work: copy it under the lock (a memory copy), then compress and write
+    /// the copy while writers go on. If nobody changed the node meanwhile
+    /// (`ckpt_writing` still set: every change goes through `cow`, which
+    /// clears it), the written block becomes its current version too and the
+    /// node is clean; else the block serves the checkpoint only.
+    fn write_pending(&self, e: &Entry) -> Result<()> {
+        let snap = {
+            let mut g = e.node.write();
+            if !g.ckpt_pending {
+                return Ok(()); // copied by a writer (`cow`) or written by the evictor
+            }
+            g.ckpt_pending = false;
+            g.ckpt_writing = true;
+            g.snapshot()
+        };
+        let s = serialize::serialize(&snap, self.settings.codec);
+        drop(snap);
+        let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len, false);
+        let mut g = e.node.write();
+        let unchanged = std::mem::replace(&mut g.ckpt_writing, false);
+        let ext = ext?;
+        if unchanged && g.dirty && self.file.make_current(e.bn, ext) {
+            g.dirty = false;
+            g.disk = Some(ext);
+            g.disk_parts = s.parts;
+            let bytes = g.mem_bytes();
+            drop(g);
+            self.ctx.cache.recharge(e, bytes);
+        }
+        Ok(())
+    }
+
     /// A failed checkpoint: unmark what is still marked (the nodes stay
     /// dirty) and close the file's checkpoint without a header.
     pub(crate) fn abandon_checkpoint(&self, ckpt: &TreeCheckpoint) {
@@ -756,6 +789,9 @@ impl Tree {
     /// still needs the node's begin-time state, hand it a copy first. This
     /// is how a checkpoint never makes a writer wait for a node write.
     pub(crate) fn cow(&self, bn: BlockNum, node: &mut Node) {
+        // The checkpoint's copy of this node, if being written, is now stale
+        // as the node's current version (see `write_pending`).
+        node.ckpt_writing = false;
         if node.ckpt_pending {
             node.ckpt_pending = false;
             self.ctx.checkpoint_copies.fetch_add(1, AtomicOrdering::Relaxed);
@@ -777,6 +813,7 @@ impl Tree {
         let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
         w.ckpt_pending = false;
+        w.ckpt_writing = false;
         w.dirty = false;
         w.disk = Some(ext);
         w.disk_parts = parts;

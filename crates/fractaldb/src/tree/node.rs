@@ -76,6 +76,10 @@ pub(crate) struct Node {
     /// node is still in its begin-time state, which that checkpoint must
     /// write. Whoever changes it first copies it (`Tree::cow`).
     pub ckpt_pending: bool,
+    /// A checkpoint is writing a copy of this node as it is; cleared by any
+    /// change (`Tree::cow`), so the checkpoint knows whether its block may
+    /// also serve as the node's current version.
+    pub ckpt_writing: bool,
 }
 
 impl Node {
@@ -89,6 +93,7 @@ impl Node {
             disk: None,
             disk_parts: Vec::new(),
             ckpt_pending: false,
+            ckpt_writing: false,
         }
     }
 
@@ -113,6 +118,7 @@ impl Node {
             disk: None,
             disk_parts: Vec::new(),
             ckpt_pending: false,
+            ckpt_writing: false,
         }
     }
 
