@@ -241,14 +241,13 @@ impl Env {
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes };
         let mut ckpt_lsns = self.ckpt_lsns()?;
         let min_next_lsn = ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).max().unwrap_or(&0) + 1;
-        let (log, records) = Log::recover(vfs, &inner.path, log_opts, min_next_lsn)?;
         let mut replayed = 0u64;
-        for (lsn, payload) in records {
-            let rec = Record::decode(&payload)
+        let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
+            let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
-            let Record::Write { file_id, msgs } = rec else { continue };
+            let Record::Write { file_id, msgs } = rec else { return Ok(()) };
             // A dictionary dropped since is not in the catalog: skip its writes.
-            let Some((name, ckpt_lsn)) = ckpt_lsns.get_mut(&file_id) else { continue };
+            let Some((name, ckpt_lsn)) = ckpt_lsns.get_mut(&file_id) else { return Ok(()) };
             // A dictionary whose file cannot be read is an error here only
             // if the log has writes for it; else at `open_dictionary`.
             let ckpt_lsn = match ckpt_lsn {
@@ -261,7 +260,8 @@ impl Env {
                 tree.write(msgs)?;
                 replayed += 1;
             }
-        }
+            Ok(())
+        })?;
         let _ = inner.ctx.log.set(Arc::new(log));
         if replayed > 0 {
             inner.checkpoint()?;

@@ -58,9 +58,6 @@ pub(crate) const RECORD_HEADER_LEN: usize = 16;
 /// The largest payload accepted (a bigger `len` on disk is damage).
 const MAX_PAYLOAD: usize = 1 << 30;
 
-/// A record read back at recovery: its LSN and payload.
-pub(crate) type LogRecord = (u64, Vec<u8>);
-
 /// Settings of the log.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LogOptions {
@@ -204,8 +201,11 @@ pub(crate) struct Log {
 
 impl Log {
     /// Opens the log in `dir`: checks every file, cuts a torn tail off the
-    /// newest, and returns the log (appending after the last valid record)
-    /// with every record found, in LSN order. With no log files, the log
+    /// newest, hands every record found to `replay` in LSN order (one file
+    /// in memory at a time, so a long log never has to fit in memory), and
+    /// returns the log, appending after the last valid record. `replay` may
+    /// see records of an older file before a damaged later one makes this
+    /// an error. With no log files, the log
     /// starts at `min_next_lsn`; with files, their records must reach at
     /// least `min_next_lsn - 1` (a checkpoint recorded that LSN, so the log
     /// had made it durable).
@@ -214,11 +214,11 @@ impl Log {
         dir: &Path,
         opts: LogOptions,
         min_next_lsn: u64,
-    ) -> Result<(Log, Vec<LogRecord>)> {
+        replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
+    ) -> Result<Log> {
         let min_next_lsn = min_next_lsn.max(1);
         let mut firsts: Vec<u64> = vfs.list(dir)?.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
-        let mut records = Vec::new();
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
@@ -256,7 +256,7 @@ impl Log {
             while off < bytes.len() {
                 match parse_record(&bytes[off..], lsn) {
                     Some((payload, len)) => {
-                        records.push((lsn, payload.to_vec()));
+                        replay(lsn, payload)?;
                         off += len;
                         lsn += 1;
                     }
@@ -335,7 +335,7 @@ impl Log {
             files_created: AtomicU64::new(0),
             files_deleted: AtomicU64::new(0),
         };
-        Ok((log, records))
+        Ok(log)
     }
 
     /// Appends a record in memory (no I/O) and returns its LSN. It becomes

@@ -9,10 +9,23 @@ fn dir() -> &'static Path {
     Path::new("/db")
 }
 
+/// A record read back at recovery: its LSN and payload.
+type LogRecord = (u64, Vec<u8>);
+
+/// `Log::recover`, collecting the records.
+fn recover(vfs: Arc<dyn Vfs>, dir: &Path, opts: LogOptions, min_next: u64) -> Result<(Log, Vec<LogRecord>)> {
+    let mut recs = Vec::new();
+    let log = Log::recover(vfs, dir, opts, min_next, &mut |lsn, p| {
+        recs.push((lsn, p.to_vec()));
+        Ok(())
+    })?;
+    Ok((log, recs))
+}
+
 fn open(vfs: &Arc<SimVfs>, size: u64, min_next: u64) -> Result<(Log, Vec<LogRecord>)> {
     let v: Arc<dyn Vfs> = vfs.boot();
     v.create_dir_all(dir())?;
-    Log::recover(v, dir(), LogOptions { file_size_bytes: size }, min_next)
+    recover(v, dir(), LogOptions { file_size_bytes: size }, min_next)
 }
 
 fn payload(i: u64) -> Vec<u8> {
@@ -91,7 +104,7 @@ fn a_torn_tail_is_cut_and_the_log_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let vfs = OsVfs::shared();
     let opts = LogOptions { file_size_bytes: 1 << 20 };
-    let (log, _) = Log::recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
+    let (log, _) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
     for i in 1..=10 {
         log.append(&payload(i)).unwrap();
     }
@@ -102,13 +115,13 @@ fn a_torn_tail_is_cut_and_the_log_goes_on() {
     // Cut the last record in half, then add garbage after a whole record.
     let last_len = RECORD_HEADER_LEN + payload(10).len();
     std::fs::write(&path, &full[..full.len() - last_len / 2]).unwrap();
-    let (log, recs) = Log::recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
+    let (log, recs) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
     assert_eq!(recs.len(), 9);
     assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full.len() - last_len);
     assert_eq!(log.append(b"ten again").unwrap(), 10);
     log.sync_all().unwrap();
     drop(log);
-    let (_, recs) = Log::recover(vfs, tmp.path(), opts, 1).unwrap();
+    let (_, recs) = recover(vfs, tmp.path(), opts, 1).unwrap();
     assert_eq!(recs.len(), 10);
     assert_eq!(recs[9].1, b"ten again");
 }
