@@ -313,10 +313,16 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Ok(false);
         }
-        let _ckpt = self.ctx.checkpoint_lock.read();
         let mut held: Vec<Arc<Entry>> = Vec::new();
         for _attempt in 0..32 {
-            match self.try_clean_step()? {
+            // The checkpoint lock covers only the step that changes nodes,
+            // never the waits and reads below: a checkpoint's begin waits
+            // for every holder, and writers queue behind it.
+            let step = {
+                let _ckpt = self.ctx.checkpoint_lock.read();
+                self.try_clean_step()?
+            };
+            match step {
                 Step::Done(did) => return Ok(did),
                 Step::Need(bn) => {
                     // Reading a node adds memory: wait for room like a writer.
