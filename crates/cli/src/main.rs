@@ -24,6 +24,11 @@ enum Command {
     /// Run one engine's share of a benchmark (started by `bench` itself, one process per engine).
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
+    /// Measure the log, checkpoints and recovery: group commit, checkpoint stalls, time to reopen after a kill.
+    BenchDurability(bench::durability::DurabilityArgs),
+    /// Run one part of a durability benchmark (started by `bench-durability` itself).
+    #[command(hide = true)]
+    BenchDurabilityChild(bench::durability::DurabilityChildArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +36,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::BenchChild(args) => bench::run_child(args),
+        Command::BenchDurability(args) => bench::durability::run(args),
+        Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -203,3 +203,158 @@ fn bad_flags_give_a_message_not_a_panic() {
         assert!(text(&output.stderr).contains("--features rocksdb"), "{}", text(&output.stderr));
     }
 }
+
+fn bench_durability(args: &[&str]) -> Output {
+    Command::new(BIN).arg("bench-durability").args(args).output().expect("running the fractaldb binary")
+}
+
+/// Runs `bench-durability <measurement> --smoke` in a scratch folder and
+/// returns the output folder (with the scratch that owns it).
+fn durability_smoke(measurement: &str, extra: &[&str]) -> (Scratch, PathBuf, String) {
+    let scratch = Scratch::new(&format!("durability-{measurement}"));
+    let data = scratch.0.join("data");
+    let out = scratch.0.join("out");
+    let mut args =
+        vec![measurement, "--smoke", "--dir", data.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend(extra);
+    let output = bench_durability(&args);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{measurement} failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (scratch, out, stdout)
+}
+
+/// The lines of a CSV file after checking its header; each line split into cells as wide as the header.
+fn csv_rows(path: &Path, header: &str) -> Vec<Vec<String>> {
+    let csv = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(header), "{}", path.display());
+    let width = header.split(',').count();
+    lines
+        .map(|l| {
+            let cells: Vec<String> = l.split(',').map(str::to_string).collect();
+            assert_eq!(cells.len(), width, "{}: {l:?}", path.display());
+            cells
+        })
+        .collect()
+}
+
+#[test]
+fn durability_commit_smoke() {
+    let engines: Vec<&str> = engines().into_iter().filter(|e| *e != "sqlite").collect();
+    let joined = engines.join(",");
+    let (_scratch, out, stdout) = durability_smoke("commit", &["--engines", &joined, "--threads", "1,4"]);
+    let rows = csv_rows(
+        &out.join("commit.csv"),
+        "engine,threads,seconds,commits,commits_per_s,fsyncs,log_records,fsyncs_per_commit,p50_us,p99_us,\
+         p999_us,max_us,cpu_s,write_bytes,write_bytes_per_commit,failure",
+    );
+    assert_eq!(rows.len(), engines.len() * 2, "{rows:?}");
+    for row in &rows {
+        assert!(engines.contains(&row[0].as_str()), "{row:?}");
+        assert!(row[15].is_empty(), "failed: {row:?}");
+        assert!(number(&row[3], "commits") > 0.0, "{row:?}");
+        assert!(number(&row[4], "commits_per_s") > 0.0, "{row:?}");
+        if row[0] == "fractaldb" {
+            // Every commit was synced: at least one fsync, at most one per commit (and a few spare).
+            let fsyncs = number(&row[5], "fsyncs");
+            let records = number(&row[6], "log_records");
+            assert!(fsyncs >= 1.0 && fsyncs <= records + 2.0, "{row:?}");
+            assert!(records >= number(&row[3], "commits"), "{row:?}");
+        }
+    }
+    let md = std::fs::read_to_string(out.join("commit.md")).unwrap();
+    for needle in ["# fractaldb bench-durability commit", "## Machine", "## Settings", "| fractaldb | 4 |"] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    assert!(stdout.contains("[fractaldb x1]"), "{stdout}");
+}
+
+#[test]
+fn durability_checkpoint_smoke() {
+    let (_scratch, out, _) = durability_smoke("checkpoint", &[]);
+    let seconds = csv_rows(
+        &out.join("checkpoint-seconds.csv"),
+        "second,end_s,rows,rows_per_s,max_write_ms,in_checkpoint",
+    );
+    assert_eq!(seconds.len(), 3, "{seconds:?}");
+    for (i, row) in seconds.iter().enumerate() {
+        assert_eq!(row[0], (i + 1).to_string());
+        for cell in &row[1..] {
+            number(cell, "checkpoint-seconds.csv");
+        }
+        assert!(row[5] == "0" || row[5] == "1", "{row:?}");
+    }
+    assert!(seconds.iter().map(|r| number(&r[2], "rows")).sum::<f64>() > 0.0);
+    for row in csv_rows(&out.join("checkpoint-durations.csv"), "checkpoint,start_s,end_s,duration_s") {
+        for cell in &row {
+            number(cell, "checkpoint-durations.csv");
+        }
+    }
+    let md = std::fs::read_to_string(out.join("checkpoint.md")).unwrap();
+    for needle in ["# fractaldb bench-durability checkpoint", "**slowest / median window**", "## Checkpoints"]
+    {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+}
+
+#[test]
+fn durability_recovery_smoke() {
+    let (_scratch, out, stdout) = durability_smoke("recovery", &[]);
+    assert!(stdout.contains("killed the writer (SIGKILL)"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("recovery.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let values: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.len(), values.len(), "{csv}");
+    assert_eq!(lines.next(), None, "{csv}");
+    let get = |name: &str| -> f64 {
+        let i = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name} in {csv}"));
+        number(values[i], name)
+    };
+    assert!(get("durable_rows") > 0.0, "{csv}");
+    assert!(get("rows_acked_at_ready") >= get("durable_rows"), "{csv}");
+    assert!(get("log_files") >= 1.0 && get("log_bytes") > 0.0, "{csv}");
+    assert!(get("open_s") > 0.0, "{csv}");
+    // The last durable row and a sample were found, and so was any row written after them.
+    assert!(get("rows_checked") >= 2.0, "{csv}");
+    let md = std::fs::read_to_string(out.join("recovery.md")).unwrap();
+    assert!(md.contains("**Env::open seconds**"), "{md}");
+    assert!(!md.contains("## Failure"), "{md}");
+}
+
+#[test]
+fn durability_bad_flags_give_a_message_not_a_panic() {
+    let scratch = Scratch::new("durability-bad-flags");
+    let dir = scratch.0.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["commit", "--threads", "0"], "thread count"),
+        (vec!["commit", "--threads", "many"], "many"),
+        (vec!["commit", "--engines", "sqlite"], "sqlite is not measured"),
+        (vec!["commit", "--seconds", "0"], "seconds"),
+        (vec!["checkpoint", "--smoke", "--window-secs", "0"], "--window-secs"),
+        (vec!["checkpoint", "--smoke", "--batch-rows", "0"], "--batch-rows"),
+        (vec!["recovery", "--smoke", "--size", "1"], "--size"),
+        (vec!["recovery", "--cache", "12parsecs"], "unknown size unit"),
+        (vec!["recovery", "--checkpoint-period", "-1"], "-1"),
+        (vec!["explode"], "explode"),
+    ];
+    for (args, expected) in cases {
+        let mut all = args.clone();
+        all.extend(["--dir", &dir, "--out", &dir]);
+        let output = bench_durability(&all);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in {stderr}");
+    }
+    if !cfg!(feature = "rocksdb") {
+        let output =
+            bench_durability(&["commit", "--smoke", "--engines", "rocksdb", "--dir", &dir, "--out", &dir]);
+        assert!(text(&output.stderr).contains("--features rocksdb"), "{}", text(&output.stderr));
+    }
+}

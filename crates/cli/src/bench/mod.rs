@@ -9,6 +9,7 @@
 //! and `/proc/self/io` counters apart. The parent prints progress, gathers
 //! the reports and writes `intervals.csv`, `summary.csv` and `summary.md`.
 
+pub mod durability;
 mod engines;
 mod protocol;
 mod report;

@@ -24,10 +24,8 @@ pub struct FractalEngine {
 impl FractalEngine {
     /// Opens the environment in `dir`, creating the dictionaries that are missing.
     pub fn open(dir: &Path, config: &EngineConfig, keyspaces: &[&str]) -> Result<Self> {
-        let cache_size_bytes = usize::try_from(config.cache_size_bytes)
-            .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
-        let env_options =
-            EnvOptions { cache_size_bytes, direct_io: config.direct_io, ..EnvOptions::default() };
+        let env_options = env_options(config)?;
+        let cache_size_bytes = env_options.cache_size_bytes;
         let cleaner_threads = env_options.cleaner_threads;
         let env =
             Env::open(dir, env_options).context(|| format!("opening fractaldb in {}", dir.display()))?;
@@ -50,7 +48,7 @@ impl FractalEngine {
             let dictionary = if existing.iter().any(|d| d == name) {
                 env.open_dictionary(name)
             } else {
-                env.create_dictionary(name, DictOptions { codec: Codec::Zstd, ..DictOptions::default() })
+                env.create_dictionary(name, dict_options())
             }
             .context(|| format!("opening dictionary {name} in {}", dir.display()))?;
             dictionaries.insert(name.to_string(), dictionary);
@@ -69,6 +67,19 @@ impl FractalEngine {
             .get(keyspace)
             .ok_or_else(|| Error::new(format!("fractaldb: no keyspace {keyspace}")))
     }
+}
+
+/// The environment options every fractaldb benchmark starts from: the run's
+/// cache size and direct I/O, everything else at the defaults.
+pub fn env_options(config: &EngineConfig) -> Result<EnvOptions> {
+    let cache_size_bytes = usize::try_from(config.cache_size_bytes)
+        .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
+    Ok(EnvOptions { cache_size_bytes, direct_io: config.direct_io, ..EnvOptions::default() })
+}
+
+/// The options of every dictionary a benchmark creates: the defaults, zstd.
+pub fn dict_options() -> DictOptions {
+    DictOptions { codec: Codec::Zstd, ..DictOptions::default() }
 }
 
 impl Engine for FractalEngine {

@@ -1,9 +1,9 @@
 //! The engines a benchmark compares, behind one small trait so a workload is
 //! written once and runs on each of them the same way.
 
-mod fractal;
+pub mod fractal;
 #[cfg(feature = "rocksdb")]
-mod rocks;
+pub mod rocks;
 mod sqlite;
 
 use std::fmt;

@@ -30,17 +30,7 @@ impl RocksEngine {
     pub fn open(dir: &Path, config: &EngineConfig, keyspaces: &[&str]) -> Result<Self> {
         let cache_size_bytes = usize::try_from(config.cache_size_bytes)
             .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
-        let cache = Cache::new_lru_cache(cache_size_bytes)?;
-        let mut table = BlockBasedOptions::default();
-        table.set_block_cache(&cache);
-        let mut cf_options = Options::default();
-        cf_options.set_block_based_table_factory(&table);
-        cf_options.set_compression_type(DBCompressionType::Zstd);
-        let mut db_options = cf_options.clone();
-        db_options.create_if_missing(true);
-        db_options.create_missing_column_families(true);
-        db_options.set_use_direct_reads(config.direct_io);
-        db_options.set_use_direct_io_for_flush_and_compaction(config.direct_io);
+        let (db_options, cf_options) = options(config)?;
         let descriptors = keyspaces.iter().map(|&k| ColumnFamilyDescriptor::new(k, cf_options.clone()));
         let db = DB::open_cf_descriptors(&db_options, dir, descriptors)
             .context(|| format!("opening rocksdb in {}", dir.display()))?;
@@ -66,9 +56,29 @@ impl RocksEngine {
     }
 }
 
+/// The options every RocksDB benchmark opens with, as (database, column
+/// family): an LRU block cache of the run's cache size, zstd, and direct
+/// reads plus direct flush/compaction I/O when the run asks for direct I/O.
+pub fn options(config: &EngineConfig) -> Result<(Options, Options)> {
+    let cache_size_bytes = usize::try_from(config.cache_size_bytes)
+        .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
+    let cache = Cache::new_lru_cache(cache_size_bytes)?;
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(&cache);
+    let mut cf_options = Options::default();
+    cf_options.set_block_based_table_factory(&table);
+    cf_options.set_compression_type(DBCompressionType::Zstd);
+    let mut db_options = cf_options.clone();
+    db_options.create_if_missing(true);
+    db_options.create_missing_column_families(true);
+    db_options.set_use_direct_reads(config.direct_io);
+    db_options.set_use_direct_io_for_flush_and_compaction(config.direct_io);
+    Ok((db_options, cf_options))
+}
+
 /// The library's version as it writes it at the top of its info log (the
 /// crate has no call for it, and the linked library is the system's).
-fn library_version(dir: &Path) -> String {
+pub fn library_version(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("LOG"))
         .ok()
         .and_then(|log| {
