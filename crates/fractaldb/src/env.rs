@@ -120,6 +120,22 @@ impl Default for DictOptions {
     }
 }
 
+/// The phases of one checkpoint (see `docs/ARCHITECTURE.md`, Checkpoints).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckpointTiming {
+    /// From the start to the end.
+    pub total: Duration,
+    /// Waiting for the exclusive checkpoint lock (for writers and cleaners
+    /// in a node-changing step to finish); writers arriving meanwhile wait.
+    pub lock_wait: Duration,
+    /// Holding it: the begin record and marking dirty nodes. Writers wait.
+    pub exclusive: Duration,
+    /// The fsync of the log through the begin record.
+    pub log_sync: Duration,
+    /// Writing the nodes, tables and headers (writers go on).
+    pub write: Duration,
+}
+
 /// Counters of an environment.
 #[derive(Debug, Clone, Copy)]
 pub struct EnvStats {
@@ -151,7 +167,7 @@ struct Inner {
     /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
-    checkpoint_log: Mutex<Vec<Duration>>,
+    checkpoint_log: Mutex<Vec<CheckpointTiming>>,
     _lock: Box<dyn Send + Sync>,
 }
 
@@ -480,6 +496,12 @@ impl Env {
 
     /// How long each checkpoint taken since the environment opened took.
     pub fn checkpoint_durations(&self) -> Vec<Duration> {
+        self.inner.checkpoint_log.lock().iter().map(|t| t.total).collect()
+    }
+
+    /// Where the time of each checkpoint taken since the environment opened
+    /// went, oldest first.
+    pub fn checkpoint_timings(&self) -> Vec<CheckpointTiming> {
         self.inner.checkpoint_log.lock().clone()
     }
 
@@ -519,8 +541,10 @@ impl Inner {
         let start = Instant::now();
         let log = self.ctx.log.get();
         let mut keep_log = false;
+        let mut timing = CheckpointTiming::default();
         let (begin, ckpts) = {
             let _exclusive = self.ctx.checkpoint_lock.write();
+            timing.lock_wait = start.elapsed();
             let begin = match log {
                 Some(log) => log.append(&Record::CheckpointBegin.encode())?,
                 // Before recovery has set up the log: nothing to trim.
@@ -531,14 +555,18 @@ impl Inner {
             let (trees, failed): (Vec<_>, Vec<_>) = self.trees().into_iter().partition(|t| !t.is_failed());
             keep_log |= !failed.is_empty();
             let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
+            timing.exclusive = start.elapsed() - timing.lock_wait;
             (begin, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
         };
+        let t = Instant::now();
         let mut first_err = log.map_or(Ok(()), |log| log.sync_to(begin)).err();
-        for (t, c) in ckpts {
+        timing.log_sync = t.elapsed();
+        let t0 = Instant::now();
+        for (tree, c) in ckpts {
             let r = match first_err {
-                None => t.finish_checkpoint(c),
+                None => tree.finish_checkpoint(c),
                 Some(_) => {
-                    t.abandon_checkpoint(&c);
+                    tree.abandon_checkpoint(&c);
                     Ok(())
                 }
             };
@@ -556,7 +584,9 @@ impl Inner {
                 log.trim(begin)?;
             }
         }
-        self.checkpoint_log.lock().push(start.elapsed());
+        timing.write = t0.elapsed();
+        timing.total = start.elapsed();
+        self.checkpoint_log.lock().push(timing);
         Ok(())
     }
 

@@ -35,7 +35,7 @@ mod recovery;
 mod tree;
 
 pub use cache::CacheStats;
-pub use env::{DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
+pub use env::{CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
 pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};

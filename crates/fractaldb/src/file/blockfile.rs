@@ -266,7 +266,11 @@ impl BlockFile {
         }
         // It was queued to be freed once no checkpoint names it; now the
         // current table names it.
-        let i = st.pending.iter().position(|&(o, _)| o == ext.offset).expect("a checkpoint-only block is pending");
+        let i = st
+            .pending
+            .iter()
+            .position(|&(o, _)| o == ext.offset)
+            .expect("a checkpoint-only block is pending");
         st.pending.swap_remove(i);
         if let Some(old) = st.table.set(bn, ext) {
             st.release(old.offset, old.alloc_len());
