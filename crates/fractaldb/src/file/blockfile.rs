@@ -36,11 +36,10 @@ pub struct BlockFile {
 /// Byte ranges (offset -> allocated length) that some checkpoint refers to.
 type Ranges = BTreeMap<u64, u64>;
 
-/// Which tables a block write updates.
+/// Which table a block write updates.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Place {
     Current,
-    Both,
     CheckpointOnly,
 }
 
@@ -74,6 +73,19 @@ fn overlaps(ranges: &Ranges, off: u64, len: u64) -> bool {
 }
 
 impl State {
+    /// Points the checkpoint in progress at `ext` for `bn` and protects it.
+    fn join_checkpoint(&mut self, bn: BlockNum, ext: Extent) {
+        let ckpt = self.ckpt.as_mut().expect("a checkpoint write outside a checkpoint");
+        assert!(ckpt.is_allocated(bn), "checkpoint write of block {bn}, unknown at its begin");
+        let refs = self.in_flight.as_mut().expect("set with ckpt");
+        // The begin-time extent this replaces is no longer part of the
+        // checkpoint (the last durable one may still protect it).
+        if let Some(old) = ckpt.set(bn, ext) {
+            refs.remove(&old.offset);
+        }
+        refs.insert(ext.offset, ext.alloc_len());
+    }
+
     fn protected(&self, off: u64, len: u64) -> bool {
         overlaps(&self.durable, off, len) || self.in_flight.as_ref().is_some_and(|r| overlaps(r, off, len))
     }
@@ -238,23 +250,24 @@ impl BlockFile {
         self.place_block(bn, data, header_len, Place::Current)
     }
 
-    /// Writes a node's state as of the begin of the checkpoint in progress.
-    /// With `also_current`, that state is also the node's current one (it has
-    /// not changed since the begin) and `bn` points at it in both tables;
-    /// without, the bytes are a copy taken before the node changed, and only
-    /// the checkpoint's table points at them.
-    pub fn write_block_for_checkpoint(
-        &self,
-        bn: BlockNum,
-        data: &[u8],
-        header_len: u32,
-        also_current: bool,
-    ) -> Result<Extent> {
-        let place = if also_current { Place::Both } else { Place::CheckpointOnly };
-        self.place_block(bn, data, header_len, place)
+    /// Writes a node's state as of the begin of the checkpoint in progress
+    /// (a copy: the node may have moved on). Only the checkpoint's table
+    /// points at the block, unless `make_current` says it is also current.
+    /// (A block `write_block` wrote joins the checkpoint by `add_to_checkpoint`.)
+    pub fn write_block_for_checkpoint(&self, bn: BlockNum, data: &[u8], header_len: u32) -> Result<Extent> {
+        self.place_block(bn, data, header_len, Place::CheckpointOnly)
     }
 
-    /// Makes a block written by `write_block_for_checkpoint(.., false)` the
+    /// Makes the block `write_block` just wrote for `bn` part of the
+    /// checkpoint in progress too: the node was marked by the checkpoint's
+    /// begin and had not changed since.
+    pub fn add_to_checkpoint(&self, bn: BlockNum, ext: Extent) {
+        let mut st = self.state.lock();
+        debug_assert_eq!(st.table.get(bn), Some(ext), "add_to_checkpoint of a block not current");
+        st.join_checkpoint(bn, ext);
+    }
+
+    /// Makes a block written by `write_block_for_checkpoint` the
     /// current version of `bn` too (its node did not change while it was
     /// written). False, changing nothing, if `bn` no longer exists or the
     /// checkpoint has finished.
@@ -302,24 +315,16 @@ impl BlockFile {
             return Err(e);
         }
         let mut st = self.state.lock();
-        let st = &mut *st;
-        if place != Place::Current {
-            let ckpt = st.ckpt.as_mut().expect("checked above");
-            let refs = st.in_flight.as_mut().expect("set with ckpt");
-            // The begin-time extent this replaces is no longer part of the
-            // checkpoint (the last durable one may still protect it).
-            if let Some(old) = ckpt.set(bn, ext) {
-                refs.remove(&old.offset);
-            }
-            refs.insert(ext.offset, ext.alloc_len());
-            if place == Place::CheckpointOnly {
+        match place {
+            Place::CheckpointOnly => {
+                st.join_checkpoint(bn, ext);
                 // No current block points here: free it once no checkpoint does.
                 st.pending.push((ext.offset, ext.alloc_len()));
             }
-        }
-        if place != Place::CheckpointOnly {
-            if let Some(old) = st.table.set(bn, ext) {
-                st.release(old.offset, old.alloc_len());
+            Place::Current => {
+                if let Some(old) = st.table.set(bn, ext) {
+                    st.release(old.offset, old.alloc_len());
+                }
             }
         }
         Ok(ext)

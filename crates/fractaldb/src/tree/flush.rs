@@ -209,7 +209,7 @@ fn split_leaf(tree: &Tree, leaf: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 dirty: true,
                 disk: None,
                 disk_parts: Vec::new(),
-                ckpt_pending: false,
+                ckpt_pending: std::sync::atomic::AtomicBool::new(false),
                 ckpt_writing: false,
             },
         ));
@@ -242,7 +242,7 @@ fn split_internal(tree: &Tree, node: &mut Node) -> Vec<(Box<[u8]>, Node)> {
                 dirty: true,
                 disk: None,
                 disk_parts: Vec::new(),
-                ckpt_pending: false,
+                ckpt_pending: std::sync::atomic::AtomicBool::new(false),
                 ckpt_writing: false,
             },
         ));
@@ -479,7 +479,7 @@ impl Tree {
             dirty: true,
             disk: None,
             disk_parts: Vec::new(),
-            ckpt_pending: false,
+            ckpt_pending: std::sync::atomic::AtomicBool::new(false),
             ckpt_writing: false,
         };
         let pieces =

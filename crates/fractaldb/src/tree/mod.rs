@@ -387,7 +387,7 @@ impl Tree {
             dirty: false,
             disk: Some(ext),
             disk_parts: header.parts,
-            ckpt_pending: false,
+            ckpt_pending: std::sync::atomic::AtomicBool::new(false),
             ckpt_writing: false,
         })
     }
@@ -687,10 +687,13 @@ impl Tree {
         let mut pending = Vec::new();
         if !self.dropped.load(AtomicOrdering::Relaxed) {
             for e in self.ctx.cache.entries_of(self.dict) {
-                let mut g = e.node.write();
+                // A shared lock: the evictor may be writing this node back
+                // (holding it upgradable through the I/O); it sees the mark
+                // when it finishes and puts its block in this checkpoint too.
+                let g = e.node.read();
                 if g.dirty {
-                    debug_assert!(!g.ckpt_pending, "a node pending from an earlier checkpoint");
-                    g.ckpt_pending = true;
+                    let was = g.ckpt_pending.swap(true, AtomicOrdering::SeqCst);
+                    debug_assert!(!was, "a node pending from an earlier checkpoint");
                     drop(g);
                     pending.push(e);
                 }
@@ -734,7 +737,7 @@ impl Tree {
         }
         for (bn, node) in clones {
             let s = serialize::serialize(&node, self.settings.codec);
-            if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len, false) {
+            if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len) {
                 self.abandon_checkpoint(&ckpt);
                 return Err(e);
             }
@@ -751,16 +754,15 @@ impl Tree {
     fn write_pending(&self, e: &Entry) -> Result<()> {
         let snap = {
             let mut g = e.node.write();
-            if !g.ckpt_pending {
+            if !g.ckpt_pending.swap(false, AtomicOrdering::SeqCst) {
                 return Ok(()); // copied by a writer (`cow`) or written by the evictor
             }
-            g.ckpt_pending = false;
             g.ckpt_writing = true;
             g.snapshot()
         };
         let s = serialize::serialize(&snap, self.settings.codec);
         drop(snap);
-        let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len, false);
+        let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len);
         let mut g = e.node.write();
         let unchanged = std::mem::replace(&mut g.ckpt_writing, false);
         let ext = ext?;
@@ -779,7 +781,7 @@ impl Tree {
     /// dirty) and close the file's checkpoint without a header.
     pub(crate) fn abandon_checkpoint(&self, ckpt: &TreeCheckpoint) {
         for e in &ckpt.pending {
-            e.node.write().ckpt_pending = false;
+            e.node.read().ckpt_pending.store(false, AtomicOrdering::SeqCst);
         }
         self.ckpt_clones.lock().clear();
         self.file.abandon_checkpoint();
@@ -792,8 +794,7 @@ impl Tree {
         // The checkpoint's copy of this node, if being written, is now stale
         // as the node's current version (see `write_pending`).
         node.ckpt_writing = false;
-        if node.ckpt_pending {
-            node.ckpt_pending = false;
+        if node.ckpt_pending.swap(false, AtomicOrdering::SeqCst) {
             self.ctx.checkpoint_copies.fetch_add(1, AtomicOrdering::Relaxed);
             self.ckpt_clones.lock().push((bn, node.snapshot()));
         }
@@ -801,18 +802,17 @@ impl Tree {
 
     /// Writes a dirty node, held by `g` so it cannot change meanwhile, and
     /// marks it clean at its new place.
-    /// A node still `ckpt_pending` is in its checkpoint's begin-time state,
-    /// so this write also serves the checkpoint.
+    /// A node `ckpt_pending` once the write is done (marked before it, or by
+    /// a checkpoint's begin during it: `g` keeps writers out, so either way
+    /// the bytes are the begin-time state) also serves the checkpoint.
     fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
         let s = serialize::serialize(&g, self.settings.codec);
-        let ext = if g.ckpt_pending {
-            self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len, true)?
-        } else {
-            self.file.write_block(e.bn, &s.bytes, s.header_len)?
-        };
+        let ext = self.file.write_block(e.bn, &s.bytes, s.header_len)?;
         let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
-        w.ckpt_pending = false;
+        if w.ckpt_pending.swap(false, AtomicOrdering::SeqCst) {
+            self.file.add_to_checkpoint(e.bn, ext);
+        }
         w.ckpt_writing = false;
         w.dirty = false;
         w.disk = Some(ext);

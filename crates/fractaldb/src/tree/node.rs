@@ -18,6 +18,7 @@ use super::buffer::MsgBuffer;
 use super::packed::PackedBuffer;
 use super::Comparator;
 use crate::file::{BlockNum, Extent};
+use std::sync::atomic::AtomicBool;
 
 /// Memory a node costs besides its pivots and partitions.
 const NODE_OVERHEAD_BYTES: usize = 256;
@@ -75,7 +76,12 @@ pub(crate) struct Node {
     /// Dirty when a checkpoint began and not written or copied since: the
     /// node is still in its begin-time state, which that checkpoint must
     /// write. Whoever changes it first copies it (`Tree::cow`).
-    pub ckpt_pending: bool,
+    ///
+    /// Atomic so a checkpoint's begin can mark a node under a shared lock,
+    /// without waiting for the evictor's write-back (which holds an
+    /// upgradable lock through its I/O); every other change to it happens
+    /// under the node's write lock.
+    pub ckpt_pending: AtomicBool,
     /// A checkpoint is writing a copy of this node as it is; cleared by any
     /// change (`Tree::cow`), so the checkpoint knows whether its block may
     /// also serve as the node's current version.
@@ -92,7 +98,7 @@ impl Node {
             dirty: true,
             disk: None,
             disk_parts: Vec::new(),
-            ckpt_pending: false,
+            ckpt_pending: AtomicBool::new(false),
             ckpt_writing: false,
         }
     }
@@ -117,7 +123,7 @@ impl Node {
             dirty: true,
             disk: None,
             disk_parts: Vec::new(),
-            ckpt_pending: false,
+            ckpt_pending: AtomicBool::new(false),
             ckpt_writing: false,
         }
     }
