@@ -2,11 +2,17 @@
 //!
 //! Layers, bottom up (see `docs/ARCHITECTURE.md`):
 //! - `file`: block files: copy-on-write blocks through a translation table,
-//!   alternating checksummed headers, codecs, O_DIRECT I/O;
+//!   alternating checksummed headers, codecs, O_DIRECT I/O, the I/O layer;
 //! - `cache`: one byte-bounded node cache with eviction and write-back;
 //! - `tree`: the Bε-tree: messages, buffers, basements, flushing, splits,
 //!   merges, cursors, `check`;
-//! - `env`: environments, the catalog of dictionaries, background threads.
+//! - `log`: the write-ahead log (framed, checksummed records; group commit);
+//!   `recovery`: the records the engine logs and the exactly-once replay rule;
+//! - `env`: environments, the catalog of dictionaries, background threads,
+//!   checkpoints and recovery at open.
+//!
+//! Every file operation goes through a [`Vfs`]: [`OsVfs`] in production,
+//! [`SimVfs`] (in memory, crashes and faults on demand) in tests.
 //!
 //! ```no_run
 //! use fractaldb::{DictOptions, Env, EnvOptions};
