@@ -257,21 +257,34 @@ impl Env {
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes };
         let mut ckpt_lsns = self.ckpt_lsns()?;
         let min_next_lsn = ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).max().unwrap_or(&0) + 1;
+        // Records older than every dictionary's checkpoint apply nowhere:
+        // skip them without decoding (unless a dictionary could not be
+        // read: any record of its is then an error).
+        let skip_below = match ckpt_lsns.values().any(|(_, l)| l.is_err()) {
+            true => 0,
+            false => ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).min().copied().unwrap_or(0),
+        };
         let mut replayed = 0u64;
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
+            if lsn < skip_below {
+                return Ok(());
+            }
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
             let Record::Write { file_id, msgs } = rec else { return Ok(()) };
-            // A dictionary dropped since is not in the catalog: skip its writes.
-            let Some((name, ckpt_lsn)) = ckpt_lsns.get_mut(&file_id) else { return Ok(()) };
             // A dictionary whose file cannot be read is an error here only
             // if the log has writes for it; else at `open_dictionary`.
-            let ckpt_lsn = match ckpt_lsn {
-                Ok(l) => *l,
-                Err(e) => return Err(std::mem::replace(e, Error::invalid(""))),
+            let ckpt_lsn = match ckpt_lsns.get(&file_id) {
+                // A dictionary dropped since is not in the catalog: skip its writes.
+                None => return Ok(()),
+                Some((_, Ok(l))) => *l,
+                Some((_, Err(_))) => match ckpt_lsns.remove(&file_id) {
+                    Some((_, Err(e))) => return Err(e),
+                    _ => unreachable!("matched just above"),
+                },
             };
             if lsn >= ckpt_lsn {
-                let tree = self.open_tree(name)?;
+                let tree = self.open_tree(&ckpt_lsns[&file_id].0)?;
                 debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
                 tree.write(msgs)?;
                 replayed += 1;

@@ -128,6 +128,15 @@ fn apply_model(m: &mut Model, op: &Op) {
 
 fn run_op(env: &Env, d: &fractaldb::Dictionary, op: &Op) -> fractaldb::Result<()> {
     match op {
+        Op::Checkpoint => env.checkpoint(),
+        Op::Clean(n) => env.run_cleaner(*n).map(|_| ()),
+        write => run_write(d, write),
+    }
+}
+
+/// Runs a write (not `Checkpoint` or `Clean`) on the dictionary.
+fn run_write(d: &fractaldb::Dictionary, op: &Op) -> fractaldb::Result<()> {
+    match op {
         Op::Put(k, v) => d.put(k, v),
         Op::Delete(k) => d.delete(k),
         Op::Append(k, a) => d.update(k, APPEND, a),
@@ -139,14 +148,13 @@ fn run_op(env: &Env, d: &fractaldb::Dictionary, op: &Op) -> fractaldb::Result<()
                     Op::Put(k, v) => b.put(k, v),
                     Op::Delete(k) => b.delete(k),
                     Op::Append(k, a) => b.update(k, APPEND, a),
-                    // A broadcast cannot be batched: do it as its own write.
+                    // A broadcast cannot be batched (`batchable` removes them).
                     _ => {}
                 }
             }
             d.write(&b)
         }
-        Op::Checkpoint => env.checkpoint(),
-        Op::Clean(n) => env.run_cleaner(*n).map(|_| ()),
+        Op::Checkpoint | Op::Clean(_) => unreachable!("not a write: {op:?}"),
     }
 }
 
@@ -350,26 +358,7 @@ fn concurrent_seed(seed: u64) {
                                 break prefixed(t, op);
                             }
                         };
-                        let r = match &op {
-                            Op::Put(k, v) => d.put(k, v),
-                            Op::Delete(k) => d.delete(k),
-                            Op::Append(k, a) => d.update(k, APPEND, a),
-                            Op::Batch(_) => {
-                                let mut b = WriteBatch::new();
-                                if let Op::Batch(ops) = &op {
-                                    for o in ops {
-                                        match o {
-                                            Op::Put(k, v) => b.put(k, v),
-                                            Op::Delete(k) => b.delete(k),
-                                            Op::Append(k, a) => b.update(k, APPEND, a),
-                                            _ => {}
-                                        }
-                                    }
-                                }
-                                d.write(&b)
-                            }
-                            _ => unreachable!(),
-                        };
+                        let r = run_write(&d, &op);
                         match r {
                             Ok(()) => apply_model(&mut model, &op),
                             Err(_) => return (model, op),
