@@ -29,7 +29,9 @@ use crate::tree::cursor::Cursor;
 use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
 use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
-use crate::tree::{Comparator, Context, Tree};
+use crate::tree::{Comparator, Context, Logging, Tree};
+use crate::txn::locktree::LockStats;
+use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
 
 /// Settings of an environment.
 #[derive(Clone)]
@@ -71,6 +73,13 @@ pub struct EnvOptions {
     /// space than this, so a full disk never stops a checkpoint or log write
     /// halfway. 0 turns the check off.
     pub reserve_free_bytes: u64,
+    /// How long a transaction's lock request waits for a conflicting lock
+    /// before it fails with `Error::LockTimeout`.
+    pub lock_timeout: Duration,
+    /// The lock tree's memory limit; past it (after merging each
+    /// transaction's adjacent locks) lock requests fail with
+    /// `Error::LockMemoryFull`.
+    pub lock_memory_bytes: usize,
 }
 
 impl Default for EnvOptions {
@@ -88,6 +97,8 @@ impl Default for EnvOptions {
             checkpoint_period: Some(Duration::from_secs(60)),
             log_file_size_bytes: 64 << 20,
             reserve_free_bytes: 64 << 20,
+            lock_timeout: Duration::from_secs(4),
+            lock_memory_bytes: 64 << 20,
         }
     }
 }
@@ -145,7 +156,15 @@ pub struct EnvStats {
     /// Nodes a writer changed while a checkpoint still had to write them,
     /// so they were copied first (the price of never making writers wait).
     pub checkpoint_copies: u64,
+    /// The lock tree: locks held, bytes, waits, timeouts, deadlocks.
+    pub locks: LockStats,
+    /// Transactions begun and not yet finished.
+    pub open_transactions: usize,
 }
+
+/// Per dictionary file id: its name and its header's (ckpt_lsn, next_txid),
+/// or why the header cannot be read.
+type CkptInfo = HashMap<u64, (String, Result<(u64, u64)>)>;
 
 struct Open {
     catalog: Catalog,
@@ -158,6 +177,7 @@ struct Inner {
     path: PathBuf,
     direct_io: bool,
     ctx: Arc<Context>,
+    txns: Arc<TxnManager>,
     comparators: HashMap<String, Comparator>,
     open: Mutex<Open>,
     next_dict: AtomicU32,
@@ -202,6 +222,8 @@ impl Env {
             space_short: AtomicBool::new(false),
             epoch: Instant::now(),
             dir: path.clone(),
+            horizon: AtomicU64::new(1),
+            next_txid: AtomicU64::new(1),
             msn: AtomicU64::new(0),
             fns: opts.update_fns.iter().cloned().collect(),
             checkpoint_lock: RwLock::new(()),
@@ -210,10 +232,12 @@ impl Env {
             closed: AtomicBool::new(false),
             vfs,
         });
+        let txns = Arc::new(TxnManager::new(ctx.clone(), opts.lock_memory_bytes, opts.lock_timeout));
         let inner = Arc::new(Inner {
             path,
             direct_io: opts.direct_io,
             ctx,
+            txns,
             comparators: opts.comparators.iter().cloned().collect(),
             open: Mutex::new(Open { catalog, trees: HashMap::default() }),
             next_dict: AtomicU32::new(1),
@@ -256,41 +280,71 @@ impl Env {
         let vfs = inner.ctx.vfs.clone();
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes };
         let mut ckpt_lsns = self.ckpt_lsns()?;
-        let min_next_lsn = ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).max().unwrap_or(&0) + 1;
-        // Records older than every dictionary's checkpoint apply nowhere:
-        // skip them without decoding (unless a dictionary could not be
-        // read: any record of its is then an error).
-        let skip_below = match ckpt_lsns.values().any(|(_, l)| l.is_err()) {
-            true => 0,
-            false => ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok()).min().copied().unwrap_or(0),
-        };
+        let min_next_lsn =
+            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0) + 1;
+        let mut next_txid =
+            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.1)).max().unwrap_or(0).max(1);
+        // Every record is decoded: besides the writes to replay (those at or
+        // after their dictionary's ckpt_lsn), the writes of transactions
+        // give the keys their commit or abort must clean up.
         let mut replayed = 0u64;
+        let mut txn_keys: HashMap<u64, Vec<UndoKey>> = HashMap::new();
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
-            if lsn < skip_below {
-                return Ok(());
-            }
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
-            let Record::Write { file_id, msgs } = rec else { return Ok(()) };
-            // A dictionary whose file cannot be read is an error here only
-            // if the log has writes for it; else at `open_dictionary`.
-            let ckpt_lsn = match ckpt_lsns.get(&file_id) {
-                // A dictionary dropped since is not in the catalog: skip its writes.
-                None => return Ok(()),
-                Some((_, Ok(l))) => *l,
-                Some((_, Err(_))) => match ckpt_lsns.remove(&file_id) {
-                    Some((_, Err(e))) => return Err(e),
-                    _ => unreachable!("matched just above"),
-                },
+            let (txid, body) = match rec {
+                Record::TxnCommit { txid } => (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([]))),
+                Record::TxnAbort { txid, lo, hi } => {
+                    (txid, MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(lo, hi)))
+                }
+                Record::Write { file_id, msgs } => {
+                    for (k, b) in &msgs {
+                        next_txid = next_txid.max(b.txid + 1);
+                        if b.provisional {
+                            txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
+                        }
+                    }
+                    // A dictionary whose file cannot be read is an error here only
+                    // if the log has writes for it; else at `open_dictionary`.
+                    let ckpt_lsn = match ckpt_lsns.get(&file_id) {
+                        // A dictionary dropped since is not in the catalog: skip its writes.
+                        None => return Ok(()),
+                        Some((_, Ok((l, _)))) => *l,
+                        Some((_, Err(_))) => match ckpt_lsns.remove(&file_id) {
+                            Some((_, Err(e))) => return Err(e),
+                            _ => unreachable!("matched just above"),
+                        },
+                    };
+                    if lsn >= ckpt_lsn {
+                        let tree = self.open_tree(&ckpt_lsns[&file_id].0)?;
+                        debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
+                        tree.write(msgs)?;
+                        replayed += 1;
+                    }
+                    return Ok(());
+                }
+                _ => return Ok(()),
             };
-            if lsn >= ckpt_lsn {
-                let tree = self.open_tree(&ckpt_lsns[&file_id].0)?;
-                debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
-                tree.write(msgs)?;
-                replayed += 1;
-            }
+            // A commit or abort: its clean-up messages again (they are
+            // idempotent), to every key the transaction wrote.
+            next_txid = next_txid.max(txid + 1);
+            // A rollback to a savepoint leaves the transaction open.
+            let ends = body.kind == MsgKind::Commit || body.abort_range() == Ok((0, u32::MAX));
+            let keys = match ends {
+                true => txn_keys.remove(&txid).unwrap_or_default(),
+                false => txn_keys.get(&txid).cloned().unwrap_or_default(),
+            };
+            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)?;
             Ok(())
         })?;
+        // Transactions the log shows no end for are rolled back.
+        let mut open: Vec<_> = txn_keys.into_iter().collect();
+        open.sort_by_key(|(t, _)| *t);
+        for (txid, keys) in open {
+            let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
+            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)? + 1;
+        }
+        inner.txns.set_next_txid(next_txid);
         let _ = inner.ctx.log.set(Arc::new(log));
         if replayed > 0 {
             inner.checkpoint()?;
@@ -298,16 +352,39 @@ impl Env {
         Ok(())
     }
 
+    /// Sends clean-up message `body` to `keys` during recovery, skipping
+    /// dictionaries dropped since; returns how many tree writes it made.
+    fn send_cleanup(&self, ckpt_lsns: &CkptInfo, keys: &[UndoKey], body: &MsgBody) -> Result<u64> {
+        let mut writes = 0;
+        for run in keys.chunk_by(|a, b| a.0 == b.0) {
+            let Some((name, info)) = ckpt_lsns.get(&run[0].0) else { continue };
+            if let Err(e) = info {
+                return Err(Error::corrupt(
+                    &self.inner.path,
+                    None,
+                    format!("dictionary {name:?} is unreadable ({e}) and the log has transactions on it"),
+                ));
+            }
+            let tree = self.open_tree(name)?;
+            for c in run.chunks(1024) {
+                tree.write_msgs(c.iter().map(|(_, k)| (k.clone(), body.clone())).collect(), Logging::None)?;
+                writes += 1;
+            }
+        }
+        Ok(writes)
+    }
+
     /// Each dictionary's name and the `ckpt_lsn` of its newest valid header
     /// (or why it cannot be read), by file id.
-    fn ckpt_lsns(&self) -> Result<HashMap<u64, (String, Result<u64>)>> {
+    fn ckpt_lsns(&self) -> Result<CkptInfo> {
         let dicts: Vec<(String, u64)> =
             self.inner.open.lock().catalog.dicts.iter().map(|(n, &id)| (n.clone(), id)).collect();
         let mut out = HashMap::new();
         for (name, id) in dicts {
             let path = dict_file(&self.inner.path, id);
             let lsn = BlockFile::open(&*self.inner.ctx.vfs, &path, false).and_then(|(_, meta)| {
-                Ok(Meta::decode(&meta).map_err(|r| Error::corrupt(&path, None, r))?.ckpt_lsn)
+                let m = Meta::decode(&meta).map_err(|r| Error::corrupt(&path, None, r))?;
+                Ok((m.ckpt_lsn, m.next_txid))
             });
             out.insert(id, (name, lsn));
         }
@@ -390,13 +467,24 @@ impl Env {
         open.trees.insert(name.to_string(), tree.clone());
         drop(open);
         self.log_ddl(Record::CreateDict { file_id, name: name.to_string() })?;
-        Ok(Dictionary { tree, name: name.to_string() })
+        Ok(Dictionary { tree, name: name.to_string(), txns: self.inner.txns.clone() })
     }
 
     /// Opens an existing dictionary (or returns another handle to it).
     pub fn open_dictionary(&self, name: &str) -> Result<Dictionary> {
         self.check_open()?;
-        Ok(Dictionary { tree: self.open_tree(name)?, name: name.to_string() })
+        Ok(Dictionary { tree: self.open_tree(name)?, name: name.to_string(), txns: self.inner.txns.clone() })
+    }
+
+    /// Begins a transaction at `isolation`.
+    pub fn begin(&self, isolation: Isolation) -> Result<Txn> {
+        self.begin_with(TxnOptions { isolation, lock_timeout: None })
+    }
+
+    /// Begins a transaction with `opts`.
+    pub fn begin_with(&self, opts: TxnOptions) -> Result<Txn> {
+        self.check_open()?;
+        Ok(Txn::begin(self.inner.txns.clone(), opts))
     }
 
     fn open_tree(&self, name: &str) -> Result<Arc<Tree>> {
@@ -441,6 +529,7 @@ impl Env {
         catalog.dicts.remove(name);
         catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
         open.catalog = catalog;
+        self.inner.txns.locks.forget_dict(file_id);
         if let Some(tree) = open.trees.remove(name) {
             tree.dropped.store(true, Ordering::Relaxed);
             self.inner.ctx.cache.remove_dict(tree.dict);
@@ -504,7 +593,13 @@ impl Env {
     pub fn stats(&self) -> EnvStats {
         let log = self.inner.ctx.log.get().map(|l| l.stats()).unwrap_or_default();
         let checkpoint_copies = self.inner.ctx.checkpoint_copies.load(Ordering::Relaxed);
-        EnvStats { cache: self.inner.ctx.cache.stats(), log, checkpoint_copies }
+        EnvStats {
+            cache: self.inner.ctx.cache.stats(),
+            log,
+            checkpoint_copies,
+            locks: self.inner.txns.locks.stats(),
+            open_transactions: self.inner.txns.unfinished(),
+        }
     }
 
     /// How long each checkpoint taken since the environment opened took.
@@ -594,7 +689,9 @@ impl Inner {
             let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
             log.sync_to(lsn)?;
             if !keep_log {
-                log.trim(begin)?;
+                // Not past the first record of a transaction still cleaning
+                // up: recovery needs its whole write list (`recovery.rs`).
+                log.trim(begin.min(self.txns.keep_log_from()))?;
             }
         }
         timing.write = t0.elapsed();
@@ -618,7 +715,8 @@ impl Inner {
             // After a clean close the log holds no writes: the next open
             // replays nothing and reads no dictionary it does not use.
             // (Not if a dictionary failed: the log holds its writes.)
-            if result.is_ok() && !self.trees().iter().any(|t| t.is_failed()) {
+            // Nor if a transaction is unfinished: recovery rolls it back.
+            if result.is_ok() && !self.trees().iter().any(|t| t.is_failed()) && self.txns.unfinished() == 0 {
                 result = log.start_empty_file();
             }
             let _ = log.sync_all();
@@ -646,6 +744,11 @@ fn validate_name(name: &str) -> Result<()> {
 fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
     let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
     for name in vfs.list(dir)? {
+        // A transaction's undo scratch file outlives no process.
+        if name.starts_with("txn-") && name.ends_with(".undo") {
+            vfs.remove(&dir.join(&name))?;
+            continue;
+        }
         let Some(id) =
             name.strip_prefix('d').and_then(|n| n.strip_suffix(".fdb")).and_then(|n| n.parse().ok())
         else {
@@ -695,12 +798,13 @@ fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<
 /// strings. Cheap to clone; every clone refers to the same dictionary.
 #[derive(Clone)]
 pub struct Dictionary {
-    tree: Arc<Tree>,
+    pub(crate) tree: Arc<Tree>,
     name: String,
+    txns: Arc<TxnManager>,
 }
 
 fn body(kind: MsgKind, fn_id: u8, val: &[u8]) -> MsgBody {
-    MsgBody { kind, fn_id, txid: 0, val: val.into() }
+    MsgBody::plain(kind, fn_id, val)
 }
 
 impl Dictionary {
@@ -711,23 +815,23 @@ impl Dictionary {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.tree.write(vec![(key.into(), body(MsgKind::Insert, 0, value))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Insert, 0, value))])
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.tree.write(vec![(key.into(), body(MsgKind::Delete, 0, &[]))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Delete, 0, &[]))])
     }
 
     /// Upserts `key` through update function `fn_id` with `arg`, without
     /// reading: the function runs when the message reaches the leaf or a reader.
     pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.tree.write(vec![(key.into(), body(MsgKind::Update, fn_id, arg))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Update, fn_id, arg))])
     }
 
     /// Runs update function `fn_id` with `arg` on every key, without reading.
     pub fn broadcast_update(&self, fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.tree.write(vec![(Box::new([]), body(MsgKind::Broadcast, fn_id, arg))])
+        self.txns.autocommit(&self.tree, vec![(Box::new([]), body(MsgKind::Broadcast, fn_id, arg))])
     }
 
     /// Applies a batch of changes as one step.
@@ -735,17 +839,17 @@ impl Dictionary {
         if batch.ops.is_empty() {
             return Ok(());
         }
-        self.tree.write(batch.ops.clone())
+        self.txns.autocommit(&self.tree, batch.ops.clone())
     }
 
-    /// The value of `key`, if any.
+    /// The value of `key` (its newest committed version), if any.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.tree.get(key)
+        self.txns.read_latest(&self.tree, key)
     }
 
-    /// A cursor, not yet positioned.
+    /// A cursor, not yet positioned, reading the newest committed versions.
     pub fn cursor(&self) -> Cursor {
-        Cursor::new(self.tree.clone())
+        Cursor::new(self.tree.clone(), self.txns.latest_view())
     }
 
     /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) in order,

@@ -38,6 +38,20 @@ pub enum Error {
     /// are refused, nothing is damaged, and they are accepted again once
     /// space is freed.
     NoSpace { free: u64, reserve: u64 },
+    /// A lock request waited `lock_timeout` for transaction `holder`. The
+    /// request failed; the transaction may retry or abort.
+    LockTimeout { holder: u64 },
+    /// Waiting for the lock would have closed a cycle of transactions each
+    /// waiting for the next (`cycle`); this transaction is the victim and
+    /// should abort.
+    Deadlock { cycle: Vec<u64> },
+    /// The lock tree is at its memory limit (`EnvOptions::lock_memory_bytes`)
+    /// even after merging each transaction's adjacent locks.
+    LockMemoryFull { used: usize, limit: usize },
+    /// At repeatable read: transaction `writer` committed a change to the key
+    /// after this transaction's snapshot, so writing it would lose that
+    /// change. The transaction should abort and retry.
+    WriteConflict { dictionary: String, key: Vec<u8>, writer: u64 },
 }
 
 impl Error {
@@ -87,6 +101,28 @@ impl fmt::Display for Error {
                 f,
                 "disk nearly full: {free} bytes free, writes need {reserve} in reserve; \
                  they resume once space is freed"
+            ),
+            Error::LockTimeout { holder } => {
+                write!(
+                    f,
+                    "lock wait timeout: transaction {holder} held a conflicting lock past the lock timeout"
+                )
+            }
+            Error::Deadlock { cycle } => {
+                write!(
+                    f,
+                    "deadlock: transactions {cycle:?} each wait for the next; this one was chosen to abort"
+                )
+            }
+            Error::LockMemoryFull { used, limit } => write!(
+                f,
+                "lock memory full: {used} bytes of locks against a limit of {limit} \
+                 (EnvOptions::lock_memory_bytes); commit or abort transactions holding many locks"
+            ),
+            Error::WriteConflict { dictionary, key, writer } => write!(
+                f,
+                "write conflict in {dictionary:?} on key {key:02x?}: transaction {writer} committed it \
+                 after this transaction's snapshot; abort and retry"
             ),
         }
     }

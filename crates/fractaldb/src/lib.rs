@@ -39,6 +39,7 @@ mod file;
 mod log;
 mod recovery;
 mod tree;
+mod txn;
 
 pub use cache::CacheStats;
 pub use env::{CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
@@ -50,3 +51,5 @@ pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;
 pub use tree::Comparator;
+pub use txn::locktree::LockStats;
+pub use txn::{Isolation, Savepoint, Txn, TxnOptions};

@@ -10,13 +10,26 @@
 //!
 //! ```text
 //! Write:           1 | file_id varint | count varint |
-//!                  count × (kind u8 | fn_id u8 | txid varint | key (varint len + bytes) | value (varint len + bytes))
+//!                  count × (kind u8 | fn_id u8 | txid varint | [sp varint] | key (varint len + bytes) | value (varint len + bytes))
+//!                  (the message head of `message.rs`: bit 0x80 of kind marks a provisional write, which carries sp)
 //! CreateDict:      2 | file_id varint | name (varint len + UTF-8)
 //! DropDict:        3 | file_id varint | name
 //! RenameDict:      4 | file_id varint | from | to
 //! CheckpointBegin: 5
 //! CheckpointEnd:   6 | begin lsn varint
+//! TxnCommit:       7 | txid varint
+//! TxnAbort:        8 | txid varint | lo varint | hi varint    (savepoints [lo, hi) rolled back; 0..u32::MAX: all)
 //! ```
+//!
+//! Transactions: a transaction's writes are logged as provisional `Write`
+//! records as they happen; its commit, abort or rollback to a savepoint is
+//! one record. The trees learn of a commit or abort through `Commit`/`Abort`
+//! messages, one per key written, sent after the record (see `txn`). Those
+//! messages are idempotent, so recovery simply sends them again for every
+//! commit and abort record it reads, in log order, and aborts every
+//! transaction the log shows no end for. For that it needs each transaction's
+//! writes from its first one: the log is never trimmed past the first record
+//! of a transaction whose clean-up has not finished (`Env` checkpoint).
 //!
 //! Exactly once: every dictionary's checkpoint header records `ckpt_lsn`, the
 //! LSN of the checkpoint-begin record it was taken at. Everything logged before
@@ -41,6 +54,8 @@ pub(crate) enum Record {
     RenameDict { file_id: u64, from: String, to: String },
     CheckpointBegin,
     CheckpointEnd { begin_lsn: u64 },
+    TxnCommit { txid: u64 },
+    TxnAbort { txid: u64, lo: u32, hi: u32 },
 }
 
 /// Encodes a `Write` record without building a `Record` (the hot path).
@@ -51,9 +66,7 @@ pub(crate) fn encode_write(file_id: u64, msgs: &Msgs) -> Vec<u8> {
     put_varint(&mut out, file_id);
     put_varint(&mut out, msgs.len() as u64);
     for (key, body) in msgs {
-        out.push(body.kind as u8);
-        out.push(body.fn_id);
-        put_varint(&mut out, body.txid);
+        body.encode_head(&mut out);
         put_bytes(&mut out, key);
         put_bytes(&mut out, &body.val);
     }
@@ -81,6 +94,16 @@ impl Record {
                 out.push(6);
                 put_varint(&mut out, *begin_lsn);
             }
+            Record::TxnCommit { txid } => {
+                out.push(7);
+                put_varint(&mut out, *txid);
+            }
+            Record::TxnAbort { txid, lo, hi } => {
+                out.push(8);
+                put_varint(&mut out, *txid);
+                put_varint(&mut out, *lo as u64);
+                put_varint(&mut out, *hi as u64);
+            }
         }
         out
     }
@@ -100,14 +123,13 @@ impl Record {
                 }
                 let mut msgs = Vec::with_capacity(n as usize);
                 for _ in 0..n {
-                    let kind = r.u8()?;
-                    let kind =
-                        MsgKind::from_u8(kind).ok_or_else(|| format!("unknown message kind {kind}"))?;
-                    let fn_id = r.u8()?;
-                    let txid = r.varint()?;
+                    let mut body = MsgBody::decode_head(&mut r)?;
+                    if matches!(body.kind, MsgKind::Commit | MsgKind::Abort) {
+                        return Err("a write record holds a transaction clean-up message".into());
+                    }
                     let key: Box<[u8]> = r.bytes()?.into();
-                    let val: Box<[u8]> = r.bytes()?.into();
-                    msgs.push((key, MsgBody { kind, fn_id, txid, val }));
+                    body.val = r.bytes()?.into();
+                    msgs.push((key, body));
                 }
                 Record::Write { file_id, msgs }
             }
@@ -119,6 +141,15 @@ impl Record {
             }
             5 => Record::CheckpointBegin,
             6 => Record::CheckpointEnd { begin_lsn: r.varint()? },
+            7 => Record::TxnCommit { txid: r.varint()? },
+            8 => {
+                let txid = r.varint()?;
+                let (lo, hi) = (r.varint()?, r.varint()?);
+                match (u32::try_from(lo), u32::try_from(hi)) {
+                    (Ok(lo), Ok(hi)) if lo <= hi => Record::TxnAbort { txid, lo, hi },
+                    _ => return Err(format!("abort record with savepoint range {lo}..{hi}")),
+                }
+            }
             k => return Err(format!("unknown log record kind {k}")),
         };
         if !r.is_empty() {
@@ -133,7 +164,7 @@ mod tests {
     use super::*;
 
     fn body(kind: MsgKind, val: &[u8]) -> MsgBody {
-        MsgBody { kind, fn_id: 7, txid: 3, val: val.into() }
+        MsgBody { kind, fn_id: 7, txid: 3, provisional: false, sp: 0, val: val.into() }
     }
 
     #[test]
@@ -152,6 +183,22 @@ mod tests {
             Record::RenameDict { file_id: 3, from: "c".into(), to: "d".into() },
             Record::CheckpointBegin,
             Record::CheckpointEnd { begin_lsn: 1 << 40 },
+            Record::Write {
+                file_id: 4,
+                msgs: vec![(
+                    b"k".to_vec().into(),
+                    MsgBody {
+                        kind: MsgKind::Update,
+                        fn_id: 1,
+                        txid: 77,
+                        provisional: true,
+                        sp: 3,
+                        val: b"a".to_vec().into(),
+                    },
+                )],
+            },
+            Record::TxnCommit { txid: 77 },
+            Record::TxnAbort { txid: 78, lo: 2, hi: 9 },
         ];
         for rec in recs {
             let bytes = rec.encode();

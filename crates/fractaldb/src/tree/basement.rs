@@ -13,7 +13,7 @@
 
 use std::cmp::Ordering;
 
-use super::leafentry::{self, encode_value, value_le_len};
+use super::leafentry::{self, encode_value, Entry};
 use super::message::{apply_to_value, MsgBody, MsgKind, UpdateFns};
 use super::Comparator;
 use crate::encoding::{put_varint, DecodeResult, Reader};
@@ -121,12 +121,9 @@ impl Basement {
         Err(lo)
     }
 
-    /// The committed value stored for `key`, if any.
-    pub(crate) fn get(&self, key: &[u8], cmp: Comparator) -> DecodeResult<Option<&[u8]>> {
-        match self.search(key, cmp) {
-            Ok(i) => leafentry::committed_value(self.leafentry(i)),
-            Err(_) => Ok(None),
-        }
+    /// The leafentry stored for `key`, if any.
+    pub(crate) fn get(&self, key: &[u8], cmp: Comparator) -> Option<&[u8]> {
+        self.search(key, cmp).ok().map(|i| self.leafentry(i))
     }
 
     fn push_raw(&mut self, key: &[u8], le: &[u8]) {
@@ -137,32 +134,34 @@ impl Basement {
         self.data.extend_from_slice(le);
     }
 
+    #[cfg(test)]
     fn push_value(&mut self, key: &[u8], value: &[u8]) {
-        self.offs.push(self.data.len() as u32);
-        put_varint(&mut self.data, key.len() as u64);
-        self.data.extend_from_slice(key);
-        put_varint(&mut self.data, value_le_len(value) as u64);
-        encode_value(&mut self.data, value);
+        let mut le = Vec::new();
+        encode_value(&mut le, value);
+        self.push_raw(key, &le);
     }
 
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
-    /// messages leave deleted are dropped from the basement.
+    /// messages leave empty are dropped from the basement; versions below
+    /// `horizon` are collected (see `leafentry.rs`).
     pub(crate) fn apply_sorted(
         &mut self,
         msgs: &[(&[u8], &MsgBody)],
         cmp: Comparator,
         fns: &UpdateFns,
+        horizon: u64,
     ) -> Result<(), String> {
         if msgs.is_empty() {
             return Ok(());
         }
         if msgs.len() == 1 && self.data.len() > 4096 {
-            return self.apply_one(msgs[0].0, msgs[0].1, cmp, fns);
+            return self.apply_one(msgs[0].0, msgs[0].1, cmp, fns, horizon);
         }
         let mut out = Basement {
             data: Vec::with_capacity(self.data.len() + msgs.len() * 32),
             offs: Vec::with_capacity(self.offs.len() + msgs.len()),
         };
+        let mut le = Vec::new();
         let (mut i, mut m) = (0, 0);
         while m < msgs.len() {
             let key = msgs[m].0;
@@ -172,19 +171,19 @@ impl Basement {
                 out.push_raw(k, le);
                 i += 1;
             }
-            let mut value = if i < self.len() && cmp(self.key(i), key) == Ordering::Equal {
-                let v = leafentry::committed_value(self.leafentry(i))?.map(|v| v.to_vec());
+            let old = if i < self.len() && cmp(self.key(i), key) == Ordering::Equal {
                 i += 1;
-                v
+                Some(self.leafentry(i - 1))
             } else {
                 None
             };
+            let first = m;
             while m < msgs.len() && cmp(msgs[m].0, key) == Ordering::Equal {
-                value = apply_to_value(key, value, msgs[m].1, fns)?;
                 m += 1;
             }
-            if let Some(v) = value {
-                out.push_value(key, &v);
+            le.clear();
+            if merge_key(key, old, msgs[first..m].iter().map(|x| x.1), fns, horizon, &mut le)? {
+                out.push_raw(key, &le);
             }
         }
         while i < self.len() {
@@ -204,27 +203,28 @@ impl Basement {
         body: &MsgBody,
         cmp: Comparator,
         fns: &UpdateFns,
+        horizon: u64,
     ) -> Result<(), String> {
         let (idx, present) = match self.search(key, cmp) {
             Ok(i) => (i, true),
             Err(i) => (i, false),
         };
-        let old =
-            if present { leafentry::committed_value(self.leafentry(idx))?.map(|v| v.to_vec()) } else { None };
-        let new = apply_to_value(key, old, body, fns)?;
+        let old = if present { Some(self.leafentry(idx)) } else { None };
+        let mut le = Vec::new();
+        let keep = merge_key(key, old, std::iter::once(body), fns, horizon, &mut le)?;
         let start = self.offs.get(idx).map_or(self.data.len(), |&o| o as usize);
         let old_len =
             if present { self.offs.get(idx + 1).map_or(self.data.len(), |&o| o as usize) - start } else { 0 };
         let mut entry = Vec::new();
-        if let Some(v) = &new {
+        if keep {
             put_varint(&mut entry, key.len() as u64);
             entry.extend_from_slice(key);
-            put_varint(&mut entry, value_le_len(v) as u64);
-            encode_value(&mut entry, v);
+            put_varint(&mut entry, le.len() as u64);
+            entry.extend_from_slice(&le);
         }
         let delta = entry.len() as i64 - old_len as i64;
         self.data.splice(start..start + old_len, entry);
-        match (present, new.is_some()) {
+        match (present, keep) {
             (true, true) => {}
             (true, false) => {
                 self.offs.remove(idx);
@@ -232,7 +232,7 @@ impl Basement {
             (false, true) => self.offs.insert(idx, start as u32),
             (false, false) => return Ok(()),
         }
-        let first_after = if new.is_some() { idx + 1 } else { idx };
+        let first_after = if keep { idx + 1 } else { idx };
         for o in &mut self.offs[first_after..] {
             *o = (*o as i64 + delta) as u32;
         }
@@ -240,14 +240,20 @@ impl Basement {
     }
 
     /// Runs a broadcast update over every entry.
-    pub(crate) fn apply_broadcast(&mut self, body: &MsgBody, fns: &UpdateFns) -> Result<(), String> {
+    pub(crate) fn apply_broadcast(
+        &mut self,
+        body: &MsgBody,
+        fns: &UpdateFns,
+        horizon: u64,
+    ) -> Result<(), String> {
         debug_assert_eq!(body.kind, MsgKind::Broadcast);
         let mut out = Basement { data: Vec::with_capacity(self.data.len()), offs: Vec::new() };
+        let mut le = Vec::new();
         for i in 0..self.len() {
-            let (k, le) = self.entry(i);
-            let old = leafentry::committed_value(le)?.map(|v| v.to_vec());
-            if let Some(v) = apply_to_value(k, old, body, fns)? {
-                out.push_value(k, &v);
+            let (k, old) = self.entry(i);
+            le.clear();
+            if merge_key(k, Some(old), std::iter::once(body), fns, horizon, &mut le)? {
+                out.push_raw(k, &le);
             }
         }
         *self = out;
@@ -278,6 +284,48 @@ impl Basement {
     }
 }
 
+/// Applies `msgs` (one key's, in MSN order) to its stored leafentry `old`
+/// and appends the result to `out`; false if the key ends up absent.
+pub(crate) fn merge_key<'m>(
+    key: &[u8],
+    old: Option<&[u8]>,
+    msgs: impl Iterator<Item = &'m MsgBody> + Clone,
+    fns: &UpdateFns,
+    horizon: u64,
+    out: &mut Vec<u8>,
+) -> Result<bool, String> {
+    // The common case, without building an `Entry`: a single visible value
+    // and committed writes every snapshot sees.
+    let simple = |b: &MsgBody| {
+        !b.provisional
+            && b.txid < horizon
+            && matches!(b.kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update)
+    };
+    if old.is_none_or(|le| le.first() == Some(&leafentry::LE_VALUE)) && msgs.clone().all(simple) {
+        let mut value = old.map(|le| le[1..].to_vec());
+        for b in msgs {
+            value = apply_to_value(key, value, b, fns)?;
+        }
+        if let Some(v) = &value {
+            encode_value(out, v);
+        }
+        return Ok(value.is_some());
+    }
+    let mut e = match old {
+        Some(le) => Entry::decode(le)?,
+        None => Entry::default(),
+    };
+    for b in msgs {
+        e.apply(key, b, fns)?;
+    }
+    e.gc(horizon);
+    if e.is_empty() {
+        return Ok(false);
+    }
+    e.encode(out);
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,18 +336,16 @@ mod tests {
     }
 
     fn ins(v: &[u8]) -> MsgBody {
-        MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, val: v.into() }
+        MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, provisional: false, sp: 0, val: v.into() }
     }
 
     fn del() -> MsgBody {
-        MsgBody { kind: MsgKind::Delete, fn_id: 0, txid: 0, val: Box::new([]) }
+        MsgBody { kind: MsgKind::Delete, fn_id: 0, txid: 0, provisional: false, sp: 0, val: Box::new([]) }
     }
 
     fn contents(b: &Basement) -> Vec<(Vec<u8>, Vec<u8>)> {
         (0..b.len())
-            .map(|i| {
-                (b.key(i).to_vec(), leafentry::committed_value(b.leafentry(i)).unwrap().unwrap().to_vec())
-            })
+            .map(|i| (b.key(i).to_vec(), leafentry::committed_value(b.leafentry(i)).unwrap().unwrap()))
             .collect()
     }
 
@@ -324,12 +370,12 @@ mod tests {
                 }
             }
             for (k, m) in &msgs {
-                single.apply_one(k, m, bytewise, &fns).unwrap();
+                single.apply_one(k, m, bytewise, &fns, 1).unwrap();
             }
             // A stable sort keeps MSN order within a key.
             msgs.sort_by(|a, b| a.0.cmp(&b.0));
             let refs: Vec<(&[u8], &MsgBody)> = msgs.iter().map(|(k, m)| (&k[..], m)).collect();
-            batched.apply_sorted(&refs, bytewise, &fns).unwrap();
+            batched.apply_sorted(&refs, bytewise, &fns, 1).unwrap();
             let expect: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             assert_eq!(contents(&batched), expect);
             assert_eq!(contents(&single), expect);
@@ -345,7 +391,7 @@ mod tests {
         let msgs: Vec<(Vec<u8>, MsgBody)> =
             (0..100u32).map(|i| (i.to_be_bytes().to_vec(), ins(b"v"))).collect();
         let refs: Vec<(&[u8], &MsgBody)> = msgs.iter().map(|(k, m)| (&k[..], m)).collect();
-        b.apply_sorted(&refs, bytewise, &fns).unwrap();
+        b.apply_sorted(&refs, bytewise, &fns, 1).unwrap();
         let before = contents(&b);
         let right = b.split_off(37);
         assert_eq!(b.len(), 37);

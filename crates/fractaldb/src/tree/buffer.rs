@@ -231,7 +231,11 @@ mod tests {
     }
 
     fn msg(key: &[u8], msn: u64, kind: MsgKind) -> Msg {
-        Msg { msn, key: key.into(), body: MsgBody { kind, fn_id: 0, txid: 0, val: b"v".to_vec().into() } }
+        Msg {
+            msn,
+            key: key.into(),
+            body: MsgBody { kind, fn_id: 0, txid: 0, provisional: false, sp: 0, val: b"v".to_vec().into() },
+        }
     }
 
     #[test]

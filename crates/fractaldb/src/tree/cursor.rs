@@ -9,17 +9,21 @@
 //! (the batch's bounds are pivots, so neighbours meet exactly), which stays
 //! correct however the tree was split or merged in between.
 //!
-//! Between batches a cursor sees later writes; the transaction layer will
-//! give cursors a snapshot.
+//! What a cursor sees of each key is chosen by its `CursorView` (a
+//! transaction's snapshot, the newest committed versions, or uncommitted
+//! ones; see `leafentry.rs`). A cursor of a serializable transaction
+//! read-locks each batch's key range before serving it: it loads the batch,
+//! locks the batch's range, and loads it again under the lock.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use parking_lot::{ArcRwLockReadGuard, RawRwLock};
 
-use super::message::{apply_to_value, MsgBody};
+use super::leafentry::{Entry as LeEntry, ReadView, Seen, Snapshot, TxnStates, ViewMode};
+use super::message::MsgBody;
 use super::node::Node;
-use super::Tree;
+use super::{Tree, RETRIES};
 use crate::cache::Entry;
 use crate::error::{Error, Result};
 
@@ -57,10 +61,11 @@ impl Tree {
         }
     }
 
-    /// Loads the batch for `target`.
-    pub(crate) fn load_batch(&self, target: Target) -> Result<Batch> {
+    /// Loads the batch for `target` as `view` sees it.
+    pub(crate) fn load_batch(&self, target: Target, view: &ReadView) -> Result<Batch> {
         self.check_open()?;
         let mut held: Vec<Arc<Entry>> = Vec::new();
+        let mut retries = 0;
         'restart: loop {
             let root = self.pin(self.root_bn())?;
             // The path: every ancestor's guard and the child index taken.
@@ -88,9 +93,17 @@ impl Tree {
                     continue 'restart;
                 }
                 if guard.is_leaf() {
-                    let entries =
-                        self.merge_batch(&path, &guard, i, lo.as_deref(), hi.as_deref(), entry.bn)?;
-                    return Ok(Batch { entries, lo, hi });
+                    match self.merge_batch(&path, &guard, i, lo.as_deref(), hi.as_deref(), entry.bn, view)? {
+                        Some(entries) => return Ok(Batch { entries, lo, hi }),
+                        None if retries < RETRIES => {
+                            retries += 1;
+                            drop(path);
+                            drop(guard);
+                            std::thread::yield_now();
+                            continue 'restart;
+                        }
+                        None => return Err(self.unknown_txn(lo.as_deref().unwrap_or_default())),
+                    }
                 }
                 let child_bn = guard.children()[i].bn;
                 let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
@@ -107,7 +120,8 @@ impl Tree {
     }
 
     /// Merges basement `i` of `leaf` with the messages for [lo, hi) in the
-    /// buffers along `path`.
+    /// buffers along `path`; `None` if a key must be read again (`Seen::Retry`).
+    #[allow(clippy::too_many_arguments)]
     fn merge_batch(
         &self,
         path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
@@ -116,7 +130,8 @@ impl Tree {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         leaf_bn: u64,
-    ) -> Result<Vec<Pair>> {
+        view: &ReadView,
+    ) -> Result<Option<Vec<Pair>>> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
         // Messages of packed (read-only) buffers are decoded into `owned`.
@@ -156,12 +171,9 @@ impl Tree {
                 (true, false) => basement.key(b),
                 _ => msgs[m].0,
             };
-            let mut value = if b < basement.len() && cmp(basement.key(b), key) == Ordering::Equal {
-                let le = basement.leafentry(b);
+            let le = if b < basement.len() && cmp(basement.key(b), key) == Ordering::Equal {
                 b += 1;
-                super::leafentry::committed_value(le)
-                    .map_err(|r| self.corrupt(leaf_bn, r))?
-                    .map(|v| v.to_vec())
+                Some(basement.leafentry(b - 1))
             } else {
                 None
             };
@@ -169,6 +181,17 @@ impl Tree {
             while m < msgs.len() && cmp(msgs[m].0, key) == Ordering::Equal {
                 m += 1;
             }
+            // The common case: one value, nothing buffered.
+            if let (Some([super::leafentry::LE_VALUE, v @ ..]), true, true) =
+                (le, first == m, broadcasts.is_empty())
+            {
+                out.push((Box::from(key), Box::from(v)));
+                continue;
+            }
+            let mut e = match le {
+                Some(le) => LeEntry::decode(le).map_err(|r| self.corrupt(leaf_bn, r))?,
+                None => LeEntry::default(),
+            };
             let mut point = msgs[first..m].iter().map(|x| (x.1, x.2)).peekable();
             let mut bc = broadcasts.iter().copied().peekable();
             loop {
@@ -180,43 +203,87 @@ impl Tree {
                     (None, None) => break,
                 };
                 let (_, body) = next.expect("peeked");
-                value = apply_to_value(key, value, body, fns).map_err(Error::InvalidArgument)?;
+                e.apply(key, body, fns).map_err(Error::InvalidArgument)?;
             }
-            if let Some(v) = value {
-                out.push((Box::from(key), v.into_boxed_slice()));
+            match e.read(view) {
+                Seen::Value(Some(v)) => out.push((Box::from(key), Box::from(v))),
+                Seen::Value(None) => {}
+                Seen::Retry(_) => return Ok(None),
             }
         }
-        Ok(out)
+        Ok(Some(out))
+    }
+}
+
+/// Locks a batch's key range `[lo, hi]` (`None`: unbounded) before a
+/// serializable cursor serves it.
+pub(crate) type RangeLocker = Box<dyn Fn(Option<&[u8]>, Option<&[u8]>) -> Result<()> + Send>;
+
+/// What a cursor reads with: an owned `ReadView`, and for serializable
+/// transactions the range locker.
+pub(crate) struct CursorView {
+    pub own: u64,
+    pub uncommitted: bool,
+    pub snapshot: Option<Arc<Snapshot>>,
+    pub states: Arc<dyn TxnStates + Send>,
+    pub lock_range: Option<RangeLocker>,
+}
+
+impl CursorView {
+    fn view(&self) -> ReadView<'_> {
+        let mode = match (&self.snapshot, self.uncommitted) {
+            (_, true) => ViewMode::Uncommitted,
+            (Some(s), false) => ViewMode::Snapshot(s),
+            (None, false) => ViewMode::Latest,
+        };
+        ReadView { own: self.own, mode, states: &*self.states }
     }
 }
 
 /// A position in a dictionary, moving in key order both ways.
 pub struct Cursor {
     tree: Arc<Tree>,
+    view: CursorView,
     batch: Batch,
     pos: Option<usize>,
 }
 
 impl Cursor {
-    pub(crate) fn new(tree: Arc<Tree>) -> Cursor {
-        Cursor { tree, batch: Batch::default(), pos: None }
+    pub(crate) fn new(tree: Arc<Tree>, view: CursorView) -> Cursor {
+        Cursor { tree, view, batch: Batch::default(), pos: None }
+    }
+
+    fn load(&self, target: Target) -> Result<Batch> {
+        let batch = self.tree.load_batch(target, &self.view.view())?;
+        let Some(lock) = &self.view.lock_range else { return Ok(batch) };
+        let mut locked = (batch.lo, batch.hi);
+        loop {
+            lock(locked.0.as_deref(), locked.1.as_deref())?;
+            let again = self.tree.load_batch(target, &self.view.view())?;
+            // Served only if its range is the one locked (a split or merge
+            // in between changes it: then lock the new range too).
+            if again.lo == locked.0 && again.hi == locked.1 {
+                return Ok(again);
+            }
+            locked = (again.lo, again.hi);
+        }
     }
 
     /// Moves to the first key. Returns whether there is one.
     pub fn first(&mut self) -> Result<bool> {
-        self.batch = self.tree.load_batch(Target::First)?;
+        self.batch = self.load(Target::First)?;
         self.settle_forward(0)
     }
 
     /// Moves to the last key. Returns whether there is one.
     pub fn last(&mut self) -> Result<bool> {
-        self.batch = self.tree.load_batch(Target::Last)?;
+        self.batch = self.load(Target::Last)?;
         self.settle_backward(self.batch.entries.len() as isize - 1)
     }
 
     /// Moves to the first key `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
-        self.batch = self.tree.load_batch(Target::At(key))?;
+        self.batch = self.load(Target::At(key))?;
         let cmp = self.tree.cmp;
         let i = self.batch.entries.partition_point(|(k, _)| cmp(k, key) == Ordering::Less);
         self.settle_forward(i)
@@ -224,7 +291,7 @@ impl Cursor {
 
     /// Moves to the last key `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
-        self.batch = self.tree.load_batch(Target::At(key))?;
+        self.batch = self.load(Target::At(key))?;
         let cmp = self.tree.cmp;
         let i = self.batch.entries.partition_point(|(k, _)| cmp(k, key) != Ordering::Greater);
         self.settle_backward(i as isize - 1)
@@ -253,7 +320,7 @@ impl Cursor {
                 self.pos = None;
                 return Ok(false);
             };
-            self.batch = self.tree.load_batch(Target::At(&hi))?;
+            self.batch = self.load(Target::At(&hi))?;
             let cmp = self.tree.cmp;
             i = self.batch.entries.partition_point(|(k, _)| cmp(k, &hi) == Ordering::Less);
         }
@@ -267,7 +334,7 @@ impl Cursor {
                 self.pos = None;
                 return Ok(false);
             };
-            self.batch = self.tree.load_batch(Target::Below(&lo))?;
+            self.batch = self.load(Target::Below(&lo))?;
             let cmp = self.tree.cmp;
             i = self.batch.entries.partition_point(|(k, _)| cmp(k, &lo) == Ordering::Less) as isize - 1;
         }

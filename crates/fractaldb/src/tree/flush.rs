@@ -54,6 +54,7 @@ pub(crate) fn apply_to_leaf(
         return Ok(());
     }
     let cmp = tree.cmp;
+    let horizon = tree.ctx.horizon.load(std::sync::atomic::Ordering::Acquire);
     let max_msn = msgs.iter().map(|m| m.1).max().unwrap_or(0);
     debug_assert!(msgs.iter().all(|m| m.1 > leaf.max_msn), "a message reached a leaf twice");
     let mut broadcasts: Vec<(u64, &MsgBody)> =
@@ -67,10 +68,10 @@ pub(crate) fn apply_to_leaf(
         let upper_msn = barrier.map_or(u64::MAX, |b| b.0);
         let seg: Vec<(&[u8], &MsgBody)> =
             points.iter().filter(|m| m.1 >= lower_msn && m.1 < upper_msn).map(|m| (m.0, m.2)).collect();
-        apply_points(tree, leaf, &seg)?;
+        apply_points(tree, leaf, &seg, horizon)?;
         if let Some((msn, body)) = barrier {
             for b in leaf.basements_mut().iter_mut().flatten() {
-                b.apply_broadcast(body, &tree.ctx.fns)?;
+                b.apply_broadcast(body, &tree.ctx.fns, horizon)?;
             }
             lower_msn = msn;
         }
@@ -82,7 +83,7 @@ pub(crate) fn apply_to_leaf(
 }
 
 /// Applies key-sorted point messages, each to the basement whose range holds it.
-fn apply_points(tree: &Tree, leaf: &mut Node, seg: &[(&[u8], &MsgBody)]) -> Result<(), String> {
+fn apply_points(tree: &Tree, leaf: &mut Node, seg: &[(&[u8], &MsgBody)], horizon: u64) -> Result<(), String> {
     let cmp = tree.cmp;
     let pivots = std::mem::take(&mut leaf.pivots);
     let n = leaf.n_parts();
@@ -95,7 +96,8 @@ fn apply_points(tree: &Tree, leaf: &mut Node, seg: &[(&[u8], &MsgBody)]) -> Resu
             seg.len()
         };
         if end > start {
-            result = b.as_mut().expect("all loaded").apply_sorted(&seg[start..end], cmp, &tree.ctx.fns);
+            result =
+                b.as_mut().expect("all loaded").apply_sorted(&seg[start..end], cmp, &tree.ctx.fns, horizon);
             if result.is_err() {
                 break;
             }

@@ -8,8 +8,13 @@
 //! must see; nothing on the write path reads a leaf.
 //!
 //! Wire form (inside a buffer partition, see `serialize.rs`):
-//! `msn u64 | kind u8 | fn_id u8 | txid varint | key (varint len + bytes) | value (varint len + bytes)`.
-//! `txid` is 0 for non-transactional writes; the transaction layer fills it.
+//! `msn u64 | kind u8 | fn_id u8 | txid varint | [sp varint] | key (varint len + bytes) | value (varint len + bytes)`.
+//! Bit 0x80 of `kind` marks a provisional message (a write of a transaction
+//! that has not committed); only those carry `sp`, the savepoint id the write
+//! was made under. A message without the bit is committed when it is made:
+//! `txid` 0 (internal writes, visible to every reader) or an autocommit
+//! write's transaction id. See `leafentry.rs` for what each kind does to a
+//! key's versions.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +40,14 @@ pub(crate) enum MsgKind {
     Update = 3,
     /// Run update function `fn_id` on every existing key (key is empty).
     Broadcast = 4,
+    /// Transaction `txid` committed: its provisional version of the key
+    /// becomes a committed version. A no-op if the key has none of its.
+    Commit = 5,
+    /// Transaction `txid` rolled back the savepoints with ids in
+    /// `[lo, hi)` (the value: `lo varint | hi varint`): its provisional
+    /// versions made under them are dropped. A no-op if there are none, so
+    /// replaying it twice is harmless.
+    Abort = 6,
 }
 
 impl MsgKind {
@@ -44,6 +57,8 @@ impl MsgKind {
             2 => MsgKind::Delete,
             3 => MsgKind::Update,
             4 => MsgKind::Broadcast,
+            5 => MsgKind::Commit,
+            6 => MsgKind::Abort,
             _ => return None,
         })
     }
@@ -55,9 +70,76 @@ impl MsgKind {
 pub(crate) struct MsgBody {
     pub kind: MsgKind,
     pub fn_id: u8,
+    /// The transaction the message belongs to; 0 for internal writes.
     pub txid: u64,
-    /// The value for `Insert`, the argument for `Update`/`Broadcast`.
+    /// True for a transaction's uncommitted write (see the module doc).
+    pub provisional: bool,
+    /// The savepoint id a provisional write was made under (0: none).
+    pub sp: u32,
+    /// The value for `Insert`, the argument for `Update`/`Broadcast`, the
+    /// savepoint range for `Abort`.
     pub val: Box<[u8]>,
+}
+
+/// Flag on the wire `kind` byte: the message is provisional.
+const KIND_PROVISIONAL: u8 = 0x80;
+
+impl MsgBody {
+    /// A committed message of no transaction (visible to every reader).
+    pub(crate) fn plain(kind: MsgKind, fn_id: u8, val: &[u8]) -> MsgBody {
+        MsgBody { kind, fn_id, txid: 0, provisional: false, sp: 0, val: val.into() }
+    }
+
+    /// A committed message of transaction `txid` (clean-ups, autocommit).
+    pub(crate) fn plain_txn(kind: MsgKind, txid: u64, val: Box<[u8]>) -> MsgBody {
+        MsgBody { kind, fn_id: 0, txid, provisional: false, sp: 0, val }
+    }
+
+    /// Writes `kind u8 | fn_id u8 | txid varint | [sp varint]`.
+    pub(crate) fn encode_head(&self, out: &mut Vec<u8>) {
+        out.push(self.kind as u8 | if self.provisional { KIND_PROVISIONAL } else { 0 });
+        out.push(self.fn_id);
+        put_varint(out, self.txid);
+        if self.provisional {
+            put_varint(out, self.sp as u64);
+        }
+    }
+
+    /// Reads what `encode_head` wrote; the caller fills `val`.
+    pub(crate) fn decode_head(r: &mut Reader) -> DecodeResult<MsgBody> {
+        let k = r.u8()?;
+        let kind =
+            MsgKind::from_u8(k & !KIND_PROVISIONAL).ok_or_else(|| format!("unknown message kind {k}"))?;
+        let provisional = k & KIND_PROVISIONAL != 0;
+        let fn_id = r.u8()?;
+        let txid = r.varint()?;
+        let sp = if provisional { r.varint()? } else { 0 };
+        let sp = u32::try_from(sp).map_err(|_| format!("savepoint id {sp} out of range"))?;
+        if provisional && (txid == 0 || !matches!(kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update))
+        {
+            return Err(format!("a provisional {kind:?} message of transaction {txid}"));
+        }
+        Ok(MsgBody { kind, fn_id, txid, provisional, sp, val: Box::new([]) })
+    }
+
+    /// The savepoint range `[lo, hi)` of an `Abort` message.
+    pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
+        let mut r = Reader::new(&self.val);
+        let lo = r.varint()?;
+        let hi = r.varint()?;
+        match (u32::try_from(lo), u32::try_from(hi)) {
+            (Ok(lo), Ok(hi)) if r.is_empty() => Ok((lo, hi)),
+            _ => Err("bad abort message range".into()),
+        }
+    }
+
+    /// An `Abort` message's value for the savepoint range `[lo, hi)`.
+    pub(crate) fn abort_val(lo: u32, hi: u32) -> Box<[u8]> {
+        let mut v = Vec::new();
+        put_varint(&mut v, lo as u64);
+        put_varint(&mut v, hi as u64);
+        v.into()
+    }
 }
 
 /// A whole message.
@@ -72,22 +154,17 @@ impl Msg {
     /// Encoded size in a buffer partition.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.msn.to_le_bytes());
-        out.push(self.body.kind as u8);
-        out.push(self.body.fn_id);
-        put_varint(out, self.body.txid);
+        self.body.encode_head(out);
         put_bytes(out, &self.key);
         put_bytes(out, &self.body.val);
     }
 
     pub(crate) fn decode(r: &mut Reader) -> DecodeResult<Msg> {
         let msn = r.u64()?;
-        let kind = r.u8()?;
-        let kind = MsgKind::from_u8(kind).ok_or_else(|| format!("unknown message kind {kind}"))?;
-        let fn_id = r.u8()?;
-        let txid = r.varint()?;
+        let mut body = MsgBody::decode_head(r)?;
         let key = r.bytes()?.into();
-        let val = r.bytes()?.into();
-        Ok(Msg { msn, key, body: MsgBody { kind, fn_id, txid, val } })
+        body.val = r.bytes()?.into();
+        Ok(Msg { msn, key, body })
     }
 }
 
@@ -114,6 +191,8 @@ pub(crate) fn apply_to_value(
                 Ok(f(key, Some(&old), &body.val))
             }
         },
+        // Transaction clean-ups act on versions, not values (`leafentry.rs`).
+        MsgKind::Commit | MsgKind::Abort => Ok(old),
     }
 }
 
@@ -130,7 +209,14 @@ mod tests {
         let m = Msg {
             msn: 42,
             key: b"k".to_vec().into(),
-            body: MsgBody { kind: MsgKind::Update, fn_id: 7, txid: 9, val: b"arg".to_vec().into() },
+            body: MsgBody {
+                kind: MsgKind::Update,
+                fn_id: 7,
+                txid: 9,
+                provisional: false,
+                sp: 0,
+                val: b"arg".to_vec().into(),
+            },
         };
         let mut out = Vec::new();
         m.encode(&mut out);
@@ -152,10 +238,24 @@ mod tests {
                 Some(v)
             }) as UpdateFn,
         );
-        let b = MsgBody { kind: MsgKind::Broadcast, fn_id: 1, txid: 0, val: b"x".to_vec().into() };
+        let b = MsgBody {
+            kind: MsgKind::Broadcast,
+            fn_id: 1,
+            txid: 0,
+            provisional: false,
+            sp: 0,
+            val: b"x".to_vec().into(),
+        };
         assert_eq!(apply_to_value(b"k", None, &b, &fns).unwrap(), None);
         assert_eq!(apply_to_value(b"k", Some(b"a".to_vec()), &b, &fns).unwrap(), Some(b"ax".to_vec()));
-        let u = MsgBody { kind: MsgKind::Update, fn_id: 2, txid: 0, val: Box::new([]) };
+        let u = MsgBody {
+            kind: MsgKind::Update,
+            fn_id: 2,
+            txid: 0,
+            provisional: false,
+            sp: 0,
+            val: Box::new([]),
+        };
         assert!(apply_to_value(b"k", None, &u, &fns).is_err());
     }
 }

@@ -1,15 +1,17 @@
 //! A dictionary's settings and root, kept in its file header's meta blob.
 //!
 //! ```text
-//! meta_version u8 (2) | root block u64 (u64::MAX: empty tree) | max_msn u64 | ckpt_lsn u64 |
-//! node_size_bytes u32 | basement_size_bytes u32 | fanout u32 | codec u8 |
+//! meta_version u8 (3) | root block u64 (u64::MAX: empty tree) | max_msn u64 | ckpt_lsn u64 |
+//! next_txid u64 | node_size_bytes u32 | basement_size_bytes u32 | fanout u32 | codec u8 |
 //! comparator name (varint len + UTF-8; empty: bytewise)
 //! ```
+//!
+//! Version 2 lacks `next_txid` (read as 0: it predates transactions).
 
 use crate::encoding::{put_bytes, Reader};
 use crate::file::{BlockNum, Codec};
 
-const META_VERSION: u8 = 2;
+const META_VERSION: u8 = 3;
 pub(crate) const NO_ROOT: BlockNum = u64::MAX;
 
 /// Per-dictionary settings, fixed at creation.
@@ -30,6 +32,8 @@ pub(crate) struct Meta {
     /// The LSN of the checkpoint-begin record this checkpoint was taken at:
     /// log records before it are in the file, records from it on are not.
     pub ckpt_lsn: u64,
+    /// Every transaction id in the checkpointed tree is below this.
+    pub next_txid: u64,
     pub settings: Settings,
 }
 
@@ -40,6 +44,7 @@ impl Meta {
         out.extend_from_slice(&self.root.to_le_bytes());
         out.extend_from_slice(&self.max_msn.to_le_bytes());
         out.extend_from_slice(&self.ckpt_lsn.to_le_bytes());
+        out.extend_from_slice(&self.next_txid.to_le_bytes());
         out.extend_from_slice(&(s.node_size_bytes as u32).to_le_bytes());
         out.extend_from_slice(&(s.basement_size_bytes as u32).to_le_bytes());
         out.extend_from_slice(&(s.fanout as u32).to_le_bytes());
@@ -51,12 +56,13 @@ impl Meta {
     pub(crate) fn decode(bytes: &[u8]) -> Result<Meta, String> {
         let mut r = Reader::new(bytes);
         let v = r.u8()?;
-        if v != META_VERSION {
+        if v != META_VERSION && v != 2 {
             return Err(format!("unknown dictionary meta version {v}"));
         }
         let root = r.u64()?;
         let max_msn = r.u64()?;
         let ckpt_lsn = r.u64()?;
+        let next_txid = if v >= 3 { r.u64()? } else { 0 };
         let node_size_bytes = r.u32()? as usize;
         let basement_size_bytes = r.u32()? as usize;
         let fanout = r.u32()? as usize;
@@ -71,6 +77,7 @@ impl Meta {
             root,
             max_msn,
             ckpt_lsn,
+            next_txid,
             settings: Settings { node_size_bytes, basement_size_bytes, fanout, codec, comparator },
         })
     }
@@ -86,6 +93,7 @@ mod tests {
             root: 3,
             max_msn: 99,
             ckpt_lsn: 1234,
+            next_txid: 12,
             settings: Settings {
                 node_size_bytes: 4096,
                 basement_size_bytes: 512,

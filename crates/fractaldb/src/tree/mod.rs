@@ -43,7 +43,25 @@ use crate::error::{Error, Result};
 use crate::file::{BlockFile, BlockNum, Extent, Vfs};
 use crate::log::Log;
 use crate::recovery::{encode_write, Msgs};
-use message::{apply_to_value, Msg, MsgBody, MsgKind, UpdateFns};
+use leafentry::{Entry as LeEntry, ReadView, Seen, TxnStates};
+use message::{Msg, MsgBody, MsgKind, UpdateFns};
+
+/// How a write is logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Logging {
+    /// One record; with `commit_sync`, return once it is durable.
+    Commit,
+    /// One record; never wait (the caller syncs, after releasing its locks).
+    NoWait,
+    /// No record: transaction clean-up messages, which recovery derives
+    /// from the commit and abort records.
+    None,
+}
+
+/// How often a read starts over after meeting a provisional version of a
+/// transaction the manager has just forgotten (its clean-up messages
+/// arrived meanwhile) before it calls the entry damaged.
+const RETRIES: usize = 10_000;
 use meta::{Meta, Settings, NO_ROOT};
 use node::{Body, Node};
 use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
@@ -93,6 +111,13 @@ pub(crate) struct Context {
     pub space_short: AtomicBool,
     pub epoch: std::time::Instant,
     pub dir: std::path::PathBuf,
+    /// Every committed version with a txid below this is visible to every
+    /// live and future snapshot (`leafentry.rs`, garbage collection). Set by
+    /// the transaction manager; it only grows, so a stale read is safe.
+    pub horizon: AtomicU64,
+    /// The next transaction id to hand out (the transaction manager takes
+    /// ids from it; checkpoints record it in each header).
+    pub next_txid: AtomicU64,
 }
 
 impl Context {
@@ -190,7 +215,7 @@ impl Tree {
                 "fanout must be >= 2, node size >= 256 bytes, basement size >= 64 bytes",
             ));
         }
-        let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, settings: settings.clone() };
+        let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings: settings.clone() };
         let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
         let tree = Tree::new(dict, file_id, 0, file, settings, cmp, ctx);
         tree.make_root()?;
@@ -518,9 +543,15 @@ impl Tree {
     /// once the record is durable. Before recovery has finished (the log is
     /// not set yet) nothing is logged: that is the replay.
     pub(crate) fn write(&self, msgs: Msgs) -> Result<()> {
+        self.write_msgs(msgs, Logging::Commit).map(|_| ())
+    }
+
+    /// `write` with a choice of logging (see `Logging`); returns the LSN of
+    /// the record, if one was written.
+    pub(crate) fn write_msgs(&self, msgs: Msgs, logging: Logging) -> Result<Option<u64>> {
         self.check_open()?;
         self.check_writable()?;
-        let log = self.ctx.log.get();
+        let log = self.ctx.log.get().filter(|_| logging != Logging::None);
         for (_, body) in &msgs {
             if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
                 && !self.ctx.fns.contains_key(&body.fn_id)
@@ -529,6 +560,8 @@ impl Tree {
             }
         }
         let record = log.map(|_| encode_write(self.file_id, &msgs));
+        // Clean-up messages are never refused: a transaction whose commit
+        // is logged must be able to finish.
         if let Some(r) = &record {
             self.ctx.check_space(r.len())?;
         }
@@ -587,17 +620,80 @@ impl Tree {
         if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.settings.node_size_bytes {
             self.ctx.wake_cleaner();
         }
-        if let (Some(log), Some(lsn), true) = (log, lsn, self.ctx.commit_sync) {
+        if let (Some(log), Some(lsn), true, Logging::Commit) = (log, lsn, self.ctx.commit_sync, logging) {
             log.sync_to(lsn).map_err(log_failed)?;
         }
-        Ok(())
+        Ok(lsn)
     }
 
     // ---- reading -------------------------------------------------------
 
-    /// The value of `key`: the leaf's value with every buffered message for
-    /// the key on the root-to-leaf path applied in MSN order.
-    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// The value of `key` as `view` sees it: the leaf's entry with every
+    /// buffered message for the key on the root-to-leaf path applied in MSN
+    /// order, then the version `view` chooses (`leafentry.rs`).
+    pub(crate) fn get(&self, key: &[u8], view: &ReadView) -> Result<Option<Vec<u8>>> {
+        for _attempt in 0..RETRIES {
+            let (le, bn, msgs) = self.collect(key)?;
+            if msgs.is_empty() {
+                match le.as_deref() {
+                    None => return Ok(None),
+                    Some([leafentry::LE_VALUE, v @ ..]) => return Ok(Some(v.to_vec())),
+                    Some(_) => {}
+                }
+            }
+            let e = self.merged_entry(key, le.as_deref(), bn, &msgs)?;
+            match e.read(view) {
+                Seen::Value(v) => return Ok(v.map(<[u8]>::to_vec)),
+                Seen::Retry(_) => std::thread::yield_now(),
+            }
+        }
+        Err(self.unknown_txn(key))
+    }
+
+    /// The txid of the newest committed version of `key` (0: older than
+    /// every snapshot), for write-conflict checks.
+    pub(crate) fn newest_committed_txid(&self, key: &[u8], states: &dyn TxnStates) -> Result<Option<u64>> {
+        for _attempt in 0..RETRIES {
+            let (le, bn, msgs) = self.collect(key)?;
+            let e = self.merged_entry(key, le.as_deref(), bn, &msgs)?;
+            if let Ok(t) = e.newest_committed_txid(states) {
+                return Ok(t);
+            }
+            std::thread::yield_now();
+        }
+        Err(self.unknown_txn(key))
+    }
+
+    fn unknown_txn(&self, key: &[u8]) -> Error {
+        Error::corrupt(
+            self.path(),
+            None,
+            format!("key {key:02x?} keeps a provisional version of a transaction that no longer exists"),
+        )
+    }
+
+    /// The stored entry `le` (from block `bn`) with `msgs` applied.
+    fn merged_entry(
+        &self,
+        key: &[u8],
+        le: Option<&[u8]>,
+        bn: BlockNum,
+        msgs: &[(u64, MsgBody)],
+    ) -> Result<LeEntry> {
+        let mut e = match le {
+            Some(le) => LeEntry::decode(le).map_err(|r| self.corrupt(bn, r))?,
+            None => LeEntry::default(),
+        };
+        for (_, body) in msgs {
+            e.apply(key, body, &self.ctx.fns).map_err(Error::InvalidArgument)?;
+        }
+        Ok(e)
+    }
+
+    /// The leaf's stored entry for `key` (and the leaf's block), and every
+    /// buffered message for the key on the root-to-leaf path, in MSN order.
+    #[allow(clippy::type_complexity)]
+    fn collect(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, BlockNum, Vec<(u64, MsgBody)>)> {
         self.check_open()?;
         let mut held: Vec<Arc<Entry>> = Vec::new();
         'restart: loop {
@@ -608,12 +704,7 @@ impl Tree {
                 if guard.is_leaf() {
                     let i = guard.part_for(key, self.cmp);
                     match &guard.basements()[i] {
-                        Some(b) => {
-                            break b
-                                .get(key, self.cmp)
-                                .map_err(|r| self.corrupt(entry.bn, r))?
-                                .map(|v| v.to_vec())
-                        }
+                        Some(b) => break b.get(key, self.cmp).map(|le| le.to_vec()),
                         None => {
                             drop(guard);
                             self.fetch_part(&entry, i)?;
@@ -650,11 +741,7 @@ impl Tree {
             };
             drop(guard);
             msgs.sort_by_key(|(m, _)| *m);
-            let mut value = base;
-            for (_, body) in &msgs {
-                value = apply_to_value(key, value, body, &self.ctx.fns).map_err(Error::InvalidArgument)?;
-            }
-            return Ok(value);
+            return Ok((base, entry.bn, msgs));
         }
     }
 
@@ -681,6 +768,7 @@ impl Tree {
             root: self.root_bn(),
             max_msn: self.ctx.msn.load(AtomicOrdering::SeqCst),
             ckpt_lsn,
+            next_txid: self.ctx.next_txid.load(AtomicOrdering::SeqCst),
             settings: self.settings.clone(),
         };
         self.file.begin_checkpoint();

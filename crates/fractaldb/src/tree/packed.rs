@@ -32,8 +32,7 @@ fn key_at(data: &[u8], off: u32) -> (&[u8], u64) {
     // Offsets were validated when the buffer was built.
     let mut r = Reader::new(&data[off as usize..]);
     let msn = r.u64().expect("validated");
-    r.take(2).expect("validated");
-    r.varint().expect("validated");
+    MsgBody::decode_head(&mut r).expect("validated");
     (r.bytes().expect("validated"), msn)
 }
 
@@ -52,17 +51,14 @@ impl PackedBuffer {
         for _ in 0..n {
             let start = r.pos();
             r.u64()?;
-            let kind = r.u8()?;
-            if MsgKind::from_u8(kind) == Some(MsgKind::Broadcast) {
+            // The head allocates nothing; only broadcasts are decoded whole.
+            if MsgBody::decode_head(&mut r)?.kind == MsgKind::Broadcast {
                 let mut rb = Reader::new(&data[start..]);
                 let m = Msg::decode(&mut rb)?;
-                r.take(rb.pos() - 9)?;
+                r.take(start + rb.pos() - r.pos())?;
                 broadcasts.push((m.msn, m.body));
                 continue;
             }
-            MsgKind::from_u8(kind).ok_or_else(|| format!("unknown message kind {kind}"))?;
-            r.u8()?;
-            r.varint()?;
             r.bytes()?;
             r.bytes()?;
             let this = key_at(&data, start as u32);
@@ -139,10 +135,24 @@ mod tests {
         let mut b = MsgBuffer::default();
         let keys: [&[u8]; 6] = [b"m", b"c", b"m", b"x", b"a", b"m"];
         for (i, k) in keys.iter().enumerate() {
-            let body = MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, val: vec![i as u8].into() };
+            let body = MsgBody {
+                kind: MsgKind::Insert,
+                fn_id: 0,
+                txid: 0,
+                provisional: false,
+                sp: 0,
+                val: vec![i as u8].into(),
+            };
             b.insert(Msg { msn: 100 + i as u64, key: (*k).into(), body }, bytewise);
         }
-        let bc = MsgBody { kind: MsgKind::Broadcast, fn_id: 1, txid: 0, val: Box::new([]) };
+        let bc = MsgBody {
+            kind: MsgKind::Broadcast,
+            fn_id: 1,
+            txid: 0,
+            provisional: false,
+            sp: 0,
+            val: Box::new([]),
+        };
         b.insert(Msg { msn: 200, key: Box::new([]), body: bc }, bytewise);
         let mut bytes = Vec::new();
         b.encode(&mut bytes);

@@ -1,0 +1,691 @@
+//! Transactions: ids, snapshots, the undo list, commit and abort.
+//!
+//! A transaction writes provisional messages (tagged with its txid and the
+//! savepoint it is under) through the normal write path, each logged as it
+//! happens, after taking a write lock on the key in the lock tree
+//! (`locktree.rs`). It keeps an undo list of the (dictionary, key) pairs it
+//! wrote, in memory up to `UNDO_MEM_BYTES` and in a scratch file
+//! `txn-<id>.undo` beyond that, so a transaction of millions of rows does
+//! not hold them in memory.
+//!
+//! **Commit** appends a commit record, marks the transaction committed in
+//! the manager (readers that meet its provisional versions now treat them
+//! as committed), sends a `Commit` message for every key on its undo list
+//! (unlogged: recovery derives them from the record), forgets the
+//! transaction, releases its locks, and last waits for the commit record to
+//! be durable (with `commit_sync`). Nothing already in the leaves is
+//! rewritten: the messages travel down with the next flushes.
+//! **Abort** is the same with an abort record and `Abort` messages;
+//! **rollback to a savepoint** sends `Abort` messages for the savepoint ids
+//! opened since, to the keys written since, and gives the savepoint a fresh
+//! id (so a replayed rollback never touches later writes).
+//!
+//! Locks are released only after the clean-up messages are in the trees:
+//! that is what makes a later writer's messages newer (higher MSN) than the
+//! clean-up, the invariant `leafentry.rs` relies on.
+//!
+//! **Isolation.** Read uncommitted reads the newest version; read committed
+//! the newest committed one; repeatable read a snapshot taken at begin, and
+//! a put or delete of a key someone committed after the snapshot fails with
+//! `Error::WriteConflict` (first committer wins; upserts never conflict,
+//! they read nothing); serializable takes read locks on what it reads
+//! (points and cursor ranges) and reads the newest committed versions:
+//! strict two-phase locking.
+//!
+//! Autocommit writes (`Dictionary::put` and friends) are transactions of one
+//! step: a txid, write locks on their keys, one committed (non-provisional)
+//! message per key, locks released, then the fsync.
+
+pub(crate) mod locktree;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::encoding::{put_bytes, put_varint, Reader};
+use crate::error::{Error, Result};
+use crate::file::{OpenMode, VfsFile};
+use crate::recovery::{Msgs, Record};
+use crate::tree::cursor::{Cursor, CursorView};
+use crate::tree::leafentry::{ReadView, Snapshot, TxnState, TxnStates, ViewMode};
+use crate::tree::message::{MsgBody, MsgKind};
+use crate::tree::{Context, Logging, Tree};
+use locktree::{LockError, LockKey, LockManager, LockMode};
+
+/// How much of a transaction's reads are protected from other transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// Reads see other transactions' uncommitted writes.
+    ReadUncommitted,
+    /// Each read sees the newest committed version.
+    ReadCommitted,
+    /// Every read sees the snapshot taken when the transaction began; a put
+    /// or delete of a key changed since fails with `Error::WriteConflict`.
+    #[default]
+    RepeatableRead,
+    /// Reads lock what they read (keys and cursor ranges) until the end.
+    Serializable,
+}
+
+/// Options of one transaction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TxnOptions {
+    pub isolation: Isolation,
+    /// How long a lock request waits; `None`: `EnvOptions::lock_timeout`.
+    pub lock_timeout: Option<Duration>,
+}
+
+/// A savepoint inside a transaction (see [`Txn::savepoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Savepoint {
+    /// Index in the transaction's savepoint stack.
+    depth: usize,
+    serial: u64,
+}
+
+/// Undo entries kept in memory before they go to the scratch file.
+const UNDO_MEM_BYTES: usize = 4 << 20;
+/// Clean-up messages sent per tree write.
+const CLEANUP_BATCH: usize = 1024;
+
+struct Info {
+    state: TxnState,
+    /// A lower bound on the LSN of the transaction's first logged write
+    /// (`None`: nothing logged yet). The log is kept from here on.
+    first_lsn: Option<u64>,
+    /// The oldest txid its snapshot cannot see (repeatable read), else MAX.
+    xmin: u64,
+}
+
+#[derive(Default)]
+struct MgrState {
+    txns: HashMap<u64, Info>,
+    /// Txids in state `Active`: a new snapshot's live list.
+    active: BTreeSet<u64>,
+    /// The `xmin`s of live snapshots, with counts.
+    xmins: BTreeMap<u64, usize>,
+}
+
+/// Transaction ids, states, snapshots and locks of one environment.
+pub(crate) struct TxnManager {
+    state: Mutex<MgrState>,
+    pub locks: LockManager,
+    pub ctx: Arc<Context>,
+    pub lock_timeout: Duration,
+}
+
+impl TxnStates for TxnManager {
+    fn state(&self, txid: u64) -> Option<TxnState> {
+        self.state.lock().txns.get(&txid).map(|i| i.state)
+    }
+}
+
+fn lock_error(e: LockError) -> Error {
+    match e {
+        LockError::Timeout { holder } => Error::LockTimeout { holder },
+        LockError::Deadlock { cycle } => Error::Deadlock { cycle },
+        LockError::MemoryFull { used, limit } => Error::LockMemoryFull { used, limit },
+    }
+}
+
+impl TxnManager {
+    pub(crate) fn new(ctx: Arc<Context>, lock_memory_bytes: usize, lock_timeout: Duration) -> TxnManager {
+        TxnManager {
+            state: Mutex::new(MgrState::default()),
+            locks: LockManager::new(lock_memory_bytes),
+            ctx,
+            lock_timeout,
+        }
+    }
+
+    /// Raises the horizon to what the live transactions allow.
+    fn update_horizon(&self, s: &MgrState) {
+        let next = self.ctx.next_txid.load(Ordering::SeqCst);
+        let h = [s.active.first().copied(), s.xmins.keys().next().copied(), Some(next)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(next);
+        self.ctx.horizon.fetch_max(h, Ordering::SeqCst);
+    }
+
+    /// Starts a transaction: its id, and with `snapshot` its snapshot.
+    fn begin(&self, snapshot: bool) -> (u64, Option<Arc<Snapshot>>) {
+        let mut s = self.state.lock();
+        let txid = self.ctx.next_txid.fetch_add(1, Ordering::SeqCst);
+        let snap = snapshot.then(|| {
+            let live: Vec<u64> = s.active.iter().copied().collect();
+            Arc::new(Snapshot { txid, live })
+        });
+        let xmin = snap.as_ref().map_or(u64::MAX, |sn| sn.live.first().copied().unwrap_or(txid).min(txid));
+        if xmin != u64::MAX {
+            *s.xmins.entry(xmin).or_default() += 1;
+        }
+        s.active.insert(txid);
+        s.txns.insert(txid, Info { state: TxnState::Active, first_lsn: None, xmin });
+        (txid, snap)
+    }
+
+    /// Notes that `txid` is about to log its first write.
+    fn note_first_write(&self, txid: u64) {
+        let bound = self.ctx.log.get().map_or(0, |l| l.last_lsn() + 1);
+        let mut s = self.state.lock();
+        if let Some(i) = s.txns.get_mut(&txid) {
+            i.first_lsn.get_or_insert(bound);
+        }
+    }
+
+    /// Moves `txid` out of the active set (committed or aborted; its
+    /// clean-up follows) and drops its snapshot.
+    fn decide(&self, txid: u64, state: TxnState) {
+        let mut s = self.state.lock();
+        s.active.remove(&txid);
+        let Some(i) = s.txns.get_mut(&txid) else { return };
+        i.state = state;
+        let xmin = std::mem::replace(&mut i.xmin, u64::MAX);
+        if xmin != u64::MAX {
+            if let Some(c) = s.xmins.get_mut(&xmin) {
+                *c -= 1;
+                if *c == 0 {
+                    s.xmins.remove(&xmin);
+                }
+            }
+        }
+        self.update_horizon(&s);
+    }
+
+    /// Forgets `txid` once its clean-up messages are all in the trees.
+    fn forget(&self, txid: u64) {
+        let mut s = self.state.lock();
+        s.txns.remove(&txid);
+        self.update_horizon(&s);
+    }
+
+    /// The log must be kept from this LSN on for the transactions whose
+    /// clean-up has not finished (`u64::MAX`: none).
+    pub(crate) fn keep_log_from(&self) -> u64 {
+        self.state.lock().txns.values().filter_map(|i| i.first_lsn).min().unwrap_or(u64::MAX)
+    }
+
+    /// Transactions begun and not finished.
+    pub(crate) fn unfinished(&self) -> usize {
+        self.state.lock().txns.len()
+    }
+
+    /// After recovery: every txid below `next` is taken.
+    pub(crate) fn set_next_txid(&self, next: u64) {
+        self.ctx.next_txid.fetch_max(next, Ordering::SeqCst);
+        let s = self.state.lock();
+        self.update_horizon(&s);
+    }
+
+    fn lock(
+        &self,
+        tree: &Tree,
+        owner: u64,
+        lo: LockKey,
+        hi: LockKey,
+        mode: LockMode,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.locks.acquire(tree.file_id, tree.cmp, owner, lo, hi, mode, timeout).map_err(lock_error)
+    }
+
+    /// One autocommit write: `msgs` (all committed messages) under write
+    /// locks, as one transaction.
+    pub(crate) fn autocommit(&self, tree: &Tree, mut msgs: Msgs) -> Result<()> {
+        let (txid, _) = self.begin(false);
+        let result = (|| {
+            if msgs.iter().any(|(_, b)| b.kind == MsgKind::Broadcast) {
+                self.lock(tree, txid, LockKey::Min, LockKey::Max, LockMode::Write, self.lock_timeout)?;
+            } else {
+                // In key order, so two batches never deadlock on each other.
+                let mut keys: Vec<&[u8]> = msgs.iter().map(|(k, _)| &k[..]).collect();
+                keys.sort_by(|a, b| (tree.cmp)(a, b));
+                keys.dedup_by(|a, b| (tree.cmp)(a, b).is_eq());
+                for k in keys {
+                    self.lock(
+                        tree,
+                        txid,
+                        LockKey::Key(k),
+                        LockKey::Key(k),
+                        LockMode::Write,
+                        self.lock_timeout,
+                    )?;
+                }
+            }
+            for (_, b) in &mut msgs {
+                b.txid = txid;
+                b.provisional = false;
+            }
+            tree.write_msgs(msgs, Logging::NoWait)
+        })();
+        self.decide(txid, TxnState::Committed);
+        self.forget(txid);
+        self.locks.release_all(txid);
+        let lsn = result?;
+        if let (Some(log), Some(lsn), true) = (self.ctx.log.get(), lsn, self.ctx.commit_sync) {
+            log.sync_to(lsn).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// A view for an autocommit read or cursor: the newest committed versions.
+    pub(crate) fn latest_view(self: &Arc<Self>) -> CursorView {
+        CursorView { own: 0, uncommitted: false, snapshot: None, states: self.clone(), lock_range: None }
+    }
+
+    pub(crate) fn read_latest(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        tree.get(key, &ReadView { own: 0, mode: ViewMode::Latest, states: self })
+    }
+}
+
+/// One undo entry: a dictionary's file id and a key written in it.
+pub(crate) type UndoKey = (u64, Box<[u8]>);
+
+/// The (dictionary, key) pairs a transaction wrote, oldest first.
+struct Undo {
+    mem: Vec<UndoKey>,
+    mem_bytes: usize,
+    /// Entries moved to the scratch file, and its length.
+    spilled: u64,
+    file: Option<(Arc<dyn VfsFile>, PathBuf, u64)>,
+}
+
+impl Undo {
+    fn len(&self) -> u64 {
+        self.spilled + self.mem.len() as u64
+    }
+
+    fn push(&mut self, ctx: &Context, txid: u64, file_id: u64, key: &[u8]) -> Result<()> {
+        self.mem_bytes += key.len() + 32;
+        self.mem.push((file_id, key.into()));
+        if self.mem_bytes > UNDO_MEM_BYTES {
+            if self.file.is_none() {
+                let path = ctx.dir.join(format!("txn-{txid}.undo"));
+                let f = ctx.vfs.open(&path, OpenMode::CreateOrOpen, false)?;
+                self.file = Some((f, path, 0));
+            }
+            let (f, _, len) = self.file.as_mut().expect("just set");
+            let mut buf = Vec::with_capacity(self.mem_bytes);
+            for (id, k) in &self.mem {
+                put_varint(&mut buf, *id);
+                put_bytes(&mut buf, k);
+            }
+            f.write_at(*len, &buf)?;
+            *len += buf.len() as u64;
+            self.spilled += self.mem.len() as u64;
+            self.mem.clear();
+            self.mem_bytes = 0;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on every entry from index `from` on, in chunks, then
+    /// truncates the list to `from` entries.
+    fn drain_from(&mut self, from: u64, f: &mut dyn FnMut(&[UndoKey]) -> Result<()>) -> Result<()> {
+        if let Some((file, _, len)) = &self.file {
+            if from < self.spilled {
+                // Read the file in pieces; keep the byte offset of entry `from`.
+                let (mut off, mut idx, mut cut) = (0u64, 0u64, None);
+                let mut chunk: Vec<UndoKey> = Vec::new();
+                let mut carry: Vec<u8> = Vec::new();
+                while off < *len || !carry.is_empty() {
+                    let n = (*len - off).min(1 << 20) as usize;
+                    let mut buf = vec![0; n];
+                    file.read_at(off, &mut buf)?;
+                    let base = off - carry.len() as u64;
+                    off += n as u64;
+                    carry.extend_from_slice(&buf);
+                    let mut r = Reader::new(&carry);
+                    let mut used = 0;
+                    while let (Ok(id), Ok(k)) = (r.varint(), r.bytes()) {
+                        if idx == from {
+                            cut = Some(base + used as u64);
+                        }
+                        if idx >= from {
+                            chunk.push((id, k.into()));
+                        }
+                        idx += 1;
+                        used = r.pos();
+                        if chunk.len() >= CLEANUP_BATCH {
+                            f(&chunk)?;
+                            chunk.clear();
+                        }
+                    }
+                    carry.drain(..used);
+                    if n == 0 {
+                        break;
+                    }
+                }
+                f(&chunk)?;
+                let cut = cut.unwrap_or(*len);
+                file.set_len(cut)?;
+                self.file.as_mut().expect("present").2 = cut;
+                self.spilled = from;
+            }
+        }
+        let start = from.saturating_sub(self.spilled) as usize;
+        for c in self.mem[start.min(self.mem.len())..].chunks(CLEANUP_BATCH) {
+            f(c)?;
+        }
+        self.mem.truncate(start.min(self.mem.len()));
+        self.mem_bytes = self.mem.iter().map(|(_, k)| k.len() + 32).sum();
+        Ok(())
+    }
+
+    fn remove_file(&mut self, ctx: &Context) {
+        if let Some((_, path, _)) = self.file.take() {
+            let _ = ctx.vfs.remove(&path);
+        }
+    }
+}
+
+struct TxnState2 {
+    undo: Undo,
+    /// Open savepoints: (id, undo length when opened, serial).
+    savepoints: Vec<(u32, u64, u64)>,
+    next_sp: u32,
+    next_serial: u64,
+    /// Trees written, by file id.
+    trees: HashMap<u64, Arc<Tree>>,
+    done: bool,
+}
+
+/// What a transaction's cursors share with it.
+struct Shared {
+    mgr: Arc<TxnManager>,
+    txid: u64,
+    opts: TxnOptions,
+    snapshot: Option<Arc<Snapshot>>,
+}
+
+/// A transaction over any number of dictionaries of one environment. Ends
+/// with [`Txn::commit`] or [`Txn::abort`]; dropped unfinished, it aborts.
+/// One thread uses it at a time (the methods lock it internally).
+pub struct Txn {
+    shared: Arc<Shared>,
+    st: Mutex<TxnState2>,
+}
+
+impl Txn {
+    pub(crate) fn begin(mgr: Arc<TxnManager>, opts: TxnOptions) -> Txn {
+        let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead);
+        Txn {
+            shared: Arc::new(Shared { mgr, txid, opts, snapshot }),
+            st: Mutex::new(TxnState2 {
+                undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
+                savepoints: Vec::new(),
+                next_sp: 1,
+                next_serial: 1,
+                trees: HashMap::new(),
+                done: false,
+            }),
+        }
+    }
+
+    /// The transaction's id.
+    pub fn id(&self) -> u64 {
+        self.shared.txid
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.shared.opts.isolation
+    }
+
+    fn timeout(&self) -> Duration {
+        self.shared.opts.lock_timeout.unwrap_or(self.shared.mgr.lock_timeout)
+    }
+
+    fn view_mode(&self) -> ViewMode<'_> {
+        match (self.shared.opts.isolation, &self.shared.snapshot) {
+            (Isolation::ReadUncommitted, _) => ViewMode::Uncommitted,
+            (_, Some(s)) => ViewMode::Snapshot(s),
+            _ => ViewMode::Latest,
+        }
+    }
+
+    fn check_live(st: &TxnState2) -> Result<()> {
+        if st.done {
+            return Err(Error::invalid("the transaction has already ended"));
+        }
+        Ok(())
+    }
+
+    /// Reads `key` as the isolation level says.
+    pub fn get(&self, d: &crate::Dictionary, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Self::check_live(&self.st.lock())?;
+        let m = &self.shared.mgr;
+        if self.shared.opts.isolation == Isolation::Serializable {
+            m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Read, self.timeout())?;
+        }
+        d.tree.get(key, &ReadView { own: self.id(), mode: self.view_mode(), states: &**m })
+    }
+
+    /// Reads `key` under a write lock, newest committed version (for
+    /// read-modify-write at any level; at repeatable read, a key changed
+    /// since the snapshot is a `WriteConflict`).
+    pub fn get_for_update(&self, d: &crate::Dictionary, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Self::check_live(&self.st.lock())?;
+        let m = &self.shared.mgr;
+        m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Write, self.timeout())?;
+        self.check_conflict(d, key)?;
+        d.tree.get(key, &ReadView { own: self.id(), mode: ViewMode::Latest, states: &**m })
+    }
+
+    /// A cursor reading as the isolation level says.
+    pub fn cursor(&self, d: &crate::Dictionary) -> Cursor {
+        let sh = &self.shared;
+        let lock_range = (sh.opts.isolation == Isolation::Serializable).then(|| {
+            let (sh, tree, timeout) = (sh.clone(), d.tree.clone(), self.timeout());
+            Box::new(move |lo: Option<&[u8]>, hi: Option<&[u8]>| {
+                let lo = lo.map_or(LockKey::Min, LockKey::Key);
+                let hi = hi.map_or(LockKey::Max, LockKey::Key);
+                sh.mgr.lock(&tree, sh.txid, lo, hi, LockMode::Read, timeout)
+            }) as crate::tree::cursor::RangeLocker
+        });
+        let view = CursorView {
+            own: sh.txid,
+            uncommitted: sh.opts.isolation == Isolation::ReadUncommitted,
+            snapshot: sh.snapshot.clone(),
+            states: sh.mgr.clone(),
+            lock_range,
+        };
+        Cursor::new(d.tree.clone(), view)
+    }
+
+    /// At repeatable read: fails if someone committed `key` after the snapshot.
+    fn check_conflict(&self, d: &crate::Dictionary, key: &[u8]) -> Result<()> {
+        let Some(snap) = &self.shared.snapshot else { return Ok(()) };
+        match d.tree.newest_committed_txid(key, &*self.shared.mgr)? {
+            Some(t) if t != 0 && t != self.id() && !snap.sees(t) => {
+                Err(Error::WriteConflict { key: key.to_vec(), dictionary: d.name().to_string(), writer: t })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn write(&self, d: &crate::Dictionary, key: &[u8], kind: MsgKind, fn_id: u8, val: &[u8]) -> Result<()> {
+        let mut st = self.st.lock();
+        Self::check_live(&st)?;
+        let m = &self.shared.mgr;
+        m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Write, self.timeout())?;
+        if kind != MsgKind::Update {
+            self.check_conflict(d, key)?;
+        }
+        let sp = st.savepoints.last().map_or(0, |s| s.0);
+        let body = MsgBody { kind, fn_id, txid: self.id(), provisional: true, sp, val: val.into() };
+        if st.undo.len() == 0 {
+            m.note_first_write(self.id());
+        }
+        // On the undo list before the write: if the write fails after its
+        // record reached the log, an abort still cleans the key up.
+        st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
+        st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
+        d.tree.write_msgs(vec![(key.into(), body)], Logging::NoWait)?;
+        Ok(())
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, d: &crate::Dictionary, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write(d, key, MsgKind::Insert, 0, value)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, d: &crate::Dictionary, key: &[u8]) -> Result<()> {
+        self.write(d, key, MsgKind::Delete, 0, &[])
+    }
+
+    /// Upserts `key` through update function `fn_id` (never a write conflict:
+    /// it applies to whatever value the key has when it lands).
+    pub fn update(&self, d: &crate::Dictionary, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
+        if !d.tree.ctx.fns.contains_key(&fn_id) {
+            return Err(Error::invalid(crate::tree::message::missing_fn(fn_id)));
+        }
+        self.write(d, key, MsgKind::Update, fn_id, arg)
+    }
+
+    /// Opens a savepoint: [`Txn::rollback_to`] undoes what was written after it.
+    pub fn savepoint(&self) -> Result<Savepoint> {
+        let mut st = self.st.lock();
+        Self::check_live(&st)?;
+        let id = st.next_sp;
+        st.next_sp = st.next_sp.checked_add(1).ok_or_else(|| Error::invalid("too many savepoints"))?;
+        let serial = st.next_serial;
+        st.next_serial += 1;
+        let pos = st.undo.len();
+        st.savepoints.push((id, pos, serial));
+        Ok(Savepoint { depth: st.savepoints.len() - 1, serial })
+    }
+
+    fn find(st: &TxnState2, sp: Savepoint) -> Result<usize> {
+        match st.savepoints.get(sp.depth) {
+            Some(s) if s.2 == sp.serial => Ok(sp.depth),
+            _ => Err(Error::invalid("that savepoint was released or rolled back past")),
+        }
+    }
+
+    /// Keeps what was written since `sp` as part of the enclosing level and
+    /// closes `sp` and every savepoint opened after it.
+    pub fn release(&self, sp: Savepoint) -> Result<()> {
+        let mut st = self.st.lock();
+        Self::check_live(&st)?;
+        let i = Self::find(&st, sp)?;
+        st.savepoints.truncate(i);
+        Ok(())
+    }
+
+    /// Undoes everything written since `sp`; `sp` stays open (as in SQL).
+    pub fn rollback_to(&self, sp: Savepoint) -> Result<()> {
+        let mut st = self.st.lock();
+        Self::check_live(&st)?;
+        let i = Self::find(&st, sp)?;
+        let (lo, pos, serial) = st.savepoints[i];
+        let hi = st.next_sp;
+        self.cleanup(&mut st, Record::TxnAbort { txid: self.id(), lo, hi }, pos)?;
+        st.savepoints.truncate(i);
+        // A fresh id: a replay of this rollback must not touch later writes.
+        let id = st.next_sp;
+        st.next_sp += 1;
+        st.savepoints.push((id, pos, serial));
+        Ok(())
+    }
+
+    /// Logs `rec` and sends its clean-up message to every key written from
+    /// undo entry `from` on. Returns the record's LSN.
+    fn cleanup(&self, st: &mut TxnState2, rec: Record, from: u64) -> Result<Option<u64>> {
+        let m = &self.shared.mgr;
+        let body = match &rec {
+            Record::TxnCommit { txid } => MsgBody::plain_txn(MsgKind::Commit, *txid, Box::new([])),
+            Record::TxnAbort { txid, lo, hi } => {
+                MsgBody::plain_txn(MsgKind::Abort, *txid, MsgBody::abort_val(*lo, *hi))
+            }
+            _ => unreachable!("only commit and abort records"),
+        };
+        if st.undo.len() <= from {
+            return Ok(None);
+        }
+        let lsn = match m.ctx.log.get() {
+            Some(log) => {
+                Some(log.append(&rec.encode()).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?)
+            }
+            None => None,
+        };
+        match rec {
+            Record::TxnCommit { .. } => m.decide(self.id(), TxnState::Committed),
+            Record::TxnAbort { lo: 0, hi: u32::MAX, .. } => m.decide(self.id(), TxnState::Aborted),
+            _ => {}
+        }
+        let trees = st.trees.clone();
+        st.undo.drain_from(from, &mut |chunk| {
+            // One tree write per run of keys of the same dictionary.
+            let mut i = 0;
+            while i < chunk.len() {
+                let id = chunk[i].0;
+                let mut msgs = Vec::new();
+                while i < chunk.len() && chunk[i].0 == id {
+                    msgs.push((chunk[i].1.clone(), body.clone()));
+                    i += 1;
+                }
+                if let Some(t) = trees.get(&id) {
+                    if !t.dropped.load(Ordering::Relaxed) {
+                        t.write_msgs(msgs, Logging::None)?;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        Ok(lsn)
+    }
+
+    /// Ends the transaction, making its writes visible and (with
+    /// `commit_sync`) durable.
+    pub fn commit(self) -> Result<()> {
+        self.finish(true)
+    }
+
+    /// Ends the transaction, undoing its writes.
+    pub fn abort(self) -> Result<()> {
+        self.finish(false)
+    }
+
+    fn finish(&self, commit: bool) -> Result<()> {
+        let mut st = self.st.lock();
+        Self::check_live(&st)?;
+        st.done = true;
+        let m = self.shared.mgr.clone();
+        let txid = self.id();
+        let rec =
+            if commit { Record::TxnCommit { txid } } else { Record::TxnAbort { txid, lo: 0, hi: u32::MAX } };
+        let result = self.cleanup(&mut st, rec, 0);
+        if result.is_err() {
+            // Clean-up did not finish: the manager keeps the transaction
+            // (its state tells readers what its versions are) and its locks
+            // stay, so no one writes over versions still provisional.
+            return result.map(|_| ());
+        }
+        m.decide(txid, if commit { TxnState::Committed } else { TxnState::Aborted });
+        st.undo.remove_file(&m.ctx);
+        m.forget(txid);
+        m.locks.release_all(txid);
+        if let (Some(log), Ok(Some(lsn)), true, true) = (m.ctx.log.get(), &result, commit, m.ctx.commit_sync)
+        {
+            log.sync_to(*lsn).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if !self.st.lock().done {
+            if let Err(e) = self.finish(false) {
+                eprintln!("fractaldb: aborting dropped transaction {} failed: {e}", self.id());
+            }
+        }
+    }
+}
