@@ -19,6 +19,8 @@ use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, Isolation, Savepoint
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+/// A transaction's own writes (None: deleted).
+type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 fn append_fn() -> UpdateFn {
     Arc::new(|_k: &[u8], old: Option<&[u8]>, arg: &[u8]| {
@@ -43,8 +45,8 @@ struct MTxn {
     /// Repeatable read: the committed state at begin, and the commit count then.
     snap: Option<(Map, u64)>,
     /// Its own writes (None: deleted), and one copy per open savepoint.
-    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    saves: Vec<(Savepoint, BTreeMap<Vec<u8>, Option<Vec<u8>>>)>,
+    writes: Writes,
+    saves: Vec<(Savepoint, Writes)>,
     /// Keys it holds write locks on (kept past a rollback to a savepoint).
     locks: BTreeSet<Vec<u8>>,
 }
