@@ -824,7 +824,11 @@ impl Tree {
             return Err(e);
         }
         for (bn, node) in clones {
-            let s = serialize::serialize(&node, self.settings.codec);
+            let s = serialize::serialize(
+                &node,
+                self.settings.codec,
+                self.ctx.horizon.load(AtomicOrdering::Acquire),
+            );
             if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len) {
                 self.abandon_checkpoint(&ckpt);
                 return Err(e);
@@ -848,7 +852,8 @@ impl Tree {
             g.ckpt_writing = true;
             g.snapshot()
         };
-        let s = serialize::serialize(&snap, self.settings.codec);
+        let s =
+            serialize::serialize(&snap, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
         drop(snap);
         let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len);
         let mut g = e.node.write();
@@ -894,7 +899,7 @@ impl Tree {
     /// a checkpoint's begin during it: `g` keeps writers out, so either way
     /// the bytes are the begin-time state) also serves the checkpoint.
     fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
-        let s = serialize::serialize(&g, self.settings.codec);
+        let s = serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
         let ext = self.file.write_block(e.bn, &s.bytes, s.header_len)?;
         let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);

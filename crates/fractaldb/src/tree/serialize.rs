@@ -55,8 +55,9 @@ pub(crate) struct Header {
     pub parts: Vec<PartInfo>,
 }
 
-/// Serializes a node whose partitions are all in memory.
-pub(crate) fn serialize(node: &Node, codec: Codec) -> Serialized {
+/// Serializes a node whose partitions are all in memory; a leaf's versions
+/// below `horizon` are collected on the way (`Basement::collected`).
+pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
     assert!(node.all_loaded(), "serializing a node with evicted partitions");
     let mut compressed: Vec<(Vec<u8>, u32)> = Vec::with_capacity(node.n_parts());
     let mut raw = Vec::new();
@@ -73,7 +74,14 @@ pub(crate) fn serialize(node: &Node, codec: Codec) -> Serialized {
         }
         Body::Leaf(basements) => {
             for b in basements {
-                let packed = b.as_ref().expect("checked all_loaded").packed();
+                let b = b.as_ref().expect("checked all_loaded");
+                // An entry that does not decode is left as it is: reads
+                // report it as corrupt, with its block.
+                let gc = b.collected(horizon).unwrap_or_else(|e| {
+                    debug_assert!(false, "undecodable leafentry in memory: {e}");
+                    None
+                });
+                let packed = gc.as_deref().unwrap_or(b.packed());
                 let mut out = Vec::with_capacity(packed.len() / 2 + 64);
                 codec.compress(packed, &mut out);
                 compressed.push((out, packed.len() as u32));
