@@ -198,6 +198,15 @@ impl TxnManager {
         self.update_horizon(&s);
     }
 
+    /// Ends a transaction that needs no clean-up (autocommit: its messages
+    /// were committed ones): out of the active set and forgotten at once.
+    fn end_at_once(&self, txid: u64) {
+        let mut s = self.state.lock();
+        s.active.remove(&txid);
+        s.txns.remove(&txid);
+        self.update_horizon(&s);
+    }
+
     /// Forgets `txid` once its clean-up messages are all in the trees.
     fn forget(&self, txid: u64) {
         let mut s = self.state.lock();
@@ -264,8 +273,7 @@ impl TxnManager {
             }
             tree.write_msgs(msgs, Logging::NoWait)
         })();
-        self.decide(txid, TxnState::Committed);
-        self.forget(txid);
+        self.end_at_once(txid);
         self.locks.release_all(txid);
         let lsn = result?;
         if let (Some(log), Some(lsn), true) = (self.ctx.log.get(), lsn, self.ctx.commit_sync) {
