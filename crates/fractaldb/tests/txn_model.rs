@@ -7,15 +7,17 @@
 //! outcome: each read, each lock conflict (another open transaction wrote
 //! the key: the request times out), each write conflict (repeatable read:
 //! someone committed the key after the snapshot), and the state after every
-//! commit, abort and reopen.
+//! commit, abort and reopen. The environment runs on `SimVfs` with
+//! `commit_sync`, and now and then the power fails: every acknowledged
+//! commit must survive it and every open transaction must be rolled back.
 //!
-//! `FRACTALDB_TXN_SEEDS=<n>` runs more seeds (default 6); a failure prints its seed.
+//! `FRACTALDB_TXN_SEEDS=<n>` runs more seeds (default 16); a failure prints its seed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, Isolation, Savepoint, Txn, UpdateFn};
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, Isolation, Savepoint, SimVfs, Txn, UpdateFn};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -63,13 +65,14 @@ impl MTxn {
     }
 }
 
-fn opts() -> EnvOptions {
+fn opts(sim: &SimVfs) -> EnvOptions {
     EnvOptions {
+        vfs: sim.boot(),
         cache_size_bytes: 512 << 10,
         direct_io: false,
         background_threads: false,
         update_fns: vec![(1, append_fn())],
-        commit_sync: false,
+        commit_sync: true,
         checkpoint_period: None,
         reserve_free_bytes: 0,
         lock_timeout: Duration::from_millis(1),
@@ -79,8 +82,8 @@ fn opts() -> EnvOptions {
 
 fn run(seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().unwrap();
-    let mut env = Env::open(dir.path(), opts()).unwrap();
+    let sim = SimVfs::new(seed);
+    let mut env = Env::open("/m", opts(&sim)).unwrap();
     let dopts = DictOptions {
         node_size_bytes: 4096,
         basement_size_bytes: 512,
@@ -94,6 +97,7 @@ fn run(seed: u64) {
     let mut last_commit: HashMap<Vec<u8>, u64> = HashMap::new();
     let mut commits = 0u64;
     let mut open: Vec<MTxn> = Vec::new();
+    let (mut crashes, mut rolled_back) = (0, 0);
     for step in 0..4000 {
         let ctx = format!("seed {seed} step {step}");
         let key = format!("k{:03}", rng.gen_range(0..150)).into_bytes();
@@ -265,8 +269,21 @@ fn run(seed: u64) {
                 // Close and reopen: nothing committed is lost.
                 drop(d);
                 env.close().unwrap();
-                env = Env::open(dir.path(), opts()).unwrap();
+                env = Env::open("/m", opts(&sim)).unwrap();
                 d = env.open_dictionary("t").unwrap();
+            }
+            99 => {
+                // Power failure with transactions open: they roll back.
+                crashes += 1;
+                rolled_back += open.iter().filter(|t| !t.writes.is_empty()).count();
+                sim.crash();
+                open.clear();
+                drop(d);
+                drop(env);
+                env = Env::open("/m", opts(&sim)).unwrap();
+                d = env.open_dictionary("t").unwrap();
+                let got: Map = d.range(None, None, false).map(|r| r.unwrap()).collect();
+                assert_eq!(got, committed, "{ctx}: after the crash");
             }
             _ => {}
         }
@@ -278,11 +295,13 @@ fn run(seed: u64) {
     assert_eq!(got, committed, "seed {seed}: final state");
     d.check().unwrap();
     assert_eq!(env.stats().locks.locks, 0, "seed {seed}: locks left");
+    eprintln!("seed {seed}: {commits} commits, {crashes} crashes rolling back {rolled_back} transactions with writes");
+    assert!(crashes > 0 && commits > 100, "seed {seed}: the workload must crash and commit");
 }
 
 #[test]
 fn concurrent_transactions_agree_with_the_model() {
-    let seeds: u64 = std::env::var("FRACTALDB_TXN_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let seeds: u64 = std::env::var("FRACTALDB_TXN_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(16);
     for seed in 0..seeds {
         run(seed);
     }
