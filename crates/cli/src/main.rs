@@ -29,6 +29,8 @@ enum Command {
     /// Run one part of a durability benchmark (started by `bench-durability` itself).
     #[command(hide = true)]
     BenchDurabilityChild(bench::durability::DurabilityChildArgs),
+    /// Measure transactions: scaling with threads, hot-key counters, the cost against autocommit writes.
+    BenchTxn(bench::txn::TxnArgs),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::BenchChild(args) => bench::run_child(args),
         Command::BenchDurability(args) => bench::durability::run(args),
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
+        Command::BenchTxn(args) => bench::txn::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

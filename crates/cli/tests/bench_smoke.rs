@@ -358,3 +358,109 @@ fn durability_bad_flags_give_a_message_not_a_panic() {
         assert!(text(&output.stderr).contains("--features rocksdb"), "{}", text(&output.stderr));
     }
 }
+
+#[test]
+fn txn_all_smoke() {
+    let scratch = Scratch::new("txn-smoke");
+    let data = scratch.0.join("data");
+    let out = scratch.0.join("out");
+    let output = Command::new(BIN)
+        .args([
+            "bench-txn",
+            "all",
+            "--smoke",
+            "--dir",
+            data.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .expect("running the fractaldb binary");
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "bench-txn failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Every cell but the text columns is a number; failure cells are empty.
+    let check = |rows: &[Vec<String>], text_columns: &[usize], what: &str| {
+        for row in rows {
+            assert!(row.last().unwrap().is_empty(), "{what} failed: {row:?}");
+            for (i, cell) in row[..row.len() - 1].iter().enumerate() {
+                if !text_columns.contains(&i) {
+                    number(cell, what);
+                }
+            }
+        }
+    };
+
+    let scaling = csv_rows(
+        &out.join("scaling.csv"),
+        "threads,seconds,commits,commits_per_s,ratio_to_best,aborts_write_conflict,aborts_deadlock,\
+         aborts_lock_timeout,lock_waits,lock_escalations,p50_us,p99_us,max_us,cpu_s,failure",
+    );
+    check(&scaling, &[], "scaling.csv");
+    let threads: Vec<&str> = scaling.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(threads, ["1", "2", "8"], "{scaling:?}");
+    for row in &scaling {
+        assert!(number(&row[2], "commits") > 0.0, "{row:?}");
+        let ratio = number(&row[4], "ratio_to_best");
+        assert!(ratio > 0.0 && ratio <= 1.0, "{row:?}");
+    }
+    assert!(scaling.iter().any(|r| number(&r[4], "ratio_to_best") == 1.0), "{scaling:?}");
+
+    let counters = csv_rows(
+        &out.join("counters.csv"),
+        "mode,threads,seconds,commits,ops_per_s,aborts_write_conflict,aborts_deadlock,aborts_lock_timeout,\
+         lock_waits,p50_us,p99_us,max_us,cpu_s,counter_sum,check,failure",
+    );
+    check(&counters, &[0, 14], "counters.csv");
+    assert_eq!(counters.len(), 6, "{counters:?}");
+    for mode in ["txn", "autocommit"] {
+        assert_eq!(counters.iter().filter(|r| r[0] == mode).count(), 3, "{counters:?}");
+    }
+    for row in &counters {
+        // The counters add up to the committed increments, exactly.
+        assert_eq!(row[14], "ok", "{row:?}");
+        assert!(number(&row[3], "commits") > 0.0, "{row:?}");
+        assert_eq!(row[13], row[3], "counter sum differs from commits: {row:?}");
+    }
+
+    let cost = csv_rows(
+        &out.join("cost.csv"),
+        "variant,isolation,rows_per_txn,threads,seconds,rows,rows_per_s,ratio_to_autocommit,txns,txns_per_s,\
+         aborts,lock_waits,p50_us,p99_us,cpu_s,failure",
+    );
+    check(&cost, &[0, 1], "cost.csv");
+    let variants = ["autocommit", "rr-txn-1-row", "rr-txn-100-rows", "rc-txn-100-rows"];
+    assert_eq!(cost.len(), variants.len() * 2, "{cost:?}");
+    for row in &cost {
+        assert!(variants.contains(&row[0].as_str()), "{row:?}");
+        assert!(row[3] == "1" || row[3] == "8", "{row:?}");
+        let (rows, txns) = (number(&row[5], "rows"), number(&row[8], "txns"));
+        assert!(rows > 0.0, "{row:?}");
+        assert_eq!(rows, txns * number(&row[2], "rows_per_txn"), "{row:?}");
+        if row[0] == "autocommit" {
+            assert_eq!(number(&row[7], "ratio_to_autocommit"), 1.0, "{row:?}");
+        }
+    }
+
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for needle in [
+        "# fractaldb bench-txn",
+        "## Machine",
+        "| cores |",
+        "| load average at start",
+        "| load average at end |",
+        "## Scaling",
+        "## Counters",
+        "## Cost",
+        "Counter check: passed",
+    ] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    assert!(!md.contains("FAILED"), "{md}");
+    assert!(stdout.contains("# fractaldb bench-txn"), "the summary was not printed:\n{stdout}");
+}

@@ -14,6 +14,7 @@ mod engines;
 mod protocol;
 mod report;
 mod sys;
+pub mod txn;
 mod workloads;
 
 use std::io::{BufRead, BufReader, Write};
