@@ -80,6 +80,10 @@ pub struct EnvOptions {
     /// transaction's adjacent locks) lock requests fail with
     /// `Error::LockMemoryFull`.
     pub lock_memory_bytes: usize,
+    /// At most this many client threads run tree code at once; the rest
+    /// wait in line (admission control, see `tree::Gate`). 0: twice the
+    /// number of cores.
+    pub max_active_threads: usize,
 }
 
 impl Default for EnvOptions {
@@ -99,6 +103,7 @@ impl Default for EnvOptions {
             reserve_free_bytes: 64 << 20,
             lock_timeout: Duration::from_secs(4),
             lock_memory_bytes: 64 << 20,
+            max_active_threads: 0,
         }
     }
 }
@@ -224,6 +229,10 @@ impl Env {
             dir: path.clone(),
             horizon: AtomicU64::new(1),
             next_txid: AtomicU64::new(1),
+            gate: crate::tree::Gate::new(match opts.max_active_threads {
+                0 => 2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+                n => n,
+            }),
             msn: AtomicU64::new(0),
             fns: opts.update_fns.iter().cloned().collect(),
             checkpoint_lock: RwLock::new(()),
@@ -650,7 +659,7 @@ impl Inner {
         let log = self.ctx.log.get();
         let mut keep_log = false;
         let mut timing = CheckpointTiming::default();
-        let (begin, ckpts) = {
+        let (begin, keep_from, ckpts) = {
             let _exclusive = self.ctx.checkpoint_lock.write();
             timing.lock_wait = start.elapsed();
             let begin = match log {
@@ -658,13 +667,19 @@ impl Inner {
                 // Before recovery has set up the log: nothing to trim.
                 None => 0,
             };
+            // The log is kept from the first record of every transaction
+            // unfinished now: their clean-up messages are not in this
+            // checkpoint, so recovery must re-send them to every key they
+            // wrote, and it learns the keys from the log. (Taken here, not
+            // at the trim: one that finishes meanwhile still needs it.)
+            let keep_from = begin.min(self.txns.keep_log_from());
             // A failed tree's file is in doubt: it gets no new header, and
             // the log keeps everything since its last one.
             let (trees, failed): (Vec<_>, Vec<_>) = self.trees().into_iter().partition(|t| !t.is_failed());
             keep_log |= !failed.is_empty();
             let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
             timing.exclusive = start.elapsed() - timing.lock_wait;
-            (begin, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
+            (begin, keep_from, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
         };
         let t = Instant::now();
         let mut first_err = log.map_or(Ok(()), |log| log.sync_to(begin)).err();
@@ -689,9 +704,7 @@ impl Inner {
             let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
             log.sync_to(lsn)?;
             if !keep_log {
-                // Not past the first record of a transaction still cleaning
-                // up: recovery needs its whole write list (`recovery.rs`).
-                log.trim(begin.min(self.txns.keep_log_from()))?;
+                log.trim(keep_from)?;
             }
         }
         timing.write = t0.elapsed();

@@ -375,3 +375,51 @@ fn verify_bank(d: &fractaldb::Dictionary, acked: &Acked, round: u64) {
     }
     assert!(receipts >= acked.len());
 }
+
+/// A checkpoint that begins while a transaction is open, and trims the log
+/// after the transaction committed, must keep the transaction's records:
+/// its commit messages are not in the checkpoint, and recovery re-sends
+/// them to the keys the log names.
+#[test]
+fn a_checkpoint_racing_a_commit_keeps_what_recovery_needs() {
+    for round in 0..6u8 {
+        let sim = SimVfs::new(round as u64);
+        // Small log files, so the trim can remove the transaction's records.
+        let opts = || EnvOptions { checkpoint_period: None, log_file_size_bytes: 4 << 10, ..sim_opts(&sim) };
+        let env = Env::open("/race", opts()).unwrap();
+        let d = env.create_dictionary("t", small_dict()).unwrap();
+        // Plenty of dirty nodes elsewhere, so the checkpoint takes a while.
+        let bulk = env.create_dictionary("bulk", small_dict()).unwrap();
+        let mut b = fractaldb::WriteBatch::new();
+        for i in 0..20_000u32 {
+            b.put(&i.to_be_bytes(), &[7; 100]);
+            if b.len() == 1000 {
+                bulk.write(&b).unwrap();
+                b.clear();
+            }
+        }
+        let t = env.begin(Isolation::ReadCommitted).unwrap();
+        for i in 0..300u32 {
+            t.put(&d, &i.to_be_bytes(), &[round; 16]).unwrap();
+        }
+        let records = env.stats().log.records;
+        std::thread::scope(|s| {
+            let ckpt = s.spawn(|| env.checkpoint());
+            // Once the checkpoint's begin record is in, commit while it writes.
+            while env.stats().log.records == records {
+                std::thread::yield_now();
+            }
+            t.commit().unwrap();
+            ckpt.join().unwrap().unwrap();
+        });
+        sim.crash();
+        drop((d, bulk));
+        drop(env);
+        let env = Env::open("/race", opts()).unwrap();
+        let d = env.open_dictionary("t").unwrap();
+        for i in 0..300u32 {
+            assert_eq!(d.get(&i.to_be_bytes()).unwrap(), Some(vec![round; 16]), "round {round} key {i}");
+        }
+        d.check().unwrap();
+    }
+}

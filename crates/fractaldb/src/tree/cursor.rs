@@ -64,6 +64,7 @@ impl Tree {
     /// Loads the batch for `target` as `view` sees it.
     pub(crate) fn load_batch(&self, target: Target, view: &ReadView) -> Result<Batch> {
         self.check_open()?;
+        let _pass = self.ctx.gate.enter();
         let mut held: Vec<Arc<Entry>> = Vec::new();
         let mut retries = 0;
         'restart: loop {

@@ -20,9 +20,12 @@
 //! and is not a single key; `held`, `locks` and `bytes` agree with a recount;
 //! `bytes <= limit`.
 //!
-//! **Waiting and deadlocks.** A conflicting request sleeps on its dictionary's
-//! condition variable (without the mutex) and retries on every wake-up;
-//! `release_all` and `forget_dict` wake the dictionaries they touch. The
+//! **Waiting and deadlocks.** A conflicting request sleeps on a condition
+//! variable of its own (without the mutex) and retries on every wake-up;
+//! `release_all` wakes only the waiters in the dictionaries it touches whose
+//! blockers include the releasing owner (so many threads queued on a few hot
+//! keys do not all wake at every release), `forget_dict` every waiter of the
+//! dictionary. The
 //! wait-for graph, `waiting`, holds each sleeping owner's request and blockers.
 //! Before sleeping and after every wake-up the requester follows the edges from
 //! its blockers, recomputing each waiter's edges from its request on the way, so
@@ -48,7 +51,7 @@
 //! mutex, and keeps a list of pending requests that a release retries in order.
 //! Here points and ranges are kept apart (points are cheap), one mutex serves
 //! all dictionaries (the wait-for graph and the memory limit are global anyway),
-//! and there is no queue: a dictionary's waiters all wake and retry, so a writer
+//! and there is no queue: the waiters a release wakes retry, so a writer
 //! can be overtaken by later readers until its timeout. Escalation runs in the
 //! requesting thread, only when a grant would pass the limit.
 
@@ -229,15 +232,13 @@ struct DictLocks {
     points: BTreeMap<PointKey, Holders>,
     ranges: Vec<Lock>,
     /// Threads waiting for a lock of this dictionary sleep here.
-    wake: Arc<Condvar>,
     /// How many are asleep: the entry is kept while any is.
     sleepers: usize,
 }
 
 impl DictLocks {
     fn new(order: Comparator) -> DictLocks {
-        let wake = Arc::new(Condvar::new());
-        DictLocks { order, points: BTreeMap::new(), ranges: Vec::new(), wake, sleepers: 0 }
+        DictLocks { order, points: BTreeMap::new(), ranges: Vec::new(), sleepers: 0 }
     }
 
     fn is_empty(&self) -> bool {
@@ -355,6 +356,8 @@ struct Waiter {
     dict: u64,
     want: Lock,
     blockers: Vec<u64>,
+    /// What the sleeping requester waits on.
+    wake: Arc<Condvar>,
 }
 
 enum Attempt {
@@ -544,6 +547,7 @@ impl LockManager {
         let deadline = Instant::now().checked_add(timeout);
         let mut st = self.state.lock();
         let mut slept = false;
+        let wake = Arc::new(Condvar::new());
         loop {
             let result = match st.try_grant(self.limit, cmp, dict, &want) {
                 Attempt::Granted => Ok(()),
@@ -566,11 +570,11 @@ impl LockManager {
                             st.stats.waits += 1;
                             slept = true;
                         }
-                        let waiter = Waiter { dict, want: want.clone(), blockers: Vec::new() };
+                        let waiter =
+                            Waiter { dict, want: want.clone(), blockers: Vec::new(), wake: wake.clone() };
                         st.waiting.entry(owner).or_insert(waiter).blockers = blockers;
                         let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
                         d.sleepers += 1;
-                        let wake = d.wake.clone();
                         match deadline {
                             Some(deadline) => drop(wake.wait_until(&mut st, deadline)),
                             None => wake.wait(&mut st),
@@ -611,7 +615,11 @@ impl LockManager {
                     r.owner != owner
                 });
             }
-            d.wake.notify_all();
+            for w in st.waiting.values() {
+                if w.dict == id && (w.blockers.is_empty() || w.blockers.contains(&owner)) {
+                    w.wake.notify_one();
+                }
+            }
             st.tidy(id);
         }
     }
@@ -621,7 +629,9 @@ impl LockManager {
         let mut st = self.state.lock();
         if let Some(d) = st.dicts.get_mut(&dict) {
             (d.points, d.ranges) = Default::default();
-            d.wake.notify_all();
+            for w in st.waiting.values().filter(|w| w.dict == dict) {
+                w.wake.notify_one();
+            }
             (st.held, st.stats.locks, st.stats.bytes) = st.tally();
             st.tidy(dict);
         }
