@@ -125,6 +125,9 @@ pub struct LockStats {
     pub deadlocks: u64,
     /// Times the locks were escalated (merged into ranges) to stay under the memory limit.
     pub escalations: u64,
+    /// Autocommit writes that took no key locks (their dictionary had no
+    /// locks and no one wanting one: `LockManager::try_enter_bulk`).
+    pub bulk_writes: u64,
 }
 
 /// An owned range end.
@@ -373,6 +376,9 @@ struct State {
     /// The wait-for graph.
     waiting: Map<u64, Waiter>,
     stats: LockStats,
+    /// Per dictionary: (autocommit writers inside without key locks, lock
+    /// requests waiting for them to leave).
+    bulk: Map<u64, (usize, usize)>,
 }
 
 impl State {
@@ -501,6 +507,12 @@ impl State {
         None
     }
 
+    fn tidy_bulk(&mut self, dict: u64) {
+        if self.bulk.get(&dict) == Some(&(0, 0)) {
+            self.bulk.remove(&dict);
+        }
+    }
+
     /// Drops the entry of `dict` if it has no locks and no sleepers.
     fn tidy(&mut self, dict: u64) {
         if self.dicts.get(&dict).is_some_and(|d| d.is_empty() && d.sleepers == 0) {
@@ -513,11 +525,13 @@ impl State {
 pub(crate) struct LockManager {
     limit: usize,
     state: Mutex<State>,
+    /// Signalled when the last lock-free autocommit writer leaves a dictionary.
+    bulk_left: Condvar,
 }
 
 impl LockManager {
     pub(crate) fn new(limit_bytes: usize) -> LockManager {
-        LockManager { limit: limit_bytes, state: Mutex::new(State::default()) }
+        LockManager { limit: limit_bytes, state: Mutex::new(State::default()), bulk_left: Condvar::new() }
     }
 
     /// Locks [lo, hi] of dictionary `dict` (compared with `cmp`; lo <= hi) for `owner` in `mode`.
@@ -548,6 +562,30 @@ impl LockManager {
         let mut st = self.state.lock();
         let mut slept = false;
         let wake = Arc::new(Condvar::new());
+        // Autocommit writers without key locks are in this dictionary: none
+        // may enter once this request is pending; wait for those inside.
+        if st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
+            st.bulk.entry(dict).or_default().1 += 1;
+            st.stats.waits += 1;
+            slept = true;
+            while st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
+                let timed_out = match deadline {
+                    Some(d) => self.bulk_left.wait_until(&mut st, d).timed_out(),
+                    None => {
+                        self.bulk_left.wait(&mut st);
+                        false
+                    }
+                };
+                if timed_out && st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
+                    st.bulk.get_mut(&dict).expect("pending").1 -= 1;
+                    st.tidy_bulk(dict);
+                    st.stats.timeouts += 1;
+                    return Err(LockError::Timeout { holder: 0 });
+                }
+            }
+            st.bulk.get_mut(&dict).expect("pending").1 -= 1;
+            st.tidy_bulk(dict);
+        }
         loop {
             let result = match st.try_grant(self.limit, cmp, dict, &want) {
                 Attempt::Granted => Ok(()),
@@ -588,6 +626,34 @@ impl LockManager {
             st.tidy(dict);
             return result;
         }
+    }
+
+    /// Lets an autocommit write into `dict` without key locks, if no one
+    /// holds, waits for or is about to request a lock there: true means
+    /// entered, and `leave_bulk` must follow. Multi-granularity locking: the
+    /// writer holds an intention lock on the whole dictionary that every
+    /// key lock request waits out (`acquire`), and no key lock can be held
+    /// while it is inside, so it cannot write over a transaction's key or
+    /// under a serializable reader's range.
+    pub(crate) fn try_enter_bulk(&self, dict: u64) -> bool {
+        let mut st = self.state.lock();
+        if st.dicts.contains_key(&dict) || st.bulk.get(&dict).is_some_and(|b| b.1 > 0) {
+            return false;
+        }
+        st.bulk.entry(dict).or_default().0 += 1;
+        st.stats.bulk_writes += 1;
+        true
+    }
+
+    /// Ends what `try_enter_bulk` began.
+    pub(crate) fn leave_bulk(&self, dict: u64) {
+        let mut st = self.state.lock();
+        let b = st.bulk.get_mut(&dict).expect("entered");
+        b.0 -= 1;
+        if b.0 == 0 && b.1 > 0 {
+            self.bulk_left.notify_all();
+        }
+        st.tidy_bulk(dict);
     }
 
     /// Releases every lock `owner` holds, in every dictionary, and wakes waiters. Idempotent.
@@ -856,6 +922,34 @@ mod tests {
         m.release_all(3);
         m.release_all(2);
         granted_soon(w);
+    }
+
+    #[test]
+    fn lock_free_autocommit_writers_and_key_locks_exclude_each_other() {
+        let m = Arc::new(LockManager::new(1 << 20));
+        assert!(m.try_enter_bulk(1), "no locks in dictionary 1: enter without key locks");
+        assert!(m.try_enter_bulk(1), "bulk writers share");
+        // A key request waits for the writers inside, and bars new ones meanwhile.
+        let w = waiter(&m, 7, ["k", "k"], Read);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!m.try_enter_bulk(1), "a pending request bars new bulk writers");
+        assert!(m.try_enter_bulk(2), "other dictionaries are not affected");
+        m.leave_bulk(2);
+        m.leave_bulk(1);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!w.is_finished(), "one writer is still inside");
+        m.leave_bulk(1);
+        granted_soon(w);
+        assert!(!m.try_enter_bulk(1), "a lock is held in the dictionary");
+        m.release_all(7);
+        assert!(m.try_enter_bulk(1));
+        assert_eq!(lock(&m, 8, k("k"), k("k"), Write), Err(LockError::Timeout { holder: 0 }));
+        m.leave_bulk(1);
+        assert_eq!(lock(&m, 8, k("k"), k("k"), Write), Ok(()));
+        m.release_all(8);
+        assert!(m.state.lock().bulk.is_empty(), "bulk entries tidied");
+        assert_eq!(m.stats().bulk_writes, 4);
+        m.check_invariants();
     }
 
     #[test]

@@ -34,7 +34,10 @@
 //!
 //! Autocommit writes (`Dictionary::put` and friends) are transactions of one
 //! step: a txid, write locks on their keys, one committed (non-provisional)
-//! message per key, locks released, then the fsync.
+//! message per key, locks released, then the fsync. Into a dictionary where
+//! no one holds or waits for a lock they take none: an intention lock on the
+//! whole dictionary instead, which key lock requests wait out
+//! (`LockManager::try_enter_bulk`).
 
 pub(crate) mod locktree;
 
@@ -248,8 +251,13 @@ impl TxnManager {
     /// locks, as one transaction.
     pub(crate) fn autocommit(&self, tree: &Tree, mut msgs: Msgs) -> Result<()> {
         let (txid, _) = self.begin(false);
+        let broadcast = msgs.iter().any(|(_, b)| b.kind == MsgKind::Broadcast);
+        // No key locks where no one else holds or wants any (`try_enter_bulk`).
+        let bulk = !broadcast && self.locks.try_enter_bulk(tree.file_id);
         let result = (|| {
-            if msgs.iter().any(|(_, b)| b.kind == MsgKind::Broadcast) {
+            if bulk {
+                // Under the dictionary's intention lock: no key locks needed.
+            } else if broadcast {
                 self.lock(tree, txid, LockKey::Min, LockKey::Max, LockMode::Write, self.lock_timeout)?;
             } else {
                 // In key order, so two batches never deadlock on each other.
@@ -274,7 +282,11 @@ impl TxnManager {
             tree.write_msgs(msgs, Logging::NoWait)
         })();
         self.end_at_once(txid);
-        self.locks.release_all(txid);
+        if bulk {
+            self.locks.leave_bulk(tree.file_id);
+        } else {
+            self.locks.release_all(txid);
+        }
         let lsn = result?;
         if let (Some(log), Some(lsn), true) = (self.ctx.log.get(), lsn, self.ctx.commit_sync) {
             log.sync_to(lsn).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?;
