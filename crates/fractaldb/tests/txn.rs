@@ -423,3 +423,58 @@ fn a_checkpoint_racing_a_commit_keeps_what_recovery_needs() {
         d.check().unwrap();
     }
 }
+
+/// A transaction of millions of rows, committed and then another aborted:
+/// how long each takes, and that memory stays bounded (the undo list goes
+/// to a scratch file; the locks escalate into ranges). A measurement, not
+/// run in CI:
+/// `FRACTALDB_BIG_TXN_ROWS=2000000 cargo test --release -p fractaldb --test txn -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn a_transaction_of_millions_of_rows() {
+    let rows: u64 =
+        std::env::var("FRACTALDB_BIG_TXN_ROWS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let lock_mib: usize =
+        std::env::var("FRACTALDB_BIG_TXN_LOCK_MIB").ok().and_then(|s| s.parse().ok()).unwrap_or(64);
+    let opts =
+        EnvOptions { cache_size_bytes: 64 << 20, lock_memory_bytes: lock_mib << 20, ..EnvOptions::default() };
+    let env = Env::open(dir.path(), opts).unwrap();
+    let d = env.create_dictionary("t", DictOptions::default()).unwrap();
+    let hwm = || {
+        let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        s.lines().find(|l| l.starts_with("VmHWM")).map(|l| l.to_string()).unwrap_or_default()
+    };
+    let key = |i: u64| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_be_bytes();
+    for (round, commit) in [(1u8, true), (2u8, false)] {
+        let t0 = std::time::Instant::now();
+        let t = env.begin(Isolation::ReadCommitted).unwrap();
+        for i in 0..rows {
+            t.put(&d, &key(i), &[round; 100]).unwrap();
+        }
+        let written = t0.elapsed();
+        let locks = env.stats().locks;
+        let t1 = std::time::Instant::now();
+        if commit {
+            t.commit().unwrap()
+        } else {
+            t.abort().unwrap()
+        }
+        eprintln!(
+            "{rows} rows, {}: writes {:.1} s ({:.0} rows/s), {} {:.1} s; locks then: {} held, {} MiB, {} escalations; {}",
+            if commit { "commit" } else { "abort" },
+            written.as_secs_f64(),
+            rows as f64 / written.as_secs_f64(),
+            if commit { "commit" } else { "abort" },
+            t1.elapsed().as_secs_f64(),
+            locks.locks,
+            locks.bytes >> 20,
+            locks.escalations,
+            hwm()
+        );
+        for i in (0..rows).step_by((rows / 1000).max(1) as usize) {
+            assert_eq!(d.get(&key(i)).unwrap(), Some(vec![1u8; 100]), "row {i} after round {round}");
+        }
+    }
+    env.close().unwrap();
+}

@@ -355,6 +355,11 @@ impl Log {
         Ok(lsn)
     }
 
+    /// Bytes appended and not yet taken by a leader to write.
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        self.mem.lock().buf.len()
+    }
+
     /// The LSN of the last record appended (0 if none ever was).
     pub(crate) fn last_lsn(&self) -> u64 {
         self.mem.lock().next_lsn - 1

@@ -58,6 +58,10 @@ pub(crate) enum Logging {
     None,
 }
 
+/// Log bytes buffered in memory past which a writer syncs the log even
+/// when it need not wait for its record.
+const LOG_BUFFER_BYTES: usize = 4 << 20;
+
 /// How often a read starts over after meeting a provisional version of a
 /// transaction the manager has just forgotten (its clean-up messages
 /// arrived meanwhile) before it calls the entry damaged.
@@ -690,8 +694,15 @@ impl Tree {
         if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.settings.node_size_bytes {
             self.ctx.wake_cleaner();
         }
-        if let (Some(log), Some(lsn), true, Logging::Commit) = (log, lsn, self.ctx.commit_sync, logging) {
-            log.sync_to(lsn).map_err(log_failed)?;
+        if let Some((log, lsn)) = log.zip(lsn) {
+            // A writer that does not wait for its record (a transaction's
+            // writes before its commit, or commit_sync off) still writes
+            // the log out once this much piles up in memory: a transaction
+            // of millions of rows must not hold its log records in memory.
+            let piled_up = log.buffered_bytes() > LOG_BUFFER_BYTES;
+            if piled_up || (self.ctx.commit_sync && logging == Logging::Commit) {
+                log.sync_to(lsn).map_err(log_failed)?;
+            }
         }
         Ok(lsn)
     }
