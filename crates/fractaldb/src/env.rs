@@ -868,15 +868,7 @@ impl Dictionary {
     /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) in order,
     /// or in reverse order when `reverse` is set.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, reverse: bool) -> Range {
-        Range {
-            cursor: self.cursor(),
-            cmp: self.tree.cmp,
-            lo: lo.map(|k| k.to_vec()),
-            hi: hi.map(|k| k.to_vec()),
-            reverse,
-            started: false,
-            done: false,
-        }
+        Range::new(self.cursor(), self.tree.cmp, lo, hi, reverse)
     }
 
     /// Walks the whole dictionary and verifies every invariant.
@@ -947,6 +939,24 @@ pub struct Range {
 }
 
 impl Range {
+    pub(crate) fn new(
+        cursor: Cursor,
+        cmp: Comparator,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        reverse: bool,
+    ) -> Range {
+        Range {
+            cursor,
+            cmp,
+            lo: lo.map(|k| k.to_vec()),
+            hi: hi.map(|k| k.to_vec()),
+            reverse,
+            started: false,
+            done: false,
+        }
+    }
+
     fn step(&mut self) -> Result<bool> {
         if self.started {
             return if self.reverse { self.cursor.prev() } else { self.cursor.next() };

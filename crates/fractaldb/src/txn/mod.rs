@@ -518,6 +518,18 @@ impl Txn {
         Cursor::new(d.tree.clone(), view)
     }
 
+    /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) as this
+    /// transaction sees them, in order or in reverse.
+    pub fn range(
+        &self,
+        d: &crate::Dictionary,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        reverse: bool,
+    ) -> crate::Range {
+        crate::Range::new(self.cursor(d), d.tree.cmp, lo, hi, reverse)
+    }
+
     /// At repeatable read: fails if someone committed `key` after the snapshot.
     fn check_conflict(&self, d: &crate::Dictionary, key: &[u8]) -> Result<()> {
         let Some(snap) = &self.shared.snapshot else { return Ok(()) };
