@@ -8,6 +8,10 @@
 //! - deletes and overwrites survive too;
 //! - `check()` passes.
 //!
+//! Thread 1 writes each batch as a transaction instead (repeatable read),
+//! with one extra key written under a savepoint and rolled back: that key
+//! must never appear, and a transaction open at the kill must leave nothing.
+//!
 //! The child is this test binary itself, started with `FRACTALDB_CRASH_CHILD`
 //! set. Small nodes, a small cache, a 100 ms checkpoint period and 64 KiB log
 //! files make kills land mid-flush, mid-split, mid-checkpoint and
@@ -24,7 +28,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, WriteBatch};
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Isolation, WriteBatch};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 const THREADS: u64 = 3;
@@ -73,9 +77,13 @@ fn latest_key(t: u64) -> Vec<u8> {
 fn tmp_key(t: u64, i: u64) -> Vec<u8> {
     format!("tmp-{t}-{i:07}").into_bytes()
 }
+/// Written under a savepoint and rolled back, in transactional batches.
+fn junk_key(t: u64, i: u64) -> Vec<u8> {
+    format!("junk-{t}-{i:07}").into_bytes()
+}
 
 fn child(dir: &Path) {
-    let env = Env::open(dir, env_opts()).unwrap();
+    let env = std::sync::Arc::new(Env::open(dir, env_opts()).unwrap());
     let d = match env.open_dictionary("crash") {
         Ok(d) => d,
         Err(_) => env.create_dictionary("crash", dict_opts()).unwrap(),
@@ -86,9 +94,29 @@ fn child(dir: &Path) {
     for t in 0..THREADS {
         let d = d.clone();
         let tx = tx.clone();
+        let env = env.clone();
         handles.push(std::thread::spawn(move || {
             let start = d.get(&latest_key(t)).unwrap().map_or(0, |v| parse_latest(&v) + 1);
             for i in start.. {
+                if t == 1 {
+                    let txn = env.begin(Isolation::RepeatableRead).unwrap();
+                    for (j, k) in batch_keys(t, i).iter().enumerate() {
+                        txn.put(&d, k, &value(t, i, j)).unwrap();
+                    }
+                    let sp = txn.savepoint().unwrap();
+                    txn.put(&d, &junk_key(t, i), b"junk").unwrap();
+                    txn.rollback_to(sp).unwrap();
+                    txn.put(&d, &latest_key(t), i.to_string().as_bytes()).unwrap();
+                    txn.put(&d, &tmp_key(t, i), b"tmp").unwrap();
+                    if i >= 3 {
+                        txn.delete(&d, &tmp_key(t, i - 3)).unwrap();
+                    }
+                    txn.commit().unwrap();
+                    if tx.send(format!("{t} {i}")).is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 let mut b = WriteBatch::new();
                 for (j, k) in batch_keys(t, i).iter().enumerate() {
                     b.put(k, &value(t, i, j));
@@ -152,6 +180,7 @@ fn verify(dir: &Path, acked: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
                     );
                 }
             }
+            assert_eq!(d.get(&junk_key(t, i)).unwrap(), None, "thread {t}: rolled-back key of batch {i}");
             let tmp = d.get(&tmp_key(t, i)).unwrap();
             let want = i <= last && i + 3 > last;
             assert_eq!(tmp.is_some(), want, "thread {t}: tmp key of batch {i} (latest {last})");
