@@ -64,7 +64,8 @@ impl Tree {
     /// Loads the batch for `target` as `view` sees it.
     pub(crate) fn load_batch(&self, target: Target, view: &ReadView) -> Result<Batch> {
         self.check_open()?;
-        let _pass = self.ctx.gate.enter();
+        let gate = &self.ctx.gate;
+        let mut pass = Some(gate.enter());
         let mut held: Vec<Arc<Entry>> = Vec::new();
         let mut retries = 0;
         'restart: loop {
@@ -89,7 +90,7 @@ impl Tree {
                 if !part_loaded {
                     drop(path);
                     drop(guard);
-                    self.fetch_part(&entry, i)?;
+                    gate.outside(&mut pass, || self.fetch_part(&entry, i))?;
                     held.push(entry);
                     continue 'restart;
                 }
@@ -110,7 +111,7 @@ impl Tree {
                 let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
                     drop(path);
                     drop(guard);
-                    held.extend(self.try_pin(child_bn)?);
+                    held.extend(gate.outside(&mut pass, || self.try_pin(child_bn))?);
                     continue 'restart;
                 };
                 let next_guard = next.node.read_arc();

@@ -181,6 +181,17 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Runs `f` (a disk read) outside the gate and takes a place again
+    /// after it, so threads waiting for the disk do not keep others out.
+    pub(crate) fn outside<'g, T>(&'g self, pass: &mut Option<GatePass<'g>>, f: impl FnOnce() -> T) -> T {
+        *pass = None;
+        let r = f();
+        *pass = Some(self.enter());
+        r
+    }
+}
+
 impl Drop for GatePass<'_> {
     fn drop(&mut self) {
         let gate = self.0;
@@ -776,7 +787,8 @@ impl Tree {
     #[allow(clippy::type_complexity)]
     fn collect(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, BlockNum, Vec<(u64, MsgBody)>)> {
         self.check_open()?;
-        let _pass = self.ctx.gate.enter();
+        let gate = &self.ctx.gate;
+        let mut pass = Some(gate.enter());
         let mut held: Vec<Arc<Entry>> = Vec::new();
         'restart: loop {
             let mut msgs: Vec<(u64, MsgBody)> = Vec::new();
@@ -789,7 +801,7 @@ impl Tree {
                         Some(b) => break b.get(key, self.cmp).map(|le| le.to_vec()),
                         None => {
                             drop(guard);
-                            self.fetch_part(&entry, i)?;
+                            gate.outside(&mut pass, || self.fetch_part(&entry, i))?;
                             held.push(entry);
                             continue 'restart;
                         }
@@ -805,14 +817,14 @@ impl Tree {
                     msgs.extend(p.broadcasts().iter().cloned());
                 } else {
                     drop(guard);
-                    self.fetch_part(&entry, c)?;
+                    gate.outside(&mut pass, || self.fetch_part(&entry, c))?;
                     held.push(entry);
                     continue 'restart;
                 }
                 let child_bn = child.bn;
                 let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
                     drop(guard);
-                    held.extend(self.try_pin(child_bn)?);
+                    held.extend(gate.outside(&mut pass, || self.try_pin(child_bn))?);
                     continue 'restart;
                 };
                 // Hand over hand: the child is locked before the parent is
