@@ -816,10 +816,6 @@ pub struct Dictionary {
     txns: Arc<TxnManager>,
 }
 
-fn body(kind: MsgKind, fn_id: u8, val: &[u8]) -> MsgBody {
-    MsgBody::plain(kind, fn_id, val)
-}
-
 impl Dictionary {
     /// The name this handle was opened under.
     pub fn name(&self) -> &str {
@@ -828,23 +824,23 @@ impl Dictionary {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Insert, 0, value))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Insert, 0, value))])
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Delete, 0, &[]))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Delete, 0, &[]))])
     }
 
     /// Upserts `key` through update function `fn_id` with `arg`, without
     /// reading: the function runs when the message reaches the leaf or a reader.
     pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), body(MsgKind::Update, fn_id, arg))])
+        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Update, fn_id, arg))])
     }
 
     /// Runs update function `fn_id` with `arg` on every key, without reading.
     pub fn broadcast_update(&self, fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(Box::new([]), body(MsgKind::Broadcast, fn_id, arg))])
+        self.txns.autocommit(&self.tree, vec![(Box::new([]), MsgBody::plain(MsgKind::Broadcast, fn_id, arg))])
     }
 
     /// Applies a batch of changes as one step.
@@ -902,15 +898,15 @@ impl WriteBatch {
     }
 
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.ops.push((key.into(), body(MsgKind::Insert, 0, value)));
+        self.ops.push((key.into(), MsgBody::plain(MsgKind::Insert, 0, value)));
     }
 
     pub fn delete(&mut self, key: &[u8]) {
-        self.ops.push((key.into(), body(MsgKind::Delete, 0, &[])));
+        self.ops.push((key.into(), MsgBody::plain(MsgKind::Delete, 0, &[])));
     }
 
     pub fn update(&mut self, key: &[u8], fn_id: u8, arg: &[u8]) {
-        self.ops.push((key.into(), body(MsgKind::Update, fn_id, arg)));
+        self.ops.push((key.into(), MsgBody::plain(MsgKind::Update, fn_id, arg)));
     }
 
     pub fn len(&self) -> usize {

@@ -29,10 +29,11 @@ use fractaldb::{Dictionary, Env, Isolation, LockStats, Txn, UpdateFn, WriteBatch
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use super::durability::{resolve_folders, write_file, RunFacts};
 use super::engines::{fractal, EngineConfig};
 use super::report::{group_digits, human_bytes};
 use super::workloads::{RowGen, VALUE_BYTES};
-use super::{parse_count, parse_seconds, parse_size, say, sys, utc_now, wipe};
+use super::{parse_count, parse_seconds, parse_size, say, sys, wipe};
 use crate::bail;
 use crate::error::{Context, Error, Result};
 
@@ -192,8 +193,9 @@ impl Plan {
 /// `fractaldb bench-txn`.
 pub fn run(args: TxnArgs) -> Result<()> {
     let plan = Plan::resolve(&args)?;
-    let (data, out) = prepare_folders(&args.dir, &args.out)?;
-    let mut facts = Facts::start(&data);
+    let (data, out) = resolve_folders(&args.dir, &args.out, "txn")?;
+    wipe(&data)?;
+    let mut facts = RunFacts::start(&data);
     say(&format!(
         "fractaldb bench-txn {}: {} s per point, {} rows preloaded, cache {}, commit_sync {}, direct I/O {}, \
          data in {}; {} cores, load average {}",
@@ -241,16 +243,16 @@ pub fn run(args: TxnArgs) -> Result<()> {
 
     let mut written = Vec::new();
     if plan.scaling {
-        written.push(write(&out, "scaling.csv", &scaling_csv(&scaling))?);
+        written.push(write_file(&out, "scaling.csv", &scaling_csv(&scaling))?);
     }
     if plan.counters {
-        written.push(write(&out, "counters.csv", &counters_csv(&counters))?);
+        written.push(write_file(&out, "counters.csv", &counters_csv(&counters))?);
     }
     if plan.cost {
-        written.push(write(&out, "cost.csv", &cost_csv(&cost))?);
+        written.push(write_file(&out, "cost.csv", &cost_csv(&cost))?);
     }
     let md = summary_md(&facts, &plan, &scaling, &counters, &cost);
-    written.push(write(&out, "summary.md", &md)?);
+    written.push(write_file(&out, "summary.md", &md)?);
     say("");
     say(&md);
     say(&format!(
@@ -281,60 +283,6 @@ pub fn run(args: TxnArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Creates and resolves the data and output folders; the data of this run
-/// goes in `<dir>/txn`, which must not hold the output.
-fn prepare_folders(dir: &Path, out: &Path) -> Result<(PathBuf, PathBuf)> {
-    std::fs::create_dir_all(dir).context(|| format!("creating data folder {}", dir.display()))?;
-    std::fs::create_dir_all(out).context(|| format!("creating output folder {}", out.display()))?;
-    let data = dir.canonicalize().context(|| format!("resolving {}", dir.display()))?.join("txn");
-    let out = out.canonicalize().context(|| format!("resolving {}", out.display()))?;
-    if out.starts_with(&data) {
-        bail!(
-            "the output folder {} lies in the data folder {}, which is wiped",
-            out.display(),
-            data.display()
-        );
-    }
-    wipe(&data)?;
-    Ok((data, out))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).context(|| format!("writing {}", path.display()))?;
-    Ok(path)
-}
-
-/// The circumstances of the run, for the top of `summary.md`.
-struct Facts {
-    started_utc: String,
-    command_line: String,
-    machine: sys::MachineFacts,
-    load_average_start: String,
-    load_average_end: String,
-    file_system: String,
-    data_dir: PathBuf,
-}
-
-impl Facts {
-    fn start(data_dir: &Path) -> Facts {
-        let probe = data_dir.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
-        Facts {
-            started_utc: utc_now(),
-            command_line: std::env::args().collect::<Vec<_>>().join(" "),
-            machine: sys::MachineFacts::read(),
-            load_average_start: sys::load_average(),
-            load_average_end: String::new(),
-            file_system: sys::disk_free(probe).map_or_else(|| "unknown".to_string(), |(_, fs)| fs),
-            data_dir: data_dir.to_path_buf(),
-        }
-    }
-
-    fn finish(&mut self) {
-        self.load_average_end = sys::load_average();
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1040,16 +988,13 @@ fn failed_cell(p: &Point) -> String {
 }
 
 fn summary_md(
-    facts: &Facts,
+    facts: &RunFacts,
     plan: &Plan,
     scaling: &[Point],
     counters: &[CounterPoint],
     cost: &[CostPoint],
 ) -> String {
-    let mut out =
-        format!("# fractaldb bench-txn\n\nStarted {} UTC: `{}`\n\n", facts.started_utc, facts.command_line);
-    out.push_str("| parameter | value |\n|---|---|\n");
-    for (k, v) in [
+    let params = [
         ("seconds per point", format!("{}", plan.seconds())),
         ("rows preloaded per point", group_digits(plan.rows)),
         ("cache", human_bytes(plan.cache_size_bytes as f64)),
@@ -1064,22 +1009,8 @@ fn summary_md(
                 fractaldb::EnvOptions::default().lock_timeout.as_secs_f64()
             ),
         ),
-    ] {
-        let _ = writeln!(out, "| {k} | {v} |");
-    }
-    let m = &facts.machine;
-    out.push_str("\n## Machine\n\n| fact | value |\n|---|---|\n");
-    for (k, v) in [
-        ("cores", m.cores.to_string()),
-        ("cpu", m.cpu_model.clone()),
-        ("memory", human_bytes(m.memory_bytes as f64)),
-        ("kernel", m.kernel.clone()),
-        ("data folder", format!("`{}` ({})", facts.data_dir.display(), facts.file_system)),
-        ("load average at start (1, 5, 15 min)", facts.load_average_start.clone()),
-        ("load average at end", facts.load_average_end.clone()),
-    ] {
-        let _ = writeln!(out, "| {k} | {v} |");
-    }
+    ];
+    let mut out = facts.markdown_head("fractaldb bench-txn", &params);
 
     if !scaling.is_empty() {
         scaling_md(&mut out, scaling);

@@ -71,7 +71,7 @@ use node::{Body, Node};
 use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
 
 /// A log that failed to append or sync: the environment refuses writes.
-fn log_failed(e: Error) -> Error {
+pub(crate) fn log_failed(e: Error) -> Error {
     match e {
         e @ (Error::ReadOnly(_) | Error::NoSpace { .. }) => e,
         e => Error::ReadOnly(format!("the log failed: {e}")),

@@ -56,7 +56,7 @@ use crate::recovery::{Msgs, Record};
 use crate::tree::cursor::{Cursor, CursorView};
 use crate::tree::leafentry::{ReadView, Snapshot, TxnState, TxnStates, ViewMode};
 use crate::tree::message::{MsgBody, MsgKind};
-use crate::tree::{Context, Logging, Tree};
+use crate::tree::{log_failed, Context, Logging, Tree};
 use locktree::{LockError, LockKey, LockManager, LockMode};
 
 /// How much of a transaction's reads are protected from other transactions.
@@ -186,33 +186,32 @@ impl TxnManager {
     /// clean-up follows) and drops its snapshot.
     fn decide(&self, txid: u64, state: TxnState) {
         let mut s = self.state.lock();
+        Self::leave_active(&mut s, txid, Some(state));
+        self.update_horizon(&s);
+    }
+
+    /// Out of the active set, its snapshot dropped, and (with a state)
+    /// marked committed or aborted.
+    fn leave_active(s: &mut MgrState, txid: u64, state: Option<TxnState>) {
         s.active.remove(&txid);
         let Some(i) = s.txns.get_mut(&txid) else { return };
-        i.state = state;
+        if let Some(state) = state {
+            i.state = state;
+        }
         let xmin = std::mem::replace(&mut i.xmin, u64::MAX);
-        if xmin != u64::MAX {
-            if let Some(c) = s.xmins.get_mut(&xmin) {
-                *c -= 1;
-                if *c == 0 {
-                    s.xmins.remove(&xmin);
-                }
+        if let Some(c) = s.xmins.get_mut(&xmin) {
+            *c -= 1;
+            if *c == 0 {
+                s.xmins.remove(&xmin);
             }
         }
-        self.update_horizon(&s);
     }
 
-    /// Ends a transaction that needs no clean-up (autocommit: its messages
-    /// were committed ones): out of the active set and forgotten at once.
-    fn end_at_once(&self, txid: u64) {
+    /// Ends `txid` once its clean-up messages (if any) are all in the
+    /// trees: out of the active set if still there, and forgotten.
+    fn end(&self, txid: u64) {
         let mut s = self.state.lock();
-        s.active.remove(&txid);
-        s.txns.remove(&txid);
-        self.update_horizon(&s);
-    }
-
-    /// Forgets `txid` once its clean-up messages are all in the trees.
-    fn forget(&self, txid: u64) {
-        let mut s = self.state.lock();
+        Self::leave_active(&mut s, txid, None);
         s.txns.remove(&txid);
         self.update_horizon(&s);
     }
@@ -281,7 +280,7 @@ impl TxnManager {
             }
             tree.write_msgs(msgs, Logging::NoWait)
         })();
-        self.end_at_once(txid);
+        self.end(txid);
         if bulk {
             self.locks.leave_bulk(tree.file_id);
         } else {
@@ -289,7 +288,7 @@ impl TxnManager {
         }
         let lsn = result?;
         if let (Some(log), Some(lsn), true) = (self.ctx.log.get(), lsn, self.ctx.commit_sync) {
-            log.sync_to(lsn).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?;
+            log.sync_to(lsn).map_err(log_failed)?;
         }
         Ok(())
     }
@@ -405,7 +404,8 @@ impl Undo {
     }
 }
 
-struct TxnState2 {
+/// A transaction's own state, behind its mutex.
+struct Work {
     undo: Undo,
     /// Open savepoints: (id, undo length when opened, serial).
     savepoints: Vec<(u32, u64, u64)>,
@@ -429,7 +429,7 @@ struct Shared {
 /// One thread uses it at a time (the methods lock it internally).
 pub struct Txn {
     shared: Arc<Shared>,
-    st: Mutex<TxnState2>,
+    st: Mutex<Work>,
 }
 
 impl Txn {
@@ -437,7 +437,7 @@ impl Txn {
         let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead);
         Txn {
             shared: Arc::new(Shared { mgr, txid, opts, snapshot }),
-            st: Mutex::new(TxnState2 {
+            st: Mutex::new(Work {
                 undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
                 savepoints: Vec::new(),
                 next_sp: 1,
@@ -469,7 +469,7 @@ impl Txn {
         }
     }
 
-    fn check_live(st: &TxnState2) -> Result<()> {
+    fn check_live(st: &Work) -> Result<()> {
         if st.done {
             return Err(Error::invalid("the transaction has already ended"));
         }
@@ -594,7 +594,7 @@ impl Txn {
         Ok(Savepoint { depth: st.savepoints.len() - 1, serial })
     }
 
-    fn find(st: &TxnState2, sp: Savepoint) -> Result<usize> {
+    fn find(st: &Work, sp: Savepoint) -> Result<usize> {
         match st.savepoints.get(sp.depth) {
             Some(s) if s.2 == sp.serial => Ok(sp.depth),
             _ => Err(Error::invalid("that savepoint was released or rolled back past")),
@@ -629,7 +629,7 @@ impl Txn {
 
     /// Logs `rec` and sends its clean-up message to every key written from
     /// undo entry `from` on. Returns the record's LSN.
-    fn cleanup(&self, st: &mut TxnState2, rec: Record, from: u64) -> Result<Option<u64>> {
+    fn cleanup(&self, st: &mut Work, rec: Record, from: u64) -> Result<Option<u64>> {
         let m = &self.shared.mgr;
         let body = match &rec {
             Record::TxnCommit { txid } => MsgBody::plain_txn(MsgKind::Commit, *txid, Box::new([])),
@@ -642,9 +642,7 @@ impl Txn {
             return Ok(None);
         }
         let lsn = match m.ctx.log.get() {
-            Some(log) => {
-                Some(log.append(&rec.encode()).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?)
-            }
+            Some(log) => Some(log.append(&rec.encode()).map_err(log_failed)?),
             None => None,
         };
         match rec {
@@ -652,8 +650,8 @@ impl Txn {
             Record::TxnAbort { lo: 0, hi: u32::MAX, .. } => m.decide(self.id(), TxnState::Aborted),
             _ => {}
         }
-        let trees = st.trees.clone();
-        st.undo.drain_from(from, &mut |chunk| {
+        let Work { undo, trees, .. } = st;
+        undo.drain_from(from, &mut |chunk| {
             // One tree write per run of keys of the same dictionary.
             let mut i = 0;
             while i < chunk.len() {
@@ -700,13 +698,12 @@ impl Txn {
             // stay, so no one writes over versions still provisional.
             return result.map(|_| ());
         }
-        m.decide(txid, if commit { TxnState::Committed } else { TxnState::Aborted });
         st.undo.remove_file(&m.ctx);
-        m.forget(txid);
+        m.end(txid);
         m.locks.release_all(txid);
         if let (Some(log), Ok(Some(lsn)), true, true) = (m.ctx.log.get(), &result, commit, m.ctx.commit_sync)
         {
-            log.sync_to(*lsn).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")))?;
+            log.sync_to(*lsn).map_err(log_failed)?;
         }
         Ok(())
     }

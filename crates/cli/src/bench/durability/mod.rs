@@ -415,36 +415,45 @@ struct Folders {
 
 impl Folders {
     fn prepare(common: &CommonArgs, measurement: &str) -> Result<Folders> {
-        std::fs::create_dir_all(&common.dir)
-            .context(|| format!("creating data folder {}", common.dir.display()))?;
-        std::fs::create_dir_all(&common.out)
-            .context(|| format!("creating output folder {}", common.out.display()))?;
-        let data = common.dir.canonicalize().context(|| format!("resolving {}", common.dir.display()))?;
-        let out = common.out.canonicalize().context(|| format!("resolving {}", common.out.display()))?;
-        let data = data.join(measurement);
-        if out.starts_with(&data) {
-            bail!(
-                "the output folder {} lies in the data folder {}, which is wiped",
-                out.display(),
-                data.display()
-            );
-        }
+        let (data, out) = resolve_folders(&common.dir, &common.out, measurement)?;
         Ok(Folders { data, out, exe: this_program()? })
     }
 
     fn write(&self, name: &str, text: &str) -> Result<PathBuf> {
-        let path = self.out.join(name);
-        std::fs::write(&path, text).context(|| format!("writing {}", path.display()))?;
-        Ok(path)
+        write_file(&self.out, name, text)
     }
 }
 
+/// Creates and resolves a measurement's folders: its data goes in
+/// `<dir>/<measurement>` (wiped by the caller), which must not hold `out`.
+pub(crate) fn resolve_folders(dir: &Path, out: &Path, measurement: &str) -> Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir).context(|| format!("creating data folder {}", dir.display()))?;
+    std::fs::create_dir_all(out).context(|| format!("creating output folder {}", out.display()))?;
+    let data = dir.canonicalize().context(|| format!("resolving {}", dir.display()))?.join(measurement);
+    let out = out.canonicalize().context(|| format!("resolving {}", out.display()))?;
+    if out.starts_with(&data) {
+        bail!(
+            "the output folder {} lies in the data folder {}, which is wiped",
+            out.display(),
+            data.display()
+        );
+    }
+    Ok((data, out))
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub(crate) fn write_file(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
 /// The circumstances of a run, for the top of its markdown file.
-struct RunFacts {
+pub(crate) struct RunFacts {
     started_utc: String,
     command_line: String,
-    machine: sys::MachineFacts,
-    load_average_start: String,
+    pub(crate) machine: sys::MachineFacts,
+    pub(crate) load_average_start: String,
     load_average_end: String,
     file_system: String,
     disk_free_start: Option<u64>,
@@ -453,7 +462,7 @@ struct RunFacts {
 }
 
 impl RunFacts {
-    fn start(data_dir: &Path) -> RunFacts {
+    pub(crate) fn start(data_dir: &Path) -> RunFacts {
         let probe = data_dir.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         let (free, fs) = match sys::disk_free(probe) {
             Some((free, fs)) => (Some(free), fs),
@@ -472,14 +481,14 @@ impl RunFacts {
         }
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.load_average_end = sys::load_average();
         let probe = self.data_dir.ancestors().find(|p| p.exists()).unwrap_or(Path::new("/"));
         self.disk_free_end = sys::disk_free(probe).map(|(free, _)| free);
     }
 
     /// The title, the command, and a table of the run's parameters and the machine.
-    fn markdown_head(&self, title: &str, parameters: &[(&str, String)]) -> String {
+    pub(crate) fn markdown_head(&self, title: &str, parameters: &[(&str, String)]) -> String {
         let mut out = format!("# {title}\n\nStarted {} UTC: `{}`\n\n", self.started_utc, self.command_line);
         out.push_str("| parameter | value |\n|---|---|\n");
         for (k, v) in parameters {
