@@ -129,7 +129,7 @@ impl Tree {
                 let mut work = Vec::new();
                 for (i, c) in children.iter().enumerate() {
                     let (clo, chi) = g.part_bounds(i, lo, hi);
-                    for (k, msn, _) in c.buf.iter() {
+                    for (k, msn) in c.buf.keys() {
                         let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
                             && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
                         if !inside {

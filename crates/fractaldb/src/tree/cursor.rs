@@ -85,7 +85,7 @@ impl Tree {
                     guard.basements()[i].is_some()
                 } else {
                     let c = &guard.children()[i];
-                    c.loaded || c.packed.is_some()
+                    c.loaded
                 };
                 if !part_loaded {
                     drop(path);
@@ -136,24 +136,17 @@ impl Tree {
     ) -> Result<Option<Vec<Pair>>> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
-        // Messages of packed (read-only) buffers are decoded into `owned`.
-        let owned: Vec<Vec<super::message::Msg>> = path
-            .iter()
-            .map(|(g, c)| g.children()[*c].packed.as_ref().filter(|_| !g.children()[*c].loaded))
-            .map(|p| p.map_or_else(Vec::new, |p| p.range(lo, hi, cmp)))
-            .collect();
+        // Each buffer on the path decodes its messages in this batch's range
+        // (keys stay borrowed from the buffers).
+        let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
+            path.iter().map(|(g, c)| g.children()[*c].buf.range(lo, hi, cmp)).collect();
         let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for ((g, c), own) in path.iter().zip(&owned) {
             let child = &g.children()[*c];
-            if child.loaded {
-                msgs.extend(child.buf.range(lo, hi, cmp));
-                broadcasts.extend(child.buf.broadcasts().iter().map(|(m, b)| (*m, b)));
-            } else {
-                let p = child.packed.as_ref().expect("checked on the way down");
-                msgs.extend(own.iter().map(|m| (&m.key[..], m.msn, &m.body)));
-                broadcasts.extend(p.broadcasts().iter().map(|(m, b)| (*m, b)));
-            }
+            debug_assert!(child.loaded, "checked on the way down");
+            msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
+            broadcasts.extend(child.buf.broadcasts().iter().map(|(m, b)| (*m, b)));
         }
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);

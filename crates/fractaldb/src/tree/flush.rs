@@ -15,14 +15,13 @@
 //! contents to new nodes below it.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 
 use parking_lot::{ArcRwLockWriteGuard, RawRwLock};
 
 use super::basement::Basement;
-use super::buffer::{BufKey, MsgBuffer};
+use super::buffer::MsgBuffer;
 use super::message::{MsgBody, MsgKind};
 use super::node::{Body, Child, Node};
 use super::Tree;
@@ -278,34 +277,35 @@ fn flush_buffer(
     child: &mut Node,
     child_bn: BlockNum,
 ) -> Result<()> {
-    let (msgs, broadcasts) = parent.children_mut()[c].buf.take_all();
+    let taken = parent.children_mut()[c].buf.take_all();
     parent.dirty = true;
     child.dirty = true;
-    if msgs.is_empty() && broadcasts.is_empty() {
+    if taken.len() == 0 {
         return Ok(());
     }
     if child.is_leaf() {
-        let mut v: Vec<(&[u8], u64, &MsgBody)> = msgs.iter().map(|(k, b)| (&k.key[..], k.msn, b)).collect();
-        v.extend(broadcasts.iter().map(|(m, b)| (&[][..], *m, b)));
+        let decoded = taken.messages();
+        let mut v: Vec<(&[u8], u64, &MsgBody)> = decoded.iter().map(|(k, m, b)| (*k, *m, b)).collect();
+        v.extend(taken.broadcasts().iter().map(|(m, b)| (&[][..], *m, b)));
         if let Err(reason) = apply_to_leaf(tree, child, &mut v) {
             let err = tree.corrupt(child_bn, reason);
             tree.fail(err.to_string());
             return Err(err);
         }
     } else {
-        route(tree, msgs, broadcasts, child);
+        route(tree, taken, child);
     }
     Ok(())
 }
 
-/// Distributes messages into an internal node's buffers by its pivots.
-fn route(tree: &Tree, mut rest: BTreeMap<BufKey, MsgBody>, broadcasts: Vec<(u64, MsgBody)>, node: &mut Node) {
-    let n = node.n_parts();
-    for i in (1..n).rev() {
-        let tail = rest.split_off(&MsgBuffer::probe(&node.pivots[i - 1], 0, tree.cmp));
-        node.children_mut()[i].buf.put_back(tail, broadcasts.clone());
+/// Distributes a taken buffer's messages into an internal node's buffers
+/// by its pivots.
+fn route(tree: &Tree, taken: MsgBuffer, node: &mut Node) {
+    let pieces = taken.split(&node.pivots, tree.cmp);
+    debug_assert_eq!(pieces.len(), node.n_parts());
+    for (c, piece) in node.children_mut().iter_mut().zip(pieces) {
+        c.buf.append(piece, tree.cmp);
     }
-    node.children_mut()[0].buf.put_back(rest, broadcasts);
 }
 
 impl Tree {

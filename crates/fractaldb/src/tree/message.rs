@@ -159,6 +159,7 @@ impl Msg {
         put_bytes(out, &self.body.val);
     }
 
+    #[cfg(test)]
     pub(crate) fn decode(r: &mut Reader) -> DecodeResult<Msg> {
         let msn = r.u64()?;
         let mut body = MsgBody::decode_head(r)?;

@@ -28,7 +28,6 @@ pub(crate) mod leafentry;
 pub(crate) mod message;
 pub(crate) mod meta;
 pub(crate) mod node;
-pub(crate) mod packed;
 pub(crate) mod serialize;
 
 use std::cmp::Ordering;
@@ -459,12 +458,8 @@ impl Tree {
         };
         let header = self.parse_header(bn, &bytes[..ext.header_len as usize], ext.len)?;
         let body = if header.height > 0 && !full {
-            let children = header.child_bns.iter().map(|&bn| node::Child {
-                bn,
-                buf: Default::default(),
-                loaded: false,
-                packed: None,
-            });
+            let children =
+                header.child_bns.iter().map(|&bn| node::Child { bn, buf: Default::default(), loaded: false });
             Body::Internal(children.collect())
         } else if header.height > 0 {
             let mut children = Vec::with_capacity(header.parts.len());
@@ -472,7 +467,7 @@ impl Tree {
                 let s = info.offset as usize;
                 let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.cmp)
                     .map_err(|r| self.corrupt(bn, r))?;
-                children.push(node::Child { bn: child, buf, loaded: true, packed: None });
+                children.push(node::Child { bn: child, buf, loaded: true });
             }
             Body::Internal(children)
         } else if full {
@@ -534,7 +529,7 @@ impl Tree {
             let g = e.node.read();
             let loaded = match &g.body {
                 Body::Leaf(b) => b.get(i).is_none_or(|b| b.is_some()),
-                Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded || c.packed.is_some()),
+                Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded),
             };
             if loaded {
                 return Ok(());
@@ -546,9 +541,7 @@ impl Tree {
             let r = if leaf {
                 decode_basement(&info, &bytes, self.cmp).map(Ok)
             } else {
-                serialize::decode_part(&info, &bytes)
-                    .and_then(|raw| packed::PackedBuffer::new(raw, self.cmp))
-                    .map(Err)
+                serialize::decode_buffer(&info, &bytes, self.cmp).map(Err)
             };
             r.map_err(|r| self.corrupt(e.bn, r))
         });
@@ -564,8 +557,9 @@ impl Tree {
         }
         match (&mut g.body, part) {
             (Body::Leaf(b), Ok(basement)) if b.get(i).is_some_and(|b| b.is_none()) => b[i] = Some(basement),
-            (Body::Internal(c), Err(p)) if c.get(i).is_some_and(|c| !c.loaded && c.packed.is_none()) => {
-                c[i].packed = Some(p);
+            (Body::Internal(c), Err(buf)) if c.get(i).is_some_and(|c| !c.loaded) => {
+                c[i].buf = buf;
+                c[i].loaded = true;
             }
             _ => return Ok(()),
         }
@@ -810,11 +804,8 @@ impl Tree {
                 let c = guard.part_for(key, self.cmp);
                 let child = &guard.children()[c];
                 if child.loaded {
-                    msgs.extend(child.buf.for_key(key, self.cmp).map(|(m, b)| (m, b.clone())));
+                    msgs.extend(child.buf.for_key(key, self.cmp));
                     msgs.extend(child.buf.broadcasts().iter().cloned());
-                } else if let Some(p) = &child.packed {
-                    msgs.extend(p.for_key(key, self.cmp));
-                    msgs.extend(p.broadcasts().iter().cloned());
                 } else {
                     drop(guard);
                     gate.outside(&mut pass, || self.fetch_part(&entry, c))?;

@@ -15,7 +15,6 @@
 
 use super::basement::Basement;
 use super::buffer::MsgBuffer;
-use super::packed::PackedBuffer;
 use super::Comparator;
 use crate::file::{BlockNum, Extent};
 use std::sync::atomic::AtomicBool;
@@ -41,14 +40,12 @@ pub(crate) struct Child {
     /// then only on disk, at `disk_parts[i]`.
     pub buf: MsgBuffer,
     pub loaded: bool,
-    /// While not `loaded`: the buffer as a reader fetched it, read-only.
-    pub packed: Option<PackedBuffer>,
 }
 
 impl Child {
     /// A child with an empty buffer in memory.
     pub(crate) fn new(bn: BlockNum) -> Child {
-        Child { bn, buf: MsgBuffer::default(), loaded: true, packed: None }
+        Child { bn, buf: MsgBuffer::default(), loaded: true }
     }
 }
 
@@ -109,9 +106,7 @@ impl Node {
         debug_assert!(self.all_loaded(), "a dirty node has all its partitions");
         let body = match &self.body {
             Body::Internal(c) => Body::Internal(
-                c.iter()
-                    .map(|c| Child { bn: c.bn, buf: c.buf.clone(), loaded: true, packed: None })
-                    .collect(),
+                c.iter().map(|c| Child { bn: c.bn, buf: c.buf.clone(), loaded: true }).collect(),
             ),
             Body::Leaf(b) => Body::Leaf(b.clone()),
         };
@@ -213,10 +208,7 @@ impl Node {
     pub(crate) fn mem_bytes(&self) -> usize {
         let pivots: usize = self.pivots.iter().map(|p| p.len() + 16).sum();
         let parts: usize = match &self.body {
-            Body::Internal(c) => c
-                .iter()
-                .map(|c| c.buf.mem_bytes() + c.packed.as_ref().map_or(0, |p| p.mem_bytes()) + 32)
-                .sum(),
+            Body::Internal(c) => c.iter().map(|c| c.buf.mem_bytes() + 32).sum(),
             Body::Leaf(b) => b.iter().map(|b| b.as_ref().map_or(0, |b| b.mem_bytes()) + 32).sum(),
         };
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()
@@ -225,7 +217,7 @@ impl Node {
     /// True if some partition is in memory.
     pub(crate) fn has_loaded_parts(&self) -> bool {
         match &self.body {
-            Body::Internal(c) => c.iter().any(|c| c.loaded || c.packed.is_some()),
+            Body::Internal(c) => c.iter().any(|c| c.loaded),
             Body::Leaf(b) => b.iter().any(|b| b.is_some()),
         }
     }
@@ -242,7 +234,6 @@ impl Node {
             Body::Internal(c) => c.iter_mut().for_each(|c| {
                 c.buf = MsgBuffer::default();
                 c.loaded = false;
-                c.packed = None;
             }),
         }
         true

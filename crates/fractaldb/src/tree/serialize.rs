@@ -211,5 +211,5 @@ pub(crate) fn decode_basement(info: &PartInfo, disk: &[u8], cmp: Comparator) -> 
 }
 
 pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], cmp: Comparator) -> Result<MsgBuffer, String> {
-    MsgBuffer::decode(&decode_part(info, disk)?, cmp)
+    MsgBuffer::decode(decode_part(info, disk)?, cmp)
 }
