@@ -10,7 +10,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_fractaldb");
 const WORKLOADS: [&str; 4] = ["insert", "iibench", "point-get", "scan"];
 const SUMMARY_COLUMNS: &str = "engine,workload,rows,seconds,rows_per_s,first_interval_rows_per_s,\
     last_interval_rows_per_s,last_first_ratio,rows_per_cpu_s,cpu_s,flush_s,disk_bytes,file_bytes,\
-    peak_rss_bytes,read_bytes,write_bytes";
+    peak_rss_bytes,read_bytes,write_bytes,min_10s_window_rows_per_s,median_10s_window_rows_per_s,\
+    min_median_10s_window_ratio,first_10pct_rows_per_s,last_10pct_rows_per_s,last_first_10pct_ratio,\
+    read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification";
 
 /// The engines this build of the binary has (the test is built with the same features).
 fn engines() -> Vec<&'static str> {
@@ -170,6 +172,52 @@ fn smoke_run_writes_complete_well_formed_files() {
         assert_eq!(table.len(), 2 + width - 2, "{workload} table:\n{}", table.join("\n"));
         for row in &table {
             assert_eq!(row.matches('|').count(), columns + 1, "{row}");
+        }
+    }
+}
+
+/// The charts and the plain progress lines of a smoke run: a PNG and an SVG
+/// per workload, well formed and linked from summary.md, and (standard
+/// output being a pipe here) a plain line per interval rather than a live bar.
+#[test]
+fn smoke_run_draws_a_chart_per_workload() {
+    let scratch = Scratch::new("bench-charts");
+    let (data, out) = (scratch.0.join("data"), scratch.0.join("out"));
+    let engines = engines();
+    let output = bench(&[
+        "--smoke",
+        "--engines",
+        &engines.join(","),
+        "--dir",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "bench failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    assert!(!stdout.contains('\r'), "a live progress line went to a pipe:\n{stdout}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for workload in WORKLOADS {
+        let png = std::fs::read(out.join(format!("{workload}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{workload}.png has no PNG signature");
+        // The first chunk is the header; the last is an empty IEND, then its CRC.
+        assert!(png.len() > 40, "{workload}.png is {} bytes", png.len());
+        assert_eq!(&png[12..16], b"IHDR", "{workload}.png");
+        assert_eq!(&png[png.len() - 12..png.len() - 4], b"\0\0\0\0IEND", "{workload}.png is cut short");
+        let svg = std::fs::read_to_string(out.join(format!("{workload}.svg"))).unwrap();
+        let head: String = svg.chars().take(40).collect();
+        assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{workload}.svg begins {head:?}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{workload}.svg is cut short");
+        for engine in &engines {
+            assert!(svg.contains(engine), "no legend entry {engine} in {workload}.svg");
+            let line = format!("[{engine}] {workload:<9} ");
+            assert!(
+                stdout.lines().any(|l| l.starts_with(&line) && l.ends_with(" rows/s")),
+                "no interval line of {engine} {workload} in\n{stdout}"
+            );
+        }
+        for link in [format!("]({workload}.png)"), format!("]({workload}.svg)")] {
+            assert!(md.contains(&link), "summary.md does not link {link}");
         }
     }
 }

@@ -7,13 +7,17 @@
 //! the engine, runs every workload and reports over its standard output
 //! (see [`protocol`]). One process per engine keeps memory, threads, CPU time
 //! and `/proc/self/io` counters apart. The parent prints progress, gathers
-//! the reports and writes `intervals.csv`, `summary.csv` and `summary.md`.
+//! the reports and writes `intervals.csv`, `summary.csv`, `summary.md` and a
+//! throughput chart per workload (PNG and SVG).
 
+mod chart;
 pub mod durability;
 mod engines;
+mod progress;
 mod protocol;
 mod report;
 mod sys;
+mod timeline;
 pub mod txn;
 mod workloads;
 
@@ -334,6 +338,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         seed: plan.seed,
         data_dir: data_dir.display().to_string(),
         machine: sys::MachineFacts::read(),
+        disk: sys::DiskFacts::of(&data_dir),
         load_average_start: sys::load_average(),
         disk_free_start_bytes,
         file_system,
@@ -350,11 +355,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         data_dir.display()
     ));
 
+    let live = progress::live_wanted();
     let mut runs = Vec::new();
     for &engine in &plan.engines {
         let engine_dir = data_dir.join(engine.name());
         let run = match wipe(&engine_dir) {
-            Ok(()) => run_engine(&exe, &plan.child_args(engine, engine_dir)),
+            Ok(()) => run_engine(&exe, &plan.child_args(engine, engine_dir), live),
             Err(e) => EngineRun { failure: Some(e.to_string()), ..EngineRun::new(engine) },
         };
         if let Some(failure) = &run.failure {
@@ -365,11 +371,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
     info.load_average_end = sys::load_average();
     info.disk_free_end_bytes = sys::disk_free(&data_dir).map(|(free, _)| free);
-    let report = Report::new(&info, &runs);
+    let mut report = Report::new(&info, &runs);
     report.write(&out_dir)?;
     say("");
     say(&report.summary_md());
-    say(&format!("Wrote intervals.csv, summary.csv and summary.md in {}", out_dir.display()));
+    let mut files = vec!["intervals.csv".to_string(), "summary.csv".into(), "summary.md".into()];
+    files.extend(report.chart_files());
+    say(&format!("Wrote {} in {}", files.join(", "), out_dir.display()));
     let failed: Vec<String> =
         runs.iter().filter_map(|r| r.failure.as_ref().map(|f| format!("{}: {f}", r.engine))).collect();
     if !failed.is_empty() {
@@ -403,10 +411,12 @@ fn wipe(dir: &Path) -> Result<()> {
     }
 }
 
-/// Runs one engine's process to its end, printing its progress, and returns what it reported.
-fn run_engine(exe: &Path, child: &ChildArgs) -> EngineRun {
+/// Runs one engine's process to its end, showing its progress (as a live
+/// line if `live`, see [`progress`]), and returns what it reported.
+fn run_engine(exe: &Path, child: &ChildArgs, live: bool) -> EngineRun {
     let engine = child.engine;
     let mut run = EngineRun::new(engine);
+    let mut progress = progress::Progress::new(engine, live);
     say(&format!("[{engine}] starting in {}", child.dir.display()));
     let spawned = Command::new(exe)
         .arg("bench-child")
@@ -432,8 +442,8 @@ fn run_engine(exe: &Path, child: &ChildArgs) -> EngineRun {
                 }
             };
             match Message::decode(&line) {
-                Ok(Some(message)) => handle_message(&mut run, message),
-                Ok(None) => say(&format!("[{engine}] {line}")),
+                Ok(Some(message)) => handle_message(&mut run, message, &mut progress, child),
+                Ok(None) => progress.say(&format!("[{engine}] {line}")),
                 Err(e) => {
                     run.failure.get_or_insert(e.to_string());
                 }
@@ -455,25 +465,33 @@ fn run_engine(exe: &Path, child: &ChildArgs) -> EngineRun {
     run
 }
 
-fn handle_message(run: &mut EngineRun, message: Message) {
+/// Records a message of an engine's process and shows it. The child runs
+/// the workloads in the order given, so the one under way is the first
+/// without a result: its live line starts when the engine has opened (the
+/// settings message) or the workload before it has ended.
+fn handle_message(
+    run: &mut EngineRun,
+    message: Message,
+    progress: &mut progress::Progress,
+    child: &ChildArgs,
+) {
     let engine = run.engine;
+    let expected = |w| progress::expected_rows(w, child.rows, child.gets);
     match message {
         Message::Settings(text) => {
-            say(&format!("[{engine}] settings: {text}"));
+            progress.say(&format!("[{engine}] settings: {text}"));
             run.settings.get_or_insert(text);
+            if let Some(&next) = child.workloads.get(run.results.len()) {
+                progress.begin(next, expected(next));
+            }
         }
         Message::Interval(workload, i) => {
-            say(&format!(
-                "[{engine}] {workload:<9} {:>9.1} s {:>14} rows {:>12} rows/s",
-                i.end_us as f64 / 1e6,
-                report::group_digits(i.rows),
-                report::group_digits(i.rows_per_s.round() as u64)
-            ));
+            progress.interval(workload, &i, expected(workload));
             run.intervals.push((workload, i));
         }
         Message::Result(workload, m) => {
             let rate = if m.elapsed_us > 0 { m.rows as f64 * 1e6 / m.elapsed_us as f64 } else { 0.0 };
-            say(&format!(
+            progress.done(&format!(
                 "[{engine}] {workload} done: {} rows in {:.2} s = {} rows/s; {:.2} CPU-s; {} on disk; \
                  peak RSS {}; read {}, wrote {}",
                 report::group_digits(m.rows),
@@ -486,6 +504,9 @@ fn handle_message(run: &mut EngineRun, message: Message) {
                 report::human_bytes(m.write_bytes as f64),
             ));
             run.results.push((workload, m));
+            if let Some(&next) = child.workloads.get(run.results.len()) {
+                progress.begin(next, expected(next));
+            }
         }
         Message::Error(text) => {
             run.failure.get_or_insert(text);

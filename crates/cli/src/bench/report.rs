@@ -1,13 +1,20 @@
 //! Turns what the engines' processes measured into the run's files:
-//! `intervals.csv`, `summary.csv` and `summary.md`.
+//! `intervals.csv`, `summary.csv`, `summary.md` and a throughput chart per
+//! workload (`<workload>.png`, `<workload>.svg`).
+//!
+//! Nothing here knows the workloads by name except [`raw_bytes`]: every
+//! table, ratio and chart is made for whatever workloads and engines the run
+//! had, so a new workload shows up in the report by being run.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::chart::{self, Chart, Line};
 use super::engines::EngineKind;
 use super::protocol::Measured;
-use super::sys::MachineFacts;
-use super::workloads::{Interval, WorkloadKind};
+use super::sys::{DiskFacts, MachineFacts};
+use super::timeline::{Parts, Timeline, Windows, PART_OF_ROWS, WINDOW_US};
+use super::workloads::{Interval, WorkloadKind, VALUE_BYTES};
 use crate::error::{Context, Result};
 
 /// Everything one engine's process reported, or how it failed.
@@ -26,6 +33,11 @@ impl EngineRun {
     /// A run with nothing reported yet.
     pub fn new(engine: EngineKind) -> Self {
         EngineRun { engine, settings: None, results: Vec::new(), intervals: Vec::new(), failure: None }
+    }
+
+    /// The intervals of one workload, in the order reported.
+    fn intervals_of(&self, workload: WorkloadKind) -> Vec<Interval> {
+        self.intervals.iter().filter(|(w, _)| *w == workload).map(|(_, i)| *i).collect()
     }
 }
 
@@ -46,11 +58,34 @@ pub struct RunInfo {
     pub seed: u64,
     pub data_dir: String,
     pub machine: MachineFacts,
+    /// The mount and the disk holding the data folder.
+    pub disk: DiskFacts,
     pub load_average_start: String,
     pub load_average_end: String,
     pub disk_free_start_bytes: Option<u64>,
     pub disk_free_end_bytes: Option<u64>,
     pub file_system: String,
+}
+
+/// Bytes of one `iibench` row: the primary entry (8-byte id, a value) and
+/// three secondary entries (8 random bytes and the id, no value).
+const IIBENCH_ROW_BYTES: u64 = 8 + VALUE_BYTES as u64 + 3 * 16;
+
+/// The key and value bytes a load handed the engine, over all its keyspaces:
+/// what write amplification divides the bytes written by. None for
+/// workloads that write nothing, and for loads whose row size is not known
+/// here: their write amplification is left out rather than guessed.
+///
+/// Hook: the row sizes of the two existing loads are restated here from
+/// `workloads.rs`. Once `Measured` carries the raw bytes the child counted
+/// as it wrote, return those instead and drop this table.
+fn raw_bytes(workload: WorkloadKind, measured: &Measured) -> Option<u64> {
+    let row_bytes = match workload {
+        WorkloadKind::Insert => super::INSERT_ROW_BYTES,
+        WorkloadKind::Iibench => IIBENCH_ROW_BYTES,
+        _ => return None,
+    };
+    Some(row_bytes * measured.rows)
 }
 
 /// The figures of one engine on one workload, derived from its measurements.
@@ -59,10 +94,13 @@ struct Summary {
     measured: Measured,
     first_interval_rows_per_s: Option<f64>,
     last_interval_rows_per_s: Option<f64>,
+    windows: Option<Windows>,
+    parts: Option<Parts>,
+    raw_bytes: Option<u64>,
 }
 
 impl Summary {
-    fn new(measured: &Measured, intervals: &[Interval], interval_ms: u64) -> Self {
+    fn new(workload: WorkloadKind, measured: &Measured, intervals: &[Interval], interval_ms: u64) -> Self {
         // The last interval is usually shorter than the others; if it is
         // under half an interval, the one before it tells the end rate better.
         let mut last = intervals.last();
@@ -73,10 +111,14 @@ impl Summary {
                 last = Some(&intervals[n - 2]);
             }
         }
+        let timeline = Timeline::new(intervals);
         Summary {
             measured: measured.clone(),
             first_interval_rows_per_s: intervals.first().map(|i| i.rows_per_s),
             last_interval_rows_per_s: last.map(|i| i.rows_per_s),
+            windows: timeline.windows(WINDOW_US),
+            parts: timeline.parts(PART_OF_ROWS),
+            raw_bytes: raw_bytes(workload, measured),
         }
     }
 }
@@ -88,6 +130,8 @@ enum Unit {
     Rate,
     Seconds,
     Bytes,
+    /// Bytes per row: often a fraction of a byte for reads served from memory.
+    BytesPerRow,
     Ratio,
 }
 
@@ -103,6 +147,12 @@ fn per_s(count: u64, us: u64) -> Option<f64> {
     (us > 0).then(|| count as f64 * 1e6 / us as f64)
 }
 
+fn per_row(bytes: u64, rows: u64) -> Option<f64> {
+    (rows > 0).then(|| bytes as f64 / rows as f64)
+}
+
+/// Every figure, in column order. New columns go at the end, so that
+/// scripts reading `summary.csv` by position keep working.
 const FIGURES: &[Figure] = &[
     Figure { column: "rows", label: "rows", unit: Unit::Count, value: |s| Some(s.measured.rows as f64) },
     Figure {
@@ -186,10 +236,70 @@ const FIGURES: &[Figure] = &[
         unit: Unit::Bytes,
         value: |s| Some(s.measured.write_bytes as f64),
     },
+    Figure {
+        column: "min_10s_window_rows_per_s",
+        label: "rows/s, lowest 10 s window",
+        unit: Unit::Rate,
+        value: |s| s.windows.map(|w| w.lowest_rows_per_s),
+    },
+    Figure {
+        column: "median_10s_window_rows_per_s",
+        label: "rows/s, median 10 s window",
+        unit: Unit::Rate,
+        value: |s| s.windows.map(|w| w.median_rows_per_s),
+    },
+    Figure {
+        column: "min_median_10s_window_ratio",
+        label: "**lowest / median 10 s window**",
+        unit: Unit::Ratio,
+        value: |s| s.windows.and_then(|w| w.ratio()),
+    },
+    Figure {
+        column: "first_10pct_rows_per_s",
+        label: "rows/s, first 10% of rows",
+        unit: Unit::Rate,
+        value: |s| s.parts.map(|p| p.first_rows_per_s),
+    },
+    Figure {
+        column: "last_10pct_rows_per_s",
+        label: "rows/s, last 10% of rows",
+        unit: Unit::Rate,
+        value: |s| s.parts.map(|p| p.last_rows_per_s),
+    },
+    Figure {
+        column: "last_first_10pct_ratio",
+        label: "**last 10% / first 10% of rows**",
+        unit: Unit::Ratio,
+        value: |s| s.parts.and_then(|p| p.ratio()),
+    },
+    Figure {
+        column: "read_bytes_per_row",
+        label: "bytes read per row",
+        unit: Unit::BytesPerRow,
+        value: |s| per_row(s.measured.read_bytes, s.measured.rows),
+    },
+    Figure {
+        column: "write_bytes_per_row",
+        label: "bytes written per row",
+        unit: Unit::BytesPerRow,
+        value: |s| per_row(s.measured.write_bytes, s.measured.rows),
+    },
+    Figure {
+        column: "raw_bytes",
+        label: "raw key+value bytes loaded",
+        unit: Unit::Bytes,
+        value: |s| s.raw_bytes.map(|b| b as f64),
+    },
+    Figure {
+        column: "write_amplification",
+        label: "write amplification (written / raw)",
+        unit: Unit::Ratio,
+        value: |s| match s.raw_bytes {
+            Some(raw) if raw > 0 => Some(s.measured.write_bytes as f64 / raw as f64),
+            _ => None,
+        },
+    },
 ];
-
-/// The engines fractaldb is compared with, in ratio-column order.
-const OTHERS: [EngineKind; 2] = [EngineKind::Rocksdb, EngineKind::Sqlite];
 
 /// The header of `intervals.csv`.
 pub const INTERVALS_HEADER: &str = "engine,workload,interval_end_s,rows,rows_per_s";
@@ -204,23 +314,30 @@ pub fn summary_header() -> String {
     header
 }
 
+/// What became of one workload's chart: the files' stem, or why none was drawn.
+#[derive(Clone, Debug)]
+struct ChartOutcome {
+    workload: WorkloadKind,
+    drawn: std::result::Result<String, String>,
+}
+
 /// The whole run's results, ready to be written.
 pub struct Report<'a> {
     info: &'a RunInfo,
     runs: &'a [EngineRun],
+    /// Filled by [`Report::write`], so that `summary.md` links the charts it drew.
+    charts: Vec<ChartOutcome>,
 }
 
 impl<'a> Report<'a> {
     pub fn new(info: &'a RunInfo, runs: &'a [EngineRun]) -> Self {
-        Report { info, runs }
+        Report { info, runs, charts: Vec::new() }
     }
 
     fn summary(&self, engine: EngineKind, workload: WorkloadKind) -> Option<Summary> {
         let run = self.runs.iter().find(|r| r.engine == engine)?;
         let (_, measured) = run.results.iter().find(|(w, _)| *w == workload)?;
-        let intervals: Vec<Interval> =
-            run.intervals.iter().filter(|(w, _)| *w == workload).map(|(_, i)| *i).collect();
-        Some(Summary::new(measured, &intervals, self.info.interval_ms))
+        Some(Summary::new(workload, measured, &run.intervals_of(workload), self.info.interval_ms))
     }
 
     /// fractaldb's figure over another engine's, when both exist.
@@ -230,12 +347,52 @@ impl<'a> Report<'a> {
         (theirs != 0.0).then(|| ours / theirs)
     }
 
-    /// The engines compared with fractaldb in this run.
+    /// The engines compared with fractaldb in this run: every other engine
+    /// the run had, in the run's order (none if fractaldb did not run).
     fn compared(&self) -> Vec<EngineKind> {
         if !self.info.engines.contains(&EngineKind::Fractaldb) {
             return Vec::new();
         }
-        OTHERS.into_iter().filter(|e| self.info.engines.contains(e)).collect()
+        self.info.engines.iter().copied().filter(|&e| e != EngineKind::Fractaldb).collect()
+    }
+
+    /// The chart of one workload: a line per engine that reported intervals
+    /// of it, through the same points as `intervals.csv`; none if no engine did.
+    fn chart(&self, workload: WorkloadKind) -> Option<Chart> {
+        let lines: Vec<Line> = self
+            .runs
+            .iter()
+            .map(|run| Line {
+                label: run.engine.name().to_string(),
+                colour: EngineKind::ALL.iter().position(|&e| e == run.engine).unwrap_or(0),
+                points: run
+                    .intervals_of(workload)
+                    .iter()
+                    .map(|i| (i.end_us as f64 / 1e6, i.rows_per_s))
+                    .collect(),
+            })
+            .filter(|line| !line.points.is_empty())
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let rows = self
+            .runs
+            .iter()
+            .flat_map(|r| r.results.iter().filter(|(w, _)| *w == workload).map(|(_, m)| m.rows))
+            .max()
+            .unwrap_or(0);
+        Some(Chart {
+            title: format!(
+                "{workload}: rows/s per {} s interval; {} rows, cache {}",
+                self.info.interval_ms as f64 / 1000.0,
+                group_digits(rows),
+                human_bytes(self.info.cache_size_bytes as f64)
+            ),
+            x_label: "seconds since the workload started".into(),
+            y_label: "rows/s in the interval".into(),
+            lines,
+        })
     }
 
     /// `intervals.csv`: every interval of every engine and workload; `rows`
@@ -260,8 +417,9 @@ impl<'a> Report<'a> {
     }
 
     /// `summary.csv`: one line per engine and workload, then one line per
-    /// ratio (engine `fractaldb/rocksdb`, `fractaldb/sqlite`) with each
-    /// figure's ratio; an empty cell where a figure or ratio does not exist.
+    /// other engine and workload (engine `fractaldb/rocksdb`,
+    /// `fractaldb/sqlite`) with fractaldb's figure over that engine's; an
+    /// empty cell where a figure or ratio does not exist.
     pub fn summary_csv(&self) -> String {
         let mut out = summary_header();
         out.push('\n');
@@ -293,8 +451,46 @@ impl<'a> Report<'a> {
         out
     }
 
-    /// `summary.md`: the run's circumstances, each engine's settings, and a
-    /// table per workload with every engine's figures and the ratios.
+    /// The machine and disk facts, as rows of the summary's Machine table.
+    fn machine_facts(&self) -> Vec<(&'static str, String)> {
+        let info = self.info;
+        let m = &info.machine;
+        let d = &info.disk;
+        let known = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_string());
+        let free = |b: Option<u64>| b.map_or("unknown".to_string(), |b| human_bytes(b as f64));
+        let device = match (&d.device, &d.model) {
+            (Some(device), Some(model)) => format!("{device} ({model})"),
+            (Some(device), None) => format!("{device} (no model reported)"),
+            (None, _) => "none found (not a block device: overlay, tmpfs or network)".to_string(),
+        };
+        let rotational = match d.rotational {
+            Some(true) => "yes (a spinning disk, or a virtual disk that says so)",
+            Some(false) => "no (SSD, NVMe or memory)",
+            None => "unknown",
+        };
+        vec![
+            ("cores", m.cores.to_string()),
+            ("cpu", m.cpu_model.clone()),
+            ("memory", human_bytes(m.memory_bytes as f64)),
+            ("kernel", m.kernel.clone()),
+            ("os", m.os.clone()),
+            ("load average at start (1, 5, 15 min)", info.load_average_start.clone()),
+            ("load average at end", info.load_average_end.clone()),
+            ("data file system", info.file_system.clone()),
+            ("data mount", format!("`{}` from `{}`", known(&d.mount_point), known(&d.mount_source))),
+            ("mount options", known(&d.mount_options)),
+            ("data disk", device),
+            ("disk size", d.size_bytes.map_or("unknown".to_string(), |b| human_bytes(b as f64))),
+            ("rotational", rotational.to_string()),
+            ("I/O scheduler", known(&d.scheduler)),
+            ("disk free at start", free(info.disk_free_start_bytes)),
+            ("disk free at end", free(info.disk_free_end_bytes)),
+        ]
+    }
+
+    /// `summary.md`: the run's circumstances, the machine, each engine's
+    /// settings, and per workload a table with every engine's figures and
+    /// the ratios, and the throughput chart.
     pub fn summary_md(&self) -> String {
         let info = self.info;
         let mut out = String::new();
@@ -319,20 +515,8 @@ impl<'a> Report<'a> {
         for (k, v) in rows {
             let _ = writeln!(out, "| {k} | {v} |");
         }
-        let m = &info.machine;
         let _ = writeln!(out, "\n## Machine\n\n| fact | value |\n|---|---|");
-        let free = |b: Option<u64>| b.map_or("unknown".to_string(), |b| human_bytes(b as f64));
-        let facts = [
-            ("cores", m.cores.to_string()),
-            ("cpu", m.cpu_model.clone()),
-            ("memory", human_bytes(m.memory_bytes as f64)),
-            ("kernel", m.kernel.clone()),
-            ("load average at start (1, 5, 15 min)", info.load_average_start.clone()),
-            ("load average at end", info.load_average_end.clone()),
-            ("disk free at start", free(info.disk_free_start_bytes)),
-            ("disk free at end", free(info.disk_free_end_bytes)),
-        ];
-        for (k, v) in facts {
+        for (k, v) in self.machine_facts() {
             let _ = writeln!(out, "| {k} | {v} |");
         }
         let _ = writeln!(out, "\n## Settings\n");
@@ -369,6 +553,19 @@ impl<'a> Report<'a> {
                 }
                 out.push('\n');
             }
+            match self.charts.iter().find(|c| c.workload == workload).map(|c| &c.drawn) {
+                Some(Ok(stem)) => {
+                    let _ = writeln!(
+                        out,
+                        "\n![{workload}: rows/s per interval, one line per engine]({stem}.png)\n\n\
+                         Chart: [{stem}.png]({stem}.png), [{stem}.svg]({stem}.svg)"
+                    );
+                }
+                Some(Err(why)) => {
+                    let _ = writeln!(out, "\nNo chart: {why}");
+                }
+                None => {}
+            }
         }
         let whole_process: Vec<&str> = self
             .runs
@@ -384,6 +581,20 @@ impl<'a> Report<'a> {
              /proc/self/io; bytes on disk are the dataset's folder after the workload. Ratios are \
              fractaldb's figure over the other engine's.",
             info.interval_ms as f64 / 1000.0
+        );
+        let _ = writeln!(
+            out,
+            "\nSteadiness: between two interval reports the rate is taken as constant. Windows are {} s long \
+             and start at every interval boundary (a run shorter than one window has none); the lowest is \
+             compared with the median. The first and last {}% of rows are timed from when the row count \
+             crossed {}%, {}% and 100% (shown only when those fall in different intervals). Both leave out a \
+             load's final flush. Raw bytes are the key and value bytes a load handed the engine, over all \
+             its keyspaces (iibench: the row and its three secondary index entries); write amplification \
+             is bytes written to disk over raw bytes.",
+            WINDOW_US / 1_000_000,
+            PART_OF_ROWS * 100.0,
+            PART_OF_ROWS * 100.0,
+            100.0 - PART_OF_ROWS * 100.0
         );
         if !whole_process.is_empty() {
             let _ = writeln!(
@@ -402,8 +613,27 @@ impl<'a> Report<'a> {
         out
     }
 
-    /// Writes the three files into `out_dir`.
-    pub fn write(&self, out_dir: &Path) -> Result<()> {
+    /// Draws each workload's chart into `out_dir` as `<workload>.png` and
+    /// `<workload>.svg`, then writes the CSV files and `summary.md` (which
+    /// links the charts drawn). A chart that cannot be drawn is noted in
+    /// the summary and on standard error, not fatal: the figures matter more.
+    pub fn write(&mut self, out_dir: &Path) -> Result<()> {
+        self.charts.clear();
+        for &workload in &self.info.workloads {
+            let Some(chart) = self.chart(workload) else { continue };
+            let stem = workload.name().to_string();
+            let drawn = chart::draw(
+                &chart,
+                &out_dir.join(format!("{stem}.png")),
+                &out_dir.join(format!("{stem}.svg")),
+            )
+            .map(|()| stem)
+            .map_err(|e| e.to_string());
+            if let Err(why) = &drawn {
+                eprintln!("fractaldb bench: no chart for {workload}: {why}");
+            }
+            self.charts.push(ChartOutcome { workload, drawn });
+        }
         for (name, text) in [
             ("intervals.csv", self.intervals_csv()),
             ("summary.csv", self.summary_csv()),
@@ -414,6 +644,15 @@ impl<'a> Report<'a> {
         }
         Ok(())
     }
+
+    /// The chart files [`write`](Self::write) drew, by name.
+    pub fn chart_files(&self) -> Vec<String> {
+        self.charts
+            .iter()
+            .filter_map(|c| c.drawn.as_ref().ok())
+            .flat_map(|stem| [format!("{stem}.png"), format!("{stem}.svg")])
+            .collect()
+    }
 }
 
 fn csv_number(v: f64, unit: Unit) -> String {
@@ -421,6 +660,7 @@ fn csv_number(v: f64, unit: Unit) -> String {
         Unit::Count | Unit::Bytes => format!("{}", v.round() as u64),
         Unit::Rate => format!("{v:.1}"),
         Unit::Seconds => format!("{v:.3}"),
+        Unit::BytesPerRow => format!("{v:.2}"),
         Unit::Ratio => format!("{v:.4}"),
     }
 }
@@ -432,6 +672,8 @@ fn human_number(v: f64, unit: Unit) -> String {
         Unit::Rate => format!("{v:.2}"),
         Unit::Seconds => format!("{v:.2}"),
         Unit::Bytes => human_bytes(v),
+        Unit::BytesPerRow if v >= 1024.0 => human_bytes(v),
+        Unit::BytesPerRow => format!("{v:.1} B"),
         Unit::Ratio => format!("{v:.2}"),
     }
 }
@@ -509,6 +751,85 @@ mod tests {
         assert_eq!(ratio[0], "fractaldb/sqlite");
         assert_eq!(ratio[4], "4.0000"); // rows/s: 1000 vs 250
         assert!(report.summary_md().contains("| fractaldb/sqlite |"));
+    }
+
+    /// A run of `insert` on fractaldb and RocksDB: 20 one-second intervals
+    /// each, fractaldb steady at 1000 rows/s, RocksDB at 2000 rows/s but
+    /// stalled for the whole of its 16th second.
+    fn steady_and_stalled() -> (RunInfo, Vec<EngineRun>) {
+        let info = RunInfo {
+            workloads: vec![WorkloadKind::Insert],
+            engines: vec![EngineKind::Fractaldb, EngineKind::Rocksdb],
+            interval_ms: 1000,
+            cache_size_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let mut runs = Vec::new();
+        for (engine, rate, stall) in
+            [(EngineKind::Fractaldb, 1000, None), (EngineKind::Rocksdb, 2000, Some(15))]
+        {
+            let mut run = EngineRun::new(engine);
+            let mut rows = 0;
+            for second in 0..20u64 {
+                let rate = if Some(second) == stall { 0 } else { rate };
+                rows += rate;
+                let end_us = (second + 1) * 1_000_000;
+                run.intervals
+                    .push((WorkloadKind::Insert, Interval { end_us, rows, rows_per_s: rate as f64 }));
+            }
+            let mut m = measured(rows, 20_000_000, 1 << 20);
+            m.write_bytes = rows * 2 * super::super::INSERT_ROW_BYTES;
+            run.results.push((WorkloadKind::Insert, m));
+            runs.push(run);
+        }
+        (info, runs)
+    }
+
+    /// The cell of `summary.csv` in `column` on the line of `engine`.
+    fn cell(csv: &str, engine: &str, column: &str) -> String {
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let at = header.iter().position(|c| *c == column).unwrap_or_else(|| panic!("no {column}"));
+        let line = lines.find(|l| l.starts_with(&format!("{engine},"))).unwrap();
+        line.split(',').nth(at).unwrap().to_string()
+    }
+
+    #[test]
+    fn steadiness_and_write_amplification_come_from_the_intervals() {
+        let (info, runs) = steady_and_stalled();
+        let csv = Report::new(&info, &runs).summary_csv();
+        assert_eq!(cell(&csv, "fractaldb", "min_median_10s_window_ratio"), "1.0000");
+        // RocksDB's windows holding the stalled second made 9 s of rows in 10 s.
+        assert_eq!(cell(&csv, "rocksdb", "min_10s_window_rows_per_s"), "1800.0");
+        assert_eq!(cell(&csv, "rocksdb", "min_median_10s_window_ratio"), "0.9000");
+        assert_eq!(cell(&csv, "fractaldb", "last_first_10pct_ratio"), "1.0000");
+        assert_eq!(
+            cell(&csv, "fractaldb", "raw_bytes"),
+            (20_000 * super::super::INSERT_ROW_BYTES).to_string()
+        );
+        assert_eq!(cell(&csv, "fractaldb", "write_amplification"), "2.0000");
+        assert_eq!(cell(&csv, "fractaldb", "write_bytes_per_row"), "216.00");
+        // The ratio line covers the new figures too: fractaldb is steadier.
+        assert_eq!(
+            cell(&csv, "fractaldb/rocksdb", "min_median_10s_window_ratio"),
+            format!("{:.4}", 1.0 / 0.9)
+        );
+    }
+
+    #[test]
+    fn every_other_engine_is_compared_and_charts_are_linked() {
+        let (info, runs) = steady_and_stalled();
+        let dir = std::env::temp_dir().join(format!("fractaldb-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut report = Report::new(&info, &runs);
+        assert_eq!(report.compared(), vec![EngineKind::Rocksdb]);
+        report.write(&dir).unwrap();
+        assert_eq!(report.chart_files(), ["insert.png", "insert.svg"]);
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(md.contains("](insert.png)") && md.contains("](insert.svg)"), "{md}");
+        assert!(md.contains("| fractaldb/rocksdb |"), "{md}");
+        assert!(dir.join("insert.png").exists() && dir.join("insert.svg").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

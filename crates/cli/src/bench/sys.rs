@@ -1,5 +1,6 @@
 //! What the operating system can tell about this process and this machine:
-//! CPU time, disk I/O, peak memory, bytes on disk, cores, load, free space.
+//! CPU time, disk I/O, peak memory, bytes on disk, cores, load, free space,
+//! and the disk that holds the data.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -158,6 +159,8 @@ pub struct MachineFacts {
     pub cpu_model: String,
     pub memory_bytes: u64,
     pub kernel: String,
+    /// The distribution, from `/etc/os-release` (`PRETTY_NAME`); "unknown" without one.
+    pub os: String,
 }
 
 impl MachineFacts {
@@ -177,6 +180,154 @@ impl MachineFacts {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             .map_or(0, |kib| kib * 1024);
         let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
-        MachineFacts { cores, cpu_model, memory_bytes, kernel }
+        let os = fs::read_to_string("/etc/os-release")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map_or_else(|| "unknown".to_string(), |v| v.trim().trim_matches('"').to_string());
+        MachineFacts { cores, cpu_model, memory_bytes, kernel, os }
+    }
+}
+
+/// The disk under a folder, as far as Linux tells it cheaply: the mount
+/// (from `/proc/self/mountinfo`) and the block device behind the folder's
+/// file system (from `/sys/dev/block`). A benchmark of storage engines means
+/// little without knowing whether it ran on a spinning disk, an SSD, a
+/// virtual disk or memory.
+///
+/// Every field is best effort: inside a container the folder may sit on an
+/// overlay or tmpfs with no block device, and virtual disks have no model.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiskFacts {
+    /// Where the file system holding the folder is mounted.
+    pub mount_point: Option<String>,
+    /// What is mounted there: a device path, or a name such as `overlay`.
+    pub mount_source: Option<String>,
+    pub mount_options: Option<String>,
+    /// The whole disk's kernel name (`sda`, `nvme0n1`, `vda`), not the partition's.
+    pub device: Option<String>,
+    /// The disk's model, where the driver reports one (SCSI, SATA, NVMe; not virtio).
+    pub model: Option<String>,
+    /// The kernel's rotational flag. Virtual disks often claim to rotate.
+    pub rotational: Option<bool>,
+    pub size_bytes: Option<u64>,
+    /// The I/O scheduler in use (the bracketed one of `queue/scheduler`).
+    pub scheduler: Option<String>,
+}
+
+impl DiskFacts {
+    /// The facts for the file system holding `path`.
+    pub fn of(path: &Path) -> Self {
+        let mut facts = DiskFacts::default();
+        if let Ok(mountinfo) = fs::read_to_string("/proc/self/mountinfo") {
+            if let Some(mount) = mount_of(&mountinfo, path) {
+                facts.mount_point = Some(mount.point);
+                facts.mount_source = Some(mount.source);
+                facts.mount_options = Some(mount.options);
+            }
+        }
+        let Ok(meta) = fs::metadata(path) else { return facts };
+        let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+        // /sys/dev/block/MAJ:MIN links to the device's folder; a partition's
+        // folder lies inside its disk's, and only the disk has a queue.
+        let Ok(mut dir) = fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) else { return facts };
+        if dir.join("partition").exists() {
+            if let Some(parent) = dir.parent() {
+                dir = parent.to_path_buf();
+            }
+        }
+        let read = |name: &str| {
+            fs::read_to_string(dir.join(name)).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+        };
+        facts.device = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        facts.model = read("device/model");
+        facts.rotational = read("queue/rotational").map(|r| r == "1");
+        // `size` counts 512-byte sectors whatever the device's block size.
+        facts.size_bytes = read("size").and_then(|s| s.parse::<u64>().ok()).map(|sectors| sectors * 512);
+        facts.scheduler = read("queue/scheduler").map(|s| selected_scheduler(&s));
+        facts
+    }
+}
+
+/// One line of `/proc/self/mountinfo`, the fields we report.
+#[derive(Debug, PartialEq)]
+struct Mount {
+    point: String,
+    source: String,
+    options: String,
+}
+
+/// The mount holding `path`: the one with the longest mount point that is a
+/// prefix of it (the last such line wins, as later mounts hide earlier ones).
+///
+/// A line reads `id parent maj:min root point options [optional...] - type
+/// source super-options`; spaces in paths are written `\040`.
+fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
+    let mut best: Option<(usize, Mount)> = None;
+    for line in mountinfo.lines() {
+        let Some((before, after)) = line.split_once(" - ") else { continue };
+        let fields: Vec<&str> = before.split(' ').collect();
+        let after: Vec<&str> = after.split(' ').collect();
+        let (Some(point), Some(options), Some(source)) = (fields.get(4), fields.get(5), after.get(1)) else {
+            continue;
+        };
+        let point = point.replace("\\040", " ");
+        if !path.starts_with(&point) {
+            continue;
+        }
+        let depth = Path::new(&point).components().count();
+        if best.as_ref().is_none_or(|(d, _)| depth >= *d) {
+            let mount = Mount { point, source: source.replace("\\040", " "), options: options.to_string() };
+            best = Some((depth, mount));
+        }
+    }
+    best.map(|(_, m)| m)
+}
+
+/// `mq-deadline` from `none [mq-deadline] kyber`; the whole text if nothing is bracketed.
+fn selected_scheduler(text: &str) -> String {
+    text.split_whitespace()
+        .find_map(|s| s.strip_prefix('[').and_then(|s| s.strip_suffix(']')))
+        .unwrap_or(text)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_mount_point_holds_a_path() {
+        let mountinfo = "\
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+40 27 0:40 / /work/data rw,noatime shared:5 - xfs /dev/nvme0n1p2 rw,attr2
+41 27 0:41 / /work/data\\040x rw - tmpfs tmpfs rw
+";
+        let data = mount_of(mountinfo, Path::new("/work/data/bench")).unwrap();
+        assert_eq!(
+            data,
+            Mount {
+                point: "/work/data".into(),
+                source: "/dev/nvme0n1p2".into(),
+                options: "rw,noatime".into()
+            }
+        );
+        assert_eq!(mount_of(mountinfo, Path::new("/work/database")).unwrap().point, "/");
+        assert_eq!(mount_of(mountinfo, Path::new("/work/data x/y")).unwrap().source, "tmpfs");
+    }
+
+    #[test]
+    fn the_bracketed_scheduler_is_the_one_in_use() {
+        assert_eq!(selected_scheduler("none [mq-deadline] kyber"), "mq-deadline");
+        assert_eq!(selected_scheduler("none"), "none");
+    }
+
+    #[test]
+    fn facts_of_this_machine_can_be_read() {
+        let facts = MachineFacts::read();
+        assert!(facts.cores >= 1);
+        assert!(!facts.os.is_empty());
+        // Whatever the file system, the root folder is on some mount.
+        assert_eq!(DiskFacts::of(Path::new("/")).mount_point.as_deref(), Some("/"));
     }
 }
