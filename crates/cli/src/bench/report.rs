@@ -186,6 +186,21 @@ const FIGURES: &[Figure] = &[
         unit: Unit::Bytes,
         value: |s| Some(s.measured.write_bytes as f64),
     },
+    Figure {
+        column: "raw_bytes",
+        label: "raw bytes loaded (keys + values)",
+        unit: Unit::Bytes,
+        value: |s| (s.measured.raw_bytes > 0).then_some(s.measured.raw_bytes as f64),
+    },
+    Figure {
+        column: "raw_disk_ratio",
+        label: "raw bytes / bytes on disk",
+        unit: Unit::Ratio,
+        value: |s| {
+            (s.measured.raw_bytes > 0 && s.measured.disk_bytes > 0)
+                .then(|| s.measured.raw_bytes as f64 / s.measured.disk_bytes as f64)
+        },
+    },
 ];
 
 /// The engines fractaldb is compared with, in ratio-column order.
