@@ -2,17 +2,42 @@
 //! and checks that every output file is complete and well formed. No timing
 //! is asserted: timing goals live in benchmarks, not in tests.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fractaldb");
-const WORKLOADS: [&str; 4] = ["insert", "iibench", "point-get", "scan"];
+/// Every workload, in run order.
+const WORKLOADS: [&str; 14] = [
+    "insert",
+    "iibench",
+    "rollup-seq",
+    "rollup-random",
+    "codec-none",
+    "codec-zstd",
+    "codec-lz4",
+    "codec-snappy",
+    "codec-zlib",
+    "codec-lzma",
+    "point-get",
+    "range-scan",
+    "scan",
+    "mixed",
+];
 const SUMMARY_COLUMNS: &str = "engine,workload,rows,seconds,rows_per_s,first_interval_rows_per_s,\
     last_interval_rows_per_s,last_first_ratio,rows_per_cpu_s,cpu_s,flush_s,disk_bytes,file_bytes,\
     peak_rss_bytes,read_bytes,write_bytes,min_10s_window_rows_per_s,median_10s_window_rows_per_s,\
     min_median_10s_window_ratio,first_10pct_rows_per_s,last_10pct_rows_per_s,last_first_10pct_ratio,\
-    read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification";
+    read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification,raw_disk_ratio";
+/// Columns of summary.csv by position (checked against the header above).
+const ROWS: usize = 2;
+const SECONDS: usize = 3;
+const DISK_BYTES: usize = 11;
+const RAW_BYTES: usize = 24;
+const RAW_DISK_RATIO: usize = 26;
+/// `--smoke` rows per load, gets, and rows per range of range-scan.
+const SMOKE_ROWS: u64 = 10_000;
+const RANGE_ROWS: u64 = 100;
 
 /// The engines this build of the binary has (the test is built with the same features).
 fn engines() -> Vec<&'static str> {
@@ -22,6 +47,28 @@ fn engines() -> Vec<&'static str> {
     }
     engines.push("sqlite");
     engines
+}
+
+/// The workloads `engine` runs: all but the codecs it lacks.
+fn workloads_of(engine: &str) -> Vec<&'static str> {
+    let lacks: &[&str] = match engine {
+        "fractaldb" => &[],
+        "rocksdb" => &["codec-zlib", "codec-lzma"],
+        _ => &["codec-zstd", "codec-lz4", "codec-snappy", "codec-zlib", "codec-lzma"],
+    };
+    WORKLOADS.into_iter().filter(|w| !lacks.contains(w)).collect()
+}
+
+/// Raw bytes a load of `SMOKE_ROWS` rows hands over, where they are fixed
+/// (the log lines vary in length).
+fn raw_bytes_of(workload: &str) -> Option<u64> {
+    let per_row = match workload {
+        "insert" => 8 + 100,
+        "iibench" => 8 + 100 + 3 * 16,
+        "rollup-seq" | "rollup-random" => 8 + 100 + 3 * (8 + 16),
+        _ => return None,
+    };
+    Some(SMOKE_ROWS * per_row)
 }
 
 /// A fresh folder for one test, removed when dropped.
@@ -74,76 +121,96 @@ fn smoke_run_writes_complete_well_formed_files() {
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(output.status.success(), "bench failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
+    let mut expected = BTreeSet::new();
     for engine in &engines {
-        for workload in WORKLOADS {
+        for workload in workloads_of(engine) {
             assert!(
                 stdout.contains(&format!("[{engine}] {workload} done:")),
                 "no {engine} {workload} in\n{stdout}"
             );
+            expected.insert((engine.to_string(), workload.to_string()));
         }
     }
 
-    // intervals.csv: every engine and workload has intervals; rows grow; the
-    // last interval of a load counts every row.
+    // intervals.csv: every engine and workload it runs has intervals; rows
+    // grow; the last interval of a load counts every row.
     let intervals = std::fs::read_to_string(out.join("intervals.csv")).unwrap();
     let mut lines = intervals.lines();
     assert_eq!(lines.next(), Some("engine,workload,interval_end_s,rows,rows_per_s"));
-    let mut last_rows = std::collections::BTreeMap::new();
+    let mut last_rows = BTreeMap::new();
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!(cells.len(), 5, "intervals.csv line {line:?}");
-        assert!(engines.contains(&cells[0]), "{line}");
-        assert!(WORKLOADS.contains(&cells[1]), "{line}");
+        assert!(workloads_of(cells[0]).contains(&cells[1]), "{line}");
         number(cells[2], line);
         number(cells[4], line);
         let rows: u64 = cells[3].parse().unwrap();
         let previous = last_rows.insert((cells[0].to_string(), cells[1].to_string()), rows);
         assert!(previous.is_none_or(|p| p <= rows), "rows went down at {line}");
     }
-    assert_eq!(last_rows.len(), engines.len() * WORKLOADS.len(), "{intervals}");
+    assert_eq!(last_rows.keys().cloned().collect::<BTreeSet<_>>(), expected, "{intervals}");
 
-    // summary.csv: one line per engine and workload, one per ratio and
-    // workload, all as wide as the header, every cell a number or empty.
+    // summary.csv: one line per engine and workload it ran, one per ratio
+    // and workload, all as wide as the header, every cell a number or empty.
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
     assert_eq!(lines.next(), Some(SUMMARY_COLUMNS));
     let width = SUMMARY_COLUMNS.split(',').count();
     let mut seen = BTreeSet::new();
-    let mut insert_rows = None;
+    let mut codec_raw_bytes = BTreeMap::new();
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!(cells.len(), width, "summary.csv line {line:?}");
-        assert!(WORKLOADS.contains(&cells[1]), "{line}");
-        let is_ratio = cells[0].starts_with("fractaldb/");
-        if !is_ratio {
-            assert!(engines.contains(&cells[0]), "{line}");
-            // rows, seconds and bytes on disk always exist; a rate may be
-            // missing where its divisor was zero.
-            for i in [2, 3, 11] {
-                assert!(!cells[i].is_empty(), "column {i} empty in {line}");
-            }
-            let rows = number(cells[2], line) as u64;
-            assert!(rows > 0, "{line}");
-            if cells[1] == "insert" {
-                insert_rows = Some(rows);
-                assert_eq!(last_rows[&(cells[0].to_string(), "insert".to_string())], rows);
-            }
-            if cells[1] == "scan" {
-                assert_eq!(Some(rows), insert_rows, "scan rows differ from insert rows: {line}");
-            }
-        }
+        let (engine, workload) = (cells[0], cells[1]);
+        assert!(WORKLOADS.contains(&workload), "{line}");
         for cell in cells[2..].iter().filter(|c| !c.is_empty()) {
             number(cell, line);
         }
-        assert!(seen.insert((cells[0].to_string(), cells[1].to_string())), "duplicate line {line}");
-    }
-    let ratios = engines.len() - 1;
-    assert_eq!(seen.len(), (engines.len() + ratios) * WORKLOADS.len(), "{summary}");
-    for other in engines.iter().filter(|e| **e != "fractaldb") {
-        for workload in WORKLOADS {
-            assert!(seen.contains(&(format!("fractaldb/{other}"), workload.to_string())), "{summary}");
+        assert!(seen.insert((engine.to_string(), workload.to_string())), "duplicate line {line}");
+        if engine.starts_with("fractaldb/") {
+            continue;
+        }
+        assert!(expected.contains(&(engine.to_string(), workload.to_string())), "{line}");
+        // rows, seconds and bytes on disk always exist; a rate may be
+        // missing where its divisor was zero.
+        for i in [ROWS, SECONDS, DISK_BYTES] {
+            assert!(!cells[i].is_empty(), "column {i} empty in {line}");
+        }
+        let rows = number(cells[ROWS], line) as u64;
+        assert!(rows > 0, "{line}");
+        let is_load = !["point-get", "range-scan", "scan", "mixed"].contains(&workload);
+        if is_load {
+            // A load counts every row, and shows what it handed over and how it compressed.
+            assert_eq!(rows, SMOKE_ROWS, "{line}");
+            assert_eq!(last_rows[&(engine.to_string(), workload.to_string())], rows, "{line}");
+            let raw = number(cells[RAW_BYTES], line) as u64;
+            if let Some(expected_raw) = raw_bytes_of(workload) {
+                assert_eq!(raw, expected_raw, "{line}");
+            }
+            if workload.starts_with("codec-") {
+                // 150 to 250 bytes per log line, the same lines for every engine and codec.
+                assert!((SMOKE_ROWS * 150..=SMOKE_ROWS * 270).contains(&raw), "{line}");
+                assert_eq!(*codec_raw_bytes.entry("codec").or_insert(raw), raw, "{line}");
+            }
+            assert!(number(cells[RAW_DISK_RATIO], line) > 0.0, "{line}");
+        } else {
+            assert!(cells[RAW_BYTES].is_empty() && cells[RAW_DISK_RATIO].is_empty(), "{line}");
+        }
+        match workload {
+            "point-get" | "scan" => assert_eq!(rows, SMOKE_ROWS, "{line}"),
+            // 100 ranges of 100 rows; one may end short at the last key.
+            "range-scan" => assert!(rows > SMOKE_ROWS - RANGE_ROWS && rows <= SMOKE_ROWS, "{line}"),
+            _ => {}
         }
     }
+    let ratios: Vec<&str> = engines.iter().copied().filter(|e| *e != "fractaldb").collect();
+    let mut all_lines = expected.clone();
+    for other in &ratios {
+        for workload in WORKLOADS {
+            all_lines.insert((format!("fractaldb/{other}"), workload.to_string()));
+        }
+    }
+    assert_eq!(seen, all_lines, "{summary}");
 
     // summary.md: machine facts, every engine's settings, a full table per workload, no failures.
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
@@ -167,36 +234,19 @@ fn smoke_run_writes_complete_well_formed_files() {
             md.split(&format!("\n## {workload}\n")).nth(1).unwrap_or_else(|| panic!("no {workload}"));
         let table: Vec<&str> =
             section.lines().skip_while(|l| l.is_empty()).take_while(|l| l.starts_with('|')).collect();
-        let columns = 1 + engines.len() + ratios;
+        let columns = 1 + engines.len() + ratios.len();
         assert_eq!(table[0].matches('|').count(), columns + 1, "{}", table[0]);
         assert_eq!(table.len(), 2 + width - 2, "{workload} table:\n{}", table.join("\n"));
         for row in &table {
             assert_eq!(row.matches('|').count(), columns + 1, "{row}");
         }
     }
-}
 
-/// The charts and the plain progress lines of a smoke run: a PNG and an SVG
-/// per workload, well formed and linked from summary.md, and (standard
-/// output being a pipe here) a plain line per interval rather than a live bar.
-#[test]
-fn smoke_run_draws_a_chart_per_workload() {
-    let scratch = Scratch::new("bench-charts");
-    let (data, out) = (scratch.0.join("data"), scratch.0.join("out"));
-    let engines = engines();
-    let output = bench(&[
-        "--smoke",
-        "--engines",
-        &engines.join(","),
-        "--dir",
-        data.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert!(output.status.success(), "bench failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    // Charts: a PNG and an SVG per workload, well formed, linked from
+    // summary.md, with a legend entry per engine that ran the workload; and
+    // (standard output being a pipe here) a plain line per interval rather
+    // than a live bar.
     assert!(!stdout.contains('\r'), "a live progress line went to a pipe:\n{stdout}");
-    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for workload in WORKLOADS {
         let png = std::fs::read(out.join(format!("{workload}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{workload}.png has no PNG signature");
@@ -208,7 +258,7 @@ fn smoke_run_draws_a_chart_per_workload() {
         let head: String = svg.chars().take(40).collect();
         assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{workload}.svg begins {head:?}");
         assert!(svg.trim_end().ends_with("</svg>"), "{workload}.svg is cut short");
-        for engine in &engines {
+        for engine in engines.iter().filter(|e| workloads_of(e).contains(&workload)) {
             assert!(svg.contains(engine), "no legend entry {engine} in {workload}.svg");
             let line = format!("[{engine}] {workload:<9} ");
             assert!(
@@ -230,12 +280,17 @@ fn bad_flags_give_a_message_not_a_panic() {
         (vec!["--cache", "12parsecs"], "unknown size unit"),
         (vec!["--rows", "lots"], "is not a count"),
         (vec!["--interval-secs", "0"], "seconds"),
+        (vec!["--seconds", "0"], "seconds"),
         (vec!["--direct-io", "maybe"], "maybe"),
         (vec!["--engines", "mysql"], "mysql"),
         (vec!["bogus-workload"], "bogus-workload"),
         (vec!["scan", "--smoke"], "add insert to the workloads"),
+        (vec!["range-scan", "mixed", "--smoke"], "range-scan and mixed read the rows that insert writes"),
         (vec!["--smoke", "--rows", "0"], "--rows must be at least 1"),
         (vec!["--smoke", "--cache", "1KiB"], "--cache must be at least 1MiB"),
+        (vec!["--smoke", "--threads", "0"], "--threads must be between 1"),
+        (vec!["--smoke", "--range-rows", "0"], "--range-rows must be at least 1"),
+        (vec!["codec-lzma", "--smoke", "--engines", "sqlite"], "sqlite has none of the workloads"),
     ];
     for (args, expected) in cases {
         let mut all = args.clone();

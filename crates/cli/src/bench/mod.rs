@@ -46,14 +46,22 @@ const DEFAULT_INTERVAL_SECS: f64 = 10.0;
 /// `--smoke`: rows, gets and interval small enough that every engine runs every workload in seconds.
 const SMOKE_ROWS: u64 = 10_000;
 const SMOKE_INTERVAL_SECS: f64 = 0.01;
+/// Threads of `mixed`: a few per core on a small machine, enough to show
+/// whether concurrent readers and writers help or get in each other's way.
+const DEFAULT_THREADS: usize = 8;
+/// More threads than this is a typo, not a benchmark.
+const MAX_THREADS: usize = 1024;
+const DEFAULT_MIXED_SECS: f64 = 60.0;
+const SMOKE_MIXED_SECS: f64 = 1.0;
 
 /// Options of `fractaldb bench`, as the user gives them.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Workloads, run in the order insert, iibench, point-get, scan [default: all four].
-    /// point-get and scan read what insert wrote, so they need insert in the same run.
-    #[arg(value_enum, value_name = "WORKLOAD")]
-    pub workloads: Vec<WorkloadKind>,
+    /// Workloads, run in the order listed below [default: all]. `codec` stands for every codec-*
+    /// workload. point-get, range-scan, scan and mixed read what insert wrote, so they need
+    /// insert in the same run.
+    #[arg(value_name = "WORKLOAD", value_parser = workload_parser())]
+    pub workloads: Vec<WorkloadSelection>,
 
     /// Engines to compare, comma-separated [default: every engine this build has].
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ENGINE,...")]
@@ -63,13 +71,25 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_count, value_name = "N")]
     pub rows: Option<u64>,
 
-    /// Point gets of random existing keys [default: rows, at most 1M].
+    /// Point gets of random existing keys; range-scan reads about as many rows [default: rows, at most 1M].
     #[arg(long, value_parser = parse_count, value_name = "N")]
     pub gets: Option<u64>,
 
     /// Rows per write batch (one transaction or WriteBatch each).
     #[arg(long, value_parser = parse_count, default_value = "1000", value_name = "N")]
     pub batch_rows: u64,
+
+    /// Rows each range of range-scan reads.
+    #[arg(long, value_parser = parse_count, default_value = "100", value_name = "N")]
+    pub range_rows: u64,
+
+    /// Threads of the mixed workload, each with a session (an SQLite connection) of its own.
+    #[arg(long, default_value_t = DEFAULT_THREADS, value_name = "N")]
+    pub threads: usize,
+
+    /// How long the mixed workload runs [default: 60; 1 with --smoke].
+    #[arg(long, value_parser = parse_seconds, value_name = "SECONDS")]
+    pub seconds: Option<f64>,
 
     /// Cache size every engine gets, e.g. 64MiB, 1GiB, 500M.
     #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
@@ -100,6 +120,24 @@ pub struct BenchArgs {
     pub smoke: bool,
 }
 
+/// One workload name on the command line: a workload, or `codec` for every `codec-*` one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadSelection(Vec<WorkloadKind>);
+
+/// Parses a workload name; `--help` lists each with its doc comment.
+fn workload_parser() -> impl clap::builder::TypedValueParser<Value = WorkloadSelection> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use clap::ValueEnum;
+    let names = WorkloadKind::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .chain([PossibleValue::new("codec").help("Every codec-* workload the engine has")]);
+    PossibleValuesParser::new(names).map(|name: String| match WorkloadKind::from_name(&name) {
+        Some(workload) => WorkloadSelection(vec![workload]),
+        None => WorkloadSelection(WorkloadKind::codec_loads().collect()),
+    })
+}
+
 /// Options of the hidden `bench-child` subcommand: one engine's share of a
 /// run, fully resolved by the parent (no defaults here, so parent and child
 /// cannot disagree).
@@ -118,6 +156,12 @@ pub struct ChildArgs {
     pub gets: u64,
     #[arg(long)]
     pub batch_rows: u64,
+    #[arg(long)]
+    pub range_rows: u64,
+    #[arg(long)]
+    pub threads: usize,
+    #[arg(long)]
+    pub mixed_us: u64,
     #[arg(long)]
     pub cache_size_bytes: u64,
     #[arg(long)]
@@ -139,6 +183,9 @@ impl ChildArgs {
             format!("--rows={}", self.rows),
             format!("--gets={}", self.gets),
             format!("--batch-rows={}", self.batch_rows),
+            format!("--range-rows={}", self.range_rows),
+            format!("--threads={}", self.threads),
+            format!("--mixed-us={}", self.mixed_us),
             format!("--cache-size-bytes={}", self.cache_size_bytes),
             format!("--interval-us={}", self.interval_us),
             format!("--direct-io={}", self.direct_io),
@@ -151,6 +198,9 @@ impl ChildArgs {
             rows: self.rows,
             gets: self.gets,
             batch_rows: self.batch_rows,
+            range_rows: self.range_rows,
+            threads: self.threads,
+            mixed_duration: Duration::from_micros(self.mixed_us),
             interval: Duration::from_micros(self.interval_us),
             seed: self.seed,
         }
@@ -214,6 +264,9 @@ struct Plan {
     rows: u64,
     gets: u64,
     batch_rows: u64,
+    range_rows: u64,
+    threads: usize,
+    mixed_us: u64,
     cache_size_bytes: u64,
     interval_us: u64,
     direct_io: bool,
@@ -222,18 +275,32 @@ struct Plan {
 
 impl Plan {
     fn resolve(args: &BenchArgs) -> Result<Plan> {
-        let mut workloads =
-            if args.workloads.is_empty() { WorkloadKind::ALL.to_vec() } else { args.workloads.clone() };
+        let mut workloads: Vec<WorkloadKind> = if args.workloads.is_empty() {
+            WorkloadKind::ALL.to_vec()
+        } else {
+            args.workloads.iter().flat_map(|s| s.0.iter().copied()).collect()
+        };
         workloads.sort();
         workloads.dedup();
-        let reads_insert = workloads.iter().any(|w| !w.is_load() && w.dataset() == Dataset::Insert);
-        if reads_insert && !workloads.contains(&WorkloadKind::Insert) {
-            bail!("point-get and scan read the rows that insert writes: add insert to the workloads");
+        let readers: Vec<&str> = workloads
+            .iter()
+            .filter(|w| !w.is_load() && w.dataset() == Dataset::Insert)
+            .map(|w| w.name())
+            .collect();
+        if let Some((last, others)) = readers.split_last() {
+            if !workloads.contains(&WorkloadKind::Insert) {
+                let (who, verb) = match others {
+                    [] => (last.to_string(), "reads"),
+                    _ => (format!("{} and {last}", others.join(", ")), "read"),
+                };
+                bail!("{who} {verb} the rows that insert writes: add insert to the workloads");
+            }
         }
-        let mut engines: Vec<EngineKind> = if args.engines.is_empty() {
-            EngineKind::ALL.into_iter().filter(|e| e.is_built()).collect()
-        } else {
+        let explicit_engines = !args.engines.is_empty();
+        let mut engines: Vec<EngineKind> = if explicit_engines {
             args.engines.clone()
+        } else {
+            EngineKind::ALL.into_iter().filter(|e| e.is_built()).collect()
         };
         engines.sort();
         engines.dedup();
@@ -243,11 +310,40 @@ impl Plan {
                  or leave it out of --engines"
             );
         }
+        // An engine without a codec skips that codec's load; one left with
+        // nothing to do is an error if the user named it, else left out.
+        let mut idle = Vec::new();
+        engines.retain(|&e| {
+            let has_work = workloads.iter().any(|&w| runs_on(w, e));
+            if !has_work {
+                idle.push(e);
+            }
+            has_work
+        });
+        if let Some(engine) = idle.first() {
+            let codecs: Vec<&str> = engines::codecs(*engine).iter().map(|c| c.name()).collect();
+            if explicit_engines || engines.is_empty() {
+                bail!(
+                    "{engine} has none of the workloads asked for (its codecs: {}); leave it out of --engines",
+                    codecs.join(", ")
+                );
+            }
+            say(&format!(
+                "Leaving out {}: none of the workloads asked for run on it (codecs it lacks)",
+                idle.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+            ));
+        }
         if args.cache < 1 << 20 {
             bail!("--cache must be at least 1MiB");
         }
         if args.batch_rows == 0 {
             bail!("--batch-rows must be at least 1");
+        }
+        if args.range_rows == 0 {
+            bail!("--range-rows must be at least 1");
+        }
+        if !(1..=MAX_THREADS).contains(&args.threads) {
+            bail!("--threads must be between 1 and {MAX_THREADS}");
         }
         let rows = match (args.rows, args.smoke) {
             (Some(rows), _) => rows,
@@ -260,21 +356,32 @@ impl Plan {
         if rows == 0 {
             bail!("--rows must be at least 1");
         }
+        if rows > u64::from(u32::MAX) && workloads.iter().any(|w| w.codec().is_some()) {
+            // The log table's keys carry the row number in 4 bytes.
+            bail!("--rows must be at most {} for the codec-* workloads", u32::MAX);
+        }
         let gets = args.gets.unwrap_or(if args.smoke { rows } else { rows.min(DEFAULT_MAX_GETS) });
-        if gets == 0 && workloads.contains(&WorkloadKind::PointGet) {
-            bail!("--gets must be at least 1 when point-get runs");
+        if gets == 0
+            && workloads.iter().any(|w| matches!(w, WorkloadKind::PointGet | WorkloadKind::RangeScan))
+        {
+            bail!("--gets must be at least 1 when point-get or range-scan runs");
         }
         let interval_secs = args.interval_secs.unwrap_or(if args.smoke {
             SMOKE_INTERVAL_SECS
         } else {
             DEFAULT_INTERVAL_SECS
         });
+        let mixed_secs =
+            args.seconds.unwrap_or(if args.smoke { SMOKE_MIXED_SECS } else { DEFAULT_MIXED_SECS });
         Ok(Plan {
             workloads,
             engines,
             rows,
             gets,
             batch_rows: args.batch_rows,
+            range_rows: args.range_rows,
+            threads: args.threads,
+            mixed_us: (mixed_secs * 1e6).round() as u64,
             cache_size_bytes: args.cache,
             interval_us: (interval_secs * 1e6).round() as u64,
             direct_io: args.direct_io,
@@ -282,20 +389,30 @@ impl Plan {
         })
     }
 
+    /// The share of the run that `engine`'s process performs: every
+    /// workload but the codec loads it has no codec for.
     fn child_args(&self, engine: EngineKind, dir: PathBuf) -> ChildArgs {
         ChildArgs {
             engine,
             dir,
-            workloads: self.workloads.clone(),
+            workloads: self.workloads.iter().copied().filter(|&w| runs_on(w, engine)).collect(),
             rows: self.rows,
             gets: self.gets,
             batch_rows: self.batch_rows,
+            range_rows: self.range_rows,
+            threads: self.threads,
+            mixed_us: self.mixed_us,
             cache_size_bytes: self.cache_size_bytes,
             interval_us: self.interval_us,
             direct_io: self.direct_io,
             seed: self.seed,
         }
     }
+}
+
+/// Whether `workload` runs on `engine`: a `codec-*` load only where the engine has the codec.
+fn runs_on(workload: WorkloadKind, engine: EngineKind) -> bool {
+    workload.codec().is_none_or(|codec| engines::codecs(engine).contains(&codec))
 }
 
 /// Prints a line to standard output, ignoring a closed pipe (the run goes on
@@ -332,6 +449,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         rows: plan.rows,
         gets: plan.gets,
         batch_rows: plan.batch_rows,
+        range_rows: plan.range_rows,
+        threads: plan.threads,
+        mixed_seconds: plan.mixed_us as f64 / 1e6,
         cache_size_bytes: plan.cache_size_bytes,
         direct_io: plan.direct_io,
         interval_ms: plan.interval_us / 1000,
@@ -555,7 +675,7 @@ fn child_main(args: &ChildArgs) -> Result<()> {
                     engine.close()?;
                 }
                 let dir = args.dir.join(dataset.dir_name());
-                let engine = engines::open(args.engine, &dir, &config, dataset.keyspaces())?;
+                let engine = engines::open(args.engine, &dir, &config, dataset.keyspaces(), dataset.codec())?;
                 if !settings_sent {
                     send(&Message::Settings(engine.settings()));
                     settings_sent = true;
@@ -563,17 +683,20 @@ fn child_main(args: &ChildArgs) -> Result<()> {
                 engine
             }
         };
-        let engine = &mut open.insert((dataset, engine)).1;
+        let engine = &open.insert((dataset, engine)).1;
 
         let peak_rss_whole_process = !sys::reset_peak_rss();
         let before = sys::ProcessCounters::now()?;
-        let outcome = workloads::run(workload, engine.as_mut(), &params, &mut |i| {
+        let outcome = workloads::run(workload, engine.as_ref(), &params, &mut |i| {
             send(&Message::Interval(workload, *i))
         })
         .context(|| format!("{} {workload}", args.engine))?;
         let counted = sys::ProcessCounters::now()?.since(&before);
         let peak_rss_bytes = sys::peak_rss_bytes();
         let disk = engine.disk_usage()?;
+        // After the measurements, so the check's reads count in none of them.
+        workloads::verify(workload, engine.as_ref(), &params)
+            .context(|| format!("{} {workload}: checking what it wrote", args.engine))?;
         if workload.is_load() {
             loaded.push(dataset);
         }
@@ -590,6 +713,7 @@ fn child_main(args: &ChildArgs) -> Result<()> {
                 peak_rss_whole_process,
                 disk_bytes: disk.allocated_bytes,
                 file_bytes: disk.file_bytes,
+                raw_bytes: outcome.raw_bytes,
             },
         ));
     }
@@ -603,7 +727,13 @@ fn child_main(args: &ChildArgs) -> Result<()> {
 fn utc_now() -> String {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let (year, month, day) = civil_date(days);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The (year, month, day) of a count of days since 1970-01-01 (Howard
+/// Hinnant's civil-from-days algorithm).
+pub fn civil_date(days: u64) -> (i64, i64, i64) {
     let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -612,8 +742,7 @@ fn utc_now() -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 #[cfg(test)]
@@ -652,6 +781,9 @@ mod tests {
             rows: 10,
             gets: 5,
             batch_rows: 3,
+            range_rows: 7,
+            threads: 4,
+            mixed_us: 2_000_000,
             cache_size_bytes: 1 << 20,
             interval_us: 1000,
             direct_io: false,
@@ -660,6 +792,33 @@ mod tests {
         let parsed =
             Wrapper::try_parse_from(std::iter::once("x".to_string()).chain(child.to_args())).unwrap().child;
         assert_eq!(parsed.to_args(), child.to_args());
+    }
+
+    #[test]
+    fn codec_stands_for_every_codec_and_each_engine_gets_only_its_own() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse =
+            |args: &[&str]| Plan::resolve(&Wrapper::try_parse_from(["x"].iter().chain(args)).unwrap().bench);
+        let plan =
+            parse(&["codec", "insert", "codec-zstd", "--smoke", "--engines", "sqlite,fractaldb"]).unwrap();
+        let mut expected = vec![WorkloadKind::Insert];
+        expected.extend(WorkloadKind::codec_loads());
+        assert_eq!(plan.workloads, expected);
+        assert_eq!(plan.child_args(EngineKind::Fractaldb, PathBuf::new()).workloads, expected);
+        assert_eq!(
+            plan.child_args(EngineKind::Sqlite, PathBuf::new()).workloads,
+            [WorkloadKind::Insert, WorkloadKind::CodecNone]
+        );
+        // Named, an engine with nothing to run is an error; by default it is left out.
+        assert!(parse(&["codec-lzma", "--smoke", "--engines", "sqlite"]).is_err());
+        let plan = parse(&["codec-lzma", "--smoke"]).unwrap();
+        assert_eq!(plan.engines, [EngineKind::Fractaldb]);
+        assert!(parse(&["mixed", "--smoke"]).is_err(), "mixed reads what insert writes");
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct Measured {
     /// The dataset's folder after the workload: allocated blocks and file lengths.
     pub disk_bytes: u64,
     pub file_bytes: u64,
+    /// Bytes of the keys and values a load handed to the engine, before
+    /// compression (zero for reads): with `disk_bytes`, the compression a
+    /// load got.
+    pub raw_bytes: u64,
 }
 
 /// One message from a child.
@@ -59,7 +63,8 @@ impl Message {
             }
             Message::Result(w, m) => format!(
                 "{TAG}\tresult\t{w}\trows={}\telapsed_us={}\tflush_us={}\tcpu_us={}\tread_bytes={}\t\
-                 write_bytes={}\tpeak_rss_bytes={}\tpeak_rss_whole_process={}\tdisk_bytes={}\tfile_bytes={}",
+                 write_bytes={}\tpeak_rss_bytes={}\tpeak_rss_whole_process={}\tdisk_bytes={}\tfile_bytes={}\t\
+                 raw_bytes={}",
                 m.rows,
                 m.elapsed_us,
                 m.flush_us,
@@ -69,7 +74,8 @@ impl Message {
                 m.peak_rss_bytes,
                 m.peak_rss_whole_process,
                 m.disk_bytes,
-                m.file_bytes
+                m.file_bytes,
+                m.raw_bytes
             ),
             Message::Error(text) => format!("{TAG}\terror\t{}", one_line(text)),
         }
@@ -115,6 +121,7 @@ impl Message {
                         peak_rss_whole_process: map.get("peak_rss_whole_process") == Some(&"true"),
                         disk_bytes: num("disk_bytes")?,
                         file_bytes: num("file_bytes")?,
+                        raw_bytes: num("raw_bytes")?,
                     },
                 )
             }
@@ -139,6 +146,7 @@ mod tests {
                     rows: 1,
                     elapsed_us: 2,
                     disk_bytes: 9,
+                    raw_bytes: 27,
                     peak_rss_whole_process: true,
                     ..Default::default()
                 },

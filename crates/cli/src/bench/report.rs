@@ -2,7 +2,7 @@
 //! `intervals.csv`, `summary.csv`, `summary.md` and a throughput chart per
 //! workload (`<workload>.png`, `<workload>.svg`).
 //!
-//! Nothing here knows the workloads by name except [`raw_bytes`]: every
+//! Nothing here knows the workloads by name: every
 //! table, ratio and chart is made for whatever workloads and engines the run
 //! had, so a new workload shows up in the report by being run.
 
@@ -14,7 +14,7 @@ use super::engines::EngineKind;
 use super::protocol::Measured;
 use super::sys::{DiskFacts, MachineFacts};
 use super::timeline::{Parts, Timeline, Windows, PART_OF_ROWS, WINDOW_US};
-use super::workloads::{Interval, WorkloadKind, VALUE_BYTES};
+use super::workloads::{Interval, WorkloadKind};
 use crate::error::{Context, Result};
 
 /// Everything one engine's process reported, or how it failed.
@@ -52,6 +52,11 @@ pub struct RunInfo {
     pub rows: u64,
     pub gets: u64,
     pub batch_rows: u64,
+    /// Rows each range of `range-scan` reads.
+    pub range_rows: u64,
+    /// Client threads of `mixed`, and how long it runs.
+    pub threads: usize,
+    pub mixed_seconds: f64,
     pub cache_size_bytes: u64,
     pub direct_io: bool,
     pub interval_ms: u64,
@@ -67,25 +72,12 @@ pub struct RunInfo {
     pub file_system: String,
 }
 
-/// Bytes of one `iibench` row: the primary entry (8-byte id, a value) and
-/// three secondary entries (8 random bytes and the id, no value).
-const IIBENCH_ROW_BYTES: u64 = 8 + VALUE_BYTES as u64 + 3 * 16;
-
-/// The key and value bytes a load handed the engine, over all its keyspaces:
-/// what write amplification divides the bytes written by. None for
-/// workloads that write nothing, and for loads whose row size is not known
-/// here: their write amplification is left out rather than guessed.
-///
-/// Hook: the row sizes of the two existing loads are restated here from
-/// `workloads.rs`. Once `Measured` carries the raw bytes the child counted
-/// as it wrote, return those instead and drop this table.
-fn raw_bytes(workload: WorkloadKind, measured: &Measured) -> Option<u64> {
-    let row_bytes = match workload {
-        WorkloadKind::Insert => super::INSERT_ROW_BYTES,
-        WorkloadKind::Iibench => IIBENCH_ROW_BYTES,
-        _ => return None,
-    };
-    Some(row_bytes * measured.rows)
+/// The key and value bytes a load handed the engine, over all its
+/// keyspaces, as the child counted them while writing: what write
+/// amplification divides the bytes written by. None for workloads that
+/// write nothing.
+fn raw_bytes(measured: &Measured) -> Option<u64> {
+    (measured.raw_bytes > 0).then_some(measured.raw_bytes)
 }
 
 /// The figures of one engine on one workload, derived from its measurements.
@@ -100,7 +92,7 @@ struct Summary {
 }
 
 impl Summary {
-    fn new(workload: WorkloadKind, measured: &Measured, intervals: &[Interval], interval_ms: u64) -> Self {
+    fn new(measured: &Measured, intervals: &[Interval], interval_ms: u64) -> Self {
         // The last interval is usually shorter than the others; if it is
         // under half an interval, the one before it tells the end rate better.
         let mut last = intervals.last();
@@ -118,7 +110,7 @@ impl Summary {
             last_interval_rows_per_s: last.map(|i| i.rows_per_s),
             windows: timeline.windows(WINDOW_US),
             parts: timeline.parts(PART_OF_ROWS),
-            raw_bytes: raw_bytes(workload, measured),
+            raw_bytes: raw_bytes(measured),
         }
     }
 }
@@ -299,6 +291,15 @@ const FIGURES: &[Figure] = &[
             _ => None,
         },
     },
+    Figure {
+        column: "raw_disk_ratio",
+        label: "raw bytes / bytes on disk",
+        unit: Unit::Ratio,
+        value: |s| match s.raw_bytes {
+            Some(raw) if s.measured.disk_bytes > 0 => Some(raw as f64 / s.measured.disk_bytes as f64),
+            _ => None,
+        },
+    },
 ];
 
 /// The header of `intervals.csv`.
@@ -337,7 +338,7 @@ impl<'a> Report<'a> {
     fn summary(&self, engine: EngineKind, workload: WorkloadKind) -> Option<Summary> {
         let run = self.runs.iter().find(|r| r.engine == engine)?;
         let (_, measured) = run.results.iter().find(|(w, _)| *w == workload)?;
-        Some(Summary::new(workload, measured, &run.intervals_of(workload), self.info.interval_ms))
+        Some(Summary::new(measured, &run.intervals_of(workload), self.info.interval_ms))
     }
 
     /// fractaldb's figure over another engine's, when both exist.
@@ -503,6 +504,8 @@ impl<'a> Report<'a> {
             ("rows per load", group_digits(info.rows)),
             ("point gets", group_digits(info.gets)),
             ("rows per write batch", group_digits(info.batch_rows)),
+            ("rows per range (range-scan)", group_digits(info.range_rows)),
+            ("threads, seconds (mixed)", format!("{}, {} s", info.threads, info.mixed_seconds)),
             (
                 "cache",
                 format!("{} ({} bytes)", human_bytes(info.cache_size_bytes as f64), info.cache_size_bytes),
@@ -723,7 +726,8 @@ mod tests {
     use super::*;
 
     fn measured(rows: u64, elapsed_us: u64, disk_bytes: u64) -> Measured {
-        Measured { rows, elapsed_us, cpu_us: elapsed_us, disk_bytes, ..Default::default() }
+        let raw_bytes = rows * super::super::INSERT_ROW_BYTES;
+        Measured { rows, elapsed_us, cpu_us: elapsed_us, disk_bytes, raw_bytes, ..Default::default() }
     }
 
     #[test]

@@ -1,5 +1,12 @@
 //! The workloads: what rows they write or read, generated the same way for
 //! every engine, and the meter that cuts their progress into intervals.
+//!
+//! The roll-up loads are in [`rollup`], the log-like codec loads in
+//! [`logs`], the multi-threaded mixed reads and writes in [`mixed`].
+
+mod logs;
+mod mixed;
+mod rollup;
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -8,7 +15,7 @@ use clap::ValueEnum;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::engines::{Batch, Engine};
+use super::engines::{Batch, Codec, Engine, Keyspace, KeyspaceKind, Session};
 use crate::error::{Error, Result};
 
 /// Bytes per value: half random, half a repeated pattern, so values compress about 2x.
@@ -18,8 +25,8 @@ const RANDOM_VALUE_BYTES: usize = VALUE_BYTES / 2;
 /// The repeated half of every value.
 const VALUE_PATTERN: &[u8] = b"fractaldb-bench-";
 
-/// One benchmark workload. Loads write a dataset; reads need one loaded
-/// earlier in the same run.
+/// One benchmark workload, in the order a run performs them. Loads write a
+/// dataset; reads need one loaded earlier in the same run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
 pub enum WorkloadKind {
     /// Random inserts: 8-byte random keys, 100-byte values, in batches.
@@ -27,24 +34,69 @@ pub enum WorkloadKind {
     /// iibench: a primary keyed by an increasing id plus three secondary
     /// indexes keyed by (random value, id), four puts per row.
     Iibench,
+    /// Roll-up with a sequential primary key: per row one insert plus three
+    /// counter upserts (per minute, hour and day), no reads.
+    RollupSeq,
+    /// Roll-up as `rollup-seq`, with a random primary key.
+    RollupRandom,
+    /// Log-like rows loaded uncompressed.
+    CodecNone,
+    /// Log-like rows loaded with zstd.
+    CodecZstd,
+    /// Log-like rows loaded with lz4.
+    CodecLz4,
+    /// Log-like rows loaded with snappy.
+    CodecSnappy,
+    /// Log-like rows loaded with zlib.
+    CodecZlib,
+    /// Log-like rows loaded with lzma.
+    CodecLzma,
     /// Point gets of random keys that `insert` wrote.
     PointGet,
+    /// Short ordered range reads from random keys that `insert` wrote.
+    RangeScan,
     /// One full ordered scan of what `insert` wrote.
     Scan,
+    /// Several threads mixing point gets and one-row writes on what `insert` wrote, for a set time.
+    Mixed,
 }
 
 impl WorkloadKind {
     /// Every workload, in the order a run performs them.
-    pub const ALL: [WorkloadKind; 4] =
-        [WorkloadKind::Insert, WorkloadKind::Iibench, WorkloadKind::PointGet, WorkloadKind::Scan];
+    pub const ALL: [WorkloadKind; 14] = [
+        WorkloadKind::Insert,
+        WorkloadKind::Iibench,
+        WorkloadKind::RollupSeq,
+        WorkloadKind::RollupRandom,
+        WorkloadKind::CodecNone,
+        WorkloadKind::CodecZstd,
+        WorkloadKind::CodecLz4,
+        WorkloadKind::CodecSnappy,
+        WorkloadKind::CodecZlib,
+        WorkloadKind::CodecLzma,
+        WorkloadKind::PointGet,
+        WorkloadKind::RangeScan,
+        WorkloadKind::Scan,
+        WorkloadKind::Mixed,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             WorkloadKind::Insert => "insert",
             WorkloadKind::Iibench => "iibench",
+            WorkloadKind::RollupSeq => "rollup-seq",
+            WorkloadKind::RollupRandom => "rollup-random",
+            WorkloadKind::CodecNone => "codec-none",
+            WorkloadKind::CodecZstd => "codec-zstd",
+            WorkloadKind::CodecLz4 => "codec-lz4",
+            WorkloadKind::CodecSnappy => "codec-snappy",
+            WorkloadKind::CodecZlib => "codec-zlib",
+            WorkloadKind::CodecLzma => "codec-lzma",
             WorkloadKind::PointGet => "point-get",
+            WorkloadKind::RangeScan => "range-scan",
             WorkloadKind::Scan => "scan",
+            WorkloadKind::Mixed => "mixed",
         }
     }
 
@@ -53,17 +105,50 @@ impl WorkloadKind {
         WorkloadKind::ALL.into_iter().find(|w| w.name() == name)
     }
 
+    /// The `codec-*` workload of each codec, in [`ALL_CODECS`](super::engines::ALL_CODECS) order.
+    pub fn codec_loads() -> impl Iterator<Item = WorkloadKind> {
+        WorkloadKind::ALL.into_iter().filter(|w| w.codec().is_some())
+    }
+
+    /// The codec a `codec-*` workload loads with.
+    pub fn codec(self) -> Option<Codec> {
+        match self {
+            WorkloadKind::CodecNone => Some(Codec::None),
+            WorkloadKind::CodecZstd => Some(Codec::Zstd),
+            WorkloadKind::CodecLz4 => Some(Codec::Lz4),
+            WorkloadKind::CodecSnappy => Some(Codec::Snappy),
+            WorkloadKind::CodecZlib => Some(Codec::Zlib),
+            WorkloadKind::CodecLzma => Some(Codec::Lzma),
+            _ => None,
+        }
+    }
+
     /// The dataset the workload writes or reads.
     pub fn dataset(self) -> Dataset {
         match self {
+            WorkloadKind::Insert
+            | WorkloadKind::PointGet
+            | WorkloadKind::RangeScan
+            | WorkloadKind::Scan
+            | WorkloadKind::Mixed => Dataset::Insert,
             WorkloadKind::Iibench => Dataset::Iibench,
-            _ => Dataset::Insert,
+            WorkloadKind::RollupSeq => Dataset::RollupSeq,
+            WorkloadKind::RollupRandom => Dataset::RollupRandom,
+            WorkloadKind::CodecNone
+            | WorkloadKind::CodecZstd
+            | WorkloadKind::CodecLz4
+            | WorkloadKind::CodecSnappy
+            | WorkloadKind::CodecZlib
+            | WorkloadKind::CodecLzma => Dataset::Logs(self.codec().expect("a codec workload has a codec")),
         }
     }
 
     /// True if the workload writes its dataset from empty.
     pub fn is_load(self) -> bool {
-        matches!(self, WorkloadKind::Insert | WorkloadKind::Iibench)
+        !matches!(
+            self,
+            WorkloadKind::PointGet | WorkloadKind::RangeScan | WorkloadKind::Scan | WorkloadKind::Mixed
+        )
     }
 }
 
@@ -73,12 +158,24 @@ impl fmt::Display for WorkloadKind {
     }
 }
 
+const fn rows(name: &'static str) -> Keyspace {
+    Keyspace { name, kind: KeyspaceKind::Rows }
+}
+
+const fn counters(name: &'static str) -> Keyspace {
+    Keyspace { name, kind: KeyspaceKind::Counters }
+}
+
 /// A set of keyspaces that one load writes and later workloads read. Each
 /// lives in its own database folder, so its bytes on disk are its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dataset {
     Insert,
     Iibench,
+    RollupSeq,
+    RollupRandom,
+    /// The log-like rows, compressed with this codec.
+    Logs(Codec),
 }
 
 impl Dataset {
@@ -87,14 +184,36 @@ impl Dataset {
         match self {
             Dataset::Insert => "insert",
             Dataset::Iibench => "iibench",
+            Dataset::RollupSeq => "rollup-seq",
+            Dataset::RollupRandom => "rollup-random",
+            Dataset::Logs(Codec::None) => "codec-none",
+            Dataset::Logs(Codec::Zstd) => "codec-zstd",
+            Dataset::Logs(Codec::Lz4) => "codec-lz4",
+            Dataset::Logs(Codec::Snappy) => "codec-snappy",
+            Dataset::Logs(Codec::Zlib) => "codec-zlib",
+            Dataset::Logs(Codec::Lzma) => "codec-lzma",
         }
     }
 
     /// The keyspaces of the dataset.
-    pub fn keyspaces(self) -> &'static [&'static str] {
+    pub fn keyspaces(self) -> &'static [Keyspace] {
+        const INSERT: [Keyspace; 1] = [rows("insert")];
+        const IIBENCH: [Keyspace; 4] =
+            [rows("iibench_pk"), rows("iibench_k1"), rows("iibench_k2"), rows("iibench_k3")];
         match self {
-            Dataset::Insert => &["insert"],
-            Dataset::Iibench => &["iibench_pk", "iibench_k1", "iibench_k2", "iibench_k3"],
+            Dataset::Insert => &INSERT,
+            Dataset::Iibench => &IIBENCH,
+            Dataset::RollupSeq | Dataset::RollupRandom => &rollup::KEYSPACES,
+            Dataset::Logs(_) => &logs::KEYSPACES,
+        }
+    }
+
+    /// The codec the dataset is stored with, if the workload chooses one
+    /// (otherwise the engine's default).
+    pub fn codec(self) -> Option<Codec> {
+        match self {
+            Dataset::Logs(codec) => Some(codec),
+            _ => None,
         }
     }
 }
@@ -104,26 +223,66 @@ impl Dataset {
 pub struct WorkloadParams {
     /// Rows each load writes.
     pub rows: u64,
-    /// Point gets the `point-get` workload performs.
+    /// Point gets the `point-get` workload performs; also about the rows
+    /// `range-scan` reads in all.
     pub gets: u64,
     /// Rows per write batch.
     pub batch_rows: u64,
+    /// Rows each `range-scan` range reads.
+    pub range_rows: u64,
+    /// Threads of the `mixed` workload.
+    pub threads: usize,
+    /// How long the `mixed` workload runs.
+    pub mixed_duration: Duration,
     /// Length of one progress interval.
     pub interval: Duration,
     /// Seeds every generator, so every engine sees the same keys and values.
     pub seed: u64,
 }
 
-/// Streams of the row generator, so the datasets' values differ from each other.
+/// Streams of the row generator, so the datasets' values and the
+/// workloads' random choices differ from each other.
 const INSERT_STREAM: u64 = 1;
 const IIBENCH_STREAM: u64 = 2;
 const POINT_GET_STREAM: u64 = 3;
+const RANGE_SCAN_STREAM: u64 = 4;
+const ROLLUP_STREAM: u64 = 5;
+const LOGS_STREAM: u64 = 6;
+/// The values `mixed` writes, and (plus the thread number) its threads' choices.
+const MIXED_STREAM: u64 = 7;
+
+/// The multipliers of [`mix64`] and of [`RowGen::insert_key`].
+const MIX_M1: u64 = 0xBF58_476D_1CE4_E5B9;
+const MIX_M2: u64 = 0x94D0_49BB_1331_11EB;
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// SplitMix64's finalizer: a bijection on u64 that scatters its input.
 fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z = (z ^ (z >> 30)).wrapping_mul(MIX_M1);
+    z = (z ^ (z >> 27)).wrapping_mul(MIX_M2);
     z ^ (z >> 31)
+}
+
+/// The inverse of [`mix64`], so a reader can tell which row a key belongs to.
+fn unmix64(mut z: u64) -> u64 {
+    z ^= (z >> 31) ^ (z >> 62);
+    z = z.wrapping_mul(inverse_odd(MIX_M2));
+    z ^= (z >> 27) ^ (z >> 54);
+    z = z.wrapping_mul(inverse_odd(MIX_M1));
+    z ^ (z >> 30) ^ (z >> 60)
+}
+
+/// The inverse of an odd number modulo 2^64, by Newton's iteration: each
+/// step doubles the correct low bits, from 3 (an odd `a` is its own inverse
+/// modulo 8), so five steps give all 64.
+const fn inverse_odd(a: u64) -> u64 {
+    let mut x = a;
+    let mut step = 0;
+    while step < 5 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        step += 1;
+    }
+    x
 }
 
 /// Makes the rows of a run from its seed, by row number, so a later workload
@@ -143,7 +302,15 @@ impl RowGen {
     /// The key of `insert`'s row `i`: 8 random-looking bytes, distinct for
     /// distinct `i` (a bijection of `i`), so `rows` rows give `rows` keys.
     pub fn insert_key(&self, i: u64) -> [u8; 8] {
-        mix64(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.seed).to_be_bytes()
+        mix64(i.wrapping_mul(GOLDEN) ^ self.seed).to_be_bytes()
+    }
+
+    /// The row number `i` whose [`insert_key`](Self::insert_key) is `key`
+    /// (any 8 bytes name some row; whether it is one of the rows written is
+    /// for the caller to check), or `None` if the key is not 8 bytes.
+    pub fn insert_row(&self, key: &[u8]) -> Option<u64> {
+        let key: [u8; 8] = key.try_into().ok()?;
+        Some((unmix64(u64::from_be_bytes(key)) ^ self.seed).wrapping_mul(inverse_odd(GOLDEN)))
     }
 
     /// The value of row `i` of a stream: 50 random bytes then a repeated pattern.
@@ -157,6 +324,12 @@ impl RowGen {
         for (j, b) in out[RANDOM_VALUE_BYTES..].iter_mut().enumerate() {
             *b = VALUE_PATTERN[j % VALUE_PATTERN.len()];
         }
+    }
+
+    /// A number that looks random, fixed by the stream and `i`, for
+    /// generators that must give row `i` without generating the rows before it.
+    fn scatter(&self, stream: u64, i: u64) -> u64 {
+        mix64(mix64(self.seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03)) ^ i.wrapping_mul(GOLDEN))
     }
 
     /// A seeded generator for a workload's random choices.
@@ -248,29 +421,57 @@ impl<'a> Meter<'a> {
 /// What a workload did, timed (its intervals went to the meter's listener as they ended).
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
-    /// Rows written, rows read by point gets, or rows visited by the scan.
+    /// Rows written, rows read by point gets, range reads or the scan, or
+    /// operations of `mixed`.
     pub rows: u64,
     /// From the first row to the end, including the final flush of a load.
     pub elapsed_us: u64,
     /// The final flush that makes a load durable (zero for reads).
     pub flush_us: u64,
+    /// Bytes of the keys and values (or counter deltas) a load handed to
+    /// the engine, before any compression (zero for reads).
+    pub raw_bytes: u64,
 }
 
 /// Runs `kind` on an engine whose open dataset is `kind.dataset()`.
 pub fn run(
     kind: WorkloadKind,
-    engine: &mut dyn Engine,
+    engine: &dyn Engine,
     params: &WorkloadParams,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<Outcome> {
     let gen = RowGen::new(params.seed);
+    let mut sessions = engine.sessions(if kind == WorkloadKind::Mixed { params.threads } else { 1 })?;
     let mut meter = Meter::start(params.interval, on_interval);
-    match kind {
-        WorkloadKind::Insert => insert(engine, params, &gen, &mut meter)?,
-        WorkloadKind::Iibench => iibench(engine, params, &gen, &mut meter)?,
-        WorkloadKind::PointGet => point_get(engine, params, &gen, &mut meter)?,
-        WorkloadKind::Scan => scan(engine, params, &mut meter)?,
-    }
+    let raw_bytes = match kind {
+        WorkloadKind::Mixed => {
+            mixed::run(sessions, params, &gen, &mut meter)?;
+            0
+        }
+        _ => {
+            let session = sessions[0].as_mut();
+            match kind {
+                WorkloadKind::Insert => insert(session, params, &gen, &mut meter)?,
+                WorkloadKind::Iibench => iibench(session, params, &gen, &mut meter)?,
+                WorkloadKind::RollupSeq => {
+                    rollup::load(session, params, &gen, rollup::Key::Sequential, &mut meter)?
+                }
+                WorkloadKind::RollupRandom => {
+                    rollup::load(session, params, &gen, rollup::Key::Random, &mut meter)?
+                }
+                WorkloadKind::CodecNone
+                | WorkloadKind::CodecZstd
+                | WorkloadKind::CodecLz4
+                | WorkloadKind::CodecSnappy
+                | WorkloadKind::CodecZlib
+                | WorkloadKind::CodecLzma => logs::load(session, params, &gen, &mut meter)?,
+                WorkloadKind::PointGet => point_get(session, params, &gen, &mut meter).map(|()| 0)?,
+                WorkloadKind::RangeScan => range_scan(session, params, &gen, &mut meter).map(|()| 0)?,
+                WorkloadKind::Scan => scan(session, params, &gen, &mut meter).map(|()| 0)?,
+                WorkloadKind::Mixed => unreachable!("mixed runs above"),
+            }
+        }
+    };
     let (rows, before_flush, _intervals) = meter.finish();
     let flush_start = Instant::now();
     if kind.is_load() {
@@ -281,40 +482,74 @@ pub fn run(
         rows,
         elapsed_us: (before_flush + flush).as_micros() as u64,
         flush_us: if kind.is_load() { flush.as_micros() as u64 } else { 0 },
+        raw_bytes,
     })
 }
 
-fn insert(engine: &mut dyn Engine, params: &WorkloadParams, gen: &RowGen, meter: &mut Meter) -> Result<()> {
-    let keyspaces = Dataset::Insert.keyspaces();
+/// Checks what a load wrote by reading it back, after it was measured (so
+/// the check's reads count in no figure). Reads check as they read.
+pub fn verify(kind: WorkloadKind, engine: &dyn Engine, params: &WorkloadParams) -> Result<()> {
+    let gen = RowGen::new(params.seed);
+    let mut session = engine.session()?;
+    match kind {
+        WorkloadKind::RollupSeq => rollup::verify(session.as_mut(), params, &gen, rollup::Key::Sequential),
+        WorkloadKind::RollupRandom => rollup::verify(session.as_mut(), params, &gen, rollup::Key::Random),
+        kind if kind.codec().is_some() => logs::verify(session.as_mut(), params, &gen),
+        _ => Ok(()),
+    }
+}
+
+/// Loads `rows` rows in batches of `batch_rows`, `fill` putting rows
+/// `start..end` into the batch; returns the raw bytes written.
+fn load_in_batches(
+    session: &mut dyn Session,
+    keyspaces: &[Keyspace],
+    params: &WorkloadParams,
+    meter: &mut Meter,
+    fill: &mut dyn FnMut(&mut Batch, u64, u64),
+) -> Result<u64> {
     let mut batch = Batch::new(keyspaces);
-    let mut value = [0u8; VALUE_BYTES];
+    let mut raw_bytes = 0;
     let mut row = 0;
     while row < params.rows {
         let end = (row + params.batch_rows).min(params.rows);
         batch.clear();
-        let puts = batch.part(0);
-        for i in row..end {
-            gen.value(INSERT_STREAM, i, &mut value);
-            puts.put(&gen.insert_key(i), &value);
-        }
-        engine.write(&batch)?;
+        fill(&mut batch, row, end);
+        session.write(&batch)?;
+        raw_bytes += batch.raw_bytes();
         meter.add(end - row);
         row = end;
     }
-    Ok(())
+    Ok(raw_bytes)
 }
 
-fn iibench(engine: &mut dyn Engine, params: &WorkloadParams, gen: &RowGen, meter: &mut Meter) -> Result<()> {
-    let keyspaces = Dataset::Iibench.keyspaces();
-    let mut batch = Batch::new(keyspaces);
+fn insert(
+    session: &mut dyn Session,
+    params: &WorkloadParams,
+    gen: &RowGen,
+    meter: &mut Meter,
+) -> Result<u64> {
+    let mut value = [0u8; VALUE_BYTES];
+    load_in_batches(session, Dataset::Insert.keyspaces(), params, meter, &mut |batch, start, end| {
+        let puts = batch.part(0);
+        for i in start..end {
+            gen.value(INSERT_STREAM, i, &mut value);
+            puts.put(&gen.insert_key(i), &value);
+        }
+    })
+}
+
+fn iibench(
+    session: &mut dyn Session,
+    params: &WorkloadParams,
+    gen: &RowGen,
+    meter: &mut Meter,
+) -> Result<u64> {
     let mut rng = gen.rng(IIBENCH_STREAM);
     let mut value = [0u8; VALUE_BYTES];
     let mut secondary_key = [0u8; 16];
-    let mut row = 0;
-    while row < params.rows {
-        let end = (row + params.batch_rows).min(params.rows);
-        batch.clear();
-        for id in row..end {
+    load_in_batches(session, Dataset::Iibench.keyspaces(), params, meter, &mut |batch, start, end| {
+        for id in start..end {
             let id_bytes = id.to_be_bytes();
             gen.value(IIBENCH_STREAM, id, &mut value);
             batch.part(0).put(&id_bytes, &value);
@@ -324,35 +559,43 @@ fn iibench(engine: &mut dyn Engine, params: &WorkloadParams, gen: &RowGen, meter
                 batch.part(index).put(&secondary_key, &[]);
             }
         }
-        engine.write(&batch)?;
-        meter.add(end - row);
-        row = end;
+    })
+}
+
+/// The row of the `insert` dataset that `key` names, if `insert` wrote one:
+/// lets a reader check any row it meets without a list of the keys.
+fn insert_row_of(gen: &RowGen, params: &WorkloadParams, key: &[u8]) -> Option<u64> {
+    gen.insert_row(key).filter(|&i| i < params.rows)
+}
+
+/// Checks that `value` is what `insert` (or `mixed`, which may have
+/// rewritten the row) wrote under row `i`'s key.
+fn check_insert_value(gen: &RowGen, i: u64, value: &[u8], what: &str) -> Result<()> {
+    let mut expected = [0u8; VALUE_BYTES];
+    gen.value(INSERT_STREAM, i, &mut expected);
+    if value == expected {
+        return Ok(());
     }
-    Ok(())
+    gen.value(MIXED_STREAM, i, &mut expected);
+    if value == expected {
+        return Ok(());
+    }
+    Err(Error::new(format!("{what}: row {i} (key {}) has a wrong value", hex(&gen.insert_key(i)))))
 }
 
 fn point_get(
-    engine: &mut dyn Engine,
+    session: &mut dyn Session,
     params: &WorkloadParams,
     gen: &RowGen,
     meter: &mut Meter,
 ) -> Result<()> {
-    let keyspace = Dataset::Insert.keyspaces()[0];
+    let keyspace = Dataset::Insert.keyspaces()[0].name;
     let mut rng = gen.rng(POINT_GET_STREAM);
-    let mut expected = [0u8; VALUE_BYTES];
     for _ in 0..params.gets {
         let i = rng.gen_range(0..params.rows);
         let key = gen.insert_key(i);
-        match engine.get(keyspace, &key)? {
-            Some(value) => {
-                gen.value(INSERT_STREAM, i, &mut expected);
-                if value != expected {
-                    return Err(Error::new(format!(
-                        "point-get: row {i} (key {}) has a wrong value",
-                        hex(&key)
-                    )));
-                }
-            }
+        match session.get(keyspace, &key)? {
+            Some(value) => check_insert_value(gen, i, &value, "point-get")?,
             None => {
                 return Err(Error::new(format!("point-get: row {i} (key {}) is missing", hex(&key))));
             }
@@ -362,15 +605,78 @@ fn point_get(
     Ok(())
 }
 
+/// Ranges `range-scan` reads: about `gets` rows in all, at least one range.
+pub fn range_count(params: &WorkloadParams) -> u64 {
+    (params.gets / params.range_rows.max(1)).max(1)
+}
+
+/// Reads [`range_count`] ranges of `range_rows` rows, each from a random
+/// key that `insert` wrote. Each range must start at that key, be in
+/// ascending order, hold only rows `insert` wrote with their values, and be
+/// `range_rows` long unless it ends at the last key.
+fn range_scan(
+    session: &mut dyn Session,
+    params: &WorkloadParams,
+    gen: &RowGen,
+    meter: &mut Meter,
+) -> Result<()> {
+    let keyspace = Dataset::Insert.keyspaces()[0].name;
+    // The largest key, the only place a range may end short; found from the
+    // generator (a pass over the row numbers) the first time a range does.
+    let mut last_key: Option<[u8; 8]> = None;
+    let mut rng = gen.rng(RANGE_SCAN_STREAM);
+    let mut previous = Vec::with_capacity(8);
+    for _ in 0..range_count(params) {
+        let start = gen.insert_key(rng.gen_range(0..params.rows));
+        let mut read = 0u64;
+        previous.clear();
+        session.scan_from(keyspace, &start, params.range_rows, &mut |key, value| {
+            let in_order = if read == 0 { key == start } else { key > previous.as_slice() };
+            if !in_order {
+                return Err(Error::new(format!(
+                    "range-scan from {}: key {} after {} is out of order",
+                    hex(&start),
+                    hex(key),
+                    if read == 0 { "the start".to_string() } else { hex(&previous) }
+                )));
+            }
+            let i = insert_row_of(gen, params, key).ok_or_else(|| {
+                Error::new(format!("range-scan from {}: key {} was never written", hex(&start), hex(key)))
+            })?;
+            check_insert_value(gen, i, value, "range-scan")?;
+            previous.clear();
+            previous.extend_from_slice(key);
+            read += 1;
+            Ok(())
+        })?;
+        let mut ends_at_last_key = || {
+            let last = *last_key.get_or_insert_with(|| {
+                (0..params.rows).map(|i| gen.insert_key(i)).max().expect("a load writes at least one row")
+            });
+            previous.as_slice() == last
+        };
+        if read > params.range_rows || (read < params.range_rows && !ends_at_last_key()) {
+            return Err(Error::new(format!(
+                "range-scan from {}: read {read} rows, expected {}{}",
+                hex(&start),
+                params.range_rows,
+                if read < params.range_rows { " (the range ended before the last key)" } else { "" }
+            )));
+        }
+        meter.add(read);
+    }
+    Ok(())
+}
+
 /// Rows the scan counts before telling the meter, so the clock is not read per row.
 const SCAN_METER_ROWS: u64 = 1024;
 
-fn scan(engine: &mut dyn Engine, params: &WorkloadParams, meter: &mut Meter) -> Result<()> {
-    let keyspace = Dataset::Insert.keyspaces()[0];
+fn scan(session: &mut dyn Session, params: &WorkloadParams, gen: &RowGen, meter: &mut Meter) -> Result<()> {
+    let keyspace = Dataset::Insert.keyspaces()[0].name;
     let mut previous: Option<Vec<u8>> = None;
     let mut rows = 0u64;
     let mut pending = 0u64;
-    engine.scan(keyspace, &mut |key, value| {
+    session.scan_from(keyspace, &[], u64::MAX, &mut |key, value| {
         if let Some(prev) = &mut previous {
             if key <= prev.as_slice() {
                 return Err(Error::new(format!(
@@ -384,8 +690,12 @@ fn scan(engine: &mut dyn Engine, params: &WorkloadParams, meter: &mut Meter) -> 
         } else {
             previous = Some(key.to_vec());
         }
-        if value.len() != VALUE_BYTES {
-            return Err(Error::new(format!("scan: key {} has a {}-byte value", hex(key), value.len())));
+        if value.len() != VALUE_BYTES || insert_row_of(gen, params, key).is_none() {
+            return Err(Error::new(format!(
+                "scan: key {} ({}-byte value) is not a row insert wrote",
+                hex(key),
+                value.len()
+            )));
         }
         rows += 1;
         pending += 1;
@@ -422,6 +732,38 @@ mod tests {
         gen.value(INSERT_STREAM, 6, &mut b);
         assert_ne!(a, b);
         assert_eq!(&a[RANDOM_VALUE_BYTES..RANDOM_VALUE_BYTES + 16], VALUE_PATTERN);
+    }
+
+    #[test]
+    fn a_key_names_its_row() {
+        let gen = RowGen::new(11);
+        for i in [0, 1, 2, 999, 1 << 40, u64::MAX] {
+            assert_eq!(gen.insert_row(&gen.insert_key(i)), Some(i));
+        }
+        for z in [0, 1, 0xDEAD_BEEF, u64::MAX] {
+            assert_eq!(unmix64(mix64(z)), z);
+        }
+        assert_eq!(GOLDEN.wrapping_mul(inverse_odd(GOLDEN)), 1);
+        assert_eq!(gen.insert_row(b"short"), None);
+    }
+
+    #[test]
+    fn names_datasets_and_codecs_agree() {
+        for w in WorkloadKind::ALL {
+            assert_eq!(WorkloadKind::from_name(w.name()), Some(w));
+            assert_eq!(w.to_possible_value().map(|v| v.get_name().to_string()), Some(w.name().to_string()));
+            if let Some(codec) = w.codec() {
+                assert_eq!(w.name(), format!("codec-{}", codec.name()));
+                assert_eq!(w.dataset().dir_name(), w.name());
+                assert_eq!(w.dataset().codec(), Some(codec));
+                assert!(w.is_load());
+            }
+        }
+        let codecs: Vec<Codec> = WorkloadKind::codec_loads().filter_map(WorkloadKind::codec).collect();
+        assert_eq!(codecs, super::super::engines::ALL_CODECS);
+        let mut sorted = WorkloadKind::ALL;
+        sorted.sort();
+        assert_eq!(sorted, WorkloadKind::ALL, "ALL is in run order");
     }
 
     #[test]

@@ -2,29 +2,54 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use fractaldb::{Codec, DictOptions, Dictionary, Env, EnvOptions, WriteBatch};
+use fractaldb::{Codec, DictOptions, Dictionary, Env, EnvOptions, Isolation, UpdateFn, WriteBatch};
 
-use super::{folder_usage, Batch, Engine, EngineConfig, ScanVisitor};
+use super::{folder_usage, Batch, Counter, Engine, EngineConfig, Keyspace, OpKind, ScanVisitor, Session};
 use crate::bench::sys::DiskUsage;
 use crate::error::{Context, Error, Result};
 
+/// The id under which the counter upsert ([`Counter::merge`]) is registered
+/// in `EnvOptions::update_fns`.
+const COUNTER_ADD_FN: u8 = 1;
+
 /// fractaldb as the benchmark drives it: an [`Env`] whose cache is the run's
 /// cache size, with one [`Dictionary`] per keyspace at default node sizes and
-/// zstd, the way a user who changes nothing would run it.
+/// zstd (or the codec a `codec-*` workload names), the way a user who changes
+/// nothing would run it.
+///
+/// A batch over several keyspaces is one read-committed transaction, so it
+/// is atomic like RocksDB's WriteBatch and SQLite's transaction. Read
+/// committed, not repeatable read: at repeatable read every put reads its
+/// key's newest version for the write-conflict check, which would make a
+/// blind load read-bound. A batch over one keyspace is one dictionary
+/// WriteBatch, atomic on its own and cheaper: it is one log record and one
+/// tree write, where a transaction logs and locks each key and sends each a
+/// commit message.
 pub struct FractalEngine {
     dir: PathBuf,
     env: Env,
-    dictionaries: HashMap<String, Dictionary>,
-    /// Reused for every batch so a batch costs no new allocation.
-    write_batch: WriteBatch,
+    dictionaries: HashMap<&'static str, Dictionary>,
     settings: String,
 }
 
 impl FractalEngine {
-    /// Opens the environment in `dir`, creating the dictionaries that are missing.
-    pub fn open(dir: &Path, config: &EngineConfig, keyspaces: &[&str]) -> Result<Self> {
-        let env_options = env_options(config)?;
+    /// Opens the environment in `dir`, creating the dictionaries that are
+    /// missing with `codec` (`None`: zstd).
+    pub fn open(
+        dir: &Path,
+        config: &EngineConfig,
+        keyspaces: &[Keyspace],
+        codec: Option<Codec>,
+    ) -> Result<Self> {
+        let mut env_options = env_options(config)?;
+        let add: UpdateFn = Arc::new(|_key: &[u8], old: Option<&[u8]>, delta: &[u8]| {
+            // A malformed value is kept as it is (an update function cannot
+            // fail); the roll-up check then reports it.
+            Counter::merge(old, [delta]).or_else(|| old.map(<[u8]>::to_vec))
+        });
+        env_options.update_fns.push((COUNTER_ADD_FN, add));
         let cache_size_bytes = env_options.cache_size_bytes;
         let cleaner_threads = env_options.cleaner_threads;
         let env =
@@ -34,8 +59,11 @@ impl FractalEngine {
         let defaults = DictOptions::default();
         let settings = format!(
             "fractaldb {}: cache_size_bytes={} direct_io={} cleaner_threads={}; one dictionary per keyspace, \
-             codec=zstd, node_size_bytes={} basement_size_bytes={} fanout={} (the defaults); commit_sync on \
-             (every batch durable in the log when it returns), checkpoints every 60 s",
+             codec=zstd (codec-* workloads: the codec they name), node_size_bytes={} basement_size_bytes={} \
+             fanout={} (the defaults); commit_sync on (every batch durable in the log when it returns), \
+             checkpoints every 60 s; a batch over one keyspace is one WriteBatch, over several one \
+             read-committed transaction (repeatable read would read every key it writes); roll-up \
+             upserts are update messages (no read)",
             env!("CARGO_PKG_VERSION"),
             cache_size_bytes,
             config.direct_io,
@@ -44,22 +72,18 @@ impl FractalEngine {
             defaults.basement_size_bytes,
             defaults.fanout,
         );
-        for &name in keyspaces {
+        let options = DictOptions { codec: codec.unwrap_or(Codec::Zstd), ..dict_options() };
+        for keyspace in keyspaces {
+            let name = keyspace.name;
             let dictionary = if existing.iter().any(|d| d == name) {
                 env.open_dictionary(name)
             } else {
-                env.create_dictionary(name, dict_options())
+                env.create_dictionary(name, options.clone())
             }
             .context(|| format!("opening dictionary {name} in {}", dir.display()))?;
-            dictionaries.insert(name.to_string(), dictionary);
+            dictionaries.insert(name, dictionary);
         }
-        Ok(FractalEngine {
-            dir: dir.to_path_buf(),
-            env,
-            dictionaries,
-            write_batch: WriteBatch::new(),
-            settings,
-        })
+        Ok(FractalEngine { dir: dir.to_path_buf(), env, dictionaries, settings })
     }
 
     fn dictionary(&self, keyspace: &str) -> Result<&Dictionary> {
@@ -87,39 +111,14 @@ impl Engine for FractalEngine {
         self.settings.clone()
     }
 
-    fn write(&mut self, batch: &Batch) -> Result<()> {
-        for (keyspace, puts) in batch.parts() {
-            if puts.len() == 0 {
-                continue;
-            }
-            let dictionary = self
-                .dictionaries
-                .get(keyspace)
-                .ok_or_else(|| Error::new(format!("fractaldb: no keyspace {keyspace}")))?;
-            self.write_batch.clear();
-            for (key, value) in puts.iter() {
-                self.write_batch.put(key, value);
-            }
-            dictionary.write(&self.write_batch)?;
-        }
-        Ok(())
+    fn sessions(&self, count: usize) -> Result<Vec<Box<dyn Session + Send + '_>>> {
+        // The environment and its dictionaries are shared between threads as they are.
+        Ok((0..count)
+            .map(|_| Box::new(FractalSession { engine: self, write_batch: WriteBatch::new() }) as Box<_>)
+            .collect())
     }
 
-    fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.dictionary(keyspace)?.get(key)?)
-    }
-
-    fn scan(&mut self, keyspace: &str, visit: &mut ScanVisitor<'_>) -> Result<()> {
-        let mut cursor = self.dictionary(keyspace)?.cursor();
-        let mut more = cursor.first()?;
-        while more {
-            visit(cursor.key(), cursor.value())?;
-            more = cursor.next()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
+    fn flush(&self) -> Result<()> {
         Ok(self.env.checkpoint()?)
     }
 
@@ -131,5 +130,69 @@ impl Engine for FractalEngine {
         let FractalEngine { env, dictionaries, .. } = *self;
         drop(dictionaries);
         Ok(env.close()?)
+    }
+}
+
+/// One thread's session: the shared environment, and a WriteBatch reused
+/// for every single-keyspace batch so a batch costs no new allocation.
+struct FractalSession<'a> {
+    engine: &'a FractalEngine,
+    write_batch: WriteBatch,
+}
+
+impl Session for FractalSession<'_> {
+    fn write(&mut self, batch: &Batch) -> Result<()> {
+        if batch.touched() <= 1 {
+            for (keyspace, ops) in batch.parts().filter(|(_, ops)| !ops.is_empty()) {
+                self.write_batch.clear();
+                for (kind, key, value) in ops.iter() {
+                    match kind {
+                        OpKind::Put => self.write_batch.put(key, value),
+                        OpKind::Add => self.write_batch.update(key, COUNTER_ADD_FN, value),
+                    }
+                }
+                self.engine.dictionary(keyspace)?.write(&self.write_batch)?;
+            }
+            return Ok(());
+        }
+        let txn = self.engine.env.begin(Isolation::ReadCommitted)?;
+        for (keyspace, ops) in batch.parts() {
+            if ops.is_empty() {
+                continue;
+            }
+            let dictionary = self.engine.dictionary(keyspace)?;
+            for (kind, key, value) in ops.iter() {
+                match kind {
+                    OpKind::Put => txn.put(dictionary, key, value)?,
+                    OpKind::Add => txn.update(dictionary, key, COUNTER_ADD_FN, value)?,
+                }
+            }
+        }
+        // Dropped unfinished on an error above, the transaction aborts.
+        Ok(txn.commit()?)
+    }
+
+    fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.engine.dictionary(keyspace)?.get(key)?)
+    }
+
+    fn scan_from(
+        &mut self,
+        keyspace: &str,
+        start: &[u8],
+        limit: u64,
+        visit: &mut ScanVisitor<'_>,
+    ) -> Result<()> {
+        let mut cursor = self.engine.dictionary(keyspace)?.cursor();
+        let mut more = if start.is_empty() { cursor.first()? } else { cursor.seek_ge(start)? };
+        let mut seen = 0;
+        while more && seen < limit {
+            visit(cursor.key(), cursor.value())?;
+            seen += 1;
+            if seen < limit {
+                more = cursor.next()?;
+            }
+        }
+        Ok(())
     }
 }

@@ -4,34 +4,60 @@
 use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, Options, WriteOptions,
-    DB,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, MergeOperands,
+    Options, WriteOptions, DB,
 };
 
-use super::{folder_usage, Batch, Engine, EngineConfig, ScanVisitor};
+use super::{
+    folder_usage, Batch, Codec, Counter, Engine, EngineConfig, Keyspace, KeyspaceKind, OpKind, ScanVisitor,
+    Session,
+};
 use crate::bench::sys::DiskUsage;
 use crate::error::{Context, Error, Result};
 
 /// RocksDB as the benchmark drives it: an LRU block cache of the run's cache
-/// size shared by every column family, zstd on every level, the WAL on and
-/// synced at every batch (as fractaldb's `commit_sync`), and direct reads plus
-/// direct flush/compaction I/O when the run asks for direct I/O. Everything
-/// else is RocksDB's default, as a user who changes nothing would have it.
+/// size shared by every column family, zstd on every level (or the codec a
+/// `codec-*` workload names), the WAL on and synced at every batch (as
+/// fractaldb's `commit_sync`), and direct reads plus direct flush/compaction
+/// I/O when the run asks for direct I/O. Counter keyspaces get an
+/// associative merge operator that adds, so a roll-up upsert is a merge
+/// (no read). Everything else is RocksDB's default, as a user who changes
+/// nothing would have it. The database handle is shared by every thread.
 pub struct RocksEngine {
     dir: PathBuf,
     db: DB,
-    keyspaces: Vec<String>,
+    keyspaces: Vec<&'static str>,
     write_options: WriteOptions,
     settings: String,
 }
 
 impl RocksEngine {
     /// Opens (or creates) the database in `dir` with one column family per keyspace.
-    pub fn open(dir: &Path, config: &EngineConfig, keyspaces: &[&str]) -> Result<Self> {
+    pub fn open(
+        dir: &Path,
+        config: &EngineConfig,
+        keyspaces: &[Keyspace],
+        codec: Option<Codec>,
+    ) -> Result<Self> {
         let cache_size_bytes = usize::try_from(config.cache_size_bytes)
             .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
-        let (db_options, cf_options) = options(config)?;
-        let descriptors = keyspaces.iter().map(|&k| ColumnFamilyDescriptor::new(k, cf_options.clone()));
+        let (db_options, mut cf_options) = options(config)?;
+        if let Some(codec) = codec {
+            cf_options.set_compression_type(compression(codec)?);
+        }
+        let descriptors = keyspaces.iter().map(|k| {
+            let mut options = cf_options.clone();
+            if k.kind == KeyspaceKind::Counters {
+                options.set_merge_operator_associative(
+                    "fractaldb-bench-counter-add",
+                    |_key: &[u8], old: Option<&[u8]>, operands: &MergeOperands| {
+                        // None (a malformed operand) makes RocksDB fail the read or compaction loudly.
+                        Counter::merge(old, operands)
+                    },
+                );
+            }
+            ColumnFamilyDescriptor::new(k.name, options)
+        });
         let db = DB::open_cf_descriptors(&db_options, dir, descriptors)
             .context(|| format!("opening rocksdb in {}", dir.display()))?;
         let mut write_options = WriteOptions::default();
@@ -39,7 +65,8 @@ impl RocksEngine {
         let settings = format!(
             "rocksdb {version} (crate 0.20.1 over the system's librocksdb): WAL on, fsynced at every batch \
              (WriteOptions::set_sync(true)); LRU block cache {cache_size_bytes} bytes shared by all column \
-             families; compression zstd on every level; one column family per keyspace; \
+             families; compression zstd on every level (codec-* workloads: the codec they name); one column family per \
+             keyspace, counters through an associative merge operator that adds; \
              use_direct_reads={direct_io} use_direct_io_for_flush_and_compaction={direct_io}; one WriteBatch \
              per batch; everything else default (write_buffer_size 64 MiB and max_write_buffer_number 2 per \
              column family, outside the block cache; block_size 4 KiB; max_background_jobs 2; leveled \
@@ -47,7 +74,7 @@ impl RocksEngine {
             version = library_version(dir),
             direct_io = config.direct_io,
         );
-        let keyspaces = keyspaces.iter().map(|k| k.to_string()).collect();
+        let keyspaces = keyspaces.iter().map(|k| k.name).collect();
         Ok(RocksEngine { dir: dir.to_path_buf(), db, keyspaces, write_options, settings })
     }
 
@@ -76,6 +103,17 @@ pub fn options(config: &EngineConfig) -> Result<(Options, Options)> {
     Ok((db_options, cf_options))
 }
 
+/// RocksDB's name for a codec, for those this build supports (see [`super::codecs`]).
+fn compression(codec: Codec) -> Result<DBCompressionType> {
+    Ok(match codec {
+        Codec::None => DBCompressionType::None,
+        Codec::Zstd => DBCompressionType::Zstd,
+        Codec::Lz4 => DBCompressionType::Lz4,
+        Codec::Snappy => DBCompressionType::Snappy,
+        Codec::Zlib | Codec::Lzma => crate::bail!("rocksdb: this build has no {} codec", codec.name()),
+    })
+}
+
 /// The library's version as it writes it at the top of its info log (the
 /// crate has no call for it, and the linked library is the system's).
 pub fn library_version(dir: &Path) -> String {
@@ -92,37 +130,11 @@ impl Engine for RocksEngine {
         self.settings.clone()
     }
 
-    fn write(&mut self, batch: &Batch) -> Result<()> {
-        let mut write_batch = rocksdb::WriteBatch::default();
-        for (keyspace, puts) in batch.parts() {
-            if puts.len() == 0 {
-                continue;
-            }
-            let cf = self.column_family(keyspace)?;
-            for (key, value) in puts.iter() {
-                write_batch.put_cf(cf, key, value);
-            }
-        }
-        Ok(self.db.write_opt(write_batch, &self.write_options)?)
+    fn sessions(&self, count: usize) -> Result<Vec<Box<dyn Session + Send + '_>>> {
+        Ok((0..count).map(|_| Box::new(RocksSession { engine: self }) as Box<_>).collect())
     }
 
-    fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let cf = self.column_family(keyspace)?;
-        Ok(self.db.get_pinned_cf(cf, key)?.map(|v| v.to_vec()))
-    }
-
-    fn scan(&mut self, keyspace: &str, visit: &mut ScanVisitor<'_>) -> Result<()> {
-        let cf = self.column_family(keyspace)?;
-        let mut iter = self.db.raw_iterator_cf(cf);
-        iter.seek_to_first();
-        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
-            visit(key, value)?;
-            iter.next();
-        }
-        Ok(iter.status()?)
-    }
-
-    fn flush(&mut self) -> Result<()> {
+    fn flush(&self) -> Result<()> {
         let mut options = FlushOptions::default();
         options.set_wait(true);
         for keyspace in &self.keyspaces {
@@ -135,8 +147,57 @@ impl Engine for RocksEngine {
         folder_usage(&self.dir)
     }
 
-    fn close(mut self: Box<Self>) -> Result<()> {
-        self.flush()?;
-        Ok(())
+    fn close(self: Box<Self>) -> Result<()> {
+        self.flush()
+    }
+}
+
+/// One thread's session: the shared database handle.
+struct RocksSession<'a> {
+    engine: &'a RocksEngine,
+}
+
+impl Session for RocksSession<'_> {
+    fn write(&mut self, batch: &Batch) -> Result<()> {
+        let engine = self.engine;
+        let mut write_batch = rocksdb::WriteBatch::default();
+        for (keyspace, ops) in batch.parts() {
+            if ops.is_empty() {
+                continue;
+            }
+            let cf = engine.column_family(keyspace)?;
+            for (kind, key, value) in ops.iter() {
+                match kind {
+                    OpKind::Put => write_batch.put_cf(cf, key, value),
+                    OpKind::Add => write_batch.merge_cf(cf, key, value),
+                }
+            }
+        }
+        Ok(engine.db.write_opt(write_batch, &engine.write_options)?)
+    }
+
+    fn get(&mut self, keyspace: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.engine.column_family(keyspace)?;
+        Ok(self.engine.db.get_pinned_cf(cf, key)?.map(|v| v.to_vec()))
+    }
+
+    fn scan_from(
+        &mut self,
+        keyspace: &str,
+        start: &[u8],
+        limit: u64,
+        visit: &mut ScanVisitor<'_>,
+    ) -> Result<()> {
+        let cf = self.engine.column_family(keyspace)?;
+        let mut iter = self.engine.db.raw_iterator_cf(cf);
+        iter.seek(start);
+        let mut seen = 0;
+        while seen < limit {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else { break };
+            visit(key, value)?;
+            seen += 1;
+            iter.next();
+        }
+        Ok(iter.status()?)
     }
 }
