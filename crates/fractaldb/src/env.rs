@@ -913,6 +913,11 @@ impl WriteBatch {
         self.ops.len()
     }
 
+    /// The writes, in the order they were added.
+    pub(crate) fn ops(&self) -> &[(Box<[u8]>, MsgBody)] {
+        &self.ops
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }

@@ -75,6 +75,63 @@ fn commit_shows_abort_hides_and_snapshots_hold() {
 }
 
 #[test]
+fn a_batch_in_a_transaction_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let add: fractaldb::UpdateFn = Arc::new(|_key: &[u8], old: Option<&[u8]>, arg: &[u8]| {
+        let n = old.map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()));
+        Some((n + u64::from_le_bytes(arg.try_into().unwrap())).to_le_bytes().to_vec())
+    });
+    let opts = EnvOptions {
+        update_fns: vec![(1, add)],
+        lock_timeout: Duration::from_millis(100),
+        ..EnvOptions::default()
+    };
+    let env = Env::open(dir.path(), opts).unwrap();
+    let rows = env.create_dictionary("rows", small_dict()).unwrap();
+    let sums = env.create_dictionary("sums", small_dict()).unwrap();
+    let batch_of = |from: u32| {
+        let mut b = fractaldb::WriteBatch::new();
+        for i in from..from + 500 {
+            b.put(&i.to_be_bytes(), b"row");
+        }
+        b
+    };
+    let mut total = fractaldb::WriteBatch::new();
+    total.update(b"total", 1, &500u64.to_le_bytes());
+
+    // Committed: both dictionaries' batches appear together.
+    let t = env.begin(Isolation::ReadCommitted).unwrap();
+    t.write_batch(&rows, &batch_of(0)).unwrap();
+    t.write_batch(&sums, &total).unwrap();
+    assert_eq!(rows.get(&7u32.to_be_bytes()).unwrap(), None, "uncommitted writes are not seen");
+    assert_eq!(t.get(&rows, &7u32.to_be_bytes()).unwrap(), Some(b"row".to_vec()));
+    t.commit().unwrap();
+    assert_eq!(rows.range(None, None, false).count(), 500);
+    assert_eq!(sums.get(b"total").unwrap(), Some(500u64.to_le_bytes().to_vec()));
+
+    // Aborted: nothing stays.
+    let t = env.begin(Isolation::ReadCommitted).unwrap();
+    t.write_batch(&rows, &batch_of(1000)).unwrap();
+    t.write_batch(&sums, &total).unwrap();
+    t.abort().unwrap();
+    assert_eq!(rows.range(None, None, false).count(), 500);
+    assert_eq!(sums.get(b"total").unwrap(), Some(500u64.to_le_bytes().to_vec()));
+
+    // A key another transaction holds fails the batch, and none of it is written.
+    let holder = env.begin(Isolation::ReadCommitted).unwrap();
+    holder.put(&rows, &2250u32.to_be_bytes(), b"held").unwrap();
+    let t = env.begin(Isolation::ReadCommitted).unwrap();
+    assert!(matches!(t.write_batch(&rows, &batch_of(2000)), Err(Error::LockTimeout { .. })));
+    assert_eq!(t.get(&rows, &2000u32.to_be_bytes()).unwrap(), None, "no part of a failed batch is written");
+    let mut missing = fractaldb::WriteBatch::new();
+    missing.update(b"total", 9, &1u64.to_le_bytes());
+    assert!(t.write_batch(&sums, &missing).is_err(), "an unknown update function is refused");
+    t.commit().unwrap();
+    holder.abort().unwrap();
+    assert_eq!(rows.range(None, None, false).count(), 500);
+}
+
+#[test]
 fn savepoints_roll_back_one_statement() {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::open(dir.path(), EnvOptions::default()).unwrap();

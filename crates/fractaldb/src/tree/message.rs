@@ -82,7 +82,7 @@ pub(crate) struct MsgBody {
 }
 
 /// Flag on the wire `kind` byte: the message is provisional.
-const KIND_PROVISIONAL: u8 = 0x80;
+pub(crate) const KIND_PROVISIONAL: u8 = 0x80;
 
 impl MsgBody {
     /// A committed message of no transaction (visible to every reader).

@@ -160,13 +160,14 @@ impl Session for FractalSession<'_> {
             if ops.is_empty() {
                 continue;
             }
-            let dictionary = self.engine.dictionary(keyspace)?;
+            self.write_batch.clear();
             for (kind, key, value) in ops.iter() {
                 match kind {
-                    OpKind::Put => txn.put(dictionary, key, value)?,
-                    OpKind::Add => txn.update(dictionary, key, COUNTER_ADD_FN, value)?,
+                    OpKind::Put => self.write_batch.put(key, value),
+                    OpKind::Add => self.write_batch.update(key, COUNTER_ADD_FN, value),
                 }
             }
+            txn.write_batch(self.engine.dictionary(keyspace)?, &self.write_batch)?;
         }
         // Dropped unfinished on an error above, the transaction aborts.
         Ok(txn.commit()?)
