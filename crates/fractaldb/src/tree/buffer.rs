@@ -1,10 +1,10 @@
 //! Message buffers: one per child of an internal node.
 //!
 //! A buffer keeps its point messages in their serialized form (the bytes of
-//! `Msg::encode`), back to back in one arena, plus the arena offset of each
-//! message in (key, MSN) order. So:
+//! `Msg::encode`), back to back in one arena, plus an index in (key, MSN)
+//! order of each message's arena offset and its key's first 8 bytes. So:
 //!
-//! - a message costs its encoded bytes plus a 4-byte offset, not a B-tree
+//! - a message costs its encoded bytes plus a 16-byte index slot, not a B-tree
 //!   entry and two allocations (the old `BTreeMap` form cost about 96 bytes
 //!   and two mallocs per message, which was a quarter of a random-insert
 //!   load's CPU and half the memory the buffers were charged for);
@@ -12,8 +12,12 @@
 //!   indexing pass that checks every length and the order, with no decode;
 //! - a reader finds one key's messages by binary search, decoding only those.
 //!
-//! Inserting splices an offset into the sorted index (a memmove of at most a
-//! few thousand `u32`s for a buffer within its node's budget). A flush takes
+//! Inserting splices a slot into the sorted index (a memmove of at most a
+//! few thousand slots for a buffer within its node's budget). In a
+//! dictionary with the bytewise order, comparisons look at the slots' key
+//! prefixes first and reach into the arena only on a tie: a binary search
+//! over the arena itself took a cache miss per step, and was the largest
+//! cost of inserting. A flush takes
 //! a whole buffer, cuts it at the child's pivots and merges each piece into
 //! a grandchild's buffer: the piece's bytes are appended to the arena and
 //! the two offset lists merged.
@@ -28,11 +32,22 @@
 use std::cmp::Ordering;
 
 use super::message::{Msg, MsgBody, MsgKind, KIND_PROVISIONAL};
-use super::Comparator;
+use super::KeyOrder;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
-/// Memory a buffered message costs beyond its encoded bytes: its offset.
-const OFFSET_BYTES: usize = 4;
+/// Memory a buffered message costs beyond its encoded bytes: its slot.
+const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
+/// One entry of a buffer's sorted index.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The key's first 8 bytes, big-endian, zero-padded, in a dictionary
+    /// with the bytewise order (so prefixes order as the keys do, ties
+    /// aside); 0 otherwise, which leaves every comparison to the comparator.
+    prefix: u64,
+    /// Where the message starts in the arena.
+    off: u32,
+}
 
 /// Memory charged per broadcast message beyond its value.
 const BROADCAST_OVERHEAD_BYTES: usize = 64;
@@ -44,8 +59,8 @@ pub(crate) struct MsgBuffer {
     /// hold bytes no offset points at (a decoded buffer's count prefix and
     /// broadcasts); `mem_bytes` counts them, as they are memory held.
     data: Vec<u8>,
-    /// Start of each point message in `data`, in (key, MSN) order.
-    offs: Vec<u32>,
+    /// Each point message's slot, in (key, MSN) order.
+    offs: Vec<Slot>,
     /// Broadcast messages, in MSN order.
     broadcasts: Vec<(u64, MsgBody)>,
 }
@@ -112,11 +127,37 @@ fn len_at(data: &[u8], off: u32) -> usize {
     q + val_len - off as usize
 }
 
-/// Orders two messages of one arena by (key, MSN).
-fn order(data: &[u8], a: u32, b: u32, cmp: Comparator) -> Ordering {
-    let (ka, ma) = key_at(data, a);
-    let (kb, mb) = key_at(data, b);
-    cmp(ka, kb).then(ma.cmp(&mb))
+/// The slot prefix of `key` under `order` (see [`Slot::prefix`]).
+#[inline]
+fn prefix(key: &[u8], order: KeyOrder) -> u64 {
+    if !order.bytewise {
+        return 0;
+    }
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Orders the message of slot `s` against (key, MSN) with prefix `p`.
+#[inline]
+fn order_to(data: &[u8], s: Slot, p: u64, key: &[u8], msn: u64, order: KeyOrder) -> Ordering {
+    s.prefix.cmp(&p).then_with(|| {
+        let (k, m) = key_at(data, s.off);
+        (order.cmp)(k, key).then(m.cmp(&msn))
+    })
+}
+
+/// Orders the messages of two slots of one arena by (key, MSN).
+fn order_slots(data: &[u8], a: Slot, b: Slot, order: KeyOrder) -> Ordering {
+    let (kb, mb) = key_at(data, b.off);
+    order_to(data, a, b.prefix, kb, mb, order)
+}
+
+/// Orders the message of slot `s` against `key` alone (any MSN).
+#[inline]
+fn key_order(data: &[u8], s: Slot, p: u64, key: &[u8], order: KeyOrder) -> Ordering {
+    s.prefix.cmp(&p).then_with(|| (order.cmp)(key_at(data, s.off).0, key))
 }
 
 /// An arena offset: buffers stay within a few node budgets, far below 4 GiB.
@@ -133,11 +174,11 @@ impl MsgBuffer {
     /// heap holds), and the quantity the flush policy budgets.
     pub(crate) fn mem_bytes(&self) -> usize {
         self.data.capacity()
-            + self.offs.capacity() * OFFSET_BYTES
+            + self.offs.capacity() * SLOT_BYTES
             + self.broadcasts.iter().map(|(_, b)| b.val.len() + BROADCAST_OVERHEAD_BYTES).sum::<usize>()
     }
 
-    pub(crate) fn insert(&mut self, msg: Msg, cmp: Comparator) {
+    pub(crate) fn insert(&mut self, msg: Msg, order: KeyOrder) {
         if msg.body.kind == MsgKind::Broadcast {
             self.insert_broadcast(msg.msn, msg.body);
             return;
@@ -152,16 +193,47 @@ impl MsgBuffer {
         if self.offs.capacity() == self.offs.len() {
             self.offs.reserve_exact((self.offs.len() / 4).max(16));
         }
-        let at = self.offs.partition_point(|&o| {
-            let (k, m) = key_at(&self.data, o);
-            cmp(k, &msg.key).then(m.cmp(&msg.msn)) == Ordering::Less
-        });
+        let p = prefix(&msg.key, order);
+        let at = self
+            .offs
+            .partition_point(|&s| order_to(&self.data, s, p, &msg.key, msg.msn, order) == Ordering::Less);
         msg.encode(&mut self.data);
         debug_assert!(
-            self.offs.get(at).is_none_or(|&o| order(&self.data, o, off, cmp) != Ordering::Equal),
+            self.offs.get(at).is_none_or(
+                |&s| order_slots(&self.data, s, Slot { prefix: p, off }, order) != Ordering::Equal
+            ),
             "two messages with one MSN"
         );
-        self.offs.insert(at, off);
+        self.offs.insert(at, Slot { prefix: p, off });
+    }
+
+    /// Inserts point messages (no broadcasts). A few are spliced in one by
+    /// one; more are sorted among themselves and merged in one pass, so a
+    /// batch costs one pass over the index rather than a memmove per
+    /// message (a transaction's commit messages land right behind its
+    /// writes, in the middle of the index).
+    pub(crate) fn insert_many(&mut self, msgs: Vec<Msg>, order: KeyOrder) {
+        const SPLICE_AT_MOST: usize = 8;
+        if msgs.len() <= SPLICE_AT_MOST {
+            for m in msgs {
+                self.insert(m, order);
+            }
+            return;
+        }
+        let mut piece = MsgBuffer {
+            data: Vec::with_capacity(msgs.iter().map(|m| m.key.len() + m.body.val.len() + 24).sum()),
+            offs: Vec::with_capacity(msgs.len()),
+            broadcasts: Vec::new(),
+        };
+        for m in msgs {
+            debug_assert!(m.body.kind != MsgKind::Broadcast, "insert_many takes point messages");
+            let slot = Slot { prefix: prefix(&m.key, order), off: offset(piece.data.len()) };
+            m.encode(&mut piece.data);
+            piece.offs.push(slot);
+        }
+        let data = &piece.data;
+        piece.offs.sort_unstable_by(|&a, &b| order_slots(data, a, b, order));
+        self.append(piece, order);
     }
 
     pub(crate) fn insert_broadcast(&mut self, msn: u64, body: MsgBody) {
@@ -170,16 +242,17 @@ impl MsgBuffer {
     }
 
     /// Index of the first message whose key is not below `key`.
-    fn lower_bound(&self, key: &[u8], cmp: Comparator) -> usize {
-        self.offs.partition_point(|&o| cmp(key_at(&self.data, o).0, key) == Ordering::Less)
+    fn lower_bound(&self, key: &[u8], order: KeyOrder) -> usize {
+        let p = prefix(key, order);
+        self.offs.partition_point(|&s| key_order(&self.data, s, p, key, order) == Ordering::Less)
     }
 
     /// The messages for one key, in MSN order (broadcasts not included).
-    pub(crate) fn for_key(&self, key: &[u8], cmp: Comparator) -> Vec<(u64, MsgBody)> {
+    pub(crate) fn for_key(&self, key: &[u8], order: KeyOrder) -> Vec<(u64, MsgBody)> {
         let mut out = Vec::new();
-        for &o in &self.offs[self.lower_bound(key, cmp)..] {
-            let (k, msn, body) = message_at(&self.data, o);
-            if cmp(k, key) != Ordering::Equal {
+        for &s in &self.offs[self.lower_bound(key, order)..] {
+            let (k, msn, body) = message_at(&self.data, s.off);
+            if (order.cmp)(k, key) != Ordering::Equal {
                 break;
             }
             out.push((msn, body));
@@ -193,27 +266,27 @@ impl MsgBuffer {
         &'a self,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
-        cmp: Comparator,
+        order: KeyOrder,
     ) -> Vec<(&'a [u8], u64, MsgBody)> {
-        let start = lo.map_or(0, |lo| self.lower_bound(lo, cmp));
+        let start = lo.map_or(0, |lo| self.lower_bound(lo, order));
         let mut out = Vec::new();
-        for &o in &self.offs[start..] {
-            if hi.is_some_and(|hi| cmp(key_at(&self.data, o).0, hi) != Ordering::Less) {
+        for &s in &self.offs[start..] {
+            if hi.is_some_and(|hi| (order.cmp)(key_at(&self.data, s.off).0, hi) != Ordering::Less) {
                 break;
             }
-            out.push(message_at(&self.data, o));
+            out.push(message_at(&self.data, s.off));
         }
         out
     }
 
     /// Every point message in (key, MSN) order, keys borrowed.
     pub(crate) fn messages(&self) -> Vec<(&[u8], u64, MsgBody)> {
-        self.offs.iter().map(|&o| message_at(&self.data, o)).collect()
+        self.offs.iter().map(|s| message_at(&self.data, s.off)).collect()
     }
 
     /// The (key, MSN) of every point message, in order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = (&[u8], u64)> {
-        self.offs.iter().map(|&o| key_at(&self.data, o))
+        self.offs.iter().map(|s| key_at(&self.data, s.off))
     }
 
     pub(crate) fn broadcasts(&self) -> &[(u64, MsgBody)] {
@@ -232,7 +305,7 @@ impl MsgBuffer {
     /// Merges `other` into this buffer: its bytes are appended to the arena
     /// and the two sorted offset lists merged. Broadcasts present in both
     /// (copies made by `split`) are kept once.
-    pub(crate) fn append(&mut self, other: MsgBuffer, cmp: Comparator) {
+    pub(crate) fn append(&mut self, other: MsgBuffer, order: KeyOrder) {
         if self.offs.is_empty() && self.broadcasts.is_empty() {
             *self = other;
             return;
@@ -241,13 +314,13 @@ impl MsgBuffer {
             let base = offset(self.data.len());
             self.data.reserve_exact(other.data.len());
             self.data.extend_from_slice(&other.data);
-            let theirs = other.offs.iter().map(|&o| o + base);
+            let theirs = other.offs.iter().map(|&s| Slot { off: s.off + base, ..s });
             let mine = std::mem::take(&mut self.offs);
             let mut merged = Vec::with_capacity(mine.len() + other.offs.len());
             let mut theirs = theirs.peekable();
             for o in mine {
                 while let Some(&t) = theirs.peek() {
-                    if order(&self.data, t, o, cmp) == Ordering::Less {
+                    if order_slots(&self.data, t, o, order) == Ordering::Less {
                         merged.push(t);
                         theirs.next();
                     } else {
@@ -258,7 +331,7 @@ impl MsgBuffer {
             }
             merged.extend(theirs);
             debug_assert!(
-                merged.windows(2).all(|w| order(&self.data, w[0], w[1], cmp) == Ordering::Less),
+                merged.windows(2).all(|w| order_slots(&self.data, w[0], w[1], order) == Ordering::Less),
                 "merged buffer out of order"
             );
             self.offs = merged;
@@ -281,27 +354,28 @@ impl MsgBuffer {
     /// with keys below `pivots[i]` and not below `pivots[i - 1]`. Every
     /// piece gets a copy of the broadcasts. Each piece's arena holds only
     /// its own messages, in order.
-    pub(crate) fn split(self, pivots: &[Box<[u8]>], cmp: Comparator) -> Vec<MsgBuffer> {
+    pub(crate) fn split(self, pivots: &[Box<[u8]>], order: KeyOrder) -> Vec<MsgBuffer> {
         let mut pieces = Vec::with_capacity(pivots.len() + 1);
         let mut start = 0;
         for i in 0..=pivots.len() {
             let end = match pivots.get(i) {
-                Some(p) => {
+                Some(pivot) => {
+                    let p = prefix(pivot, order);
                     start
                         + self.offs[start..]
-                            .partition_point(|&o| cmp(key_at(&self.data, o).0, p) == Ordering::Less)
+                            .partition_point(|&s| key_order(&self.data, s, p, pivot, order) == Ordering::Less)
                 }
                 None => self.offs.len(),
             };
-            let lens: Vec<usize> = self.offs[start..end].iter().map(|&o| len_at(&self.data, o)).collect();
+            let lens: Vec<usize> = self.offs[start..end].iter().map(|s| len_at(&self.data, s.off)).collect();
             let mut piece = MsgBuffer {
                 data: Vec::with_capacity(lens.iter().sum()),
                 offs: Vec::with_capacity(end - start),
                 broadcasts: self.broadcasts.clone(),
             };
-            for (&o, len) in self.offs[start..end].iter().zip(lens) {
-                piece.offs.push(offset(piece.data.len()));
-                piece.data.extend_from_slice(&self.data[o as usize..o as usize + len]);
+            for (&s, len) in self.offs[start..end].iter().zip(lens) {
+                piece.offs.push(Slot { off: offset(piece.data.len()), ..s });
+                piece.data.extend_from_slice(&self.data[s.off as usize..s.off as usize + len]);
             }
             pieces.push(piece);
             start = end;
@@ -313,8 +387,8 @@ impl MsgBuffer {
     /// point messages in (key, MSN) order, then broadcasts.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_varint(out, self.len() as u64);
-        for &o in &self.offs {
-            out.extend_from_slice(&self.data[o as usize..o as usize + len_at(&self.data, o)]);
+        for &Slot { off, .. } in &self.offs {
+            out.extend_from_slice(&self.data[off as usize..off as usize + len_at(&self.data, off)]);
         }
         for (msn, body) in &self.broadcasts {
             Msg { msn: *msn, key: Box::new([]), body: body.clone() }.encode(out);
@@ -324,7 +398,8 @@ impl MsgBuffer {
     /// Takes over what `encode` wrote, checking every length and that the
     /// point messages ascend by (key, MSN). Nothing is copied: the bytes
     /// become the arena.
-    pub(crate) fn decode(data: Vec<u8>, cmp: Comparator) -> DecodeResult<MsgBuffer> {
+    pub(crate) fn decode(data: Vec<u8>, order: KeyOrder) -> DecodeResult<MsgBuffer> {
+        let cmp = order.cmp;
         let mut r = Reader::new(&data);
         let n = r.varint()?;
         if n > data.len() as u64 {
@@ -354,7 +429,7 @@ impl MsgBuffer {
                 }
             }
             prev = Some((key, msn));
-            offs.push(offset(start));
+            offs.push(Slot { prefix: prefix(key, order), off: offset(start) });
         }
         if !r.is_empty() {
             return Err("trailing bytes after buffer messages".into());
@@ -371,9 +446,14 @@ impl MsgBuffer {
 mod tests {
     use super::*;
 
-    fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+    fn bytewise_cmp(a: &[u8], b: &[u8]) -> Ordering {
         a.cmp(b)
     }
+
+    /// The bytewise order, with slot prefixes.
+    const BYTEWISE: KeyOrder = KeyOrder { cmp: bytewise_cmp, bytewise: true };
+    /// The same order given as a custom comparator: no prefixes.
+    const CUSTOM: KeyOrder = KeyOrder { cmp: bytewise_cmp, bytewise: false };
 
     fn msg(key: &[u8], msn: u64, kind: MsgKind) -> Msg {
         Msg {
@@ -386,7 +466,7 @@ mod tests {
     fn buffer(msgs: &[(&[u8], u64)]) -> MsgBuffer {
         let mut b = MsgBuffer::default();
         for &(k, msn) in msgs {
-            b.insert(msg(k, msn, MsgKind::Insert), bytewise);
+            b.insert(msg(k, msn, MsgKind::Insert), BYTEWISE);
         }
         b
     }
@@ -399,21 +479,21 @@ mod tests {
     fn a_buffer_finds_one_keys_messages_in_msn_order_and_survives_encoding() {
         let mut b = MsgBuffer::default();
         for (i, k) in [&b"b"[..], b"a", b"b", b"c", b"b"].iter().enumerate() {
-            b.insert(msg(k, 10 + i as u64, MsgKind::Insert), bytewise);
+            b.insert(msg(k, 10 + i as u64, MsgKind::Insert), BYTEWISE);
         }
-        b.insert(msg(b"", 20, MsgKind::Broadcast), bytewise);
-        let msns: Vec<u64> = b.for_key(b"b", bytewise).into_iter().map(|(m, _)| m).collect();
+        b.insert(msg(b"", 20, MsgKind::Broadcast), BYTEWISE);
+        let msns: Vec<u64> = b.for_key(b"b", BYTEWISE).into_iter().map(|(m, _)| m).collect();
         assert_eq!(msns, vec![10, 12, 14]);
-        assert_eq!(b.range(Some(b"b"), Some(b"c"), bytewise).len(), 3);
-        assert_eq!(b.range(None, None, bytewise).len(), 5);
+        assert_eq!(b.range(Some(b"b"), Some(b"c"), BYTEWISE).len(), 3);
+        assert_eq!(b.range(None, None, BYTEWISE).len(), 5);
         let mut out = Vec::new();
         b.encode(&mut out);
-        let d = MsgBuffer::decode(out.clone(), bytewise).unwrap();
+        let d = MsgBuffer::decode(out.clone(), BYTEWISE).unwrap();
         assert_eq!(d.len(), b.len());
         assert_eq!(keys(&d), keys(&b));
         assert_eq!(d.broadcasts().len(), 1);
         assert_eq!(d.msn_range(), Some((10, 20)));
-        assert_eq!(d.for_key(b"b", bytewise), b.for_key(b"b", bytewise));
+        assert_eq!(d.for_key(b"b", BYTEWISE), b.for_key(b"b", BYTEWISE));
         // A decoded buffer encodes to the same bytes.
         let mut again = Vec::new();
         d.encode(&mut again);
@@ -423,10 +503,10 @@ mod tests {
         put_varint(&mut dup, 2);
         msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
         msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
-        assert!(MsgBuffer::decode(dup, bytewise).is_err());
+        assert!(MsgBuffer::decode(dup, BYTEWISE).is_err());
         // So is any truncation.
         for cut in 1..out.len() {
-            assert!(MsgBuffer::decode(out[..cut].to_vec(), bytewise).is_err(), "cut at {cut}");
+            assert!(MsgBuffer::decode(out[..cut].to_vec(), BYTEWISE).is_err(), "cut at {cut}");
         }
     }
 
@@ -435,7 +515,7 @@ mod tests {
         let mut b = buffer(&[(b"d", 4), (b"a", 1), (b"m", 3), (b"x", 2), (b"m", 9)]);
         b.insert_broadcast(10, msg(b"", 10, MsgKind::Broadcast).body);
         let pivots: Vec<Box<[u8]>> = vec![b"b".to_vec().into(), b"m".to_vec().into(), b"n".to_vec().into()];
-        let pieces = b.clone().split(&pivots, bytewise);
+        let pieces = b.clone().split(&pivots, BYTEWISE);
         let got: Vec<Vec<(Vec<u8>, u64)>> = pieces.iter().map(keys).collect();
         assert_eq!(
             got,
@@ -450,7 +530,7 @@ mod tests {
         // Appending newer messages interleaves them by key, then MSN.
         let mut older = buffer(&[(b"c", 20), (b"m", 21), (b"z", 22)]);
         let newer = buffer(&[(b"a", 30), (b"m", 31), (b"q", 32)]);
-        older.append(newer, bytewise);
+        older.append(newer, BYTEWISE);
         assert_eq!(
             keys(&older),
             vec![
@@ -465,7 +545,7 @@ mod tests {
         // Pieces put back together give the whole.
         let mut whole = MsgBuffer::default();
         for p in pieces {
-            whole.append(p, bytewise);
+            whole.append(p, BYTEWISE);
         }
         assert_eq!(keys(&whole), keys(&b));
         assert_eq!(whole.broadcasts().len(), 1);
@@ -475,9 +555,8 @@ mod tests {
     fn the_unchecked_accessors_read_what_the_checked_decoder_reads() {
         let mut b = MsgBuffer::default();
         let long_key = vec![7u8; 300];
-        for (i, (txid, provisional, sp)) in [(0, false, 0), (300, true, 200), (1 << 40, true, 1), (5, false, 0)]
-            .into_iter()
-            .enumerate()
+        for (i, (txid, provisional, sp)) in
+            [(0, false, 0), (300, true, 200), (1 << 40, true, 1), (5, false, 0)].into_iter().enumerate()
         {
             let key: &[u8] = if i == 1 { &long_key } else { b"k" };
             let body = MsgBody {
@@ -488,13 +567,13 @@ mod tests {
                 sp,
                 val: vec![i as u8; 130 * i].into(),
             };
-            b.insert(Msg { msn: 1000 + i as u64, key: key.into(), body }, bytewise);
+            b.insert(Msg { msn: 1000 + i as u64, key: key.into(), body }, BYTEWISE);
         }
         let mut out = Vec::new();
         b.encode(&mut out);
         let mut r = Reader::new(&out);
         r.varint().unwrap();
-        for &o in &b.offs {
+        for &Slot { off: o, .. } in &b.offs {
             let m = Msg::decode(&mut r).unwrap();
             let (k, msn, body) = message_at(&b.data, o);
             assert_eq!((k, msn), (&m.key[..], m.msn));
@@ -507,11 +586,62 @@ mod tests {
     }
 
     #[test]
+    fn prefixed_and_plain_indexes_agree_with_a_model() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(11);
+        // Short keys, keys with zero bytes, and long keys sharing 8-byte
+        // prefixes: the cases where prefixes tie or padding matters.
+        let alphabet: [&[u8]; 6] = [b"", b"\0", b"a", b"ab", b"abcdefgh", b"abcdefgh\0"];
+        for order in [BYTEWISE, CUSTOM] {
+            let mut b = MsgBuffer::default();
+            let mut model = std::collections::BTreeSet::new();
+            for msn in 1..2000u64 {
+                let mut key = alphabet[rng.gen_range(0..alphabet.len())].to_vec();
+                for _ in 0..rng.gen_range(0..3) {
+                    key.push(rng.gen_range(0..3));
+                }
+                model.insert((key.clone(), msn));
+                b.insert(msg(&key, msn, MsgKind::Insert), order);
+            }
+            let want: Vec<(Vec<u8>, u64)> = model.iter().cloned().collect();
+            assert_eq!(keys(&b), want);
+            for probe in alphabet {
+                let got: Vec<u64> = b.for_key(probe, order).into_iter().map(|(m, _)| m).collect();
+                let exp: Vec<u64> = model.iter().filter(|(k, _)| k == probe).map(|(_, m)| *m).collect();
+                assert_eq!(got, exp, "for_key {probe:?}");
+                let from = b.range(Some(probe), None, order).len();
+                assert_eq!(from, model.iter().filter(|(k, _)| k.as_slice() >= probe).count());
+            }
+            let pivots: Vec<Box<[u8]>> = vec![b"a".to_vec().into(), b"abcdefgh".to_vec().into()];
+            // The same messages inserted as batches give the same index.
+            let mut batched = MsgBuffer::default();
+            let mut all: Vec<Msg> =
+                b.messages().into_iter().map(|(k, m, body)| Msg { msn: m, key: k.into(), body }).collect();
+            rand::seq::SliceRandom::shuffle(all.as_mut_slice(), &mut rng);
+            let mut rest = all.as_slice();
+            while !rest.is_empty() {
+                let n = rng.gen_range(1..40).min(rest.len());
+                batched.insert_many(rest[..n].to_vec(), order);
+                rest = &rest[n..];
+            }
+            assert_eq!(keys(&batched), want);
+            let mut whole = MsgBuffer::default();
+            for p in b.clone().split(&pivots, order) {
+                whole.append(p, order);
+            }
+            assert_eq!(keys(&whole), want);
+            let mut out = Vec::new();
+            b.encode(&mut out);
+            assert_eq!(keys(&MsgBuffer::decode(out, order).unwrap()), want);
+        }
+    }
+
+    #[test]
     fn memory_is_the_encoded_bytes_plus_an_offset() {
         let b = buffer(&[(b"key", 1)]);
         let mut one = Vec::new();
         msg(b"key", 1, MsgKind::Insert).encode(&mut one);
-        assert!(b.mem_bytes() >= one.len() + OFFSET_BYTES);
-        assert!(b.mem_bytes() <= one.len() + 32 + 16 * OFFSET_BYTES);
+        assert!(b.mem_bytes() >= one.len() + SLOT_BYTES);
+        assert!(b.mem_bytes() <= one.len() + 32 + 16 * SLOT_BYTES);
     }
 }

@@ -183,7 +183,7 @@ impl Tree {
             if header.height == 0 {
                 decode_basement(info, part, self.cmp).map_err(|r| self.bad(bn, r))?;
             } else {
-                decode_buffer(info, part, self.cmp).map_err(|r| self.bad(bn, r))?;
+                decode_buffer(info, part, self.order).map_err(|r| self.bad(bn, r))?;
             }
         }
         Ok(())

@@ -139,7 +139,7 @@ impl Tree {
         // Each buffer on the path decodes its messages in this batch's range
         // (keys stay borrowed from the buffers).
         let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
-            path.iter().map(|(g, c)| g.children()[*c].buf.range(lo, hi, cmp)).collect();
+            path.iter().map(|(g, c)| g.children()[*c].buf.range(lo, hi, self.order)).collect();
         let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for ((g, c), own) in path.iter().zip(&owned) {

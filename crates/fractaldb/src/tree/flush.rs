@@ -301,10 +301,10 @@ fn flush_buffer(
 /// Distributes a taken buffer's messages into an internal node's buffers
 /// by its pivots.
 fn route(tree: &Tree, taken: MsgBuffer, node: &mut Node) {
-    let pieces = taken.split(&node.pivots, tree.cmp);
+    let pieces = taken.split(&node.pivots, tree.order);
     debug_assert_eq!(pieces.len(), node.n_parts());
     for (c, piece) in node.children_mut().iter_mut().zip(pieces) {
-        c.buf.append(piece, tree.cmp);
+        c.buf.append(piece, tree.order);
     }
 }
 

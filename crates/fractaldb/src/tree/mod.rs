@@ -84,6 +84,15 @@ pub(crate) fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
 
+/// A dictionary's key order as the message buffers use it: the comparator,
+/// and whether it is the bytewise order. Only then may a buffer order keys
+/// by their first 8 bytes before looking at the rest (`buffer.rs`).
+#[derive(Clone, Copy)]
+pub(crate) struct KeyOrder {
+    pub cmp: Comparator,
+    pub bytewise: bool,
+}
+
 /// State the trees of one environment share.
 pub(crate) struct Context {
     /// The last MSN handed out. MSNs are taken while the root is locked.
@@ -256,6 +265,8 @@ pub(crate) struct Tree {
     pub(crate) file: BlockFile,
     pub(crate) settings: Settings,
     pub(crate) cmp: Comparator,
+    /// `cmp`, and whether it is bytewise (fixed at creation: `settings.comparator` is `None`).
+    pub(crate) order: KeyOrder,
     /// The root's block number never changes: a root split moves the root's
     /// contents into new children and keeps the root block.
     root: Mutex<BlockNum>,
@@ -348,6 +359,7 @@ impl Tree {
             file_id,
             opened_ckpt_lsn,
             file,
+            order: KeyOrder { cmp, bytewise: settings.comparator.is_none() },
             settings,
             cmp,
             root: Mutex::new(NO_ROOT),
@@ -465,7 +477,7 @@ impl Tree {
             let mut children = Vec::with_capacity(header.parts.len());
             for (info, &child) in header.parts.iter().zip(&header.child_bns) {
                 let s = info.offset as usize;
-                let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.cmp)
+                let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.order)
                     .map_err(|r| self.corrupt(bn, r))?;
                 children.push(node::Child { bn: child, buf, loaded: true });
             }
@@ -541,7 +553,7 @@ impl Tree {
             let r = if leaf {
                 decode_basement(&info, &bytes, self.cmp).map(Ok)
             } else {
-                serialize::decode_buffer(&info, &bytes, self.cmp).map(Err)
+                serialize::decode_buffer(&info, &bytes, self.order).map(Err)
             };
             r.map_err(|r| self.corrupt(e.bn, r))
         });
@@ -676,6 +688,7 @@ impl Tree {
                 flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
             } else {
+                let mut per_child: Vec<Vec<Msg>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
                 for (i, (key, body)) in msgs.into_iter().enumerate() {
                     let msn = first_msn + i as u64;
                     if body.kind == MsgKind::Broadcast {
@@ -683,8 +696,12 @@ impl Tree {
                             c.buf.insert_broadcast(msn, body.clone());
                         }
                     } else {
-                        let c = g.part_for(&key, self.cmp);
-                        g.children_mut()[c].buf.insert(Msg { msn, key, body }, self.cmp);
+                        per_child[g.part_for(&key, self.cmp)].push(Msg { msn, key, body });
+                    }
+                }
+                for (c, msgs) in g.children_mut().iter_mut().zip(per_child) {
+                    if !msgs.is_empty() {
+                        c.buf.insert_many(msgs, self.order);
                     }
                 }
                 self.root_pressure_bytes.store(g.buffer_bytes(), AtomicOrdering::Relaxed);
@@ -804,7 +821,7 @@ impl Tree {
                 let c = guard.part_for(key, self.cmp);
                 let child = &guard.children()[c];
                 if child.loaded {
-                    msgs.extend(child.buf.for_key(key, self.cmp));
+                    msgs.extend(child.buf.for_key(key, self.order));
                     msgs.extend(child.buf.broadcasts().iter().cloned());
                 } else {
                     drop(guard);

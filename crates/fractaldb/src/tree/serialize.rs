@@ -22,8 +22,8 @@
 
 use super::buffer::MsgBuffer;
 use super::node::{Body, PartInfo};
-use super::Comparator;
 use super::{basement::Basement, node::Node};
+use super::{Comparator, KeyOrder};
 use crate::encoding::{put_bytes, varint_len, Reader};
 use crate::file::{BlockNum, Codec};
 
@@ -210,6 +210,6 @@ pub(crate) fn decode_basement(info: &PartInfo, disk: &[u8], cmp: Comparator) -> 
     Basement::from_packed(decode_part(info, disk)?, cmp)
 }
 
-pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], cmp: Comparator) -> Result<MsgBuffer, String> {
-    MsgBuffer::decode(decode_part(info, disk)?, cmp)
+pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], order: KeyOrder) -> Result<MsgBuffer, String> {
+    MsgBuffer::decode(decode_part(info, disk)?, order)
 }

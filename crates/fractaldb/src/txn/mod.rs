@@ -95,6 +95,10 @@ const UNDO_MEM_BYTES: usize = 4 << 20;
 /// Clean-up messages sent per tree write.
 const CLEANUP_BATCH: usize = 1024;
 
+/// A batch of at least this many keys locks its key span with one range
+/// lock rather than a lock per key (see `Txn::write_ops`).
+const RANGE_LOCK_MIN_KEYS: usize = 64;
+
 struct Info {
     state: TxnState,
     /// A lower bound on the LSN of the transaction's first logged write
@@ -554,14 +558,31 @@ impl Txn {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let m = &self.shared.mgr;
-        if let Some((_, b)) = ops.iter().find(|(_, b)| b.kind == MsgKind::Update && !d.tree.ctx.fns.contains_key(&b.fn_id))
+        if let Some((_, b)) =
+            ops.iter().find(|(_, b)| b.kind == MsgKind::Update && !d.tree.ctx.fns.contains_key(&b.fn_id))
         {
             return Err(Error::invalid(crate::tree::message::missing_fn(b.fn_id)));
         }
         // A failure here leaves the locks taken so far with the transaction
         // (released at its end) and writes nothing.
+        let per_key = ops.len() < RANGE_LOCK_MIN_KEYS;
+        if !per_key {
+            // One write lock over the batch's key span instead of one per
+            // key: locking more than is written is always safe under
+            // two-phase locking; a batch of adjacent keys (an increasing
+            // id) then costs one lock, and a batch of scattered keys makes
+            // concurrent batches into the dictionary take turns. Per-key
+            // locks were a fifth of a bulk load's client CPU.
+            let cmp = d.tree.cmp;
+            let lo = ops.iter().map(|(k, _)| &k[..]).min_by(|a, b| cmp(a, b)).expect("not empty");
+            let hi = ops.iter().map(|(k, _)| &k[..]).max_by(|a, b| cmp(a, b)).expect("not empty");
+            m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())?;
+        }
         for (key, body) in ops {
-            m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Write, self.timeout())?;
+            if per_key {
+                let k = LockKey::Key(key);
+                m.lock(&d.tree, self.id(), k, k, LockMode::Write, self.timeout())?;
+            }
             if body.kind != MsgKind::Update {
                 self.check_conflict(d, key)?;
             }
