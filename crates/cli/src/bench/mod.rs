@@ -644,6 +644,9 @@ fn send(message: &Message) {
 
 /// `fractaldb bench-child`: one engine, every workload, reported on standard output.
 pub fn run_child(args: ChildArgs) -> Result<()> {
+    if !sys::die_with_parent() {
+        bail!("the fractaldb bench process that started this one is gone");
+    }
     let result = child_main(&args);
     if let Err(e) = &result {
         send(&Message::Error(e.to_string()));

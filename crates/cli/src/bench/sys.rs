@@ -292,6 +292,19 @@ fn selected_scheduler(text: &str) -> String {
         .to_string()
 }
 
+/// Makes this process die with its parent. A `bench-child` left running
+/// after `fractaldb bench` is killed (Ctrl-C, a timeout) went on loading for
+/// minutes and skewed whatever ran next on the machine. Returns false if
+/// the parent is already gone.
+pub fn die_with_parent() -> bool {
+    let parent = std::os::unix::process::parent_id();
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and changes
+    // only this process's own attributes.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // The parent may have died before the call: then we were re-parented.
+    std::os::unix::process::parent_id() == parent
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
