@@ -73,25 +73,6 @@ impl Allocator {
         self.end
     }
 
-    /// Gives up the free run at the end of the file, if there is one, but
-    /// not below `floor` (page-aligned), and returns the new end: the file
-    /// may be cut there. First-fit allocation packs new data at the front,
-    /// so once the nodes at the tail are rewritten, the tail is free.
-    pub(crate) fn trim_tail(&mut self, floor: u64) -> Option<u64> {
-        debug_assert!(floor.is_multiple_of(PAGE));
-        let (&off, &len) = self.free.last_key_value()?;
-        if off + len != self.end || self.end <= floor {
-            return None;
-        }
-        self.free.remove(&off);
-        let end = off.max(floor);
-        if end > off {
-            self.free.insert(off, end - off);
-        }
-        self.end = end;
-        Some(end)
-    }
-
     /// True if any byte of `[off, off+len)` is free.
     #[cfg(test)]
     fn overlaps_free(&self, off: u64, len: u64) -> bool {
@@ -108,24 +89,6 @@ impl Allocator {
 mod tests {
     use super::*;
     const P: u64 = PAGE;
-
-    #[test]
-    fn trimming_gives_up_only_a_free_tail() {
-        let mut a = Allocator::new(P);
-        let x = a.alloc(2 * P);
-        let y = a.alloc(3 * P);
-        assert_eq!(a.trim_tail(0), None, "the last page is in use");
-        a.free(y, 3 * P);
-        assert_eq!(a.trim_tail(y + P), Some(y + P), "not below the floor");
-        assert_eq!(a.holes(), vec![(y, P)]);
-        assert_eq!(a.trim_tail(0), Some(y));
-        assert_eq!(a.end(), y);
-        assert_eq!(a.trim_tail(0), None);
-        a.free(x, 2 * P);
-        assert_eq!(a.trim_tail(0), Some(x));
-        assert!(a.holes().is_empty());
-        assert_eq!(a.alloc(P), x, "the file grows again from the new end");
-    }
 
     #[test]
     fn grows_the_file_when_no_hole_fits() {

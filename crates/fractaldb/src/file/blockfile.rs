@@ -407,31 +407,12 @@ impl BlockFile {
             st.pending.push((header.table_offset, table_bytes));
             return Err(e);
         }
-        // The end of the checkpoint this one supersedes: its header stays in
-        // the other slot, so if the new header is ever damaged, opening falls
-        // back to it. The tail cut below never reaches into its extents.
-        let older_end = st
-            .durable
-            .iter()
-            .map(|(&o, &l)| o + l)
-            .max()
-            .unwrap_or(0)
-            .max(st.table_extent.0 + st.table_extent.1);
         (st.seq, st.slot, st.durable) = (header.seq, slot, refs);
         let old_table = std::mem::replace(&mut st.table_extent, (header.table_offset, table_bytes));
         st.pending.push(old_table);
         // Blocks superseded while this checkpoint was written are still in it: keep those.
         for (off, len) in std::mem::take(&mut st.pending) {
             st.release(off, len);
-        }
-        // Cut a free tail off the file, so it does not stay at its high-water
-        // mark (between checkpoints it holds both the checkpointed and the
-        // new copy of every node rewritten). Under the state lock: no
-        // allocation can hand out a cut page meanwhile, and every page in
-        // use lies below the new end. A failed cut loses nothing (the file
-        // is just longer than the allocator's end), so it is not an error.
-        if let Some(end) = st.alloc.trim_tail(older_end) {
-            let _ = self.file.set_len(end);
         }
         Ok(())
     }
@@ -606,51 +587,6 @@ mod tests {
         assert_eq!(f.space().file_bytes, end, "rewrites recycle space instead of growing the file");
         let live = f.space().live_bytes;
         assert_eq!(live, 2 * 4096 + 4096 + 8192 + 4096);
-    }
-
-    #[test]
-    fn a_checkpoint_cuts_the_free_tail_off_the_file() {
-        let (_d, path) = tmp();
-        let f = BlockFile::create(&OsVfs, &path, false, b"").unwrap();
-        let bns: Vec<_> = (0..20).map(|_| f.allocate_blocknum()).collect();
-        for &bn in &bns {
-            f.write_block(bn, &node(1, 64 << 10), 0).unwrap();
-        }
-        f.checkpoint(b"1").unwrap();
-        let full = std::fs::metadata(&path).unwrap().len();
-        // Keep the first two blocks, rewritten small; drop the rest.
-        for &bn in &bns[2..] {
-            f.free_blocknum(bn);
-        }
-        // Each round rewrites the two blocks (first fit moves them to the
-        // front) and checkpoints; once neither of the last two checkpoints
-        // refers to the tail, it is cut.
-        for round in 2..6u8 {
-            for &bn in &bns[..2] {
-                f.write_block(bn, &node(round, 4096), 0).unwrap();
-            }
-            f.checkpoint(&[round]).unwrap();
-        }
-        let s = f.space();
-        let len = std::fs::metadata(&path).unwrap().len();
-        assert_eq!(len, s.file_bytes, "the file ends where the allocator does");
-        assert!(len < full / 4, "{len} of {full} bytes left");
-        assert!(s.file_bytes <= 2 * s.live_bytes + 8192, "{s:?}");
-        drop(f);
-        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
-        assert_eq!(meta, [5]);
-        for &bn in &bns[..2] {
-            assert_eq!(read_all(&f, bn), node(5, 4096), "block {bn} survives the cut");
-        }
-        // The cut spared the checkpoint before: with the newest header
-        // damaged (slot B, sequence 6), opening falls back to it whole.
-        drop(f);
-        scribble(&path, SLOT_SIZE + 20, &[0xEE; 300]);
-        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
-        assert_eq!(meta, [4]);
-        for &bn in &bns[..2] {
-            assert_eq!(read_all(&f, bn), node(4, 4096));
-        }
     }
 
     #[test]
