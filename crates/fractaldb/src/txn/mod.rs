@@ -546,7 +546,7 @@ impl Txn {
     }
 
     fn write(&self, d: &crate::Dictionary, key: &[u8], kind: MsgKind, fn_id: u8, val: &[u8]) -> Result<()> {
-        self.write_ops(d, &[(key.into(), MsgBody::plain(kind, fn_id, val))])
+        self.write_ops(d, vec![(key.into(), MsgBody::plain(kind, fn_id, val))])
     }
 
     /// Writes `ops` (plain messages: puts, deletes, upserts) as this
@@ -554,7 +554,7 @@ impl Txn {
     /// for a write conflict first, then all of them go to the tree as one
     /// write (one log record, one descent), so a batch costs the tree no
     /// more than an autocommit batch of the same size.
-    fn write_ops(&self, d: &crate::Dictionary, ops: &[(Box<[u8]>, MsgBody)]) -> Result<()> {
+    fn write_ops(&self, d: &crate::Dictionary, mut ops: Vec<(Box<[u8]>, MsgBody)>) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let m = &self.shared.mgr;
@@ -578,7 +578,7 @@ impl Txn {
             let hi = ops.iter().map(|(k, _)| &k[..]).max_by(|a, b| cmp(a, b)).expect("not empty");
             m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())?;
         }
-        for (key, body) in ops {
+        for (key, body) in &ops {
             if per_key {
                 let k = LockKey::Key(key);
                 m.lock(&d.tree, self.id(), k, k, LockMode::Write, self.timeout())?;
@@ -593,19 +593,15 @@ impl Txn {
         }
         // On the undo list before the write: if the write fails after its
         // record reached the log, an abort still cleans the keys up.
-        for (key, _) in ops {
+        for (key, _) in &ops {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
-        let msgs = ops
-            .iter()
-            .map(|(key, b)| {
-                debug_assert!(!b.provisional && b.txid == 0, "write_ops takes plain messages");
-                let body = MsgBody { txid: self.id(), provisional: true, sp, ..b.clone() };
-                (key.clone(), body)
-            })
-            .collect();
-        d.tree.write_msgs(msgs, Logging::NoWait)?;
+        for (_, b) in &mut ops {
+            debug_assert!(!b.provisional && b.txid == 0, "write_ops takes plain messages");
+            (b.txid, b.provisional, b.sp) = (self.id(), true, sp);
+        }
+        d.tree.write_msgs(ops, Logging::NoWait)?;
         Ok(())
     }
 
@@ -614,7 +610,7 @@ impl Txn {
     /// one means). The keys are locked one by one, so on an error (a lock
     /// timeout, a deadlock, a write conflict) none of the batch is written.
     pub fn write_batch(&self, d: &crate::Dictionary, batch: &crate::WriteBatch) -> Result<()> {
-        self.write_ops(d, batch.ops())
+        self.write_ops(d, batch.ops().to_vec())
     }
 
     /// Sets `key` to `value`.
