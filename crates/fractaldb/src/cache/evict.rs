@@ -117,6 +117,16 @@ impl Cache {
             return;
         }
         let mut shard = self.shard(e.dict, e.bn).lock();
+        // The map must hold this very entry. The sweep works from a list made
+        // at the start of its turn, and since then the node may have been
+        // freed (a merge, a root collapse) and its block number given to a
+        // new node: the map's entry for (dict, bn) is then that other node,
+        // perhaps dirty, and removing it would lose its changes and leave a
+        // second copy of the node to be loaded from disk beside the one its
+        // holders change.
+        if !shard.get(&(e.dict, e.bn)).is_some_and(|m| Arc::ptr_eq(m, e)) {
+            return;
+        }
         // Two holders of the entry: the map and this sweep's upgrade. One of the lock:
         // the entry. Nobody else can pin it while we hold the shard.
         if Arc::strong_count(e) == 2 && Arc::strong_count(&e.node) == 1 {
@@ -126,5 +136,47 @@ impl Cache {
                 self.counters.evictions.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::node::Node;
+
+    struct NoOwner;
+    impl crate::cache::NodeOwner for NoOwner {
+        fn write_back(&self, _: &Entry) -> crate::error::Result<bool> {
+            Ok(false)
+        }
+        fn background_error(&self, err: crate::Error) {
+            panic!("{err}")
+        }
+    }
+
+    /// A node freed while the sweep holds it (a merge) whose block number
+    /// went to a new node: evicting the old entry must leave the new one.
+    #[test]
+    fn evicting_a_freed_entry_leaves_the_block_numbers_new_node() {
+        let cache = Cache::new(1 << 20, true);
+        let owner: Arc<dyn crate::cache::NodeOwner> = Arc::new(NoOwner);
+        let old = cache.insert_new(1, 7, Node::new_leaf(), owner.clone());
+        {
+            // As a merge leaves the node it merged away: clean and empty.
+            let mut g = old.node.write();
+            g.dirty = false;
+            g.basements_mut().clear();
+        }
+        // Freed (the map forgets it) and block 7 reused for a dirty new node.
+        cache.remove(1, 7);
+        let new = cache.insert_new(1, 7, Node::new_leaf(), owner);
+        let used = cache.used_bytes();
+        // The sweep's own reference and one more holder (the thread that
+        // pinned it before the merge): the count of a cached, unpinned entry.
+        let sweep = old.clone();
+        cache.try_evict(&sweep, 1);
+        let cached = cache.get(1, 7).expect("the new node stays cached");
+        assert!(Arc::ptr_eq(&cached, &new));
+        assert_eq!(cache.used_bytes(), used, "nothing uncharged");
     }
 }
