@@ -7,7 +7,7 @@
 //! folder replays the log from each dictionary's last checkpoint, so a crash
 //! loses nothing acknowledged (see docs/ARCHITECTURE.md, Durability).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 type FixedState = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -26,6 +26,7 @@ use crate::log::{Log, LogOptions, LogStats};
 use crate::recovery::Record;
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
+use crate::tree::flush::Drain;
 use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
 use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
@@ -585,14 +586,28 @@ impl Env {
 
     /// Does up to `max_steps` steps of the cleaners' work on the calling
     /// thread (flushing the fullest buffer of a dictionary, splitting and
-    /// merging as needed) and returns how many found work. For environments
+    /// merging as needed; then, as the cleaner thread does once writes stop,
+    /// draining buffers toward the leaves) and returns how many found work. For environments
     /// opened without background threads; harmless with them.
     pub fn run_cleaner(&self, max_steps: usize) -> Result<usize> {
         self.check_open()?;
         let mut done = 0;
-        for t in self.inner.trees() {
+        let trees = self.inner.trees();
+        for t in &trees {
             while done < max_steps && t.clean_step()? {
                 done += 1;
+            }
+        }
+        // Then what the cleaner thread does once writes stop: drain buffers
+        // (one pass over the key space past the last flush; steps that only
+        // move along do not count as work).
+        for t in &trees {
+            for _ in 0..max_steps.saturating_mul(64) {
+                match t.drain_step()? {
+                    Drain::Flushed if done < max_steps => done += 1,
+                    Drain::Flushed | Drain::Clean => break,
+                    Drain::Moved => {}
+                }
             }
         }
         Ok(done)
@@ -776,13 +791,22 @@ fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
 
 /// The cleaner thread: flushes buffers of every open dictionary while there
 /// is work, then sleeps until woken or 100 ms pass.
+/// How long no write may have come in before the cleaner drains buffers.
+const DRAIN_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+    // Idleness is measured by the MSN counter, which every write advances
+    // and flushes do not. `clean`: the trees a drain pass found empty since
+    // the MSN last moved, so an idle environment is walked once, not every
+    // round.
+    let (mut last_msn, mut quiet_since) = (u64::MAX, Instant::now());
+    let mut clean: HashSet<u64> = HashSet::new();
     while !shutdown.load(Ordering::Relaxed) {
         let Some(env) = inner.upgrade() else { return };
         let trees = env.trees();
         drop(env);
         let mut busy = false;
-        for t in trees {
+        for t in &trees {
             for _ in 0..64 {
                 if shutdown.load(Ordering::Relaxed) {
                     return;
@@ -793,6 +817,34 @@ fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<
                     Err(e) => {
                         t.fail(format!("cleaner failed: {e}"));
                         break;
+                    }
+                }
+            }
+        }
+        let msn = ctx.msn.load(Ordering::Relaxed);
+        if msn != last_msn {
+            (last_msn, quiet_since) = (msn, Instant::now());
+            clean.clear();
+        } else if !busy && quiet_since.elapsed() >= DRAIN_AFTER_IDLE {
+            for t in &trees {
+                if clean.contains(&t.file_id) {
+                    continue;
+                }
+                for _ in 0..64 {
+                    if shutdown.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    match t.drain_step() {
+                        Ok(Drain::Flushed | Drain::Moved) => busy = true,
+                        Ok(Drain::Clean) => {
+                            clean.insert(t.file_id);
+                            break;
+                        }
+                        Err(e) => {
+                            t.fail(format!("cleaner failed: {e}"));
+                            clean.insert(t.file_id);
+                            break;
+                        }
                     }
                 }
             }

@@ -49,6 +49,9 @@ struct Slot {
     off: u32,
 }
 
+/// The length of an empty buffer's encoding (`encode`: the count 0).
+pub(crate) const EMPTY_BUFFER_RAW_LEN: u32 = 1;
+
 /// Memory charged per broadcast message beyond its value.
 const BROADCAST_OVERHEAD_BYTES: usize = 64;
 
@@ -504,6 +507,9 @@ mod tests {
         msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
         msg(b"k", 5, MsgKind::Delete).encode(&mut dup);
         assert!(MsgBuffer::decode(dup, BYTEWISE).is_err());
+        let mut empty = Vec::new();
+        MsgBuffer::default().encode(&mut empty);
+        assert_eq!(empty.len(), EMPTY_BUFFER_RAW_LEN as usize);
         // So is any truncation.
         for cut in 1..out.len() {
             assert!(MsgBuffer::decode(out[..cut].to_vec(), BYTEWISE).is_err(), "cut at {cut}");

@@ -31,6 +31,18 @@ use crate::file::BlockNum;
 
 type WriteGuard = ArcRwLockWriteGuard<RawRwLock, Node>;
 
+/// What one drain step did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drain {
+    /// Flushed a buffer one level down.
+    Flushed,
+    /// Found the path to the hand empty and moved the hand to the next leaf.
+    Moved,
+    /// Ended a pass over the whole key space that flushed nothing: the
+    /// tree holds no buffered messages (until the next write).
+    Clean,
+}
+
 /// What one attempt at a cleaner step came to.
 enum Step {
     /// Finished; true if it changed anything.
@@ -404,40 +416,10 @@ impl Tree {
             let c = (0..parent.n_parts())
                 .max_by_key(|&i| parent.children()[i].buf.mem_bytes())
                 .expect("children");
-            let child_bn = parent.children()[c].bn;
-            let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
-                break Ok(Step::Need(child_bn));
-            };
-            let mut child = child_e.node.write_arc();
-            if !child.all_loaded() {
-                break Ok(Step::Need(child_bn));
-            }
-            self.cow(parent_e.bn, &mut parent);
-            self.cow(child_bn, &mut child);
-            if let Err(e) = flush_buffer(self, &mut parent, c, &mut child, child_bn) {
-                break Err(e);
-            }
-            let mut child_alive = true;
-            if needs_split(self, &child) {
-                self.split_child(&mut parent, c, &mut child);
-            } else if underfull(self, &child) && parent.n_parts() > 1 {
-                match self.merge_child(&mut parent, c, &mut child, child_bn) {
-                    Ok(Some(alive)) => child_alive = alive,
-                    Ok(None) => {
-                        // The sibling is not in memory: read it, then come back.
-                        let s = if c + 1 < parent.n_parts() { c + 1 } else { c - 1 };
-                        let sib = parent.children()[s].bn;
-                        self.ctx.cache.recharge(&child_e, child.mem_bytes());
-                        break Ok(Step::Need(sib));
-                    }
-                    Err(e) => break Err(e),
-                }
-            }
-            if child_alive {
-                self.ctx.cache.recharge(&child_e, child.mem_bytes());
-                if !child.is_leaf() && child.buffer_bytes() > self.settings.node_size_bytes {
-                    self.queue_flush(child_bn);
-                }
+            match self.flush_into(&parent_e, &mut parent, c) {
+                Ok(None) => {}
+                Ok(Some(bn)) => break Ok(Step::Need(bn)),
+                Err(e) => break Err(e),
             }
         };
         self.ctx.cache.recharge(&parent_e, parent.mem_bytes());
@@ -445,6 +427,130 @@ impl Tree {
             self.set_root_pressure(&parent);
         }
         result
+    }
+
+    /// Moves child `c`'s buffer of `parent` into the child, then splits or
+    /// merges the child if that left it too big or too small. Returns the
+    /// node to read first if the child (or, for a merge, its sibling) is not
+    /// all in memory; then nothing changed. The caller recharges `parent`.
+    fn flush_into(&self, parent_e: &Entry, parent: &mut Node, c: usize) -> Result<Option<BlockNum>> {
+        let child_bn = parent.children()[c].bn;
+        let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
+            return Ok(Some(child_bn));
+        };
+        let mut child = child_e.node.write_arc();
+        if !child.all_loaded() {
+            return Ok(Some(child_bn));
+        }
+        self.cow(parent_e.bn, parent);
+        self.cow(child_bn, &mut child);
+        flush_buffer(self, parent, c, &mut child, child_bn)?;
+        let mut child_alive = true;
+        if needs_split(self, &child) {
+            self.split_child(parent, c, &mut child);
+        } else if underfull(self, &child) && parent.n_parts() > 1 {
+            match self.merge_child(parent, c, &mut child, child_bn)? {
+                Some(alive) => child_alive = alive,
+                None => {
+                    // The sibling is not in memory: read it, then come back.
+                    let s = if c + 1 < parent.n_parts() { c + 1 } else { c - 1 };
+                    self.ctx.cache.recharge(&child_e, child.mem_bytes());
+                    return Ok(Some(parent.children()[s].bn));
+                }
+            }
+        }
+        if child_alive {
+            self.ctx.cache.recharge(&child_e, child.mem_bytes());
+            if !child.is_leaf() && child.buffer_bytes() > self.settings.node_size_bytes {
+                self.queue_flush(child_bn);
+            }
+        }
+        Ok(None)
+    }
+
+    /// One step of draining buffers while nobody writes (see
+    /// `docs/ARCHITECTURE.md`, Draining): descends the path to the drain
+    /// hand's key and flushes the first non-empty buffer on it; when the
+    /// whole path is empty, moves the hand to the next leaf's range.
+    ///
+    /// Buffers that stay put once writes stop cost every later read: a
+    /// point get of data larger than the cache read a buffer partition
+    /// beside its basement, and a scan merged buffered messages into every
+    /// batch. Drained, the internal nodes are pivots only and stay cached.
+    pub(crate) fn drain_step(&self) -> Result<Drain> {
+        if self.dropped.load(AtomicOrdering::Relaxed) {
+            return Ok(Drain::Clean);
+        }
+        let mut held: Vec<Arc<Entry>> = Vec::new();
+        for _attempt in 0..32 {
+            let step = {
+                let _ckpt = self.ctx.checkpoint_lock.read();
+                self.try_drain_step()?
+            };
+            match step {
+                Ok(drain) => return Ok(drain),
+                Err(bn) => {
+                    self.ctx.cache.throttle();
+                    if let Some(e) = self.try_pin(bn)? {
+                        self.fetch_all(&e)?;
+                        held.push(e);
+                    }
+                }
+            }
+        }
+        // Nodes keep leaving the cache before the step can use them: let
+        // the caller come back.
+        Ok(Drain::Moved)
+    }
+
+    /// One attempt: what it did, or the node to read first.
+    fn try_drain_step(&self) -> Result<std::result::Result<Drain, BlockNum>> {
+        let hand = self.drain_hand.lock().clone();
+        let root_bn = self.root_bn();
+        let mut entry = self.pin(root_bn)?;
+        let mut g = entry.node.write_arc();
+        // The least pivot above the hand seen on the way down: where the
+        // range of the leaf at the bottom ends.
+        let mut upper: Option<Box<[u8]>> = None;
+        loop {
+            if !g.all_loaded() {
+                return Ok(Err(entry.bn));
+            }
+            if g.is_leaf() {
+                let wrapped = upper.is_none();
+                *self.drain_hand.lock() = upper;
+                // A pass ends at the wrap; it found the tree clean if it
+                // flushed nothing on the way.
+                let clean = wrapped && !self.drain_flushed.swap(false, AtomicOrdering::Relaxed);
+                return Ok(Ok(if clean { Drain::Clean } else { Drain::Moved }));
+            }
+            let c = hand.as_deref().map_or(0, |k| g.part_for(k, self.cmp));
+            if c + 1 < g.n_parts() {
+                upper = Some(g.pivots[c].clone());
+            }
+            if g.children()[c].buf.len() > 0 {
+                let step = match self.flush_into(&entry, &mut g, c)? {
+                    None => {
+                        self.drain_flushed.store(true, AtomicOrdering::Relaxed);
+                        Ok(Drain::Flushed)
+                    }
+                    Some(bn) => Err(bn),
+                };
+                self.ctx.cache.recharge(&entry, g.mem_bytes());
+                if entry.bn == root_bn {
+                    self.set_root_pressure(&g);
+                }
+                return Ok(step);
+            }
+            let child_bn = g.children()[c].bn;
+            let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
+                return Ok(Err(child_bn));
+            };
+            // Hand over hand: the child is locked before the parent is let go.
+            let child = child_e.node.write_arc();
+            g = child;
+            entry = child_e;
+        }
     }
 
     pub(crate) fn queue_flush(&self, bn: BlockNum) {

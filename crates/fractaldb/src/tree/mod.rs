@@ -65,6 +65,7 @@ const LOG_BUFFER_BYTES: usize = 4 << 20;
 /// transaction the manager has just forgotten (its clean-up messages
 /// arrived meanwhile) before it calls the entry damaged.
 const RETRIES: usize = 10_000;
+use buffer::EMPTY_BUFFER_RAW_LEN;
 use meta::{Meta, Settings, NO_ROOT};
 use node::{Body, Node};
 use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
@@ -280,6 +281,11 @@ pub(crate) struct Tree {
     pub(crate) dropped: AtomicBool,
     /// Internal nodes the cleaner should visit (left over-budget by a split).
     pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
+    /// Where the next drain step descends (`flush.rs`, `drain_step`);
+    /// `None`: the first key.
+    pub(crate) drain_hand: Mutex<Option<Box<[u8]>>>,
+    /// Whether the current drain pass has flushed anything.
+    pub(crate) drain_flushed: AtomicBool,
     /// Begin-time copies of nodes changed during a checkpoint before it
     /// wrote them (see `cow`); the checkpoint writes and drops them.
     ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
@@ -369,6 +375,8 @@ impl Tree {
             failure: Mutex::new(None),
             dropped: AtomicBool::new(false),
             flush_queue: Mutex::new(Vec::new()),
+            drain_hand: Mutex::new(None),
+            drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
         })
     }
@@ -470,8 +478,15 @@ impl Tree {
         };
         let header = self.parse_header(bn, &bytes[..ext.header_len as usize], ext.len)?;
         let body = if header.height > 0 && !full {
-            let children =
-                header.child_bns.iter().map(|&bn| node::Child { bn, buf: Default::default(), loaded: false });
+            // An empty buffer (its raw form is the count 0, one byte) needs no
+            // read: it is in memory from the start. Drained nodes (see
+            // `drain_step`) are all empty buffers, so a point read of data
+            // larger than the cache reads just its basement.
+            let children = header.child_bns.iter().zip(&header.parts).map(|(&bn, info)| node::Child {
+                bn,
+                buf: Default::default(),
+                loaded: info.raw_len == EMPTY_BUFFER_RAW_LEN,
+            });
             Body::Internal(children.collect())
         } else if header.height > 0 {
             let mut children = Vec::with_capacity(header.parts.len());

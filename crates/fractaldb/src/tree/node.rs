@@ -214,10 +214,12 @@ impl Node {
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()
     }
 
-    /// True if some partition is in memory.
+    /// True if some partition is in memory and holds something (an empty
+    /// buffer stays loaded: it costs nothing, and dropping it would make
+    /// the next read fetch it from disk).
     pub(crate) fn has_loaded_parts(&self) -> bool {
         match &self.body {
-            Body::Internal(c) => c.iter().any(|c| c.loaded),
+            Body::Internal(c) => c.iter().any(|c| c.loaded && c.buf.len() > 0),
             Body::Leaf(b) => b.iter().any(|b| b.is_some()),
         }
     }
@@ -231,7 +233,7 @@ impl Node {
         }
         match &mut self.body {
             Body::Leaf(b) => b.iter_mut().for_each(|b| *b = None),
-            Body::Internal(c) => c.iter_mut().for_each(|c| {
+            Body::Internal(c) => c.iter_mut().filter(|c| c.buf.len() > 0).for_each(|c| {
                 c.buf = MsgBuffer::default();
                 c.loaded = false;
             }),
