@@ -29,6 +29,23 @@ pub(crate) struct Basement {
 /// Memory a basement costs beyond its packed bytes, per entry (the offset).
 const OFFSET_BYTES: usize = 4;
 
+/// A varint length at `at` in validated bytes, and where its bytes start.
+/// One byte in the common case (lengths below 128).
+#[inline]
+fn validated_varint(data: &[u8], mut at: usize) -> (usize, usize) {
+    let mut v = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = data[at];
+        at += 1;
+        v |= ((b & 0x7f) as usize) << shift;
+        if b & 0x80 == 0 {
+            return (v, at);
+        }
+        shift += 7;
+    }
+}
+
 impl Basement {
     pub(crate) fn new() -> Self {
         Basement::default()
@@ -92,11 +109,14 @@ impl Basement {
     }
 
     fn entry(&self, i: usize) -> (&[u8], &[u8]) {
-        // The packed form was validated when built, so these reads cannot fail.
-        let mut r = Reader::new(&self.data[self.offs[i] as usize..]);
-        let key = r.bytes().expect("validated basement");
-        let le = r.bytes().expect("validated basement");
-        (key, le)
+        // The packed form was validated when built (`from_packed`) or written
+        // by `push_raw`, so its lengths are in bounds: read them without the
+        // checked reader (its error paths cost a fifth of a scan's CPU).
+        let at = self.offs[i] as usize;
+        let (key_len, at) = validated_varint(&self.data, at);
+        let key = &self.data[at..at + key_len];
+        let (le_len, at) = validated_varint(&self.data, at + key_len);
+        (key, &self.data[at..at + le_len])
     }
 
     pub(crate) fn key(&self, i: usize) -> &[u8] {
@@ -374,6 +394,24 @@ mod tests {
         (0..b.len())
             .map(|i| (b.key(i).to_vec(), leafentry::committed_value(b.leafentry(i)).unwrap().unwrap()))
             .collect()
+    }
+
+    /// The unchecked accessors read what the checked reader reads, for
+    /// lengths of one, two and three varint bytes.
+    #[test]
+    fn unchecked_entries_match_the_checked_reader() {
+        let mut b = Basement::new();
+        for (i, len) in [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000].into_iter().enumerate() {
+            let key = vec![b'a' + i as u8; len.min(200) + 1];
+            b.push_raw(&key, &vec![7u8; len + 1]);
+        }
+        let rebuilt = Basement::from_packed(b.packed().to_vec(), bytewise).unwrap();
+        let mut r = Reader::new(rebuilt.packed());
+        for i in 0..rebuilt.len() {
+            let (key, le) = (r.bytes().unwrap(), r.bytes().unwrap());
+            assert_eq!((rebuilt.key(i), rebuilt.leafentry(i)), (key, le), "entry {i}");
+        }
+        assert!(r.is_empty());
     }
 
     #[test]

@@ -67,7 +67,7 @@ const LOG_BUFFER_BYTES: usize = 4 << 20;
 const RETRIES: usize = 10_000;
 use buffer::EMPTY_BUFFER_RAW_LEN;
 use meta::{Meta, Settings, NO_ROOT};
-use node::{Body, Node};
+use node::{Body, Node, PartInfo};
 use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
 
 /// A log that failed to append or sync: the environment refuses writes.
@@ -552,27 +552,52 @@ impl Tree {
     /// node into memory with one read of just that partition. Call with no
     /// locks held.
     pub(crate) fn fetch_part(&self, e: &Entry, i: usize) -> Result<()> {
-        let (ext, info, leaf) = {
+        self.fetch_parts(e, i..i + 1)
+    }
+
+    /// Brings partitions `parts` of a cached node into memory with one read
+    /// of the bytes from the first to the last of them (partitions lie in
+    /// order in the block); the ones already in memory are read and left.
+    /// A scan uses it to read the rest of a leaf at once. Call with no locks
+    /// held.
+    pub(crate) fn fetch_parts(&self, e: &Entry, parts: std::ops::Range<usize>) -> Result<()> {
+        let (ext, infos, leaf) = {
             let g = e.node.read();
-            let loaded = match &g.body {
+            let loaded = |i: usize| match &g.body {
                 Body::Leaf(b) => b.get(i).is_none_or(|b| b.is_some()),
                 Body::Internal(c) => c.get(i).is_none_or(|c| c.loaded),
             };
-            if loaded {
+            let parts = parts.start.min(g.n_parts())..parts.end.min(g.n_parts());
+            if parts.clone().all(loaded) {
                 return Ok(());
             }
-            (g.disk.expect("an evicted partition has a block"), g.disk_parts[i], g.is_leaf())
+            let infos: Vec<(usize, PartInfo)> = parts.map(|i| (i, g.disk_parts[i])).collect();
+            (g.disk.expect("an evicted partition has a block"), infos, g.is_leaf())
         };
-        let bytes = self.file.read_range(e.bn, ext, info.offset, info.disk_len);
-        let part = bytes.and_then(|bytes| {
-            let r = if leaf {
-                decode_basement(&info, &bytes, self.cmp).map(Ok)
-            } else {
-                serialize::decode_buffer(&info, &bytes, self.order).map(Err)
-            };
-            r.map_err(|r| self.corrupt(e.bn, r))
+        // `serialize` lays partitions out in order, so this span holds just
+        // them; min and max keep it right for any order the header gives
+        // (`parse_header` checked each lies inside the block).
+        let lo = infos.iter().map(|(_, p)| p.offset).min().expect("a partition");
+        let hi = infos
+            .iter()
+            .map(|(_, p)| u64::from(p.offset) + u64::from(p.disk_len))
+            .max()
+            .expect("a partition");
+        let decoded = self.file.read_range(e.bn, ext, lo, (hi - u64::from(lo)) as u32).and_then(|bytes| {
+            let mut out = Vec::with_capacity(infos.len());
+            for (i, info) in &infos {
+                let at = (info.offset - lo) as usize;
+                let part = &bytes[at..at + info.disk_len as usize];
+                let r = if leaf {
+                    decode_basement(info, part, self.cmp).map(Ok)
+                } else {
+                    serialize::decode_buffer(info, part, self.order).map(Err)
+                };
+                out.push((*i, r.map_err(|r| self.corrupt(e.bn, r))?));
+            }
+            Ok(out)
         });
-        let part = match part {
+        let decoded = match decoded {
             Ok(p) => p,
             // Rewritten meanwhile (see `pin`): the caller starts over.
             Err(_) if self.stale(e, ext) => return Ok(()),
@@ -582,16 +607,24 @@ impl Tree {
         if g.dirty || g.disk != Some(ext) || self.file.extent(e.bn) != Some(ext) {
             return Ok(());
         }
-        match (&mut g.body, part) {
-            (Body::Leaf(b), Ok(basement)) if b.get(i).is_some_and(|b| b.is_none()) => b[i] = Some(basement),
-            (Body::Internal(c), Err(buf)) if c.get(i).is_some_and(|c| !c.loaded) => {
-                c[i].buf = buf;
-                c[i].loaded = true;
+        let mut changed = false;
+        for (i, part) in decoded {
+            match (&mut g.body, part) {
+                (Body::Leaf(b), Ok(basement)) if b.get(i).is_some_and(|b| b.is_none()) => {
+                    b[i] = Some(basement)
+                }
+                (Body::Internal(c), Err(buf)) if c.get(i).is_some_and(|c| !c.loaded) => {
+                    c[i].buf = buf;
+                    c[i].loaded = true;
+                }
+                _ => continue,
             }
-            _ => return Ok(()),
+            changed = true;
         }
-        let bytes = g.mem_bytes();
-        self.ctx.cache.recharge(e, bytes);
+        if changed {
+            let bytes = g.mem_bytes();
+            self.ctx.cache.recharge(e, bytes);
+        }
         Ok(())
     }
 
