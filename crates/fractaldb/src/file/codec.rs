@@ -51,6 +51,17 @@ impl Codec {
         Codec::ALL.get(usize::from(v)).copied()
     }
 
+    /// The codec for an internal node's message buffers in a dictionary
+    /// whose leaves use `self`: lz4 in place of the slow, strong codecs.
+    /// Buffers live briefly (every flush rewrites them) and are a small part
+    /// of the file, but compressing them was a large part of a load's CPU.
+    pub(crate) fn for_buffers(self) -> Codec {
+        match self {
+            Codec::Zstd | Codec::Zlib | Codec::Lzma => Codec::Lz4,
+            fast => fast,
+        }
+    }
+
     /// Appends the compressed form of `raw` to `out`.
     pub(crate) fn compress(self, raw: &[u8], out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail, so the encoders' io::Results are infallible here.

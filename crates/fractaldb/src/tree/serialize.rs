@@ -12,7 +12,8 @@
 //!       children     internal only: n_parts × block number u64
 //!       partitions   n_parts × (offset u32 | disk_len u32 | raw_len u32 | codec u8 | crc32c u32)
 //!       crc32c       u32 over every header byte before it
-//! partitions, each compressed on its own with the codec named in its entry:
+//! partitions, each compressed on its own with the codec named in its entry
+//! (basements: the dictionary's; buffers: `Codec::for_buffers` of it):
 //!   basement: its packed entries (see basement.rs)
 //!   buffer:   count varint | messages (see buffer.rs, message.rs)
 //! ```
@@ -67,7 +68,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
                 raw.clear();
                 c.buf.encode(&mut raw);
                 let mut out = Vec::with_capacity(raw.len() / 2 + 64);
-                codec.compress(&raw, &mut out);
+                codec.for_buffers().compress(&raw, &mut out);
                 compressed.push((out, raw.len() as u32));
             }
             children.iter().map(|c| c.bn).collect()
@@ -113,7 +114,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
             offset: offset as u32,
             disk_len: c.len() as u32,
             raw_len: *raw_len,
-            codec: codec as u8,
+            codec: if node.is_leaf() { codec } else { codec.for_buffers() } as u8,
             crc32c: crc32c::crc32c(c),
         };
         out.extend_from_slice(&info.offset.to_le_bytes());
@@ -212,4 +213,56 @@ pub(crate) fn decode_basement(info: &PartInfo, disk: &[u8], cmp: Comparator) -> 
 
 pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], order: KeyOrder) -> Result<MsgBuffer, String> {
     MsgBuffer::decode(decode_part(info, disk)?, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::message::{Msg, MsgBody, MsgKind};
+    use crate::tree::node::Child;
+
+    fn bytewise(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+    const BYTEWISE: KeyOrder = KeyOrder { cmp: bytewise, bytewise: true };
+
+    /// An internal node of a zstd dictionary writes its buffers with lz4
+    /// and names lz4 in their entries; they read back as written.
+    #[test]
+    fn buffers_use_the_fast_codec_and_read_back() {
+        let mut internal = Node::new_leaf();
+        internal.height = 1;
+        let mut children = vec![Child::new(7), Child::new(9)];
+        for i in 0..200u32 {
+            let key = format!("key{i:05}").into_bytes();
+            let body = MsgBody {
+                kind: MsgKind::Insert,
+                fn_id: 0,
+                txid: 0,
+                provisional: false,
+                sp: 0,
+                val: vec![b'x'; 50].into(),
+            };
+            let c = if i < 100 { 0 } else { 1 };
+            children[c].buf.insert(Msg { msn: u64::from(i) + 1, key: key.into(), body }, BYTEWISE);
+        }
+        children.iter_mut().for_each(|c| c.loaded = true);
+        internal.pivots = vec![b"key00100".to_vec().into()];
+        internal.body = Body::Internal(children);
+        let s = serialize(&internal, Codec::Zstd, 0);
+        let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
+        assert_eq!(header.child_bns, vec![7, 9]);
+        for (i, info) in header.parts.iter().enumerate() {
+            assert_eq!(info.codec, Codec::Lz4 as u8, "buffer {i}");
+            let disk = &s.bytes[info.offset as usize..(info.offset + info.disk_len) as usize];
+            let buf = decode_buffer(info, disk, BYTEWISE).unwrap();
+            assert_eq!(buf.len(), 100);
+        }
+        // A leaf keeps the dictionary's codec.
+        let mut leaf = Node::new_leaf();
+        leaf.dirty = true;
+        let s = serialize(&leaf, Codec::Zstd, 0);
+        let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
+        assert!(header.parts.iter().all(|p| p.codec == Codec::Zstd as u8));
+    }
 }
