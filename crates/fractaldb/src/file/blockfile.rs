@@ -20,7 +20,16 @@ pub struct SpaceStats {
     pub file_bytes: u64,
     /// Bytes of current blocks, the header slots and the durable translation table.
     pub live_bytes: u64,
+    /// Free bytes inside the file whose disk space was given back to the
+    /// file system (punched): the file takes about `file_bytes -
+    /// punched_bytes` on disk.
+    pub punched_bytes: u64,
 }
+
+/// Free runs at least this long are given back to the file system after
+/// each checkpoint; shorter ones (a few pages between live blocks) are soon
+/// reused by first-fit allocation.
+const PUNCH_MIN_BYTES: u64 = 64 << 10;
 
 /// One dictionary's data file: blocks addressed by number through a translation
 /// table, written copy-on-write, and made durable as a whole by [`checkpoint`].
@@ -414,14 +423,51 @@ impl BlockFile {
         for (off, len) in std::mem::take(&mut st.pending) {
             st.release(off, len);
         }
+        drop(st);
+        // Giving space back is not part of the checkpoint: if it fails, the
+        // checkpoint stands and the space is tried again after the next one.
+        if let Err(e) = self.punch_free_space() {
+            eprintln!("fractaldb: could not give free space back to the file system: {e}");
+        }
         Ok(())
     }
 
-    /// File length, and bytes of live extents + headers + table.
+    /// Gives the disk space of free runs of at least `PUNCH_MIN_BYTES` back
+    /// to the file system (`VfsFile::punch_hole`), so the space a file takes
+    /// on disk follows its live bytes; its length stays. The runs are taken
+    /// out of the free space meanwhile, so no block is written into a range
+    /// while it is being punched. Returns the bytes punched.
+    pub fn punch_free_space(&self) -> Result<u64> {
+        let runs = self.state.lock().alloc.take_punchable(PUNCH_MIN_BYTES);
+        let mut err = None;
+        let done: Vec<bool> = runs
+            .iter()
+            .map(|&(off, len)| {
+                err.is_none() && self.file.punch_hole(off, len).map_err(|e| err = Some(e)).is_ok()
+            })
+            .collect();
+        let mut st = self.state.lock();
+        let mut punched = 0;
+        for (&(off, len), done) in runs.iter().zip(done) {
+            st.alloc.give_back_punched(off, len, done);
+            punched += if done { len } else { 0 };
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(punched),
+        }
+    }
+
+    /// File length, bytes of live extents + headers + table, and free bytes
+    /// given back to the file system.
     pub fn space(&self) -> SpaceStats {
         let st = self.state.lock();
         let blocks: u64 = st.table.extents().map(|(_, e)| e.alloc_len()).sum();
-        SpaceStats { file_bytes: st.alloc.end(), live_bytes: HEADERS_END + st.table_extent.1 + blocks }
+        SpaceStats {
+            file_bytes: st.alloc.end(),
+            live_bytes: HEADERS_END + st.table_extent.1 + blocks,
+            punched_bytes: st.alloc.punched_bytes(),
+        }
     }
 }
 
@@ -465,7 +511,7 @@ mod tests {
         let (_d, path) = tmp();
         let f = BlockFile::create(&OsVfs, &path, true, b"meta-1").unwrap();
         assert_eq!(f.path(), path);
-        assert_eq!(f.space(), SpaceStats { file_bytes: 3 * 4096, live_bytes: 3 * 4096 });
+        assert_eq!(f.space(), SpaceStats { file_bytes: 3 * 4096, live_bytes: 3 * 4096, punched_bytes: 0 });
         drop(f);
         assert!(matches!(BlockFile::create(&OsVfs, &path, true, b""), Err(Error::Io { .. })));
         let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
@@ -605,6 +651,49 @@ mod tests {
         drop(f);
         let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
         assert_eq!((meta, read_all(&f, 4)), (vec![29], node(29, 4096 * 2)));
+    }
+
+    /// Blocks rewritten into new places leave free runs behind; after the
+    /// checkpoints that release them, their disk space is given back, so the
+    /// file takes about its live bytes on disk while its length stays, and
+    /// every live block still reads back.
+    #[test]
+    fn checkpoints_give_free_space_back_to_the_file_system() {
+        use std::os::unix::fs::MetadataExt;
+        let (_d, path) = tmp();
+        let f = BlockFile::create(&OsVfs, &path, true, b"").unwrap();
+        let bns: Vec<_> = (0..8).map(|_| f.allocate_blocknum()).collect();
+        for &bn in &bns {
+            f.write_block(bn, &node(1, 256 << 10), 0).unwrap();
+        }
+        f.checkpoint(b"1").unwrap();
+        // Half the blocks shrink: their new, smaller copies fill the front
+        // of the old runs, and the rest of each run is free.
+        for &bn in &bns[..4] {
+            f.write_block(bn, &node(2, 16 << 10), 0).unwrap();
+        }
+        f.checkpoint(b"2").unwrap();
+        f.checkpoint(b"3").unwrap();
+        let s = f.space();
+        assert!(s.punched_bytes >= 3 * (240 << 10), "{s:?}");
+        let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(allocated <= s.file_bytes - s.punched_bytes + (64 << 10), "{allocated} on disk, {s:?}");
+        for (i, &bn) in bns.iter().enumerate() {
+            let want = if i < 4 { node(2, 16 << 10) } else { node(1, 256 << 10) };
+            assert_eq!(read_all(&f, bn), want, "block {bn}");
+        }
+        // Nothing is punched twice, and the runs are allocated again as usual.
+        assert_eq!(f.punch_free_space().unwrap(), 0);
+        for &bn in &bns[..4] {
+            f.write_block(bn, &node(3, 200 << 10), 0).unwrap();
+        }
+        f.checkpoint(b"4").unwrap();
+        drop(f);
+        let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
+        assert_eq!(
+            (meta, read_all(&f, bns[0]), read_all(&f, bns[7])),
+            (b"4".to_vec(), node(3, 200 << 10), node(1, 256 << 10))
+        );
     }
 
     #[test]

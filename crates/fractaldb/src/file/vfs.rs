@@ -16,6 +16,7 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,6 +53,11 @@ pub trait VfsFile: Send + Sync {
     }
     /// Cuts or extends (with zeros) the file to `len` bytes.
     fn set_len(&self, len: u64) -> Result<()>;
+    /// Gives the disk space of `[off, off+len)` back to the file system; the
+    /// range then reads as zeros and the file keeps its length. Only for
+    /// ranges nothing refers to: it is a hint about free space, and a file
+    /// system that cannot do it (EOPNOTSUPP) is not an error.
+    fn punch_hole(&self, off: u64, len: u64) -> Result<()>;
 }
 
 /// A file system: opening files and the operations on names.
@@ -269,6 +275,25 @@ impl VfsFile for DataFile {
 
     fn set_len(&self, len: u64) -> Result<()> {
         self.file.set_len(len).map_err(|e| Error::io(&self.path, "truncate", e))
+    }
+
+    fn punch_hole(&self, off: u64, len: u64) -> Result<()> {
+        let (Ok(off), Ok(len)) = (libc::off_t::try_from(off), libc::off_t::try_from(len)) else {
+            return Err(Error::invalid(format!(
+                "hole [{off}, +{len}) is past what the file system addresses"
+            )));
+        };
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: fallocate reads no memory of ours; the descriptor is open for writing.
+        let r = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off, len) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(()),
+            _ => Err(Error::io(&self.path, "punch hole (fallocate)", e)),
+        }
     }
 }
 
