@@ -28,7 +28,8 @@ const SUMMARY_COLUMNS: &str = "engine,workload,rows,seconds,rows_per_s,first_int
     last_interval_rows_per_s,last_first_ratio,rows_per_cpu_s,cpu_s,flush_s,disk_bytes,file_bytes,\
     peak_rss_bytes,read_bytes,write_bytes,min_10s_window_rows_per_s,median_10s_window_rows_per_s,\
     min_median_10s_window_ratio,first_10pct_rows_per_s,last_10pct_rows_per_s,last_first_10pct_ratio,\
-    read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification,raw_disk_ratio";
+    read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification,raw_disk_ratio,live_bytes,\
+    disk_live_ratio";
 /// Columns of summary.csv by position (checked against the header above).
 const ROWS: usize = 2;
 const SECONDS: usize = 3;

@@ -716,6 +716,7 @@ fn child_main(args: &ChildArgs) -> Result<()> {
                 peak_rss_whole_process,
                 disk_bytes: disk.allocated_bytes,
                 file_bytes: disk.file_bytes,
+                live_bytes: disk.live_bytes.unwrap_or(0),
                 raw_bytes: outcome.raw_bytes,
             },
         ));

@@ -29,6 +29,8 @@ pub struct Measured {
     /// The dataset's folder after the workload: allocated blocks and file lengths.
     pub disk_bytes: u64,
     pub file_bytes: u64,
+    /// What the engine counts as live in those files (0: it cannot tell).
+    pub live_bytes: u64,
     /// Bytes of the keys and values a load handed to the engine, before
     /// compression (zero for reads): with `disk_bytes`, the compression a
     /// load got.
@@ -64,7 +66,7 @@ impl Message {
             Message::Result(w, m) => format!(
                 "{TAG}\tresult\t{w}\trows={}\telapsed_us={}\tflush_us={}\tcpu_us={}\tread_bytes={}\t\
                  write_bytes={}\tpeak_rss_bytes={}\tpeak_rss_whole_process={}\tdisk_bytes={}\tfile_bytes={}\t\
-                 raw_bytes={}",
+                 live_bytes={}\traw_bytes={}",
                 m.rows,
                 m.elapsed_us,
                 m.flush_us,
@@ -75,6 +77,7 @@ impl Message {
                 m.peak_rss_whole_process,
                 m.disk_bytes,
                 m.file_bytes,
+                m.live_bytes,
                 m.raw_bytes
             ),
             Message::Error(text) => format!("{TAG}\terror\t{}", one_line(text)),
@@ -121,6 +124,7 @@ impl Message {
                         peak_rss_whole_process: map.get("peak_rss_whole_process") == Some(&"true"),
                         disk_bytes: num("disk_bytes")?,
                         file_bytes: num("file_bytes")?,
+                        live_bytes: num("live_bytes")?,
                         raw_bytes: num("raw_bytes")?,
                     },
                 )

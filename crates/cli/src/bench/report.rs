@@ -300,6 +300,20 @@ const FIGURES: &[Figure] = &[
             _ => None,
         },
     },
+    Figure {
+        column: "live_bytes",
+        label: "live bytes (the engine's own count)",
+        unit: Unit::Bytes,
+        value: |s| (s.measured.live_bytes > 0).then_some(s.measured.live_bytes as f64),
+    },
+    Figure {
+        column: "disk_live_ratio",
+        label: "bytes on disk / live bytes",
+        unit: Unit::Ratio,
+        value: |s| {
+            (s.measured.live_bytes > 0).then(|| s.measured.disk_bytes as f64 / s.measured.live_bytes as f64)
+        },
+    },
 ];
 
 /// The header of `intervals.csv`.

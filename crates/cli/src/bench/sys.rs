@@ -90,6 +90,9 @@ pub fn peak_rss_bytes() -> u64 {
 pub struct DiskUsage {
     pub allocated_bytes: u64,
     pub file_bytes: u64,
+    /// The bytes the engine says its data needs (its files minus the free
+    /// space inside them), where it can tell.
+    pub live_bytes: Option<u64>,
 }
 
 /// Walks `dir` (not following symbolic links) and adds up its files.

@@ -122,8 +122,25 @@ impl Engine for FractalEngine {
         Ok(self.env.checkpoint()?)
     }
 
+    /// The folder as the file system sees it, plus the live bytes: every
+    /// dictionary's current blocks, headers and table (`Dictionary::space`)
+    /// and the whole of every other file (the log, the catalog).
     fn disk_usage(&self) -> Result<DiskUsage> {
-        folder_usage(&self.dir)
+        let mut usage = folder_usage(&self.dir)?;
+        let mut live = 0;
+        for dictionary in self.dictionaries.values() {
+            live += dictionary.space()?.live_bytes;
+        }
+        let listing = std::fs::read_dir(&self.dir).context(|| format!("listing {}", self.dir.display()))?;
+        for entry in listing {
+            let path = entry.context(|| format!("listing {}", self.dir.display()))?.path();
+            if path.extension().is_some_and(|e| e == "fdb") {
+                continue;
+            }
+            live += path.symlink_metadata().context(|| format!("stat {}", path.display()))?.len();
+        }
+        usage.live_bytes = Some(live);
+        Ok(usage)
     }
 
     fn close(self: Box<Self>) -> Result<()> {
