@@ -263,6 +263,7 @@ impl Env {
             threads.push(spawn_evictor(cache));
         }
         let cleaners = if opts.background_threads { opts.cleaner_threads.max(1) } else { 0 };
+        let checkpoints = opts.checkpoint_period.is_some_and(|p| !p.is_zero());
         for i in 0..cleaners {
             let weak = Arc::downgrade(&inner);
             let shutdown = inner.shutdown.clone();
@@ -270,7 +271,7 @@ impl Env {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("fractaldb-cleaner-{i}"))
-                    .spawn(move || cleaner_loop(weak, ctx, shutdown))
+                    .spawn(move || cleaner_loop(weak, ctx, shutdown, checkpoints))
                     .map_err(|e| Error::io(&inner.path, "spawn cleaner thread", e))?,
             );
         }
@@ -794,13 +795,26 @@ fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
 /// How long no write may have come in before the cleaner drains buffers.
 const DRAIN_AFTER_IDLE: Duration = Duration::from_secs(1);
 
-fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+///
+/// `checkpoints`: periodic checkpoints are on. Then a drain that flushed
+/// anything ends with a checkpoint: a drain rewrites most leaves once, and
+/// the blocks it superseded stay allocated until a checkpoint no longer
+/// needs them, so without one the file would hold every drained leaf twice
+/// for up to a checkpoint period.
+fn cleaner_loop(
+    inner: std::sync::Weak<Inner>,
+    ctx: Arc<Context>,
+    shutdown: Arc<AtomicBool>,
+    checkpoints: bool,
+) {
     // Idleness is measured by the MSN counter, which every write advances
     // and flushes do not. `clean`: the trees a drain pass found empty since
     // the MSN last moved, so an idle environment is walked once, not every
-    // round.
+    // round. `drained`: a drain step flushed something since the last
+    // checkpoint this loop took.
     let (mut last_msn, mut quiet_since) = (u64::MAX, Instant::now());
     let mut clean: HashSet<u64> = HashSet::new();
+    let mut drained = false;
     while !shutdown.load(Ordering::Relaxed) {
         let Some(env) = inner.upgrade() else { return };
         let trees = env.trees();
@@ -835,7 +849,8 @@ fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<
                         return;
                     }
                     match t.drain_step() {
-                        Ok(Drain::Flushed | Drain::Moved) => busy = true,
+                        Ok(Drain::Flushed) => (busy, drained) = (true, true),
+                        Ok(Drain::Moved) => busy = true,
                         Ok(Drain::Clean) => {
                             clean.insert(t.file_id);
                             break;
@@ -846,6 +861,13 @@ fn cleaner_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<
                             break;
                         }
                     }
+                }
+            }
+            if drained && checkpoints && trees.iter().all(|t| clean.contains(&t.file_id)) {
+                drained = false;
+                let Some(env) = inner.upgrade() else { return };
+                if let Err(e) = env.checkpoint() {
+                    eprintln!("fractaldb: checkpoint after draining {} failed: {e}", env.path.display());
                 }
             }
         }
