@@ -249,7 +249,7 @@ mod tests {
             for &(o, l) in &used {
                 assert!(
                     !a.overlaps_free(o, l)
-                        && !a.unpunched.range(..o + l).next_back().is_some_and(|(&u, &ul)| u + ul > o)
+                        && a.unpunched.range(..o + l).next_back().is_none_or(|(&u, &ul)| u + ul <= o)
                 );
             }
         }
