@@ -721,6 +721,7 @@ impl Inner {
             log.sync_to(lsn)?;
             if !keep_log {
                 log.trim(keep_from)?;
+                log.roll(LOG_ROLL_AT_CHECKPOINT_BYTES)?;
             }
         }
         timing.write = t0.elapsed();
@@ -759,6 +760,11 @@ impl Inner {
         result
     }
 }
+
+/// A checkpoint starts a new log file when the current one holds more than
+/// this (`Log::roll`), so the records it made unnecessary are deleted by the
+/// next checkpoint instead of waiting for the file to fill.
+const LOG_ROLL_AT_CHECKPOINT_BYTES: u64 = 1 << 20;
 
 fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 255 || name.contains('\0') {

@@ -413,6 +413,55 @@ impl Log {
         }
     }
 
+    /// Makes every record appended so far durable and, if the current file
+    /// then holds more than `min_bytes`, starts a new file for the records
+    /// to come. A checkpoint calls it after trimming: the records it made
+    /// unnecessary sit in the current file, which `trim` never deletes, so
+    /// without a roll they would take disk space until the file filled up
+    /// (up to `file_size_bytes`); rolled, the next checkpoint deletes them.
+    pub(crate) fn roll(&self, min_bytes: u64) -> Result<()> {
+        let mut m = self.mem.lock();
+        while m.leader && m.failed.is_none() {
+            self.synced.wait(&mut m);
+        }
+        if let Some(why) = &m.failed {
+            return Err(Error::ReadOnly(why.clone()));
+        }
+        // Lead, like `sync_to`, so no other write_out runs meanwhile.
+        m.leader = true;
+        let buf = std::mem::take(&mut m.buf);
+        let first = m.buf_first_lsn;
+        let next = m.next_lsn;
+        m.buf_first_lsn = next;
+        drop(m);
+        let res = self.write_out(&buf, first).and_then(|()| {
+            let mut f = self.files.lock();
+            if f.current_len <= min_bytes.max(FILE_HEADER_LEN as u64) {
+                return Ok(());
+            }
+            // At a record boundary, after write_out synced every record
+            // before `next`: the invariant of every roll.
+            let new = create_file(&*self.vfs, &self.dir, next)?;
+            self.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.files_created.fetch_add(1, Ordering::Relaxed);
+            f.current = new;
+            f.current_len = FILE_HEADER_LEN as u64;
+            f.first_lsns.push_back(next);
+            Ok(())
+        });
+        let mut m = self.mem.lock();
+        m.leader = false;
+        match &res {
+            Ok(()) => {
+                debug_assert!(next - 1 >= m.durable_lsn);
+                m.durable_lsn = next - 1;
+            }
+            Err(e) => m.failed = Some(format!("the log failed: {e}")),
+        }
+        self.synced.notify_all();
+        res
+    }
+
     /// Writes framed records (the first is `first_lsn`) to the files,
     /// rolling to a new file at a record boundary once the current one is
     /// full, and fsyncs. Only the leader calls it.

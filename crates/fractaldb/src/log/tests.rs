@@ -325,3 +325,31 @@ fn start_empty_file_leaves_no_records_and_continues_the_lsns() {
     assert!(recs.is_empty());
     assert_eq!(log.append(b"31").unwrap(), 31);
 }
+
+#[test]
+fn roll_makes_records_durable_and_lets_trim_delete_them() {
+    let sim = SimVfs::new(3);
+    let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+    for i in 1..=50 {
+        log.append(&payload(i)).unwrap();
+    }
+    // Too little in the file: no new file, but the records are durable.
+    log.roll(1 << 20).unwrap();
+    assert_eq!((log_files(&sim), log.durable_lsn()), (vec![1], 50));
+    log.roll(0).unwrap();
+    assert_eq!(log_files(&sim), vec![1, 51]);
+    // A roll of a file with nothing in it after its header does nothing.
+    log.roll(0).unwrap();
+    assert_eq!(log_files(&sim), vec![1, 51]);
+    for i in 51..=60 {
+        assert_eq!(log.append(&payload(i)).unwrap(), i);
+    }
+    log.sync_all().unwrap();
+    log.trim(51).unwrap();
+    assert_eq!(log_files(&sim), vec![51]);
+    drop(log);
+    sim.crash();
+    let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+    assert_eq!(recs, (51..=60).map(|i| (i, payload(i))).collect::<Vec<_>>());
+    assert_eq!(log.append(b"next").unwrap(), 61);
+}
