@@ -453,7 +453,7 @@ impl Log {
         m.leader = false;
         match &res {
             Ok(()) => {
-                debug_assert!(next - 1 >= m.durable_lsn);
+                debug_assert!(next > m.durable_lsn);
                 m.durable_lsn = next - 1;
             }
             Err(e) => m.failed = Some(format!("the log failed: {e}")),
