@@ -63,7 +63,7 @@ impl RocksEngine {
         let mut write_options = WriteOptions::default();
         write_options.set_sync(true);
         let settings = format!(
-            "rocksdb {version} (crate 0.20.1 over the system's librocksdb): WAL on, fsynced at every batch \
+            "rocksdb {version} (crate 0.20.1: the system's librocksdb when built with ROCKSDB_LIB_DIR, else the crate's bundled copy): WAL on, fsynced at every batch \
              (WriteOptions::set_sync(true)); LRU block cache {cache_size_bytes} bytes shared by all column \
              families; compression zstd on every level (codec-* workloads: the codec they name); one column family per \
              keyspace, counters through an associative merge operator that adds; \
