@@ -441,13 +441,7 @@ impl Log {
             }
             // At a record boundary, after write_out synced every record
             // before `next`: the invariant of every roll.
-            let new = create_file(&*self.vfs, &self.dir, next)?;
-            self.fsyncs.fetch_add(1, Ordering::Relaxed);
-            self.files_created.fetch_add(1, Ordering::Relaxed);
-            f.current = new;
-            f.current_len = FILE_HEADER_LEN as u64;
-            f.first_lsns.push_back(next);
-            Ok(())
+            self.start_file(&mut f, next)
         });
         let mut m = self.mem.lock();
         m.leader = false;
@@ -462,6 +456,19 @@ impl Log {
         res
     }
 
+    /// Makes a new file, with a durable header and name, the current one;
+    /// its first record will be `first_lsn`. Call at a record boundary with
+    /// every record before it synced.
+    fn start_file(&self, f: &mut Files, first_lsn: u64) -> Result<()> {
+        let new = create_file(&*self.vfs, &self.dir, first_lsn)?;
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.files_created.fetch_add(1, Ordering::Relaxed);
+        f.current = new;
+        f.current_len = FILE_HEADER_LEN as u64;
+        f.first_lsns.push_back(first_lsn);
+        Ok(())
+    }
+
     /// Writes framed records (the first is `first_lsn`) to the files,
     /// rolling to a new file at a record boundary once the current one is
     /// full, and fsyncs. Only the leader calls it.
@@ -469,14 +476,8 @@ impl Log {
         let mut f = self.files.lock();
         while !buf.is_empty() {
             if f.current_len >= self.opts.file_size_bytes {
-                // Roll: the old file is synced (below, before every roll),
-                // then the new one exists with a durable header and name.
-                let new = create_file(&*self.vfs, &self.dir, first_lsn)?;
-                self.fsyncs.fetch_add(1, Ordering::Relaxed);
-                self.files_created.fetch_add(1, Ordering::Relaxed);
-                f.current = new;
-                f.current_len = FILE_HEADER_LEN as u64;
-                f.first_lsns.push_back(first_lsn);
+                // Roll: the old file is synced (below, before every roll).
+                self.start_file(&mut f, first_lsn)?;
             }
             // Take whole records until the file would be full.
             let room = self.opts.file_size_bytes.saturating_sub(f.current_len);
@@ -530,11 +531,7 @@ impl Log {
             let m = self.mem.lock();
             assert!(m.buf.is_empty() && !m.leader, "start_empty_file while records are being appended");
             if f.current_len > FILE_HEADER_LEN as u64 {
-                let new = create_file(&*self.vfs, &self.dir, m.next_lsn)?;
-                f.current = new;
-                f.current_len = FILE_HEADER_LEN as u64;
-                f.first_lsns.push_back(m.next_lsn);
-                self.files_created.fetch_add(1, Ordering::Relaxed);
+                self.start_file(&mut f, m.next_lsn)?;
             }
             m.next_lsn
         };
