@@ -327,18 +327,36 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Ok(false);
         }
+        let step = self.reading_as_needed(|| {
+            Ok(match self.try_clean_step()? {
+                Step::Done(did) => Ok(did),
+                Step::Need(bn) => Err(bn),
+            })
+        })?;
+        Ok(step.unwrap_or(true))
+    }
+
+    /// Runs `attempt` (under the checkpoint lock, shared) until it finishes,
+    /// reading in between each node it says it needs (`Err(block)`) and
+    /// keeping it pinned; `None` if it still needed a node after 32 tries
+    /// (nodes kept leaving the cache: the caller comes back later).
+    ///
+    /// The checkpoint lock covers only the attempts, which change nodes,
+    /// never the waits and reads between them: a checkpoint's begin waits
+    /// for every holder, and writers queue behind it.
+    fn reading_as_needed<T>(
+        &self,
+        mut attempt: impl FnMut() -> Result<std::result::Result<T, BlockNum>>,
+    ) -> Result<Option<T>> {
         let mut held: Vec<Arc<Entry>> = Vec::new();
-        for _attempt in 0..32 {
-            // The checkpoint lock covers only the step that changes nodes,
-            // never the waits and reads below: a checkpoint's begin waits
-            // for every holder, and writers queue behind it.
+        for _ in 0..32 {
             let step = {
                 let _ckpt = self.ctx.checkpoint_lock.read();
-                self.try_clean_step()?
+                attempt()?
             };
             match step {
-                Step::Done(did) => return Ok(did),
-                Step::Need(bn) => {
+                Ok(done) => return Ok(Some(done)),
+                Err(bn) => {
                     // Reading a node adds memory: wait for room like a writer.
                     self.ctx.cache.throttle();
                     // Another cleaner (a helping writer) may have merged the
@@ -350,7 +368,7 @@ impl Tree {
                 }
             }
         }
-        Ok(true)
+        Ok(None)
     }
 
     fn try_clean_step(&self) -> Result<Step> {
@@ -481,26 +499,9 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Ok(Drain::Clean);
         }
-        let mut held: Vec<Arc<Entry>> = Vec::new();
-        for _attempt in 0..32 {
-            let step = {
-                let _ckpt = self.ctx.checkpoint_lock.read();
-                self.try_drain_step()?
-            };
-            match step {
-                Ok(drain) => return Ok(drain),
-                Err(bn) => {
-                    self.ctx.cache.throttle();
-                    if let Some(e) = self.try_pin(bn)? {
-                        self.fetch_all(&e)?;
-                        held.push(e);
-                    }
-                }
-            }
-        }
-        // Nodes keep leaving the cache before the step can use them: let
-        // the caller come back.
-        Ok(Drain::Moved)
+        // Nodes that keep leaving the cache before the step can use them:
+        // let the caller come back.
+        Ok(self.reading_as_needed(|| self.try_drain_step())?.unwrap_or(Drain::Moved))
     }
 
     /// One attempt: what it did, or the node to read first.
