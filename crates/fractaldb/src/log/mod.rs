@@ -392,24 +392,7 @@ impl Log {
                 self.synced.wait(&mut m);
                 continue;
             }
-            // Lead: take everything appended so far, for all waiters.
-            m.leader = true;
-            let buf = std::mem::take(&mut m.buf);
-            let first = m.buf_first_lsn;
-            let last = m.next_lsn - 1;
-            m.buf_first_lsn = m.next_lsn;
-            drop(m);
-            let res = self.write_out(&buf, first);
-            m = self.mem.lock();
-            m.leader = false;
-            match res {
-                Ok(()) => {
-                    debug_assert!(last >= m.durable_lsn);
-                    m.durable_lsn = last;
-                }
-                Err(e) => m.failed = Some(format!("the log failed: {e}")),
-            }
-            self.synced.notify_all();
+            m = self.lead(m, |_| Ok(())).0;
         }
     }
 
@@ -427,14 +410,7 @@ impl Log {
         if let Some(why) = &m.failed {
             return Err(Error::ReadOnly(why.clone()));
         }
-        // Lead, like `sync_to`, so no other write_out runs meanwhile.
-        m.leader = true;
-        let buf = std::mem::take(&mut m.buf);
-        let first = m.buf_first_lsn;
-        let next = m.next_lsn;
-        m.buf_first_lsn = next;
-        drop(m);
-        let res = self.write_out(&buf, first).and_then(|()| {
+        self.lead(m, |next| {
             let mut f = self.files.lock();
             if f.current_len <= min_bytes.max(FILE_HEADER_LEN as u64) {
                 return Ok(());
@@ -442,7 +418,28 @@ impl Log {
             // At a record boundary, after write_out synced every record
             // before `next`: the invariant of every roll.
             self.start_file(&mut f, next)
-        });
+        })
+        .1
+    }
+
+    /// Leads one group commit (the caller saw no leader): takes everything
+    /// appended so far, for all waiters, writes and syncs it with no lock
+    /// held, then runs `then` with the LSN after it (still the only writer
+    /// of the files), and publishes the outcome. Returns the relocked state
+    /// and the outcome.
+    fn lead<'a>(
+        &'a self,
+        mut m: parking_lot::MutexGuard<'a, Mem>,
+        then: impl FnOnce(u64) -> Result<()>,
+    ) -> (parking_lot::MutexGuard<'a, Mem>, Result<()>) {
+        debug_assert!(!m.leader && m.failed.is_none());
+        m.leader = true;
+        let buf = std::mem::take(&mut m.buf);
+        let first = m.buf_first_lsn;
+        let next = m.next_lsn;
+        m.buf_first_lsn = next;
+        drop(m);
+        let res = self.write_out(&buf, first).and_then(|()| then(next));
         let mut m = self.mem.lock();
         m.leader = false;
         match &res {
@@ -453,7 +450,7 @@ impl Log {
             Err(e) => m.failed = Some(format!("the log failed: {e}")),
         }
         self.synced.notify_all();
-        res
+        (m, res)
     }
 
     /// Makes a new file, with a durable header and name, the current one;

@@ -196,16 +196,14 @@ impl Tree {
                         out.hi = hi;
                         return Ok(());
                     }
-                    match () {
-                        () if retries < RETRIES => {
-                            retries += 1;
-                            drop(path);
-                            drop(guard);
-                            std::thread::yield_now();
-                            continue 'restart;
-                        }
-                        () => return Err(self.unknown_txn(lo.as_deref().unwrap_or_default())),
+                    if retries == RETRIES {
+                        return Err(self.unknown_txn(lo.as_deref().unwrap_or_default()));
                     }
+                    retries += 1;
+                    drop(path);
+                    drop(guard);
+                    std::thread::yield_now();
+                    continue 'restart;
                 }
                 let child_bn = guard.children()[i].bn;
                 let Some(next) = self.ctx.cache.get(self.dict, child_bn) else {
