@@ -248,6 +248,11 @@ impl BlockFile {
         }
     }
 
+    /// Every block number that has a block written, ascending.
+    pub fn written_blocknums(&self) -> Vec<BlockNum> {
+        self.state.lock().table.extents().map(|(bn, _)| bn).collect()
+    }
+
     pub fn extent(&self, bn: BlockNum) -> Option<Extent> {
         self.state.lock().table.get(bn)
     }

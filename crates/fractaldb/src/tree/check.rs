@@ -7,7 +7,10 @@
 //!   applied (so a flush never reorders a key's messages);
 //! - every leaf's basements hold strictly ascending keys inside their range,
 //!   and every leafentry decodes;
-//! - every clean node's block on disk passes its checksums and decodes.
+//! - every spill lies inside its child's range and is older than what is
+//!   above it (buffer, later spills, ancestors), and newer than below;
+//! - every clean node's block on disk passes its checksums and decodes;
+//! - every block in the table is a node or spill of the tree (no leaks).
 //!
 //! It holds the checkpoint lock exclusively, so writers and the cleaner wait
 //! while it runs. Tests call it after every phase.
@@ -28,16 +31,36 @@ pub struct CheckReport {
     pub internal_nodes: u64,
     pub leaves: u64,
     pub leafentries: u64,
+    /// Buffered messages, spilled ones included.
     pub buffered_messages: u64,
+    /// Spill blocks (see `flush.rs`).
+    pub spills: u64,
+}
+
+/// What a check walk has seen so far.
+#[derive(Default)]
+struct Walk {
+    report: CheckReport,
+    /// Every node and spill block reached from the root.
+    blocks: Vec<BlockNum>,
 }
 
 impl Tree {
     pub(crate) fn check(&self) -> Result<CheckReport> {
         let _exclusive = self.ctx.checkpoint_lock.write();
-        let mut report = CheckReport::default();
+        let mut walk = Walk::default();
         let root = self.root_bn();
-        let height = self.check_node(root, None, None, None, u64::MAX, &mut report)?;
+        let height = self.check_node(root, None, None, None, u64::MAX, &mut walk)?;
+        let Walk { mut report, blocks: mut reachable } = walk;
         report.height = height;
+        // Every block in the table belongs to the tree: a node or a spill
+        // that nothing refers to would stay allocated forever.
+        reachable.sort_unstable();
+        for bn in self.file.written_blocknums() {
+            if reachable.binary_search(&bn).is_err() {
+                return Err(self.bad(bn, "block is in the table but not in the tree (leaked)".into()));
+            }
+        }
         Ok(report)
     }
 
@@ -54,8 +77,10 @@ impl Tree {
         hi: Option<&[u8]>,
         height: Option<u32>,
         newer_than: u64,
-        report: &mut CheckReport,
+        walk: &mut Walk,
     ) -> Result<u32> {
+        walk.blocks.push(bn);
+        let report = &mut walk.report;
         let cmp = self.cmp;
         let in_range = |k: &[u8]| {
             lo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
@@ -138,7 +163,7 @@ impl Tree {
                             );
                         }
                     }
-                    let min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
+                    let mut min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
                     if let Some((_, max)) = c.buf.msn_range() {
                         if max >= newer_than {
                             return Err(self.bad(
@@ -150,6 +175,40 @@ impl Tree {
                         }
                     }
                     report.buffered_messages += c.buf.len() as u64;
+                    // Spills, newest first: each older than everything after it.
+                    for (j, sp) in c.spills.iter().enumerate().rev() {
+                        walk.blocks.push(sp.bn);
+                        let buf = self.read_spill(sp.bn)?;
+                        if buf.len() != sp.count as usize {
+                            return Err(self.bad(
+                                bn,
+                                format!(
+                                    "spill {j} of child {i} holds {} messages, not {}",
+                                    buf.len(),
+                                    sp.count
+                                ),
+                            ));
+                        }
+                        for (k, msn) in buf.keys() {
+                            let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                                && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+                            if !inside {
+                                return Err(self
+                                    .bad(bn, format!("message MSN {msn} spilled for the wrong child {i}")));
+                            }
+                        }
+                        if let Some((lo_msn, hi_msn)) = buf.msn_range() {
+                            if hi_msn >= newer_than.min(min_msn) {
+                                return Err(self.bad(
+                                    bn,
+                                    format!("spill {j} of child {i} holds MSN {hi_msn}, not older than what is above it"),
+                                ));
+                            }
+                            min_msn = lo_msn;
+                        }
+                        report.spills += 1;
+                        report.buffered_messages += buf.len() as u64;
+                    }
                     work.push((
                         c.bn,
                         clo.map(|x| x.to_vec()),
@@ -162,7 +221,7 @@ impl Tree {
                 drop(g);
                 drop(e);
                 for (cbn, clo, chi, newer) in work {
-                    self.check_node(cbn, clo.as_deref(), chi.as_deref(), Some(child_height), newer, report)?;
+                    self.check_node(cbn, clo.as_deref(), chi.as_deref(), Some(child_height), newer, walk)?;
                 }
                 Ok(my_height)
             }

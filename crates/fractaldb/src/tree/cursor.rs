@@ -236,17 +236,31 @@ impl Tree {
     ) -> Result<bool> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
+        // The spills on the path, read under the path's shared locks (they
+        // are freed only under their parent's write lock).
+        let mut spills = Vec::new();
+        for (g, c) in path {
+            for sp in &g.children()[*c].spills {
+                spills.push(self.read_spill(sp.bn)?);
+            }
+        }
         // Each buffer on the path decodes its messages in this batch's range
         // (keys stay borrowed from the buffers).
+        let bufs: Vec<&super::buffer::MsgBuffer> = path
+            .iter()
+            .map(|(g, c)| {
+                debug_assert!(g.children()[*c].loaded, "checked on the way down");
+                &g.children()[*c].buf
+            })
+            .chain(spills.iter())
+            .collect();
         let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
-            path.iter().map(|(g, c)| g.children()[*c].buf.range(lo, hi, self.order)).collect();
+            bufs.iter().map(|b| b.range(lo, hi, self.order)).collect();
         let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
-        for ((g, c), own) in path.iter().zip(&owned) {
-            let child = &g.children()[*c];
-            debug_assert!(child.loaded, "checked on the way down");
+        for (buf, own) in bufs.iter().zip(&owned) {
             msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
-            broadcasts.extend(child.buf.broadcasts().iter().map(|(m, b)| (*m, b)));
+            broadcasts.extend(buf.broadcasts().iter().map(|(m, b)| (*m, b)));
         }
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);

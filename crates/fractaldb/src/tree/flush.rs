@@ -13,6 +13,19 @@
 //!
 //! The root's block number never changes: a root split moves the root's
 //! contents to new nodes below it.
+//!
+//! Spills. A flush into a child that is not in memory would read the whole
+//! child and write it back for one buffer's worth of messages: with data
+//! many times the cache, a leaf of about 500 KB compressed was read and
+//! rewritten for some 800 rows, and that I/O bounded every load. Instead
+//! the cleaner writes the buffer as it is to a block of its own (a spill,
+//! a few tens of KB) and records it in the parent, next to the child's
+//! pointer; the child is not touched. Once the child's spills hold a node's
+//! worth of messages (or the child is in memory anyway, or the drain comes
+//! by), the next flush reads the child and the spills and moves them all
+//! down in one rewrite. Reads look in the spills on their path like in a
+//! buffer (one read per spill). Spills are immutable: written once, freed
+//! by the flush that empties them, under the parent's write lock.
 
 use std::cmp::Ordering;
 use std::sync::atomic::Ordering as AtomicOrdering;
@@ -30,6 +43,10 @@ use crate::error::Result;
 use crate::file::BlockNum;
 
 type WriteGuard = ArcRwLockWriteGuard<RawRwLock, Node>;
+
+/// The most spills one child may have: each costs a point read passing by
+/// one read.
+const MAX_SPILLS: usize = 16;
 
 /// What one drain step did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,6 +299,10 @@ fn underfull(tree: &Tree, node: &Node) -> bool {
 }
 
 /// Moves every message buffered for child `c` of `parent` into `child`.
+/// Spills first (oldest first), then the buffer: a flush always moves
+/// everything waiting for the child, so the child's messages stay older
+/// than every message above it. The spills' blocks are freed once their
+/// messages are in the child.
 fn flush_buffer(
     tree: &Tree,
     parent: &mut Node,
@@ -289,9 +310,23 @@ fn flush_buffer(
     child: &mut Node,
     child_bn: BlockNum,
 ) -> Result<()> {
-    let taken = parent.children_mut()[c].buf.take_all();
+    let spills = std::mem::take(&mut parent.children_mut()[c].spills);
+    let mut taken = MsgBuffer::default();
+    for sp in &spills {
+        match tree.read_spill(sp.bn) {
+            Ok(b) => taken.append(b, tree.order),
+            Err(e) => {
+                parent.children_mut()[c].spills = spills;
+                return Err(e);
+            }
+        }
+    }
+    taken.append(parent.children_mut()[c].buf.take_all(), tree.order);
     parent.dirty = true;
     child.dirty = true;
+    for sp in spills {
+        tree.file.free_blocknum(sp.bn);
+    }
     if taken.len() == 0 {
         return Ok(());
     }
@@ -434,7 +469,7 @@ impl Tree {
             let c = (0..parent.n_parts())
                 .max_by_key(|&i| parent.children()[i].buf.mem_bytes())
                 .expect("children");
-            match self.flush_into(&parent_e, &mut parent, c) {
+            match self.flush_into(&parent_e, &mut parent, c, true) {
                 Ok(None) => {}
                 Ok(Some(bn)) => break Ok(Step::Need(bn)),
                 Err(e) => break Err(e),
@@ -451,15 +486,27 @@ impl Tree {
     /// merges the child if that left it too big or too small. Returns the
     /// node to read first if the child (or, for a merge, its sibling) is not
     /// all in memory; then nothing changed. The caller recharges `parent`.
-    fn flush_into(&self, parent_e: &Entry, parent: &mut Node, c: usize) -> Result<Option<BlockNum>> {
+    ///
+    /// With `may_spill`, a child not in memory is not read: the buffer is
+    /// written to a spill block instead, while the child's spills stay
+    /// within `spill_room` (see Spills, at the top).
+    fn flush_into(
+        &self,
+        parent_e: &Entry,
+        parent: &mut Node,
+        c: usize,
+        may_spill: bool,
+    ) -> Result<Option<BlockNum>> {
         let child_bn = parent.children()[c].bn;
-        let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
+        let child_e = self.ctx.cache.get(self.dict, child_bn);
+        let ready = child_e.as_ref().map(|e| e.node.write_arc()).filter(|g| g.all_loaded());
+        let (Some(child_e), Some(mut child)) = (child_e, ready) else {
+            if may_spill && self.spill_room(&parent.children()[c]) {
+                self.spill(parent_e.bn, parent, c)?;
+                return Ok(None);
+            }
             return Ok(Some(child_bn));
         };
-        let mut child = child_e.node.write_arc();
-        if !child.all_loaded() {
-            return Ok(Some(child_bn));
-        }
         self.cow(parent_e.bn, parent);
         self.cow(child_bn, &mut child);
         flush_buffer(self, parent, c, &mut child, child_bn)?;
@@ -484,6 +531,30 @@ impl Tree {
             }
         }
         Ok(None)
+    }
+
+    /// Whether child `c`'s buffer may go to a spill: it holds messages, and
+    /// the child's spills stay within a node's size and `MAX_SPILLS`.
+    fn spill_room(&self, child: &Child) -> bool {
+        let buf = child.buf.mem_bytes();
+        child.loaded
+            && child.buf.len() > 0
+            && child.spills.len() < MAX_SPILLS
+            && child.spilled_bytes() + buf <= self.settings.node_size_bytes
+    }
+
+    /// Writes child `c`'s buffer to a new spill block and empties it. The
+    /// parent stays write-locked through the write (one block of about a
+    /// buffer's compressed size), so no reader can miss the messages.
+    fn spill(&self, parent_bn: BlockNum, parent: &mut Node, c: usize) -> Result<()> {
+        self.cow(parent_bn, parent);
+        let sp = self.write_spill(&parent.children()[c].buf)?;
+        let child = &mut parent.children_mut()[c];
+        child.buf = MsgBuffer::default();
+        child.spills.push(sp);
+        parent.dirty = true;
+        self.spills_written.fetch_add(1, AtomicOrdering::Relaxed);
+        Ok(())
     }
 
     /// One step of draining buffers while nobody writes (see
@@ -529,8 +600,8 @@ impl Tree {
             if c + 1 < g.n_parts() {
                 upper = Some(g.pivots[c].clone());
             }
-            if g.children()[c].buf.len() > 0 {
-                let step = match self.flush_into(&entry, &mut g, c)? {
+            if g.children()[c].has_messages() {
+                let step = match self.flush_into(&entry, &mut g, c, false)? {
                     None => {
                         self.drain_flushed.store(true, AtomicOrdering::Relaxed);
                         Ok(Drain::Flushed)

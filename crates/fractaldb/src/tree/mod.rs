@@ -289,6 +289,8 @@ pub(crate) struct Tree {
     /// Begin-time copies of nodes changed during a checkpoint before it
     /// wrote them (see `cow`); the checkpoint writes and drops them.
     ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
+    /// Spill blocks written (`flush.rs`, Spills).
+    pub(crate) spills_written: AtomicU64,
 }
 
 /// A checkpoint of one tree between its begin and its finish.
@@ -378,6 +380,7 @@ impl Tree {
             drain_hand: Mutex::new(None),
             drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
+            spills_written: AtomicU64::new(0),
         })
     }
 
@@ -446,6 +449,13 @@ impl Tree {
                 // Freed, or a new node that another thread has just cached.
                 return Ok(self.ctx.cache.get(self.dict, bn));
             };
+            // A node freed by a merge may have had its block number taken
+            // by a spill since (a reader that dropped its locks comes back
+            // with the old number): then the node is gone. The block table
+            // tells them apart: a spill's header is shorter than any node's.
+            if ext.header_len as usize == serialize::SPILL_HEADER_BYTES {
+                return Ok(None);
+            }
             // The extent may be freed and reused while it is read (another
             // thread cached, changed and wrote the node meanwhile): bytes that
             // fail to decode are corruption only if the extent is still current.
@@ -482,19 +492,23 @@ impl Tree {
             // read: it is in memory from the start. Drained nodes (see
             // `drain_step`) are all empty buffers, so a point read of data
             // larger than the cache reads just its basement.
-            let children = header.child_bns.iter().zip(&header.parts).map(|(&bn, info)| node::Child {
-                bn,
-                buf: Default::default(),
-                loaded: info.raw_len == EMPTY_BUFFER_RAW_LEN,
-            });
+            let children =
+                header.child_bns.iter().zip(&header.parts).zip(header.spills).map(|((&bn, info), spills)| {
+                    node::Child {
+                        bn,
+                        buf: Default::default(),
+                        loaded: info.raw_len == EMPTY_BUFFER_RAW_LEN,
+                        spills,
+                    }
+                });
             Body::Internal(children.collect())
         } else if header.height > 0 {
             let mut children = Vec::with_capacity(header.parts.len());
-            for (info, &child) in header.parts.iter().zip(&header.child_bns) {
+            for ((info, &child), spills) in header.parts.iter().zip(&header.child_bns).zip(header.spills) {
                 let s = info.offset as usize;
                 let buf = decode_buffer(info, &bytes[s..s + info.disk_len as usize], self.order)
                     .map_err(|r| self.corrupt(bn, r))?;
-                children.push(node::Child { bn: child, buf, loaded: true });
+                children.push(node::Child { bn: child, buf, loaded: true, spills });
             }
             Body::Internal(children)
         } else if full {
@@ -871,6 +885,13 @@ impl Tree {
                 if child.loaded {
                     msgs.extend(child.buf.for_key(key, self.order));
                     msgs.extend(child.buf.broadcasts().iter().cloned());
+                    // Spills are read under the node's shared lock: they
+                    // are immutable, and freed only under its write lock.
+                    for sp in &child.spills {
+                        let buf = self.read_spill(sp.bn)?;
+                        msgs.extend(buf.for_key(key, self.order));
+                        msgs.extend(buf.broadcasts().iter().cloned());
+                    }
                 } else {
                     drop(guard);
                     gate.outside(&mut pass, || self.fetch_part(&entry, c))?;
@@ -1063,6 +1084,29 @@ impl Tree {
         let bytes = w.mem_bytes();
         self.ctx.cache.recharge(e, bytes);
         Ok(())
+    }
+
+    /// Reads a spill block (messages for one child that a flush wrote out
+    /// instead of into the child; see `flush.rs`). The caller holds the
+    /// parent's lock, so the spill cannot be freed meanwhile.
+    pub(crate) fn read_spill(&self, bn: BlockNum) -> Result<buffer::MsgBuffer> {
+        let ext =
+            self.file.extent(bn).ok_or_else(|| self.corrupt(bn, "spill block is not in the block table"))?;
+        let bytes = self.file.read_range(bn, ext, 0, ext.len)?;
+        serialize::decode_spill(&bytes, self.order).map_err(|r| self.corrupt(bn, r))
+    }
+
+    /// Writes `buf` to a new spill block and returns its entry for the parent.
+    pub(crate) fn write_spill(&self, buf: &buffer::MsgBuffer) -> Result<node::Spill> {
+        let (bytes, raw_len) = serialize::encode_spill(buf, self.settings.codec.for_buffers());
+        let bn = self.file.allocate_blocknum();
+        match self.file.write_block(bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
+            Ok(_) => Ok(node::Spill { bn, raw_len, count: buf.len() as u32 }),
+            Err(e) => {
+                self.file.free_blocknum(bn);
+                Err(e)
+            }
+        }
     }
 
     /// Frees a node's block and forgets it in the cache.

@@ -33,19 +33,52 @@ pub(crate) struct PartInfo {
     pub crc32c: u32,
 }
 
+/// Messages for one child written out to a block of their own (a *spill*)
+/// instead of into the child: see `flush.rs`, Spills. The block holds a
+/// serialized `MsgBuffer` (`serialize::encode_spill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spill {
+    pub bn: BlockNum,
+    /// Bytes of the serialized buffer before compression.
+    pub raw_len: u32,
+    /// Messages in it (broadcasts included).
+    pub count: u32,
+}
+
+/// Memory a spill's entry costs in its parent.
+const SPILL_OVERHEAD_BYTES: usize = 32;
+
 /// One child of an internal node and the messages waiting above it.
+///
+/// Invariant (checked by `check`): the messages for the child are in
+/// `spills`, oldest spill first, then in `buf`; every message of a spill is
+/// older than every message of a later spill and of `buf`, and newer than
+/// everything below the child.
 pub(crate) struct Child {
     pub bn: BlockNum,
     /// Empty, and not to be used, while `loaded` is false: the buffer is
     /// then only on disk, at `disk_parts[i]`.
     pub buf: MsgBuffer,
     pub loaded: bool,
+    /// Older messages for the child, in blocks of their own, oldest first.
+    /// Part of the node's header: always in memory.
+    pub spills: Vec<Spill>,
 }
 
 impl Child {
     /// A child with an empty buffer in memory.
     pub(crate) fn new(bn: BlockNum) -> Child {
-        Child { bn, buf: MsgBuffer::default(), loaded: true }
+        Child { bn, buf: MsgBuffer::default(), loaded: true, spills: Vec::new() }
+    }
+
+    /// Raw bytes of the child's spills.
+    pub(crate) fn spilled_bytes(&self) -> usize {
+        self.spills.iter().map(|s| s.raw_len as usize).sum()
+    }
+
+    /// True if messages wait for the child, in memory, on disk or in spills.
+    pub(crate) fn has_messages(&self) -> bool {
+        !self.loaded || self.buf.len() > 0 || !self.spills.is_empty()
     }
 }
 
@@ -106,7 +139,9 @@ impl Node {
         debug_assert!(self.all_loaded(), "a dirty node has all its partitions");
         let body = match &self.body {
             Body::Internal(c) => Body::Internal(
-                c.iter().map(|c| Child { bn: c.bn, buf: c.buf.clone(), loaded: true }).collect(),
+                c.iter()
+                    .map(|c| Child { bn: c.bn, buf: c.buf.clone(), loaded: true, spills: c.spills.clone() })
+                    .collect(),
             ),
             Body::Leaf(b) => Body::Leaf(b.clone()),
         };
@@ -208,7 +243,9 @@ impl Node {
     pub(crate) fn mem_bytes(&self) -> usize {
         let pivots: usize = self.pivots.iter().map(|p| p.len() + 16).sum();
         let parts: usize = match &self.body {
-            Body::Internal(c) => c.iter().map(|c| c.buf.mem_bytes() + 32).sum(),
+            Body::Internal(c) => {
+                c.iter().map(|c| c.buf.mem_bytes() + 32 + c.spills.len() * SPILL_OVERHEAD_BYTES).sum()
+            }
             Body::Leaf(b) => b.iter().map(|b| b.as_ref().map_or(0, |b| b.mem_bytes()) + 32).sum(),
         };
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()

@@ -10,6 +10,9 @@
 //!   24  header_len   u32      bytes of the header, including its checksum
 //!   28  pivots       (n_parts - 1) × (len varint | bytes)
 //!       children     internal only: n_parts × block number u64
+//!       spills       internal only, version 2: n_parts × (n varint |
+//!                    n × (block number u64 | raw_len u32 | count u32)),
+//!                    each child's spills oldest first
 //!       partitions   n_parts × (offset u32 | disk_len u32 | raw_len u32 | codec u8 | crc32c u32)
 //!       crc32c       u32 over every header byte before it
 //! partitions, each compressed on its own with the codec named in its entry
@@ -17,19 +20,35 @@
 //!   basement: its packed entries (see basement.rs)
 //!   buffer:   count varint | messages (see buffer.rs, message.rs)
 //! ```
+//! A spill block (messages for one child, written out by a flush instead of
+//! into the child; see `flush.rs`):
+//!   0   magic        8 bytes  "FDBSPILL"
+//!   8   version      u16      1
+//!   10  codec u8 | raw_len u32 | disk_len u32 | crc32c u32 of the payload
+//!   23  crc32c       u32 over bytes 0..23
+//!   27  payload      the buffer as `MsgBuffer::encode` wrote it, compressed
+//! Version 1 node headers (no spill lists) are still read.
+//!
 //! Offsets count from the start of the block. Each partition's checksum is
 //! over its compressed bytes, so a point read verifies exactly what it read.
 //! All integers are little-endian.
 
 use super::buffer::MsgBuffer;
-use super::node::{Body, PartInfo};
+use super::node::{Body, PartInfo, Spill};
 use super::{basement::Basement, node::Node};
 use super::{Comparator, KeyOrder};
-use crate::encoding::{put_bytes, varint_len, Reader};
+use crate::encoding::{put_bytes, put_varint, varint_len, Reader};
 use crate::file::{BlockNum, Codec};
 
 pub(crate) const NODE_MAGIC: &[u8; 8] = b"FDBNODE\0";
-pub(crate) const NODE_FORMAT_VERSION: u16 = 1;
+pub(crate) const NODE_FORMAT_VERSION: u16 = 2;
+pub(crate) const SPILL_MAGIC: &[u8; 8] = b"FDBSPILL";
+const SPILL_FORMAT_VERSION: u16 = 1;
+/// Bytes of a spill block before its payload. The block table records it as
+/// the block's header length, which tells a spill from a node: every node
+/// header is longer (`Tree::try_pin` relies on it).
+pub(crate) const SPILL_HEADER_BYTES: usize = 27;
+const _: () = assert!(SPILL_HEADER_BYTES < FIXED_HEADER_BYTES + 4);
 const FIXED_HEADER_BYTES: usize = 28;
 const PART_ENTRY_BYTES: usize = 17;
 
@@ -53,6 +72,8 @@ pub(crate) struct Header {
     pub max_msn: u64,
     pub pivots: Vec<Box<[u8]>>,
     pub child_bns: Vec<BlockNum>,
+    /// Internal nodes: each child's spills (empty lists in version 1).
+    pub spills: Vec<Vec<Spill>>,
     pub parts: Vec<PartInfo>,
 }
 
@@ -62,6 +83,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
     assert!(node.all_loaded(), "serializing a node with evicted partitions");
     let mut compressed: Vec<(Vec<u8>, u32)> = Vec::with_capacity(node.n_parts());
     let mut raw = Vec::new();
+    let mut spills: Vec<u8> = Vec::new();
     let child_bns: Vec<BlockNum> = match &node.body {
         Body::Internal(children) => {
             for c in children {
@@ -70,6 +92,12 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
                 let mut out = Vec::with_capacity(raw.len() / 2 + 64);
                 codec.for_buffers().compress(&raw, &mut out);
                 compressed.push((out, raw.len() as u32));
+                put_varint(&mut spills, c.spills.len() as u64);
+                for sp in &c.spills {
+                    spills.extend_from_slice(&sp.bn.to_le_bytes());
+                    spills.extend_from_slice(&sp.raw_len.to_le_bytes());
+                    spills.extend_from_slice(&sp.count.to_le_bytes());
+                }
             }
             children.iter().map(|c| c.bn).collect()
         }
@@ -91,8 +119,12 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
         }
     };
     let pivot_bytes: usize = node.pivots.iter().map(|p| varint_len(p.len() as u64) + p.len()).sum();
-    let header_len =
-        FIXED_HEADER_BYTES + pivot_bytes + child_bns.len() * 8 + compressed.len() * PART_ENTRY_BYTES + 4;
+    let header_len = FIXED_HEADER_BYTES
+        + pivot_bytes
+        + child_bns.len() * 8
+        + spills.len()
+        + compressed.len() * PART_ENTRY_BYTES
+        + 4;
     let total = header_len + compressed.iter().map(|(c, _)| c.len()).sum::<usize>();
     let mut out = Vec::with_capacity(total);
     out.extend_from_slice(NODE_MAGIC);
@@ -107,6 +139,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
     for bn in &child_bns {
         out.extend_from_slice(&bn.to_le_bytes());
     }
+    out.extend_from_slice(&spills);
     let mut parts = Vec::with_capacity(compressed.len());
     let mut offset = header_len;
     for (c, raw_len) in &compressed {
@@ -157,7 +190,7 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
     if crc32c::crc32c(&bytes[..header_len - 4]) != stored {
         return Err(c("node header checksum mismatch".into()));
     }
-    if version != NODE_FORMAT_VERSION {
+    if version != NODE_FORMAT_VERSION && version != 1 {
         return Err(HeaderError::Version(version));
     }
     if n_parts == 0 || n_parts > bytes.len() {
@@ -169,9 +202,25 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
         pivots.push(r.bytes().map_err(c)?.into());
     }
     let mut child_bns = Vec::new();
+    let mut spills = Vec::new();
     if height > 0 {
         for _ in 0..n_parts {
             child_bns.push(r.u64().map_err(c)?);
+        }
+        for _ in 0..n_parts {
+            let n = if version >= 2 { r.varint().map_err(c)? } else { 0 };
+            if n > bytes.len() as u64 {
+                return Err(c(format!("a child with {n} spills")));
+            }
+            let mut list = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                list.push(Spill {
+                    bn: r.u64().map_err(c)?,
+                    raw_len: r.u32().map_err(c)?,
+                    count: r.u32().map_err(c)?,
+                });
+            }
+            spills.push(list);
         }
     }
     let mut parts = Vec::with_capacity(n_parts);
@@ -192,7 +241,7 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
     if !r.is_empty() {
         return Err(c("trailing bytes in node header".into()));
     }
-    Ok(Header { height, max_msn, pivots, child_bns, parts })
+    Ok(Header { height, max_msn, pivots, child_bns, spills, parts })
 }
 
 /// Verifies and decompresses one partition's bytes.
@@ -215,6 +264,53 @@ pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], order: KeyOrder) -> Re
     MsgBuffer::decode(decode_part(info, disk)?, order)
 }
 
+/// A spill block holding `buf`, compressed with `codec`; also its raw length.
+pub(crate) fn encode_spill(buf: &MsgBuffer, codec: Codec) -> (Vec<u8>, u32) {
+    let mut raw = Vec::new();
+    buf.encode(&mut raw);
+    let mut payload = Vec::with_capacity(raw.len() / 2 + 64);
+    codec.compress(&raw, &mut payload);
+    let mut out = Vec::with_capacity(SPILL_HEADER_BYTES + payload.len());
+    out.extend_from_slice(SPILL_MAGIC);
+    out.extend_from_slice(&SPILL_FORMAT_VERSION.to_le_bytes());
+    out.push(codec as u8);
+    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(out.len(), SPILL_HEADER_BYTES);
+    out.extend_from_slice(&payload);
+    (out, raw.len() as u32)
+}
+
+/// Verifies and decodes a whole spill block.
+pub(crate) fn decode_spill(block: &[u8], order: KeyOrder) -> Result<MsgBuffer, String> {
+    if block.len() < SPILL_HEADER_BYTES {
+        return Err(format!("spill block of {} bytes is too short", block.len()));
+    }
+    if &block[..8] != SPILL_MAGIC {
+        return Err("bad spill magic".into());
+    }
+    let stored = u32::from_le_bytes(block[23..27].try_into().expect("4 bytes"));
+    if crc32c::crc32c(&block[..23]) != stored {
+        return Err("spill header checksum mismatch".into());
+    }
+    let mut r = Reader::new(&block[8..23]);
+    let version = r.u16()?;
+    if version != SPILL_FORMAT_VERSION {
+        return Err(format!("spill format version {version}, this build reads {SPILL_FORMAT_VERSION}"));
+    }
+    let info = PartInfo {
+        offset: SPILL_HEADER_BYTES as u32,
+        codec: r.u8()?,
+        raw_len: r.u32()?,
+        disk_len: r.u32()?,
+        crc32c: r.u32()?,
+    };
+    decode_buffer(&info, &block[SPILL_HEADER_BYTES..], order)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +322,13 @@ mod tests {
     }
     const BYTEWISE: KeyOrder = KeyOrder { cmp: bytewise, bytewise: true };
 
+    /// A committed insert message.
+    fn insert(msn: u64, key: Vec<u8>, val: Vec<u8>) -> Msg {
+        let body =
+            MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, provisional: false, sp: 0, val: val.into() };
+        Msg { msn, key: key.into(), body }
+    }
+
     /// An internal node of a zstd dictionary writes its buffers with lz4
     /// and names lz4 in their entries; they read back as written.
     #[test]
@@ -235,16 +338,8 @@ mod tests {
         let mut children = vec![Child::new(7), Child::new(9)];
         for i in 0..200u32 {
             let key = format!("key{i:05}").into_bytes();
-            let body = MsgBody {
-                kind: MsgKind::Insert,
-                fn_id: 0,
-                txid: 0,
-                provisional: false,
-                sp: 0,
-                val: vec![b'x'; 50].into(),
-            };
             let c = if i < 100 { 0 } else { 1 };
-            children[c].buf.insert(Msg { msn: u64::from(i) + 1, key: key.into(), body }, BYTEWISE);
+            children[c].buf.insert(insert(u64::from(i) + 1, key, vec![b'x'; 50]), BYTEWISE);
         }
         children.iter_mut().for_each(|c| c.loaded = true);
         internal.pivots = vec![b"key00100".to_vec().into()];
@@ -258,11 +353,46 @@ mod tests {
             let buf = decode_buffer(info, disk, BYTEWISE).unwrap();
             assert_eq!(buf.len(), 100);
         }
+        // Spill lists round-trip through the header.
+        let spill = Spill { bn: 41, raw_len: 5000, count: 77 };
+        internal.children_mut()[1].spills = vec![spill, Spill { bn: 3, ..spill }];
+        let s = serialize(&internal, Codec::Zstd, 0);
+        let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
+        assert_eq!(header.spills, vec![vec![], vec![spill, Spill { bn: 3, ..spill }]]);
         // A leaf keeps the dictionary's codec.
         let mut leaf = Node::new_leaf();
         leaf.dirty = true;
         let s = serialize(&leaf, Codec::Zstd, 0);
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
         assert!(header.parts.iter().all(|p| p.codec == Codec::Zstd as u8));
+    }
+
+    /// A spill block reads back as written; any flipped bit or cut is an
+    /// error, never other messages.
+    #[test]
+    fn spill_blocks_round_trip_and_damage_is_an_error() {
+        let mut buf = MsgBuffer::default();
+        for i in 0..300u32 {
+            let key = format!("k{i:04}").into_bytes();
+            buf.insert(insert(u64::from(i) + 10, key, format!("value {i}").into_bytes()), BYTEWISE);
+        }
+        let (block, raw_len) = encode_spill(&buf, Codec::Lz4);
+        let mut raw = Vec::new();
+        buf.encode(&mut raw);
+        assert_eq!(raw_len as usize, raw.len());
+        let back = decode_spill(&block, BYTEWISE).unwrap();
+        let mut again = Vec::new();
+        back.encode(&mut again);
+        assert_eq!(again, raw);
+        for i in 0..block.len() {
+            for bit in [0, 3, 7] {
+                let mut bad = block.clone();
+                bad[i] ^= 1 << bit;
+                assert!(decode_spill(&bad, BYTEWISE).is_err(), "flip at byte {i} bit {bit}");
+            }
+        }
+        for len in 0..block.len() {
+            assert!(decode_spill(&block[..len], BYTEWISE).is_err(), "cut at {len}");
+        }
     }
 }
