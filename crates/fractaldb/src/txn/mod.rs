@@ -592,8 +592,15 @@ impl Txn {
             m.note_first_write(self.id());
         }
         // On the undo list before the write: if the write fails after its
-        // record reached the log, an abort still cleans the keys up.
-        for (key, _) in &ops {
+        // record reached the log, an abort still cleans the keys up. Each
+        // key once: clean-up messages act on a key's provisional versions
+        // whatever wrote them, so one per key is enough (a roll-up batch
+        // upserts a few counters a thousand times each, and sent a commit
+        // message per upsert).
+        let mut keys: Vec<&[u8]> = ops.iter().map(|(k, _)| &k[..]).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
