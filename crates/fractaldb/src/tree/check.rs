@@ -196,6 +196,14 @@ impl Tree {
                                 return Err(self
                                     .bad(bn, format!("message MSN {msn} spilled for the wrong child {i}")));
                             }
+                            if !sp.may_contain(k) {
+                                return Err(
+                                    self.bad(bn, format!("spill {j}'s filter misses MSN {msn}'s key"))
+                                );
+                            }
+                        }
+                        if !sp.bloom.is_empty() && (!buf.broadcasts().is_empty() || !self.order.bytewise) {
+                            return Err(self.bad(bn, format!("spill {j} has a filter it may not have")));
                         }
                         if let Some((lo_msn, hi_msn)) = buf.msn_range() {
                             if hi_msn >= newer_than.min(min_msn) {

@@ -239,9 +239,17 @@ impl Tree {
         // The spills on the path, read under the path's shared locks (they
         // are freed only under their parent's write lock).
         let mut spills = Vec::new();
-        for (g, c) in path {
-            for sp in &g.children()[*c].spills {
+        for (i, (g, c)) in path.iter().enumerate() {
+            let child = &g.children()[*c];
+            for sp in &child.spills {
                 spills.push(self.read_spill(sp.bn)?);
+            }
+            if !child.spills.is_empty() {
+                // The path's node bns: each child's is the next guard's entry,
+                // which the guard does not carry; the child's own bn names it.
+                let parent_bn =
+                    if i == 0 { self.root_bn() } else { path[i - 1].0.children()[path[i - 1].1].bn };
+                self.queue_merge(parent_bn, child.bn);
             }
         }
         // Each buffer on the path decodes its messages in this batch's range

@@ -432,7 +432,7 @@ impl Tree {
         // pushes more into them: so no node grows past about twice its
         // budget. A node stays queued until its flush completes, so a flush
         // that first needs a node from disk is not forgotten.
-        let Some(bn) = queued else { return Ok(Step::Done(false)) };
+        let Some(bn) = queued else { return self.merge_step() };
         let Some(e) = self.try_pin(bn)? else {
             self.flush_queue.lock().retain(|&b| b != bn);
             return Ok(Step::Done(true));
@@ -531,6 +531,42 @@ impl Tree {
             }
         }
         Ok(None)
+    }
+
+    /// Flushes down one child whose spills a read had to read (the merge
+    /// queue), with them. The pair stays queued until done, so a flush that
+    /// first needs the child from disk is not forgotten; a pair whose parent
+    /// or child is gone, or that has no spills left, is just dropped.
+    fn merge_step(&self) -> Result<Step> {
+        let Some((parent_bn, child_bn)) = self.merge_queue.lock().last().copied() else {
+            return Ok(Step::Done(false));
+        };
+        let forget = || self.merge_queue.lock().retain(|&p| p != (parent_bn, child_bn));
+        let Some(e) = self.try_pin(parent_bn)? else {
+            forget();
+            return Ok(Step::Done(true));
+        };
+        let mut g = e.node.write_arc();
+        let c = if g.is_leaf() { None } else { g.children().iter().position(|c| c.bn == child_bn) };
+        let Some(c) = c.filter(|&c| !g.children()[c].spills.is_empty()) else {
+            forget();
+            return Ok(Step::Done(true));
+        };
+        if !g.all_loaded() {
+            return Ok(Step::Need(parent_bn));
+        }
+        let step = match self.flush_into(&e, &mut g, c, false)? {
+            None => {
+                forget();
+                Step::Done(true)
+            }
+            Some(bn) => Step::Need(bn),
+        };
+        self.ctx.cache.recharge(&e, g.mem_bytes());
+        if parent_bn == self.root_bn() {
+            self.set_root_pressure(&g);
+        }
+        Ok(step)
     }
 
     /// Whether child `c`'s buffer may go to a spill: it holds messages, and

@@ -20,6 +20,7 @@
 //! drops its locks, reads the node (keeping it pinned) and starts over.
 
 pub(crate) mod basement;
+pub(crate) mod bloom;
 pub(crate) mod buffer;
 pub(crate) mod check;
 pub(crate) mod cursor;
@@ -281,6 +282,10 @@ pub(crate) struct Tree {
     pub(crate) dropped: AtomicBool,
     /// Internal nodes the cleaner should visit (left over-budget by a split).
     pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
+    /// Children whose spills a read had to read, as (parent, child): the
+    /// cleaner flushes them down when it has nothing more pressing
+    /// (`flush.rs`, Spills), so later reads find one basement again.
+    pub(crate) merge_queue: Mutex<Vec<(BlockNum, BlockNum)>>,
     /// Where the next drain step descends (`flush.rs`, `drain_step`);
     /// `None`: the first key.
     pub(crate) drain_hand: Mutex<Option<Box<[u8]>>>,
@@ -377,6 +382,7 @@ impl Tree {
             failure: Mutex::new(None),
             dropped: AtomicBool::new(false),
             flush_queue: Mutex::new(Vec::new()),
+            merge_queue: Mutex::new(Vec::new()),
             drain_hand: Mutex::new(None),
             drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
@@ -887,10 +893,19 @@ impl Tree {
                     msgs.extend(child.buf.broadcasts().iter().cloned());
                     // Spills are read under the node's shared lock: they
                     // are immutable, and freed only under its write lock.
-                    for sp in &child.spills {
+                    // A spill that held messages for the key asks for the
+                    // child to be flushed down (not a filter's false
+                    // positive: a merge costs a rewrite of the child).
+                    let mut found = false;
+                    for sp in child.spills.iter().filter(|sp| sp.may_contain(key)) {
                         let buf = self.read_spill(sp.bn)?;
+                        let before = msgs.len();
                         msgs.extend(buf.for_key(key, self.order));
+                        found |= msgs.len() > before;
                         msgs.extend(buf.broadcasts().iter().cloned());
+                    }
+                    if found {
+                        self.queue_merge(entry.bn, child.bn);
                     }
                 } else {
                     drop(guard);
@@ -1096,12 +1111,34 @@ impl Tree {
         serialize::decode_spill(&bytes, self.order).map_err(|r| self.corrupt(bn, r))
     }
 
+    /// Asks the cleaner to flush child `child` of `parent` down with its
+    /// spills: a read had to read them. At most `MERGE_QUEUE_MAX` wait; more
+    /// are dropped (a later read asks again).
+    pub(crate) fn queue_merge(&self, parent: BlockNum, child: BlockNum) {
+        const MERGE_QUEUE_MAX: usize = 4096;
+        let mut q = self.merge_queue.lock();
+        if q.len() < MERGE_QUEUE_MAX && !q.contains(&(parent, child)) {
+            q.push((parent, child));
+            drop(q);
+            self.ctx.wake_cleaner();
+        }
+    }
+
     /// Writes `buf` to a new spill block and returns its entry for the parent.
     pub(crate) fn write_spill(&self, buf: &buffer::MsgBuffer) -> Result<node::Spill> {
         let (bytes, raw_len) = serialize::encode_spill(buf, self.settings.codec.for_buffers());
         let bn = self.file.allocate_blocknum();
         match self.file.write_block(bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
-            Ok(_) => Ok(node::Spill { bn, raw_len, count: buf.len() as u32 }),
+            Ok(_) => {
+                // A filter only where keys compare as bytes, and none over
+                // broadcasts (they apply to every key): see `bloom.rs`.
+                let bloom = if self.order.bytewise && buf.broadcasts().is_empty() {
+                    bloom::build(buf.keys().map(|(k, _)| k), buf.len())
+                } else {
+                    Box::new([])
+                };
+                Ok(node::Spill { bn, raw_len, count: buf.len() as u32, bloom })
+            }
             Err(e) => {
                 self.file.free_blocknum(bn);
                 Err(e)

@@ -36,13 +36,23 @@ pub(crate) struct PartInfo {
 /// Messages for one child written out to a block of their own (a *spill*)
 /// instead of into the child: see `flush.rs`, Spills. The block holds a
 /// serialized `MsgBuffer` (`serialize::encode_spill`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Spill {
     pub bn: BlockNum,
     /// Bytes of the serialized buffer before compression.
     pub raw_len: u32,
     /// Messages in it (broadcasts included).
     pub count: u32,
+    /// A Bloom filter over its keys (`bloom.rs`); empty: none, read it
+    /// for every key.
+    pub bloom: Box<[u8]>,
+}
+
+impl Spill {
+    /// False only if the spill certainly holds no message for `key`.
+    pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
+        super::bloom::may_contain(&self.bloom, key)
+    }
 }
 
 /// Memory a spill's entry costs in its parent.
@@ -243,9 +253,13 @@ impl Node {
     pub(crate) fn mem_bytes(&self) -> usize {
         let pivots: usize = self.pivots.iter().map(|p| p.len() + 16).sum();
         let parts: usize = match &self.body {
-            Body::Internal(c) => {
-                c.iter().map(|c| c.buf.mem_bytes() + 32 + c.spills.len() * SPILL_OVERHEAD_BYTES).sum()
-            }
+            Body::Internal(c) => c
+                .iter()
+                .map(|c| {
+                    let spills: usize = c.spills.iter().map(|s| SPILL_OVERHEAD_BYTES + s.bloom.len()).sum();
+                    c.buf.mem_bytes() + 32 + spills
+                })
+                .sum(),
             Body::Leaf(b) => b.iter().map(|b| b.as_ref().map_or(0, |b| b.mem_bytes()) + 32).sum(),
         };
         NODE_OVERHEAD_BYTES + pivots + parts + self.disk_parts.len() * std::mem::size_of::<PartInfo>()

@@ -11,8 +11,9 @@
 //!   28  pivots       (n_parts - 1) × (len varint | bytes)
 //!       children     internal only: n_parts × block number u64
 //!       spills       internal only, version 2: n_parts × (n varint |
-//!                    n × (block number u64 | raw_len u32 | count u32)),
-//!                    each child's spills oldest first
+//!                    n × (block number u64 | raw_len u32 | count u32 |
+//!                    bloom: len varint | bytes)), each child's spills
+//!                    oldest first (bloom.rs; empty: none)
 //!       partitions   n_parts × (offset u32 | disk_len u32 | raw_len u32 | codec u8 | crc32c u32)
 //!       crc32c       u32 over every header byte before it
 //! partitions, each compressed on its own with the codec named in its entry
@@ -97,6 +98,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
                     spills.extend_from_slice(&sp.bn.to_le_bytes());
                     spills.extend_from_slice(&sp.raw_len.to_le_bytes());
                     spills.extend_from_slice(&sp.count.to_le_bytes());
+                    put_bytes(&mut spills, &sp.bloom);
                 }
             }
             children.iter().map(|c| c.bn).collect()
@@ -218,6 +220,7 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
                     bn: r.u64().map_err(c)?,
                     raw_len: r.u32().map_err(c)?,
                     count: r.u32().map_err(c)?,
+                    bloom: r.bytes().map_err(c)?.into(),
                 });
             }
             spills.push(list);
@@ -354,11 +357,12 @@ mod tests {
             assert_eq!(buf.len(), 100);
         }
         // Spill lists round-trip through the header.
-        let spill = Spill { bn: 41, raw_len: 5000, count: 77 };
-        internal.children_mut()[1].spills = vec![spill, Spill { bn: 3, ..spill }];
+        let spill = Spill { bn: 41, raw_len: 5000, count: 77, bloom: vec![1, 2, 3].into() };
+        let other = Spill { bn: 3, bloom: Box::new([]), ..spill.clone() };
+        internal.children_mut()[1].spills = vec![spill.clone(), other.clone()];
         let s = serialize(&internal, Codec::Zstd, 0);
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
-        assert_eq!(header.spills, vec![vec![], vec![spill, Spill { bn: 3, ..spill }]]);
+        assert_eq!(header.spills, vec![vec![], vec![spill, other]]);
         // A leaf keeps the dictionary's codec.
         let mut leaf = Node::new_leaf();
         leaf.dirty = true;
