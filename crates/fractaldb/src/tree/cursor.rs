@@ -245,8 +245,8 @@ impl Tree {
                 spills.push(self.read_spill(sp.bn)?);
             }
             if !child.spills.is_empty() {
-                // The path's node bns: each child's is the next guard's entry,
-                // which the guard does not carry; the child's own bn names it.
+                // Guards do not carry block numbers: the node at depth `i`
+                // is the root, or the child its parent on the path took.
                 let parent_bn =
                     if i == 0 { self.root_bn() } else { path[i - 1].0.children()[path[i - 1].1].bn };
                 self.queue_merge(parent_bn, child.bn);

@@ -555,18 +555,25 @@ impl Tree {
         if !g.all_loaded() {
             return Ok(Step::Need(parent_bn));
         }
-        let step = match self.flush_into(&e, &mut g, c, false)? {
+        Ok(match self.flush_whole(&e, &mut g, c)? {
             None => {
                 forget();
                 Step::Done(true)
             }
             Some(bn) => Step::Need(bn),
-        };
-        self.ctx.cache.recharge(&e, g.mem_bytes());
-        if parent_bn == self.root_bn() {
-            self.set_root_pressure(&g);
+        })
+    }
+
+    /// Flushes child `c` of `parent` down with its spills, never spilling
+    /// (the drain and the merge queue want the child emptied), and
+    /// recharges the parent. Returns the node to read first, as `flush_into`.
+    fn flush_whole(&self, parent_e: &Entry, parent: &mut Node, c: usize) -> Result<Option<BlockNum>> {
+        let need = self.flush_into(parent_e, parent, c, false)?;
+        self.ctx.cache.recharge(parent_e, parent.mem_bytes());
+        if parent_e.bn == self.root_bn() {
+            self.set_root_pressure(parent);
         }
-        Ok(step)
+        Ok(need)
     }
 
     /// Whether child `c`'s buffer may go to a spill: it holds messages, and
@@ -589,7 +596,6 @@ impl Tree {
         child.buf = MsgBuffer::default();
         child.spills.push(sp);
         parent.dirty = true;
-        self.spills_written.fetch_add(1, AtomicOrdering::Relaxed);
         Ok(())
     }
 
@@ -637,18 +643,13 @@ impl Tree {
                 upper = Some(g.pivots[c].clone());
             }
             if g.children()[c].has_messages() {
-                let step = match self.flush_into(&entry, &mut g, c, false)? {
+                return Ok(match self.flush_whole(&entry, &mut g, c)? {
                     None => {
                         self.drain_flushed.store(true, AtomicOrdering::Relaxed);
                         Ok(Drain::Flushed)
                     }
                     Some(bn) => Err(bn),
-                };
-                self.ctx.cache.recharge(&entry, g.mem_bytes());
-                if entry.bn == root_bn {
-                    self.set_root_pressure(&g);
-                }
-                return Ok(step);
+                });
             }
             let child_bn = g.children()[c].bn;
             let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {

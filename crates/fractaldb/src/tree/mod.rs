@@ -294,8 +294,6 @@ pub(crate) struct Tree {
     /// Begin-time copies of nodes changed during a checkpoint before it
     /// wrote them (see `cow`); the checkpoint writes and drops them.
     ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
-    /// Spill blocks written (`flush.rs`, Spills).
-    pub(crate) spills_written: AtomicU64,
 }
 
 /// A checkpoint of one tree between its begin and its finish.
@@ -386,7 +384,6 @@ impl Tree {
             drain_hand: Mutex::new(None),
             drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
-            spills_written: AtomicU64::new(0),
         })
     }
 
