@@ -124,7 +124,9 @@ impl Record {
                 let mut msgs = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     let mut body = MsgBody::decode_head(&mut r)?;
-                    if matches!(body.kind, MsgKind::Commit | MsgKind::Abort) {
+                    // Commits are never logged as messages (only as
+                    // `TxnCommit` records), folded into a write or not.
+                    if matches!(body.kind, MsgKind::Commit | MsgKind::Abort) || body.commits {
                         return Err("a write record holds a transaction clean-up message".into());
                     }
                     let key: Box<[u8]> = r.bytes()?.into();
@@ -164,7 +166,7 @@ mod tests {
     use super::*;
 
     fn body(kind: MsgKind, val: &[u8]) -> MsgBody {
-        MsgBody { kind, fn_id: 7, txid: 3, provisional: false, sp: 0, val: val.into() }
+        MsgBody { kind, fn_id: 7, txid: 3, provisional: false, commits: false, sp: 0, val: val.into() }
     }
 
     #[test]
@@ -192,6 +194,7 @@ mod tests {
                         fn_id: 1,
                         txid: 77,
                         provisional: true,
+                        commits: false,
                         sp: 3,
                         val: b"a".to_vec().into(),
                     },

@@ -342,9 +342,11 @@ pub(crate) fn merge_key<'m>(
     out: &mut Vec<u8>,
 ) -> Result<bool, String> {
     // The common case, without building an `Entry`: a single visible value
-    // and committed writes every snapshot sees.
+    // and committed writes every snapshot sees (a provisional write with its
+    // commit folded in is one: there is no provisional version it could
+    // stack on, as the stored entry is a single value).
     let simple = |b: &MsgBody| {
-        !b.provisional
+        (!b.provisional || b.commits)
             && b.txid < horizon
             && matches!(b.kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update)
     };
@@ -383,11 +385,11 @@ mod tests {
     }
 
     fn ins(v: &[u8]) -> MsgBody {
-        MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, provisional: false, sp: 0, val: v.into() }
+        MsgBody::plain(MsgKind::Insert, 0, v)
     }
 
     fn del() -> MsgBody {
-        MsgBody { kind: MsgKind::Delete, fn_id: 0, txid: 0, provisional: false, sp: 0, val: Box::new([]) }
+        MsgBody::plain(MsgKind::Delete, 0, b"")
     }
 
     fn contents(b: &Basement) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -453,8 +455,7 @@ mod tests {
     fn leaf_writes_collect_versions_no_snapshot_needs() {
         let fns = UpdateFns::new();
         let mut b = Basement::new();
-        let committed =
-            |txid, kind, v: &[u8]| MsgBody { kind, fn_id: 0, txid, provisional: false, sp: 0, val: v.into() };
+        let committed = |txid, kind, v: &[u8]| MsgBody::plain_txn(kind, txid, v.into());
         let msgs = [
             (&b"a"[..], committed(5, MsgKind::Insert, b"old")),
             (&b"a"[..], committed(9, MsgKind::Insert, b"new")),

@@ -35,6 +35,9 @@ pub struct CheckReport {
     pub buffered_messages: u64,
     /// Spill blocks (see `flush.rs`).
     pub spills: u64,
+    /// Buffered writes with their transaction's commit folded in
+    /// (`MsgBuffer::fold_commits`), spilled ones included.
+    pub folded_commits: u64,
 }
 
 /// What a check walk has seen so far.
@@ -175,6 +178,7 @@ impl Tree {
                         }
                     }
                     report.buffered_messages += c.buf.len() as u64;
+                    report.folded_commits += c.buf.folded() as u64;
                     // Spills, newest first: each older than everything after it.
                     for (j, sp) in c.spills.iter().enumerate().rev() {
                         walk.blocks.push(sp.bn);
@@ -216,6 +220,7 @@ impl Tree {
                         }
                         report.spills += 1;
                         report.buffered_messages += buf.len() as u64;
+                        report.folded_commits += buf.folded() as u64;
                     }
                     work.push((
                         c.bn,

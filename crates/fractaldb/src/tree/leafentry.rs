@@ -252,6 +252,10 @@ impl Entry {
                 // under it and under any savepoint opened after it.
                 p.stack.retain(|(sp, _)| *sp < body.sp);
                 p.stack.push((body.sp, new));
+                if body.commits {
+                    // The write and then its transaction's commit.
+                    self.commit(body.txid);
+                }
             }
             MsgKind::Insert | MsgKind::Delete | MsgKind::Update => {
                 let new = apply_to_value(key, self.newest_committed(), body, fns)?;
@@ -266,13 +270,7 @@ impl Entry {
                     }
                 }
             }
-            MsgKind::Commit => {
-                if self.prov.as_ref().is_some_and(|p| p.txid == body.txid) {
-                    let p = self.prov.take().expect("checked");
-                    let top = p.stack.into_iter().next_back().and_then(|(_, v)| v);
-                    self.committed.push((p.txid, top));
-                }
-            }
+            MsgKind::Commit => self.commit(body.txid),
             MsgKind::Abort => {
                 let (lo, hi) = body.abort_range()?;
                 if let Some(p) = self.prov.as_mut().filter(|p| p.txid == body.txid) {
@@ -284,6 +282,16 @@ impl Entry {
             }
         }
         Ok(())
+    }
+
+    /// Transaction `txid` committed: its provisional version (if any) becomes
+    /// the newest committed one.
+    fn commit(&mut self, txid: u64) {
+        if self.prov.as_ref().is_some_and(|p| p.txid == txid) {
+            let p = self.prov.take().expect("checked");
+            let top = p.stack.into_iter().next_back().and_then(|(_, v)| v);
+            self.committed.push((p.txid, top));
+        }
     }
 
     /// Drops the committed versions no reader can see any more (module doc).
@@ -360,7 +368,7 @@ mod tests {
     }
 
     fn msg(kind: MsgKind, txid: u64, provisional: bool, sp: u32, val: &[u8]) -> MsgBody {
-        MsgBody { kind, fn_id: 1, txid, provisional, sp, val: val.into() }
+        MsgBody { kind, fn_id: 1, txid, provisional, commits: false, sp, val: val.into() }
     }
 
     fn fns() -> UpdateFns {
@@ -431,6 +439,37 @@ mod tests {
         let before = e.clone();
         e.apply(b"k", &msg(MsgKind::Commit, 9, false, 0, b""), &fns).unwrap();
         assert_eq!(e, before);
+    }
+
+    #[test]
+    fn a_write_with_its_commit_folded_in_is_the_write_then_the_commit() {
+        let fns = fns();
+        // Every start: nothing, a committed value, the transaction's own
+        // provisional stack (an earlier write of it flushed further down).
+        let starts: Vec<Vec<MsgBody>> = vec![
+            vec![],
+            vec![msg(MsgKind::Insert, 3, false, 0, b"a")],
+            vec![msg(MsgKind::Insert, 3, false, 0, b"a"), msg(MsgKind::Update, 9, true, 0, b"x")],
+            vec![msg(MsgKind::Update, 9, true, 0, b"x"), msg(MsgKind::Insert, 9, true, 2, b"y")],
+        ];
+        for start in &starts {
+            for kind in [MsgKind::Insert, MsgKind::Delete, MsgKind::Update] {
+                for sp in [0, 1, 2, 5] {
+                    let mut base = Entry::default();
+                    for b in start {
+                        base.apply(b"k", b, &fns).unwrap();
+                    }
+                    let write = msg(kind, 9, true, sp, b"+");
+                    let mut two = base.clone();
+                    two.apply(b"k", &write, &fns).unwrap();
+                    two.apply(b"k", &msg(MsgKind::Commit, 9, false, 0, b""), &fns).unwrap();
+                    let mut folded = base.clone();
+                    folded.apply(b"k", &MsgBody { commits: true, ..write }, &fns).unwrap();
+                    assert_eq!(folded, two, "{start:?} {kind:?} sp {sp}");
+                    assert!(folded.prov.is_none());
+                }
+            }
+        }
     }
 
     #[test]

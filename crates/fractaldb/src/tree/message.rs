@@ -11,7 +11,9 @@
 //! `msn u64 | kind u8 | fn_id u8 | txid varint | [sp varint] | key (varint len + bytes) | value (varint len + bytes)`.
 //! Bit 0x80 of `kind` marks a provisional message (a write of a transaction
 //! that has not committed); only those carry `sp`, the savepoint id the write
-//! was made under. A message without the bit is committed when it is made:
+//! was made under. Bit 0x40, only beside 0x80, marks a provisional message
+//! that also commits: a `Commit` folded into it (`MsgBuffer::fold_commits`),
+//! applied as the write and then the commit. A message without the bit is committed when it is made:
 //! `txid` 0 (internal writes, visible to every reader) or an autocommit
 //! write's transaction id. See `leafentry.rs` for what each kind does to a
 //! key's versions.
@@ -74,6 +76,10 @@ pub(crate) struct MsgBody {
     pub txid: u64,
     /// True for a transaction's uncommitted write (see the module doc).
     pub provisional: bool,
+    /// Only with `provisional`: the transaction's `Commit` for the key was
+    /// folded into this message, which then means the write followed at
+    /// once by the commit.
+    pub commits: bool,
     /// The savepoint id a provisional write was made under (0: none).
     pub sp: u32,
     /// The value for `Insert`, the argument for `Update`/`Broadcast`, the
@@ -83,21 +89,30 @@ pub(crate) struct MsgBody {
 
 /// Flag on the wire `kind` byte: the message is provisional.
 pub(crate) const KIND_PROVISIONAL: u8 = 0x80;
+/// Flag on the wire `kind` byte, only beside `KIND_PROVISIONAL`: the
+/// message also commits its transaction's versions of the key.
+pub(crate) const KIND_COMMITS: u8 = 0x40;
 
 impl MsgBody {
     /// A committed message of no transaction (visible to every reader).
     pub(crate) fn plain(kind: MsgKind, fn_id: u8, val: &[u8]) -> MsgBody {
-        MsgBody { kind, fn_id, txid: 0, provisional: false, sp: 0, val: val.into() }
+        MsgBody { kind, fn_id, txid: 0, provisional: false, commits: false, sp: 0, val: val.into() }
     }
 
     /// A committed message of transaction `txid` (clean-ups, autocommit).
     pub(crate) fn plain_txn(kind: MsgKind, txid: u64, val: Box<[u8]>) -> MsgBody {
-        MsgBody { kind, fn_id: 0, txid, provisional: false, sp: 0, val }
+        MsgBody { kind, fn_id: 0, txid, provisional: false, commits: false, sp: 0, val }
     }
 
     /// Writes `kind u8 | fn_id u8 | txid varint | [sp varint]`.
     pub(crate) fn encode_head(&self, out: &mut Vec<u8>) {
-        out.push(self.kind as u8 | if self.provisional { KIND_PROVISIONAL } else { 0 });
+        debug_assert!(self.provisional || !self.commits, "a committing message is provisional");
+        let flags = match (self.provisional, self.commits) {
+            (false, _) => 0,
+            (true, false) => KIND_PROVISIONAL,
+            (true, true) => KIND_PROVISIONAL | KIND_COMMITS,
+        };
+        out.push(self.kind as u8 | flags);
         out.push(self.fn_id);
         put_varint(out, self.txid);
         if self.provisional {
@@ -108,9 +123,13 @@ impl MsgBody {
     /// Reads what `encode_head` wrote; the caller fills `val`.
     pub(crate) fn decode_head(r: &mut Reader) -> DecodeResult<MsgBody> {
         let k = r.u8()?;
-        let kind =
-            MsgKind::from_u8(k & !KIND_PROVISIONAL).ok_or_else(|| format!("unknown message kind {k}"))?;
+        let kind = MsgKind::from_u8(k & !(KIND_PROVISIONAL | KIND_COMMITS))
+            .ok_or_else(|| format!("unknown message kind {k}"))?;
         let provisional = k & KIND_PROVISIONAL != 0;
+        let commits = k & KIND_COMMITS != 0;
+        if commits && !provisional {
+            return Err(format!("message kind {k:#x}: commits but is not provisional"));
+        }
         let fn_id = r.u8()?;
         let txid = r.varint()?;
         let sp = if provisional { r.varint()? } else { 0 };
@@ -119,7 +138,7 @@ impl MsgBody {
         {
             return Err(format!("a provisional {kind:?} message of transaction {txid}"));
         }
-        Ok(MsgBody { kind, fn_id, txid, provisional, sp, val: Box::new([]) })
+        Ok(MsgBody { kind, fn_id, txid, provisional, commits, sp, val: Box::new([]) })
     }
 
     /// The savepoint range `[lo, hi)` of an `Abort` message.
@@ -214,8 +233,9 @@ mod tests {
                 kind: MsgKind::Update,
                 fn_id: 7,
                 txid: 9,
-                provisional: false,
-                sp: 0,
+                provisional: true,
+                commits: true,
+                sp: 3,
                 val: b"arg".to_vec().into(),
             },
         };
@@ -225,6 +245,9 @@ mod tests {
         assert_eq!(Msg::decode(&mut r).unwrap(), m);
         assert!(r.is_empty());
         out[8] = 99;
+        assert!(Msg::decode(&mut Reader::new(&out)).is_err());
+        // The commits flag without the provisional one is refused.
+        out[8] = MsgKind::Update as u8 | KIND_COMMITS;
         assert!(Msg::decode(&mut Reader::new(&out)).is_err());
     }
 
@@ -244,6 +267,7 @@ mod tests {
             fn_id: 1,
             txid: 0,
             provisional: false,
+            commits: false,
             sp: 0,
             val: b"x".to_vec().into(),
         };
@@ -254,6 +278,7 @@ mod tests {
             fn_id: 2,
             txid: 0,
             provisional: false,
+            commits: false,
             sp: 0,
             val: Box::new([]),
         };

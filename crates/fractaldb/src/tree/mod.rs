@@ -765,6 +765,7 @@ impl Tree {
                     }
                 }
                 for (c, msgs) in g.children_mut().iter_mut().zip(per_child) {
+                    let msgs = c.buf.fold_commits(msgs, self.order);
                     if !msgs.is_empty() {
                         c.buf.insert_many(msgs, self.order);
                     }

@@ -10,7 +10,7 @@
 //!   24  header_len   u32      bytes of the header, including its checksum
 //!   28  pivots       (n_parts - 1) × (len varint | bytes)
 //!       children     internal only: n_parts × block number u64
-//!       spills       internal only, version 2: n_parts × (n varint |
+//!       spills       internal only, version 2 on: n_parts × (n varint |
 //!                    n × (block number u64 | raw_len u32 | count u32 |
 //!                    bloom: len varint | bytes)), each child's spills
 //!                    oldest first (bloom.rs; empty: none)
@@ -24,11 +24,12 @@
 //! A spill block (messages for one child, written out by a flush instead of
 //! into the child; see `flush.rs`):
 //!   0   magic        8 bytes  "FDBSPILL"
-//!   8   version      u16      1
+//!   8   version      u16      SPILL_FORMAT_VERSION (2; 1 is read)
 //!   10  codec u8 | raw_len u32 | disk_len u32 | crc32c u32 of the payload
 //!   23  crc32c       u32 over bytes 0..23
 //!   27  payload      the buffer as `MsgBuffer::encode` wrote it, compressed
-//! Version 1 node headers (no spill lists) are still read.
+//! Version 1 node headers (no spill lists) and version 2 nodes (no folded
+//! commits, kind bit 0x40, in their buffers) are still read.
 //!
 //! Offsets count from the start of the block. Each partition's checksum is
 //! over its compressed bytes, so a point read verifies exactly what it read.
@@ -42,9 +43,12 @@ use crate::encoding::{put_bytes, put_varint, varint_len, Reader};
 use crate::file::{BlockNum, Codec};
 
 pub(crate) const NODE_MAGIC: &[u8; 8] = b"FDBNODE\0";
-pub(crate) const NODE_FORMAT_VERSION: u16 = 2;
+/// Version 3 (buffers may hold writes with a commit folded in, kind bit
+/// 0x40) is written; 1 (no spill lists) and 2 are read.
+pub(crate) const NODE_FORMAT_VERSION: u16 = 3;
 pub(crate) const SPILL_MAGIC: &[u8; 8] = b"FDBSPILL";
-const SPILL_FORMAT_VERSION: u16 = 1;
+/// Version 2 (messages may carry kind bit 0x40) is written; 1 is read.
+const SPILL_FORMAT_VERSION: u16 = 2;
 /// Bytes of a spill block before its payload. The block table records it as
 /// the block's header length, which tells a spill from a node: every node
 /// header is longer (`Tree::try_pin` relies on it).
@@ -192,7 +196,7 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
     if crc32c::crc32c(&bytes[..header_len - 4]) != stored {
         return Err(c("node header checksum mismatch".into()));
     }
-    if version != NODE_FORMAT_VERSION && version != 1 {
+    if !(1..=NODE_FORMAT_VERSION).contains(&version) {
         return Err(HeaderError::Version(version));
     }
     if n_parts == 0 || n_parts > bytes.len() {
@@ -301,7 +305,7 @@ pub(crate) fn decode_spill(block: &[u8], order: KeyOrder) -> Result<MsgBuffer, S
     }
     let mut r = Reader::new(&block[8..23]);
     let version = r.u16()?;
-    if version != SPILL_FORMAT_VERSION {
+    if !(1..=SPILL_FORMAT_VERSION).contains(&version) {
         return Err(format!("spill format version {version}, this build reads {SPILL_FORMAT_VERSION}"));
     }
     let info = PartInfo {
@@ -327,9 +331,7 @@ mod tests {
 
     /// A committed insert message.
     fn insert(msn: u64, key: Vec<u8>, val: Vec<u8>) -> Msg {
-        let body =
-            MsgBody { kind: MsgKind::Insert, fn_id: 0, txid: 0, provisional: false, sp: 0, val: val.into() };
-        Msg { msn, key: key.into(), body }
+        Msg { msn, key: key.into(), body: MsgBody::plain(MsgKind::Insert, 0, &val) }
     }
 
     /// An internal node of a zstd dictionary writes its buffers with lz4
