@@ -378,7 +378,8 @@ impl Env {
             }
             let tree = self.open_tree(name)?;
             for c in run.chunks(1024) {
-                tree.write_msgs(c.iter().map(|(_, k)| (k.clone(), body.clone())).collect(), Logging::None)?;
+                let msgs: Vec<(&[u8], &MsgBody)> = c.iter().map(|(_, k)| (&k[..], body)).collect();
+                tree.write_msgs(&msgs, None, Logging::None)?;
                 writes += 1;
             }
         }
@@ -904,23 +905,23 @@ impl Dictionary {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Insert, 0, value))])
+        self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Insert, 0, value))])
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Delete, 0, &[]))])
+        self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Delete, 0, &[]))])
     }
 
     /// Upserts `key` through update function `fn_id` with `arg`, without
     /// reading: the function runs when the message reaches the leaf or a reader.
     pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(key.into(), MsgBody::plain(MsgKind::Update, fn_id, arg))])
+        self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Update, fn_id, arg))])
     }
 
     /// Runs update function `fn_id` with `arg` on every key, without reading.
     pub fn broadcast_update(&self, fn_id: u8, arg: &[u8]) -> Result<()> {
-        self.txns.autocommit(&self.tree, vec![(Box::new([]), MsgBody::plain(MsgKind::Broadcast, fn_id, arg))])
+        self.txns.autocommit(&self.tree, &[(&[][..], &MsgBody::plain(MsgKind::Broadcast, fn_id, arg))])
     }
 
     /// Applies a batch of changes as one step.
@@ -928,7 +929,7 @@ impl Dictionary {
         if batch.ops.is_empty() {
             return Ok(());
         }
-        self.txns.autocommit(&self.tree, batch.ops.clone())
+        self.txns.autocommit(&self.tree, &batch.ops)
     }
 
     /// The value of `key` (its newest committed version), if any.

@@ -41,7 +41,7 @@
 //! history and let recovery skip writes to dictionaries that no longer exist.
 
 use crate::encoding::{put_bytes, put_varint, DecodeResult, Reader};
-use crate::tree::message::{MsgBody, MsgKind};
+use crate::tree::message::{KeyedMsg, MsgBody, MsgKind, Stamp};
 
 /// The messages of one atomic write.
 pub(crate) type Msgs = Vec<(Box<[u8]>, MsgBody)>;
@@ -58,16 +58,21 @@ pub(crate) enum Record {
     TxnAbort { txid: u64, lo: u32, hi: u32 },
 }
 
-/// Encodes a `Write` record without building a `Record` (the hot path).
-pub(crate) fn encode_write(file_id: u64, msgs: &Msgs) -> Vec<u8> {
-    let size: usize = msgs.iter().map(|(k, b)| k.len() + b.val.len() + 16).sum();
+/// Encodes a `Write` record without building a `Record` (the hot path),
+/// with `stamp` (if any) on every message.
+pub(crate) fn encode_write<M: KeyedMsg>(file_id: u64, msgs: &[M], stamp: Option<Stamp>) -> Vec<u8> {
+    let size: usize = msgs.iter().map(|m| m.key().len() + m.body().val.len() + 16).sum();
     let mut out = Vec::with_capacity(size + 16);
     out.push(1);
     put_varint(&mut out, file_id);
     put_varint(&mut out, msgs.len() as u64);
-    for (key, body) in msgs {
-        body.encode_head(&mut out);
-        put_bytes(&mut out, key);
+    for m in msgs {
+        let body = m.body();
+        match stamp {
+            Some(_) => body.head(stamp).encode_head(&mut out),
+            None => body.encode_head(&mut out),
+        }
+        put_bytes(&mut out, m.key());
         put_bytes(&mut out, &body.val);
     }
     out
@@ -77,7 +82,7 @@ impl Record {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match self {
-            Record::Write { file_id, msgs } => return encode_write(*file_id, msgs),
+            Record::Write { file_id, msgs } => return encode_write(*file_id, msgs, None),
             Record::CreateDict { file_id, name } | Record::DropDict { file_id, name } => {
                 out.push(if matches!(self, Record::CreateDict { .. }) { 2 } else { 3 });
                 put_varint(&mut out, *file_id);

@@ -31,7 +31,7 @@
 
 use std::cmp::Ordering;
 
-use super::message::{Msg, MsgBody, MsgKind, KIND_COMMITS, KIND_PROVISIONAL};
+use super::message::{Msg, MsgBody, MsgKind, MsgRef, KIND_COMMITS, KIND_PROVISIONAL};
 use super::KeyOrder;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
@@ -181,25 +181,30 @@ impl MsgBuffer {
             + self.broadcasts.iter().map(|(_, b)| b.val.len() + BROADCAST_OVERHEAD_BYTES).sum::<usize>()
     }
 
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, msg: Msg, order: KeyOrder) {
-        if msg.body.kind == MsgKind::Broadcast {
-            self.insert_broadcast(msg.msn, msg.body);
+        self.insert_ref(msg.as_ref(), order);
+    }
+
+    pub(crate) fn insert_ref(&mut self, msg: MsgRef, order: KeyOrder) {
+        if msg.head.kind == MsgKind::Broadcast {
+            self.insert_broadcast(msg.msn, msg.body());
             return;
         }
         let off = offset(self.data.len());
         // Grow by a quarter, not the default doubling, so capacity (which
         // the cache charges) stays close to the bytes held.
-        let need = msg.key.len() + msg.body.val.len() + 32;
+        let need = msg.key.len() + msg.val.len() + 32;
         if self.data.capacity() - self.data.len() < need {
             self.data.reserve_exact(need.max(self.data.len() / 4));
         }
         if self.offs.capacity() == self.offs.len() {
             self.offs.reserve_exact((self.offs.len() / 4).max(16));
         }
-        let p = prefix(&msg.key, order);
+        let p = prefix(msg.key, order);
         let at = self
             .offs
-            .partition_point(|&s| order_to(&self.data, s, p, &msg.key, msg.msn, order) == Ordering::Less);
+            .partition_point(|&s| order_to(&self.data, s, p, msg.key, msg.msn, order) == Ordering::Less);
         msg.encode(&mut self.data);
         debug_assert!(
             self.offs.get(at).is_none_or(
@@ -215,22 +220,22 @@ impl MsgBuffer {
     /// batch costs one pass over the index rather than a memmove per
     /// message (a transaction's commit messages land right behind its
     /// writes, in the middle of the index).
-    pub(crate) fn insert_many(&mut self, msgs: Vec<Msg>, order: KeyOrder) {
+    pub(crate) fn insert_many(&mut self, msgs: Vec<MsgRef>, order: KeyOrder) {
         const SPLICE_AT_MOST: usize = 8;
         if msgs.len() <= SPLICE_AT_MOST {
             for m in msgs {
-                self.insert(m, order);
+                self.insert_ref(m, order);
             }
             return;
         }
         let mut piece = MsgBuffer {
-            data: Vec::with_capacity(msgs.iter().map(|m| m.key.len() + m.body.val.len() + 24).sum()),
+            data: Vec::with_capacity(msgs.iter().map(|m| m.key.len() + m.val.len() + 24).sum()),
             offs: Vec::with_capacity(msgs.len()),
             broadcasts: Vec::new(),
         };
         for m in msgs {
-            debug_assert!(m.body.kind != MsgKind::Broadcast, "insert_many takes point messages");
-            let slot = Slot { prefix: prefix(&m.key, order), off: offset(piece.data.len()) };
+            debug_assert!(m.head.kind != MsgKind::Broadcast, "insert_many takes point messages");
+            let slot = Slot { prefix: prefix(m.key, order), off: offset(piece.data.len()) };
             m.encode(&mut piece.data);
             piece.offs.push(slot);
         }
@@ -254,13 +259,13 @@ impl MsgBuffer {
     /// the fold halves the messages its writes send down the tree, and lets
     /// the leaves take them as committed values (`basement::merge_key`'s
     /// simple path).
-    pub(crate) fn fold_commits(&mut self, msgs: Vec<Msg>, order: KeyOrder) -> Vec<Msg> {
+    pub(crate) fn fold_commits<'a>(&mut self, msgs: Vec<MsgRef<'a>>, order: KeyOrder) -> Vec<MsgRef<'a>> {
         // A broadcast newer than the write would fall between the two.
-        if !self.broadcasts.is_empty() || !msgs.iter().any(|m| m.body.kind == MsgKind::Commit) {
+        if !self.broadcasts.is_empty() || !msgs.iter().any(|m| m.head.kind == MsgKind::Commit) {
             return msgs;
         }
         let mut msgs = msgs;
-        msgs.retain(|m| !(m.body.kind == MsgKind::Commit && self.fold_commit(&m.key, m.body.txid, order)));
+        msgs.retain(|m| !(m.head.kind == MsgKind::Commit && self.fold_commit(m.key, m.head.txid, order)));
         msgs
     }
 
@@ -581,19 +586,10 @@ mod tests {
             b.insert(txn_msg(b"d", 5, MsgKind::Update, 5, true), order);
             let commit = |k: &[u8], msn| txn_msg(k, msn, MsgKind::Commit, 5, false);
             let (a, d) = (commit(b"a", 10), commit(b"d", 14));
-            let rest = b.fold_commits(
-                vec![
-                    a.clone(),
-                    commit(b"b", 11),
-                    commit(b"c", 12),
-                    commit(b"z", 13),
-                    d.clone(),
-                    commit(b"d", 15),
-                ],
-                order,
-            );
+            let msgs = [a, commit(b"b", 11), commit(b"c", 12), commit(b"z", 13), d, commit(b"d", 15)];
+            let rest = b.fold_commits(msgs.iter().map(Msg::as_ref).collect(), order);
             // a and d folded (d's second commit dropped); b, c, z kept.
-            let kept: Vec<&[u8]> = rest.iter().map(|m| &m.key[..]).collect();
+            let kept: Vec<&[u8]> = rest.iter().map(|m| m.key).collect();
             assert_eq!(kept, vec![&b"b"[..], b"c", b"z"]);
             let folded = |k: &[u8]| b.for_key(k, order).last().map(|(_, body)| body.commits);
             assert_eq!(
@@ -609,7 +605,7 @@ mod tests {
             // A broadcast could fall between a write and its commit: no fold.
             b.insert(msg(b"", 20, MsgKind::Broadcast), order);
             b.insert(txn_msg(b"e", 21, MsgKind::Insert, 5, true), order);
-            assert_eq!(b.fold_commits(vec![commit(b"e", 22)], order).len(), 1);
+            assert_eq!(b.fold_commits(vec![commit(b"e", 22).as_ref()], order).len(), 1);
         }
     }
 
@@ -800,7 +796,7 @@ mod tests {
             let mut rest = all.as_slice();
             while !rest.is_empty() {
                 let n = rng.gen_range(1..40).min(rest.len());
-                batched.insert_many(rest[..n].to_vec(), order);
+                batched.insert_many(rest[..n].iter().map(Msg::as_ref).collect(), order);
                 rest = &rest[n..];
             }
             assert_eq!(keys(&batched), want);

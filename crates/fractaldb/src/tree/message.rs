@@ -161,6 +161,69 @@ impl MsgBody {
     }
 }
 
+/// The transaction fields a write gives every message of a batch as it
+/// writes it (`Tree::write_msgs`): a batch holds plain messages, and a
+/// transaction or an autocommit stamps its id on them on the way into the
+/// log and the root's buffer, so the batch is borrowed, never copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub txid: u64,
+    pub provisional: bool,
+    pub sp: u32,
+}
+
+/// A message's key and body, owned or borrowed.
+pub(crate) trait KeyedMsg {
+    fn key(&self) -> &[u8];
+    fn body(&self) -> &MsgBody;
+}
+
+impl KeyedMsg for (Box<[u8]>, MsgBody) {
+    fn key(&self) -> &[u8] {
+        &self.0
+    }
+    fn body(&self) -> &MsgBody {
+        &self.1
+    }
+}
+
+impl KeyedMsg for (&[u8], &MsgBody) {
+    fn key(&self) -> &[u8] {
+        self.0
+    }
+    fn body(&self) -> &MsgBody {
+        self.1
+    }
+}
+
+impl MsgBody {
+    /// This body without its value, `stamp` (if any) applied: what
+    /// `encode_head` needs. Stamps go on plain messages only.
+    pub(crate) fn head(&self, stamp: Option<Stamp>) -> MsgBody {
+        let (txid, provisional, sp) = match stamp {
+            Some(s) => {
+                debug_assert!(self.txid == 0 && !self.provisional, "a stamp goes on a plain message");
+                (s.txid, s.provisional, s.sp)
+            }
+            None => (self.txid, self.provisional, self.sp),
+        };
+        MsgBody {
+            kind: self.kind,
+            fn_id: self.fn_id,
+            txid,
+            provisional,
+            commits: self.commits,
+            sp,
+            val: Box::new([]),
+        }
+    }
+
+    /// This body with `stamp` (if any) applied.
+    pub(crate) fn stamped(&self, stamp: Option<Stamp>) -> MsgBody {
+        MsgBody { val: self.val.clone(), ..self.head(stamp) }
+    }
+}
+
 /// A whole message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Msg {
@@ -172,12 +235,41 @@ pub(crate) struct Msg {
 impl Msg {
     /// Encoded size in a buffer partition.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.msn.to_le_bytes());
-        self.body.encode_head(out);
-        put_bytes(out, &self.key);
-        put_bytes(out, &self.body.val);
+        self.as_ref().encode(out);
     }
 
+    pub(crate) fn as_ref(&self) -> MsgRef<'_> {
+        MsgRef { msn: self.msn, key: &self.key, head: self.body.head(None), val: &self.body.val }
+    }
+}
+
+/// A message whose key and value are borrowed from the writer (the root
+/// write encodes them straight into a buffer) and whose `head` is its body
+/// without the value.
+#[derive(Clone, Debug)]
+pub(crate) struct MsgRef<'a> {
+    pub msn: u64,
+    pub key: &'a [u8],
+    pub head: MsgBody,
+    pub val: &'a [u8],
+}
+
+impl MsgRef<'_> {
+    /// Appends the message's form in a buffer partition (`Msg::encode`).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.msn.to_le_bytes());
+        self.head.encode_head(out);
+        put_bytes(out, self.key);
+        put_bytes(out, self.val);
+    }
+
+    /// The body, value included (an allocation).
+    pub(crate) fn body(&self) -> MsgBody {
+        MsgBody { val: self.val.into(), ..self.head.head(None) }
+    }
+}
+
+impl Msg {
     #[cfg(test)]
     pub(crate) fn decode(r: &mut Reader) -> DecodeResult<Msg> {
         let msn = r.u64()?;

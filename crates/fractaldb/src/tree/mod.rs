@@ -44,7 +44,7 @@ use crate::file::{BlockFile, BlockNum, Extent, Vfs};
 use crate::log::Log;
 use crate::recovery::{encode_write, Msgs};
 use leafentry::{Entry as LeEntry, ReadView, Seen, TxnStates};
-use message::{Msg, MsgBody, MsgKind, UpdateFns};
+use message::{KeyedMsg, MsgBody, MsgKind, MsgRef, Stamp, UpdateFns};
 
 /// How a write is logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -697,23 +697,30 @@ impl Tree {
     /// once the record is durable. Before recovery has finished (the log is
     /// not set yet) nothing is logged: that is the replay.
     pub(crate) fn write(&self, msgs: Msgs) -> Result<()> {
-        self.write_msgs(msgs, Logging::Commit).map(|_| ())
+        self.write_msgs(&msgs, None, Logging::Commit).map(|_| ())
     }
 
-    /// `write` with a choice of logging (see `Logging`); returns the LSN of
-    /// the record, if one was written.
-    pub(crate) fn write_msgs(&self, msgs: Msgs, logging: Logging) -> Result<Option<u64>> {
+    /// `write` with a choice of logging (see `Logging`) and a stamp (if
+    /// any) put on every message on its way in (`Stamp`: the messages
+    /// are borrowed, keys and values copied once, into the log record and
+    /// the root's buffer); returns the LSN of the record, if one was written.
+    pub(crate) fn write_msgs<M: KeyedMsg>(
+        &self,
+        msgs: &[M],
+        stamp: Option<Stamp>,
+        logging: Logging,
+    ) -> Result<Option<u64>> {
         self.check_open()?;
         self.check_writable()?;
         let log = self.ctx.log.get().filter(|_| logging != Logging::None);
-        for (_, body) in &msgs {
+        for body in msgs.iter().map(M::body) {
             if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
                 && !self.ctx.fns.contains_key(&body.fn_id)
             {
                 return Err(Error::invalid(message::missing_fn(body.fn_id)));
             }
         }
-        let record = log.map(|_| encode_write(self.file_id, &msgs));
+        let record = log.map(|_| encode_write(self.file_id, msgs, stamp));
         // Clean-up messages are never refused: a transaction whose commit
         // is logged must be able to finish.
         if let Some(r) = &record {
@@ -748,20 +755,33 @@ impl Tree {
             }
             let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
             if g.is_leaf() {
+                // A leaf applies bodies: stamped copies if there is a stamp.
+                let stamped: Vec<MsgBody> = match stamp {
+                    Some(_) => msgs.iter().map(|m| m.body().stamped(stamp)).collect(),
+                    None => Vec::new(),
+                };
+                let body = |i: usize| stamped.get(i).unwrap_or_else(|| msgs[i].body());
                 let mut sorted: Vec<(&[u8], u64, &MsgBody)> =
-                    msgs.iter().enumerate().map(|(i, (k, b))| (&k[..], first_msn + i as u64, b)).collect();
+                    (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, body(i))).collect();
                 flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
             } else {
-                let mut per_child: Vec<Vec<Msg>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
-                for (i, (key, body)) in msgs.into_iter().enumerate() {
+                let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
+                for (i, m) in msgs.iter().enumerate() {
                     let msn = first_msn + i as u64;
+                    let (key, body) = (m.key(), m.body());
                     if body.kind == MsgKind::Broadcast {
+                        let body = body.stamped(stamp);
                         for c in g.children_mut() {
                             c.buf.insert_broadcast(msn, body.clone());
                         }
                     } else {
-                        per_child[g.part_for(&key, self.cmp)].push(Msg { msn, key, body });
+                        per_child[g.part_for(key, self.cmp)].push(MsgRef {
+                            msn,
+                            key,
+                            head: body.head(stamp),
+                            val: &body.val,
+                        });
                     }
                 }
                 for (c, msgs) in g.children_mut().iter_mut().zip(per_child) {

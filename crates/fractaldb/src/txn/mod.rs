@@ -52,10 +52,10 @@ use parking_lot::Mutex;
 use crate::encoding::{put_bytes, put_varint, Reader};
 use crate::error::{Error, Result};
 use crate::file::{OpenMode, VfsFile};
-use crate::recovery::{Msgs, Record};
+use crate::recovery::Record;
 use crate::tree::cursor::{Cursor, CursorView};
 use crate::tree::leafentry::{ReadView, Snapshot, TxnState, TxnStates, ViewMode};
-use crate::tree::message::{MsgBody, MsgKind};
+use crate::tree::message::{KeyedMsg, MsgBody, MsgKind, Stamp};
 use crate::tree::{log_failed, Context, Logging, Tree};
 use locktree::{LockError, LockKey, LockManager, LockMode};
 
@@ -252,9 +252,9 @@ impl TxnManager {
 
     /// One autocommit write: `msgs` (all committed messages) under write
     /// locks, as one transaction.
-    pub(crate) fn autocommit(&self, tree: &Tree, mut msgs: Msgs) -> Result<()> {
+    pub(crate) fn autocommit<M: KeyedMsg>(&self, tree: &Tree, msgs: &[M]) -> Result<()> {
         let (txid, _) = self.begin(false);
-        let broadcast = msgs.iter().any(|(_, b)| b.kind == MsgKind::Broadcast);
+        let broadcast = msgs.iter().any(|m| m.body().kind == MsgKind::Broadcast);
         // No key locks where no one else holds or wants any (`try_enter_bulk`).
         let bulk = !broadcast && self.locks.try_enter_bulk(tree.file_id);
         let result = (|| {
@@ -264,7 +264,7 @@ impl TxnManager {
                 self.lock(tree, txid, LockKey::Min, LockKey::Max, LockMode::Write, self.lock_timeout)?;
             } else {
                 // In key order, so two batches never deadlock on each other.
-                let mut keys: Vec<&[u8]> = msgs.iter().map(|(k, _)| &k[..]).collect();
+                let mut keys: Vec<&[u8]> = msgs.iter().map(M::key).collect();
                 keys.sort_by(|a, b| (tree.cmp)(a, b));
                 keys.dedup_by(|a, b| (tree.cmp)(a, b).is_eq());
                 for k in keys {
@@ -278,11 +278,7 @@ impl TxnManager {
                     )?;
                 }
             }
-            for (_, b) in &mut msgs {
-                b.txid = txid;
-                b.provisional = false;
-            }
-            tree.write_msgs(msgs, Logging::NoWait)
+            tree.write_msgs(msgs, Some(Stamp { txid, provisional: false, sp: 0 }), Logging::NoWait)
         })();
         self.end(txid);
         if bulk {
@@ -546,7 +542,7 @@ impl Txn {
     }
 
     fn write(&self, d: &crate::Dictionary, key: &[u8], kind: MsgKind, fn_id: u8, val: &[u8]) -> Result<()> {
-        self.write_ops(d, vec![(key.into(), MsgBody::plain(kind, fn_id, val))])
+        self.write_ops(d, &[(key, &MsgBody::plain(kind, fn_id, val))])
     }
 
     /// Writes `ops` (plain messages: puts, deletes, upserts) as this
@@ -554,12 +550,14 @@ impl Txn {
     /// for a write conflict first, then all of them go to the tree as one
     /// write (one log record, one descent), so a batch costs the tree no
     /// more than an autocommit batch of the same size.
-    fn write_ops(&self, d: &crate::Dictionary, mut ops: Vec<(Box<[u8]>, MsgBody)>) -> Result<()> {
+    fn write_ops<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let m = &self.shared.mgr;
-        if let Some((_, b)) =
-            ops.iter().find(|(_, b)| b.kind == MsgKind::Update && !d.tree.ctx.fns.contains_key(&b.fn_id))
+        if let Some(b) = ops
+            .iter()
+            .map(M::body)
+            .find(|b| b.kind == MsgKind::Update && !d.tree.ctx.fns.contains_key(&b.fn_id))
         {
             return Err(Error::invalid(crate::tree::message::missing_fn(b.fn_id)));
         }
@@ -574,11 +572,11 @@ impl Txn {
             // concurrent batches into the dictionary take turns. Per-key
             // locks were a fifth of a bulk load's client CPU.
             let cmp = d.tree.cmp;
-            let lo = ops.iter().map(|(k, _)| &k[..]).min_by(|a, b| cmp(a, b)).expect("not empty");
-            let hi = ops.iter().map(|(k, _)| &k[..]).max_by(|a, b| cmp(a, b)).expect("not empty");
+            let lo = ops.iter().map(M::key).min_by(|a, b| cmp(a, b)).expect("not empty");
+            let hi = ops.iter().map(M::key).max_by(|a, b| cmp(a, b)).expect("not empty");
             m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())?;
         }
-        for (key, body) in &ops {
+        for (key, body) in ops.iter().map(|m| (m.key(), m.body())) {
             if per_key {
                 let k = LockKey::Key(key);
                 m.lock(&d.tree, self.id(), k, k, LockMode::Write, self.timeout())?;
@@ -597,18 +595,15 @@ impl Txn {
         // whatever wrote them, so one per key is enough (a roll-up batch
         // upserts a few counters a thousand times each, and sent a commit
         // message per upsert).
-        let mut keys: Vec<&[u8]> = ops.iter().map(|(k, _)| &k[..]).collect();
+        let mut keys: Vec<&[u8]> = ops.iter().map(M::key).collect();
         keys.sort_unstable();
         keys.dedup();
         for key in keys {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
-        for (_, b) in &mut ops {
-            debug_assert!(!b.provisional && b.txid == 0, "write_ops takes plain messages");
-            (b.txid, b.provisional, b.sp) = (self.id(), true, sp);
-        }
-        d.tree.write_msgs(ops, Logging::NoWait)?;
+        debug_assert!(ops.iter().all(|m| !m.body().provisional && m.body().txid == 0), "plain messages only");
+        d.tree.write_msgs(ops, Some(Stamp { txid: self.id(), provisional: true, sp }), Logging::NoWait)?;
         Ok(())
     }
 
@@ -617,7 +612,7 @@ impl Txn {
     /// one means). The keys are locked one by one, so on an error (a lock
     /// timeout, a deadlock, a write conflict) none of the batch is written.
     pub fn write_batch(&self, d: &crate::Dictionary, batch: &crate::WriteBatch) -> Result<()> {
-        self.write_ops(d, batch.ops().to_vec())
+        self.write_ops(d, batch.ops())
     }
 
     /// Sets `key` to `value`.
@@ -711,14 +706,14 @@ impl Txn {
             let mut i = 0;
             while i < chunk.len() {
                 let id = chunk[i].0;
-                let mut msgs = Vec::new();
+                let mut msgs: Vec<(&[u8], &MsgBody)> = Vec::new();
                 while i < chunk.len() && chunk[i].0 == id {
-                    msgs.push((chunk[i].1.clone(), body.clone()));
+                    msgs.push((&chunk[i].1, &body));
                     i += 1;
                 }
                 if let Some(t) = trees.get(&id) {
                     if !t.dropped.load(Ordering::Relaxed) {
-                        t.write_msgs(msgs, Logging::None)?;
+                        t.write_msgs(&msgs, None, Logging::None)?;
                     }
                 }
             }
