@@ -353,7 +353,7 @@ pub(crate) fn merge_key<'m>(
     if old.is_none_or(|le| le.first() == Some(&leafentry::LE_VALUE)) && msgs.clone().all(simple) {
         let mut value = old.map(|le| le[1..].to_vec());
         for b in msgs {
-            value = apply_to_value(key, value, b, fns)?;
+            value = apply_to_value(key, value.as_deref(), b, fns)?;
         }
         if let Some(v) = &value {
             encode_value(out, v);

@@ -228,8 +228,8 @@ impl Entry {
         }
     }
 
-    fn newest_committed(&self) -> Val {
-        self.committed.last().and_then(|(_, v)| v.clone())
+    fn newest_committed(&self) -> Option<&[u8]> {
+        self.committed.last().and_then(|(_, v)| v.as_deref())
     }
 
     /// Applies one message (see `MsgKind`).
@@ -243,7 +243,7 @@ impl Entry {
                     self.prov = None;
                 }
                 let base = match &self.prov {
-                    Some(p) => p.stack.last().and_then(|(_, v)| v.clone()),
+                    Some(p) => p.stack.last().and_then(|(_, v)| v.as_deref()),
                     None => self.newest_committed(),
                 };
                 let new = apply_to_value(key, base, body, fns)?;
@@ -266,7 +266,7 @@ impl Entry {
                 let vals = vals.chain(self.prov.iter_mut().flat_map(|p| p.stack.iter_mut().map(|(_, v)| v)));
                 for v in vals {
                     if v.is_some() {
-                        *v = apply_to_value(key, v.take(), body, fns)?;
+                        *v = apply_to_value(key, v.as_deref(), body, fns)?;
                     }
                 }
             }
@@ -352,7 +352,7 @@ pub(crate) fn committed_value(le: &[u8]) -> DecodeResult<Option<Vec<u8>>> {
     if le.first() == Some(&LE_VALUE) {
         return Ok(Some(le[1..].to_vec()));
     }
-    Ok(Entry::decode(le)?.newest_committed())
+    Ok(Entry::decode(le)?.newest_committed().map(<[u8]>::to_vec))
 }
 
 #[cfg(test)]

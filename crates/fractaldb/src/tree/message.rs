@@ -282,9 +282,11 @@ impl Msg {
 
 /// Applies one message to a key's current value and returns the new value.
 /// An update function missing from the registry is reported, never guessed.
+/// The old value is borrowed: an update function reads it, and an insert or
+/// delete ignores it, so a caller never copies it to apply a message.
 pub(crate) fn apply_to_value(
     key: &[u8],
-    old: Option<Vec<u8>>,
+    old: Option<&[u8]>,
     body: &MsgBody,
     fns: &UpdateFns,
 ) -> Result<Option<Vec<u8>>, String> {
@@ -293,18 +295,18 @@ pub(crate) fn apply_to_value(
         MsgKind::Delete => Ok(None),
         MsgKind::Update => {
             let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-            Ok(f(key, old.as_deref(), &body.val))
+            Ok(f(key, old, &body.val))
         }
         // A broadcast changes only keys that exist.
         MsgKind::Broadcast => match old {
             None => Ok(None),
             Some(old) => {
                 let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-                Ok(f(key, Some(&old), &body.val))
+                Ok(f(key, Some(old), &body.val))
             }
         },
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
-        MsgKind::Commit | MsgKind::Abort => Ok(old),
+        MsgKind::Commit | MsgKind::Abort => Ok(old.map(<[u8]>::to_vec)),
     }
 }
 
@@ -364,7 +366,7 @@ mod tests {
             val: b"x".to_vec().into(),
         };
         assert_eq!(apply_to_value(b"k", None, &b, &fns).unwrap(), None);
-        assert_eq!(apply_to_value(b"k", Some(b"a".to_vec()), &b, &fns).unwrap(), Some(b"ax".to_vec()));
+        assert_eq!(apply_to_value(b"k", Some(b"a"), &b, &fns).unwrap(), Some(b"ax".to_vec()));
         let u = MsgBody {
             kind: MsgKind::Update,
             fn_id: 2,
