@@ -27,7 +27,7 @@ use crate::recovery::Record;
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
 use crate::tree::flush::Drain;
-use crate::tree::message::{MsgBody, MsgKind, UpdateFn};
+use crate::tree::message::{MsgBody, MsgKind, PlainMsg, UpdateFn};
 use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
 use crate::tree::{Comparator, Context, Logging, Tree};
@@ -929,7 +929,7 @@ impl Dictionary {
         if batch.ops.is_empty() {
             return Ok(());
         }
-        self.txns.autocommit(&self.tree, &batch.ops)
+        self.txns.autocommit(&self.tree, &batch.msgs())
     }
 
     /// The value of `key` (its newest committed version), if any.
@@ -968,9 +968,25 @@ impl Dictionary {
 }
 
 /// Changes to apply to one dictionary as one step.
+///
+/// Keys and values are kept back to back in one buffer, which `clear`
+/// keeps: a batch reused for the next one allocates nothing per change.
 #[derive(Default, Clone)]
 pub struct WriteBatch {
-    ops: Vec<(Box<[u8]>, MsgBody)>,
+    /// Each change's key then its value.
+    data: Vec<u8>,
+    ops: Vec<BatchOp>,
+}
+
+/// One change of a batch: its key at `data[at..at + key_len]`, its value
+/// right after.
+#[derive(Clone, Copy)]
+struct BatchOp {
+    kind: MsgKind,
+    fn_id: u8,
+    at: usize,
+    key_len: usize,
+    val_len: usize,
 }
 
 impl WriteBatch {
@@ -978,25 +994,42 @@ impl WriteBatch {
         WriteBatch::default()
     }
 
+    fn push(&mut self, kind: MsgKind, fn_id: u8, key: &[u8], val: &[u8]) {
+        let at = self.data.len();
+        self.data.extend_from_slice(key);
+        self.data.extend_from_slice(val);
+        self.ops.push(BatchOp { kind, fn_id, at, key_len: key.len(), val_len: val.len() });
+    }
+
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.ops.push((key.into(), MsgBody::plain(MsgKind::Insert, 0, value)));
+        self.push(MsgKind::Insert, 0, key, value);
     }
 
     pub fn delete(&mut self, key: &[u8]) {
-        self.ops.push((key.into(), MsgBody::plain(MsgKind::Delete, 0, &[])));
+        self.push(MsgKind::Delete, 0, key, &[]);
     }
 
     pub fn update(&mut self, key: &[u8], fn_id: u8, arg: &[u8]) {
-        self.ops.push((key.into(), MsgBody::plain(MsgKind::Update, fn_id, arg)));
+        self.push(MsgKind::Update, fn_id, key, arg);
     }
 
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
-    /// The writes, in the order they were added.
-    pub(crate) fn ops(&self) -> &[(Box<[u8]>, MsgBody)] {
-        &self.ops
+    /// The changes, in the order they were added.
+    pub(crate) fn msgs(&self) -> Vec<PlainMsg<'_>> {
+        let data = &self.data[..];
+        let msg = |o: &BatchOp| {
+            let val_at = o.at + o.key_len;
+            PlainMsg {
+                kind: o.kind,
+                fn_id: o.fn_id,
+                key: &data[o.at..val_at],
+                val: &data[val_at..val_at + o.val_len],
+            }
+        };
+        self.ops.iter().map(msg).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -1004,6 +1037,7 @@ impl WriteBatch {
     }
 
     pub fn clear(&mut self) {
+        self.data.clear();
         self.ops.clear();
     }
 }

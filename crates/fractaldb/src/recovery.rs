@@ -61,19 +61,15 @@ pub(crate) enum Record {
 /// Encodes a `Write` record without building a `Record` (the hot path),
 /// with `stamp` (if any) on every message.
 pub(crate) fn encode_write<M: KeyedMsg>(file_id: u64, msgs: &[M], stamp: Option<Stamp>) -> Vec<u8> {
-    let size: usize = msgs.iter().map(|m| m.key().len() + m.body().val.len() + 16).sum();
+    let size: usize = msgs.iter().map(|m| m.key().len() + m.val().len() + 16).sum();
     let mut out = Vec::with_capacity(size + 16);
     out.push(1);
     put_varint(&mut out, file_id);
     put_varint(&mut out, msgs.len() as u64);
     for m in msgs {
-        let body = m.body();
-        match stamp {
-            Some(_) => body.head(stamp).encode_head(&mut out),
-            None => body.encode_head(&mut out),
-        }
+        m.head(stamp).encode_head(&mut out);
         put_bytes(&mut out, m.key());
-        put_bytes(&mut out, &body.val);
+        put_bytes(&mut out, m.val());
     }
     out
 }

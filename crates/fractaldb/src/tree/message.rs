@@ -172,27 +172,74 @@ pub(crate) struct Stamp {
     pub sp: u32,
 }
 
-/// A message's key and body, owned or borrowed.
+/// A message to write: its key, kind and value, owned or borrowed (a
+/// `WriteBatch`'s messages live in one arena; see `Tree::write_msgs`).
 pub(crate) trait KeyedMsg {
     fn key(&self) -> &[u8];
-    fn body(&self) -> &MsgBody;
+    fn val(&self) -> &[u8];
+    fn kind(&self) -> MsgKind;
+    fn fn_id(&self) -> u8;
+    /// The body without its value, `stamp` (if any) applied.
+    fn head(&self, stamp: Option<Stamp>) -> MsgBody;
+    /// The whole body, `stamp` (if any) applied (copies the value).
+    fn body(&self, stamp: Option<Stamp>) -> MsgBody {
+        MsgBody { val: self.val().into(), ..self.head(stamp) }
+    }
 }
 
-impl KeyedMsg for (Box<[u8]>, MsgBody) {
+/// A key and a body, each owned or borrowed.
+impl<K: AsRef<[u8]>, B: std::borrow::Borrow<MsgBody>> KeyedMsg for (K, B) {
     fn key(&self) -> &[u8] {
-        &self.0
+        self.0.as_ref()
     }
-    fn body(&self) -> &MsgBody {
-        &self.1
+    fn val(&self) -> &[u8] {
+        &self.1.borrow().val
+    }
+    fn kind(&self) -> MsgKind {
+        self.1.borrow().kind
+    }
+    fn fn_id(&self) -> u8 {
+        self.1.borrow().fn_id
+    }
+    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
+        self.1.borrow().head(stamp)
     }
 }
 
-impl KeyedMsg for (&[u8], &MsgBody) {
+/// A plain message (no transaction yet) whose key and value are borrowed:
+/// a `WriteBatch`'s.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlainMsg<'a> {
+    pub kind: MsgKind,
+    pub fn_id: u8,
+    pub key: &'a [u8],
+    pub val: &'a [u8],
+}
+
+impl KeyedMsg for PlainMsg<'_> {
     fn key(&self) -> &[u8] {
-        self.0
+        self.key
     }
-    fn body(&self) -> &MsgBody {
-        self.1
+    fn val(&self) -> &[u8] {
+        self.val
+    }
+    fn kind(&self) -> MsgKind {
+        self.kind
+    }
+    fn fn_id(&self) -> u8 {
+        self.fn_id
+    }
+    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
+        let s = stamp.unwrap_or(Stamp { txid: 0, provisional: false, sp: 0 });
+        MsgBody {
+            kind: self.kind,
+            fn_id: self.fn_id,
+            txid: s.txid,
+            provisional: s.provisional,
+            commits: false,
+            sp: s.sp,
+            val: Box::new([]),
+        }
     }
 }
 
@@ -216,11 +263,6 @@ impl MsgBody {
             sp,
             val: Box::new([]),
         }
-    }
-
-    /// This body with `stamp` (if any) applied.
-    pub(crate) fn stamped(&self, stamp: Option<Stamp>) -> MsgBody {
-        MsgBody { val: self.val.clone(), ..self.head(stamp) }
     }
 }
 

@@ -713,11 +713,11 @@ impl Tree {
         self.check_open()?;
         self.check_writable()?;
         let log = self.ctx.log.get().filter(|_| logging != Logging::None);
-        for body in msgs.iter().map(M::body) {
-            if matches!(body.kind, MsgKind::Update | MsgKind::Broadcast)
-                && !self.ctx.fns.contains_key(&body.fn_id)
+        for m in msgs {
+            if matches!(m.kind(), MsgKind::Update | MsgKind::Broadcast)
+                && !self.ctx.fns.contains_key(&m.fn_id())
             {
-                return Err(Error::invalid(message::missing_fn(body.fn_id)));
+                return Err(Error::invalid(message::missing_fn(m.fn_id())));
             }
         }
         let record = log.map(|_| encode_write(self.file_id, msgs, stamp));
@@ -755,32 +755,29 @@ impl Tree {
             }
             let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
             if g.is_leaf() {
-                // A leaf applies bodies: stamped copies if there is a stamp.
-                let stamped: Vec<MsgBody> = match stamp {
-                    Some(_) => msgs.iter().map(|m| m.body().stamped(stamp)).collect(),
-                    None => Vec::new(),
-                };
-                let body = |i: usize| stamped.get(i).unwrap_or_else(|| msgs[i].body());
+                // A leaf applies whole bodies (copies: a root that is a
+                // leaf holds little, so its writes are small).
+                let bodies: Vec<MsgBody> = msgs.iter().map(|m| m.body(stamp)).collect();
                 let mut sorted: Vec<(&[u8], u64, &MsgBody)> =
-                    (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, body(i))).collect();
+                    (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, &bodies[i])).collect();
                 flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
             } else {
                 let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
                 for (i, m) in msgs.iter().enumerate() {
                     let msn = first_msn + i as u64;
-                    let (key, body) = (m.key(), m.body());
-                    if body.kind == MsgKind::Broadcast {
-                        let body = body.stamped(stamp);
+                    if m.kind() == MsgKind::Broadcast {
+                        let body = m.body(stamp);
                         for c in g.children_mut() {
                             c.buf.insert_broadcast(msn, body.clone());
                         }
                     } else {
+                        let key = m.key();
                         per_child[g.part_for(key, self.cmp)].push(MsgRef {
                             msn,
                             key,
-                            head: body.head(stamp),
-                            val: &body.val,
+                            head: m.head(stamp),
+                            val: m.val(),
                         });
                     }
                 }

@@ -254,7 +254,7 @@ impl TxnManager {
     /// locks, as one transaction.
     pub(crate) fn autocommit<M: KeyedMsg>(&self, tree: &Tree, msgs: &[M]) -> Result<()> {
         let (txid, _) = self.begin(false);
-        let broadcast = msgs.iter().any(|m| m.body().kind == MsgKind::Broadcast);
+        let broadcast = msgs.iter().any(|m| m.kind() == MsgKind::Broadcast);
         // No key locks where no one else holds or wants any (`try_enter_bulk`).
         let bulk = !broadcast && self.locks.try_enter_bulk(tree.file_id);
         let result = (|| {
@@ -554,12 +554,10 @@ impl Txn {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let m = &self.shared.mgr;
-        if let Some(b) = ops
-            .iter()
-            .map(M::body)
-            .find(|b| b.kind == MsgKind::Update && !d.tree.ctx.fns.contains_key(&b.fn_id))
+        if let Some(m) =
+            ops.iter().find(|m| m.kind() == MsgKind::Update && !d.tree.ctx.fns.contains_key(&m.fn_id()))
         {
-            return Err(Error::invalid(crate::tree::message::missing_fn(b.fn_id)));
+            return Err(Error::invalid(crate::tree::message::missing_fn(m.fn_id())));
         }
         // A failure here leaves the locks taken so far with the transaction
         // (released at its end) and writes nothing.
@@ -576,12 +574,12 @@ impl Txn {
             let hi = ops.iter().map(M::key).max_by(|a, b| cmp(a, b)).expect("not empty");
             m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())?;
         }
-        for (key, body) in ops.iter().map(|m| (m.key(), m.body())) {
+        for (key, kind) in ops.iter().map(|m| (m.key(), m.kind())) {
             if per_key {
                 let k = LockKey::Key(key);
                 m.lock(&d.tree, self.id(), k, k, LockMode::Write, self.timeout())?;
             }
-            if body.kind != MsgKind::Update {
+            if kind != MsgKind::Update {
                 self.check_conflict(d, key)?;
             }
         }
@@ -602,7 +600,6 @@ impl Txn {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
-        debug_assert!(ops.iter().all(|m| !m.body().provisional && m.body().txid == 0), "plain messages only");
         d.tree.write_msgs(ops, Some(Stamp { txid: self.id(), provisional: true, sp }), Logging::NoWait)?;
         Ok(())
     }
@@ -612,7 +609,7 @@ impl Txn {
     /// one means). The keys are locked one by one, so on an error (a lock
     /// timeout, a deadlock, a write conflict) none of the batch is written.
     pub fn write_batch(&self, d: &crate::Dictionary, batch: &crate::WriteBatch) -> Result<()> {
-        self.write_ops(d, batch.ops())
+        self.write_ops(d, &batch.msgs())
     }
 
     /// Sets `key` to `value`.
