@@ -132,7 +132,7 @@ fn len_at(data: &[u8], off: u32) -> usize {
 
 /// The slot prefix of `key` under `order` (see [`Slot::prefix`]).
 #[inline]
-fn prefix(key: &[u8], order: KeyOrder) -> u64 {
+pub(crate) fn prefix(key: &[u8], order: KeyOrder) -> u64 {
     if !order.bytewise {
         return 0;
     }
