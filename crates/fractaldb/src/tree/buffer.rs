@@ -136,10 +136,7 @@ pub(crate) fn prefix(key: &[u8], order: KeyOrder) -> u64 {
     if !order.bytewise {
         return 0;
     }
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
+    super::key_prefix(key)
 }
 
 /// Orders the message of slot `s` against (key, MSN) with prefix `p`.

@@ -86,6 +86,16 @@ pub(crate) fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
 
+/// A key's first 8 bytes as a big-endian integer, zero-padded: ordered as
+/// the bytewise order of the keys, ties aside (then compare the keys).
+#[inline]
+pub(crate) fn key_prefix(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
 /// A dictionary's key order as the message buffers use it: the comparator,
 /// and whether it is the bytewise order. Only then may a buffer order keys
 /// by their first 8 bytes before looking at the rest (`buffer.rs`).

@@ -593,10 +593,13 @@ impl Txn {
         // whatever wrote them, so one per key is enough (a roll-up batch
         // upserts a few counters a thousand times each, and sent a commit
         // message per upsert).
-        let mut keys: Vec<&[u8]> = ops.iter().map(M::key).collect();
+        // Sorted only to find duplicates: on the first 8 bytes as an
+        // integer, then the whole key.
+        let mut keys: Vec<(u64, &[u8])> =
+            ops.iter().map(|m| (crate::tree::key_prefix(m.key()), m.key())).collect();
         keys.sort_unstable();
         keys.dedup();
-        for key in keys {
+        for (_, key) in keys {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
