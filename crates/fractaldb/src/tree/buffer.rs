@@ -31,7 +31,7 @@
 
 use std::cmp::Ordering;
 
-use super::message::{Msg, MsgBody, MsgKind, MsgRef, KIND_COMMITS, KIND_PROVISIONAL};
+use super::message::{KeyedMsg, Msg, MsgBody, MsgKind, MsgRef, KIND_COMMITS, KIND_PROVISIONAL};
 use super::KeyOrder;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
@@ -185,7 +185,7 @@ impl MsgBuffer {
 
     pub(crate) fn insert_ref(&mut self, msg: MsgRef, order: KeyOrder) {
         if msg.head.kind == MsgKind::Broadcast {
-            self.insert_broadcast(msg.msn, msg.body());
+            self.insert_broadcast(msg.msn, msg.body(None));
             return;
         }
         let off = offset(self.data.len());

@@ -13,9 +13,9 @@
 //! that has not committed); only those carry `sp`, the savepoint id the write
 //! was made under. Bit 0x40, only beside 0x80, marks a provisional message
 //! that also commits: a `Commit` folded into it (`MsgBuffer::fold_commits`),
-//! applied as the write and then the commit. A message without the bit is committed when it is made:
-//! `txid` 0 (internal writes, visible to every reader) or an autocommit
-//! write's transaction id. See `leafentry.rs` for what each kind does to a
+//! applied as the write and then the commit. A message without bit 0x80 is
+//! committed when it is made: `txid` 0 (internal writes, visible to every
+//! reader) or an autocommit write's transaction id. See `leafentry.rs` for what each kind does to a
 //! key's versions.
 
 use std::sync::Arc;
@@ -262,16 +262,7 @@ impl KeyedMsg for PlainMsg<'_> {
         self.fn_id
     }
     fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        let s = stamp.unwrap_or(Stamp { txid: 0, provisional: false, sp: 0 });
-        MsgBody {
-            kind: self.kind,
-            fn_id: self.fn_id,
-            txid: s.txid,
-            provisional: s.provisional,
-            commits: false,
-            sp: s.sp,
-            val: Box::new([]),
-        }
+        MsgBody::plain(self.kind, self.fn_id, &[]).head(stamp)
     }
 }
 
@@ -307,13 +298,22 @@ pub(crate) struct Msg {
 }
 
 impl Msg {
-    /// Encoded size in a buffer partition.
+    /// Appends the message's form in a buffer partition.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         self.as_ref().encode(out);
     }
 
     pub(crate) fn as_ref(&self) -> MsgRef<'_> {
         MsgRef { msn: self.msn, key: &self.key, head: self.body.head(None), val: &self.body.val }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn decode(r: &mut Reader) -> DecodeResult<Msg> {
+        let msn = r.u64()?;
+        let mut body = MsgBody::decode_head(r)?;
+        let key = r.bytes()?.into();
+        body.val = r.bytes()?.into();
+        Ok(Msg { msn, key, body })
     }
 }
 
@@ -336,21 +336,23 @@ impl MsgRef<'_> {
         put_bytes(out, self.key);
         put_bytes(out, self.val);
     }
-
-    /// The body, value included (an allocation).
-    pub(crate) fn body(&self) -> MsgBody {
-        MsgBody { val: self.val.into(), ..self.head.head(None) }
-    }
 }
 
-impl Msg {
-    #[cfg(test)]
-    pub(crate) fn decode(r: &mut Reader) -> DecodeResult<Msg> {
-        let msn = r.u64()?;
-        let mut body = MsgBody::decode_head(r)?;
-        let key = r.bytes()?.into();
-        body.val = r.bytes()?.into();
-        Ok(Msg { msn, key, body })
+impl KeyedMsg for MsgRef<'_> {
+    fn key(&self) -> &[u8] {
+        self.key
+    }
+    fn val(&self) -> &[u8] {
+        self.val
+    }
+    fn kind(&self) -> MsgKind {
+        self.head.kind
+    }
+    fn fn_id(&self) -> u8 {
+        self.head.fn_id
+    }
+    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
+        self.head.head(stamp)
     }
 }
 
