@@ -31,6 +31,8 @@ enum Command {
     BenchDurabilityChild(bench::durability::DurabilityChildArgs),
     /// Measure transactions: scaling with threads, hot-key counters, the cost against autocommit writes.
     BenchTxn(bench::txn::TxnArgs),
+    /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
+    Check(bench::inspect::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::BenchDurability(args) => bench::durability::run(args),
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
         Command::BenchTxn(args) => bench::txn::run(args),
+        Command::Check(args) => bench::inspect::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

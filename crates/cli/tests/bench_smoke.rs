@@ -133,6 +133,17 @@ fn smoke_run_writes_complete_well_formed_files() {
         }
     }
 
+    // `fractaldb check` walks what the loads left and shows where the bytes are.
+    let rollup = data.join("fractaldb").join("rollup-random");
+    let output = Command::new(BIN).arg("check").arg(&rollup).output().expect("running fractaldb check");
+    let (checked, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success(), "check failed: {checked}\n{stderr}");
+    for dictionary in ["rollup_rows", "rollup_minute", "rollup_hour", "rollup_day", "(all)"] {
+        assert!(checked.contains(&format!("| {dictionary} |")), "no {dictionary} in\n{checked}");
+    }
+    let output = Command::new(BIN).arg("check").arg(scratch.0.join("nowhere")).output().unwrap();
+    assert!(!output.status.success() && !text(&output.stderr).contains("panicked"));
+
     // intervals.csv: every engine and workload it runs has intervals; rows
     // grow; the last interval of a load counts every row.
     let intervals = std::fs::read_to_string(out.join("intervals.csv")).unwrap();

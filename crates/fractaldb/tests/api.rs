@@ -160,6 +160,14 @@ fn idle_buffers_drain_into_the_leaves() {
         let d = env.open_dictionary("d").unwrap();
         assert_eq!(d.range(None, None, false).count(), 6000);
         assert_eq!(d.get(&key(5)).unwrap(), Some(value(5)));
+        // Reopened after a clean close, every node is clean: the check
+        // counts every block, and a drained tree has no spills.
+        let r = d.check().unwrap();
+        let space = d.space().unwrap();
+        assert!(r.leaf_bytes > 0 && r.leaf_raw_bytes > 0, "{r:?}");
+        assert!(r.internal_bytes > 0 && r.internal_nodes > 0, "{r:?}");
+        assert_eq!((r.spills, r.spill_bytes, r.spill_raw_bytes), (0, 0, 0), "{r:?}");
+        assert!(r.leaf_bytes + r.internal_bytes <= space.live_bytes, "{r:?} {space:?}");
     }
 
     // The background cleaner does the same by itself once writes stop.

@@ -13,6 +13,7 @@
 mod chart;
 pub mod durability;
 mod engines;
+pub mod inspect;
 mod progress;
 mod protocol;
 mod report;

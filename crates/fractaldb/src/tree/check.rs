@@ -38,6 +38,18 @@ pub struct CheckReport {
     /// Buffered writes with their transaction's commit folded in
     /// (`MsgBuffer::fold_commits`), spilled ones included.
     pub folded_commits: u64,
+    /// Bytes of leaf blocks in the file, and their basements' bytes before
+    /// compression. Only clean nodes have blocks: checkpoint first to
+    /// count every node.
+    pub leaf_bytes: u64,
+    pub leaf_raw_bytes: u64,
+    /// Bytes of internal nodes' blocks in the file, and their buffers'
+    /// bytes before compression.
+    pub internal_bytes: u64,
+    pub internal_raw_bytes: u64,
+    /// Bytes of spill blocks in the file, and before compression.
+    pub spill_bytes: u64,
+    pub spill_raw_bytes: u64,
 }
 
 /// What a check walk has seen so far.
@@ -114,7 +126,7 @@ impl Tree {
             }
         }
         if !g.dirty {
-            self.check_on_disk(bn, &g)?;
+            self.check_on_disk(bn, &g, report)?;
         }
         match &g.body {
             Body::Leaf(basements) => {
@@ -219,6 +231,8 @@ impl Tree {
                             min_msn = lo_msn;
                         }
                         report.spills += 1;
+                        report.spill_raw_bytes += u64::from(sp.raw_len);
+                        report.spill_bytes += self.file.extent(sp.bn).map_or(0, |x| u64::from(x.len));
                         report.buffered_messages += buf.len() as u64;
                         report.folded_commits += buf.folded() as u64;
                     }
@@ -242,13 +256,21 @@ impl Tree {
     }
 
     /// Re-reads a clean node's block and verifies every checksum.
-    fn check_on_disk(&self, bn: BlockNum, node: &super::node::Node) -> Result<()> {
+    fn check_on_disk(&self, bn: BlockNum, node: &super::node::Node, report: &mut CheckReport) -> Result<()> {
         let Some(ext) = node.disk else { return Err(self.bad(bn, "clean node with no block".into())) };
         if self.file.extent(bn) != Some(ext) {
             return Err(self.bad(bn, "clean node's block is not the one in the block table".into()));
         }
         let bytes = self.file.read_range(bn, ext, 0, ext.len)?;
         let header = self.parse_header_for_check(bn, &bytes[..ext.header_len as usize], ext.len)?;
+        let raw: u64 = header.parts.iter().map(|p| u64::from(p.raw_len)).sum();
+        if header.height == 0 {
+            report.leaf_bytes += u64::from(ext.len);
+            report.leaf_raw_bytes += raw;
+        } else {
+            report.internal_bytes += u64::from(ext.len);
+            report.internal_raw_bytes += raw;
+        }
         for info in &header.parts {
             let s = info.offset as usize;
             let part = &bytes[s..s + info.disk_len as usize];

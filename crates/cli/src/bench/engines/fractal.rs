@@ -44,12 +44,7 @@ impl FractalEngine {
         codec: Option<Codec>,
     ) -> Result<Self> {
         let mut env_options = env_options(config)?;
-        let add: UpdateFn = Arc::new(|_key: &[u8], old: Option<&[u8]>, delta: &[u8]| {
-            // A malformed value is kept as it is (an update function cannot
-            // fail); the roll-up check then reports it.
-            Counter::merge(old, [delta]).or_else(|| old.map(<[u8]>::to_vec))
-        });
-        env_options.update_fns.push((COUNTER_ADD_FN, add));
+        env_options.update_fns.push(counter_add_fn());
         let cache_size_bytes = env_options.cache_size_bytes;
         let cleaner_threads = env_options.cleaner_threads;
         let env =
@@ -91,6 +86,17 @@ impl FractalEngine {
             .get(keyspace)
             .ok_or_else(|| Error::new(format!("fractaldb: no keyspace {keyspace}")))
     }
+}
+
+/// The counter upsert ([`Counter::merge`]) under its id: an environment
+/// that holds the roll-up counters needs it to replay or apply them.
+pub fn counter_add_fn() -> (u8, UpdateFn) {
+    let add: UpdateFn = Arc::new(|_key: &[u8], old: Option<&[u8]>, delta: &[u8]| {
+        // A malformed value is kept as it is (an update function cannot
+        // fail); the roll-up check then reports it.
+        Counter::merge(old, [delta]).or_else(|| old.map(<[u8]>::to_vec))
+    });
+    (COUNTER_ADD_FN, add)
 }
 
 /// The environment options every fractaldb benchmark starts from: the run's
