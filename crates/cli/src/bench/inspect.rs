@@ -58,18 +58,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         let dictionary = env.open_dictionary(name)?;
         let r = dictionary.check().context(|| format!("checking dictionary {name}"))?;
         print_row(name, &r);
-        total.leaves += r.leaves;
-        total.internal_nodes += r.internal_nodes;
-        total.leafentries += r.leafentries;
-        total.buffered_messages += r.buffered_messages;
-        total.folded_commits += r.folded_commits;
-        total.spills += r.spills;
-        total.leaf_bytes += r.leaf_bytes;
-        total.leaf_raw_bytes += r.leaf_raw_bytes;
-        total.internal_bytes += r.internal_bytes;
-        total.internal_raw_bytes += r.internal_raw_bytes;
-        total.spill_bytes += r.spill_bytes;
-        total.spill_raw_bytes += r.spill_raw_bytes;
+        total.add(&r);
     }
     print_row("(all)", &total);
     env.close()?;

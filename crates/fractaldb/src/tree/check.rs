@@ -52,6 +52,26 @@ pub struct CheckReport {
     pub spill_raw_bytes: u64,
 }
 
+impl CheckReport {
+    /// Adds `other`'s counts to these (the height becomes the larger):
+    /// totals over several dictionaries.
+    pub fn add(&mut self, other: &CheckReport) {
+        self.height = self.height.max(other.height);
+        self.internal_nodes += other.internal_nodes;
+        self.leaves += other.leaves;
+        self.leafentries += other.leafentries;
+        self.buffered_messages += other.buffered_messages;
+        self.spills += other.spills;
+        self.folded_commits += other.folded_commits;
+        self.leaf_bytes += other.leaf_bytes;
+        self.leaf_raw_bytes += other.leaf_raw_bytes;
+        self.internal_bytes += other.internal_bytes;
+        self.internal_raw_bytes += other.internal_raw_bytes;
+        self.spill_bytes += other.spill_bytes;
+        self.spill_raw_bytes += other.spill_raw_bytes;
+    }
+}
+
 /// What a check walk has seen so far.
 #[derive(Default)]
 struct Walk {
