@@ -39,7 +39,7 @@ use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
 pub struct EnvOptions {
     /// The node cache's budget, shared by all dictionaries.
     pub cache_size_bytes: usize,
-    /// Open data files with O_DIRECT where the file system allows it.
+    /// Open data files and log files with O_DIRECT where the file system allows it.
     pub direct_io: bool,
     /// Background threads flushing buffers.
     pub cleaner_threads: usize,
@@ -289,7 +289,7 @@ impl Env {
     fn recover(&self, opts: &EnvOptions) -> Result<()> {
         let inner = &self.inner;
         let vfs = inner.ctx.vfs.clone();
-        let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes };
+        let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes, direct_io: opts.direct_io };
         let mut ckpt_lsns = self.ckpt_lsns()?;
         let min_next_lsn =
             ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0) + 1;

@@ -27,6 +27,14 @@
 //!   are fsynced, so only the newest file can end in a torn record. The new
 //!   file's header is fsynced and the folder synced before any record goes
 //!   into it, so a newest file with a bad header holds nothing acknowledged.
+//! - With O_DIRECT (`LogOptions::direct_io`, where the file system allows
+//!   it) every write is whole pages: it rewrites the file's last, partial
+//!   page (kept in `Files::tail`) with the new records after it, padded
+//!   with zeros. The padding past the last record is cut off before a file
+//!   is rolled, and recovery cuts it off the newest file like a torn tail
+//!   (and accepts less than a page of zeros at the end of an older one, in
+//!   case a crash came between the two). O_DIRECT spares the commit path
+//!   the kernel's copy into the page cache and its dirty-page bookkeeping.
 //! - After a write or fsync error the log is poisoned: every later append
 //!   and sync fails (the environment turns read-only). What reached the disk
 //!   is sorted out by recovery at the next open.
@@ -47,7 +55,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::file::{OpenMode, Vfs, VfsFile};
+use crate::file::{AlignedBuf, OpenMode, Vfs, VfsFile, PAGE};
 
 const MAGIC: &[u8; 8] = b"FDBLOG01";
 const VERSION: u32 = 1;
@@ -63,6 +71,8 @@ const MAX_PAYLOAD: usize = 1 << 30;
 pub(crate) struct LogOptions {
     /// A file is closed and a new one started once it reaches this size.
     pub file_size_bytes: u64,
+    /// Write the files with O_DIRECT where the file system allows it.
+    pub direct_io: bool,
 }
 
 /// Counters of the log, for benchmarks (fsyncs per commit).
@@ -180,6 +190,11 @@ struct Mem {
 struct Files {
     current: Arc<dyn VfsFile>,
     current_len: u64,
+    /// The bytes of `current` from `current_len` rounded down to a page up
+    /// to `current_len`: a direct write starts by rewriting them.
+    tail: Vec<u8>,
+    /// Where a direct write is put together (page-aligned), kept between writes.
+    scratch: Option<AlignedBuf>,
     /// First LSN of every file, oldest first; the last is `current`'s.
     first_lsns: VecDeque<u64>,
 }
@@ -222,6 +237,7 @@ impl Log {
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
+        let mut last_page = Vec::new();
         for (i, &first) in firsts.iter().enumerate() {
             let last_file = i + 1 == firsts.len();
             let path = dir.join(file_name(first));
@@ -260,6 +276,16 @@ impl Log {
                         off += len;
                         lsn += 1;
                     }
+                    // Zeros after the last record, less than a page: the
+                    // padding of a direct write that a crash kept from
+                    // being cut at a roll. A gap in the LSNs this hides is
+                    // caught by the next file's first LSN.
+                    None if !last_file
+                        && bytes.len() - off < PAGE as usize
+                        && bytes[off..].iter().all(|&b| b == 0) =>
+                    {
+                        break;
+                    }
                     None if last_file => {
                         // The end of the log: a torn tail, the last write
                         // before a crash, never acknowledged. Cut it off for
@@ -291,6 +317,7 @@ impl Log {
             kept.push_back(first);
             next_lsn = Some(lsn);
             tail_len = off as u64;
+            last_page = bytes[off - off % PAGE as usize..off].to_vec();
         }
         let (current, current_len, next_lsn) = match next_lsn {
             Some(next) => {
@@ -306,11 +333,12 @@ impl Log {
                     ));
                 }
                 let first = *kept.back().unwrap();
-                let f = vfs.open(&dir.join(file_name(first)), OpenMode::Existing, false)?;
+                let f = vfs.open(&dir.join(file_name(first)), OpenMode::Existing, opts.direct_io)?;
                 (f, tail_len, next)
             }
             None => {
-                let f = create_file(&*vfs, dir, min_next_lsn)?;
+                let (f, header) = create_file(&*vfs, dir, min_next_lsn, opts.direct_io)?;
+                last_page = header.to_vec();
                 kept.push_back(min_next_lsn);
                 (f, FILE_HEADER_LEN as u64, min_next_lsn)
             }
@@ -328,7 +356,13 @@ impl Log {
                 failed: None,
             }),
             synced: Condvar::new(),
-            files: Mutex::new(Files { current, current_len, first_lsns: kept }),
+            files: Mutex::new(Files {
+                current,
+                current_len,
+                tail: last_page,
+                scratch: None,
+                first_lsns: kept,
+            }),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
@@ -457,11 +491,19 @@ impl Log {
     /// its first record will be `first_lsn`. Call at a record boundary with
     /// every record before it synced.
     fn start_file(&self, f: &mut Files, first_lsn: u64) -> Result<()> {
-        let new = create_file(&*self.vfs, &self.dir, first_lsn)?;
+        if f.current.direct_io() {
+            // Cut the zeros a direct write padded the last page with: a
+            // file that is not the newest ends with its last record.
+            f.current.set_len(f.current_len)?;
+            f.current.sync()?;
+            self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        }
+        let (new, header) = create_file(&*self.vfs, &self.dir, first_lsn, self.opts.direct_io)?;
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.files_created.fetch_add(1, Ordering::Relaxed);
         f.current = new;
         f.current_len = FILE_HEADER_LEN as u64;
+        f.tail = header.to_vec();
         f.first_lsns.push_back(first_lsn);
         Ok(())
     }
@@ -485,9 +527,7 @@ impl Log {
                 take += RECORD_HEADER_LEN + len;
                 n += 1;
             }
-            let off = f.current_len;
-            f.current.write_at(off, &buf[..take])?;
-            f.current_len += take as u64;
+            write_records(&mut f, &buf[..take])?;
             f.current.sync()?;
             self.fsyncs.fetch_add(1, Ordering::Relaxed);
             self.bytes.fetch_add(take as u64, Ordering::Relaxed);
@@ -552,16 +592,64 @@ impl Log {
     }
 }
 
+/// Writes framed records at the end of the current file (no fsync). With
+/// O_DIRECT the write is whole pages: the last partial page's bytes
+/// (`tail`), the records, then zeros to the page's end; `tail` becomes
+/// the new last partial page.
+fn write_records(f: &mut Files, records: &[u8]) -> Result<()> {
+    let page = PAGE as usize;
+    let Files { current, current_len, tail, scratch, .. } = f;
+    debug_assert_eq!(tail.len() as u64, *current_len % PAGE, "tail is the last partial page");
+    let total = tail.len() + records.len();
+    let new_tail = total % page;
+    if current.direct_io() {
+        let padded = total.next_multiple_of(page);
+        if scratch.as_ref().is_none_or(|s| s.len() < padded) {
+            *scratch = Some(AlignedBuf::zeroed(padded.next_power_of_two().max(1 << 16)));
+        }
+        let s = scratch.as_mut().expect("just made");
+        s[..tail.len()].copy_from_slice(tail);
+        s[tail.len()..total].copy_from_slice(records);
+        s[total..padded].fill(0);
+        current.write_at(*current_len - tail.len() as u64, &s[..padded])?;
+    } else {
+        current.write_at(*current_len, records)?;
+    }
+    // The new last partial page: the last `new_tail` bytes of tail ‖ records
+    // (all of them when they do not reach a page boundary).
+    if records.len() >= new_tail {
+        tail.clear();
+        tail.extend_from_slice(&records[records.len() - new_tail..]);
+    } else {
+        tail.extend_from_slice(records);
+    }
+    debug_assert_eq!(tail.len(), new_tail);
+    *current_len += records.len() as u64;
+    Ok(())
+}
+
 /// Creates the log file starting at `first_lsn`: header written and
 /// fsynced, then the folder synced, so the file is durable before any
-/// record goes into it.
-fn create_file(vfs: &dyn Vfs, dir: &Path, first_lsn: u64) -> Result<Arc<dyn VfsFile>> {
+/// record goes into it. Returns the file and its header.
+fn create_file(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    first_lsn: u64,
+    direct: bool,
+) -> Result<(Arc<dyn VfsFile>, [u8; FILE_HEADER_LEN])> {
     let path = dir.join(file_name(first_lsn));
-    let f = vfs.open(&path, OpenMode::CreateNew, false)?;
-    f.write_at(0, &encode_file_header(first_lsn))?;
+    let f = vfs.open(&path, OpenMode::CreateNew, direct)?;
+    let header = encode_file_header(first_lsn);
+    if f.direct_io() {
+        let mut page = AlignedBuf::zeroed(PAGE as usize);
+        page[..FILE_HEADER_LEN].copy_from_slice(&header);
+        f.write_at(0, &page)?;
+    } else {
+        f.write_at(0, &header)?;
+    }
     f.sync()?;
     vfs.sync_dir(dir)?;
-    Ok(f)
+    Ok((f, header))
 }
 
 #[cfg(test)]

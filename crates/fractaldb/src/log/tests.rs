@@ -22,10 +22,25 @@ fn recover(vfs: Arc<dyn Vfs>, dir: &Path, opts: LogOptions, min_next: u64) -> Re
     Ok((log, recs))
 }
 
+thread_local! {
+    /// Whether `open` asks for O_DIRECT (the simulated file system grants
+    /// it and checks that every write is whole aligned pages).
+    static DIRECT: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `test` with buffered log files, then with O_DIRECT ones.
+fn buffered_and_direct(test: impl Fn()) {
+    for direct in [false, true] {
+        DIRECT.with(|d| d.set(direct));
+        test();
+    }
+}
+
 fn open(vfs: &Arc<SimVfs>, size: u64, min_next: u64) -> Result<(Log, Vec<LogRecord>)> {
     let v: Arc<dyn Vfs> = vfs.boot();
     v.create_dir_all(dir())?;
-    recover(v, dir(), LogOptions { file_size_bytes: size }, min_next)
+    let direct_io = DIRECT.with(|d| d.get());
+    recover(v, dir(), LogOptions { file_size_bytes: size, direct_io }, min_next)
 }
 
 fn payload(i: u64) -> Vec<u8> {
@@ -49,61 +64,65 @@ fn names_round_trip() {
 
 #[test]
 fn records_survive_reopen_across_many_files() {
-    let sim = SimVfs::new(1);
-    let (log, recs) = open(&sim, 256, 1).unwrap();
-    assert!(recs.is_empty());
-    for i in 1..=200 {
-        assert_eq!(log.append(&payload(i)).unwrap(), i);
-        if i % 7 == 0 {
-            log.sync_to(i).unwrap();
+    buffered_and_direct(|| {
+        let sim = SimVfs::new(1);
+        let (log, recs) = open(&sim, 256, 1).unwrap();
+        assert!(recs.is_empty());
+        for i in 1..=200 {
+            assert_eq!(log.append(&payload(i)).unwrap(), i);
+            if i % 7 == 0 {
+                log.sync_to(i).unwrap();
+            }
         }
-    }
-    log.sync_all().unwrap();
-    assert_eq!(log.durable_lsn(), 200);
-    assert!(log.file_count() > 10, "files roll at the size setting");
-    let files = log_files(&sim);
-    assert_eq!(files.len(), log.file_count());
-    drop(log);
-    sim.crash_clean();
-    let (log, recs) = open(&sim, 256, 1).unwrap();
-    assert_eq!(recs.len(), 200);
-    for (i, (lsn, p)) in recs.iter().enumerate() {
-        assert_eq!(*lsn, i as u64 + 1);
-        assert_eq!(*p, payload(*lsn));
-    }
-    assert_eq!(log.append(b"next").unwrap(), 201);
-}
-
-#[test]
-fn unsynced_records_are_lost_and_synced_ones_kept_at_a_crash() {
-    for seed in 0..20 {
-        let sim = SimVfs::new(seed);
-        let (log, _) = open(&sim, 512, 1).unwrap();
-        for i in 1..=50 {
-            log.append(&payload(i)).unwrap();
-        }
-        log.sync_to(30).unwrap();
-        for i in 51..=60 {
-            log.append(&payload(i)).unwrap();
-        }
-        sim.crash();
+        log.sync_all().unwrap();
+        assert_eq!(log.durable_lsn(), 200);
+        assert!(log.file_count() > 10, "files roll at the size setting");
+        let files = log_files(&sim);
+        assert_eq!(files.len(), log.file_count());
         drop(log);
-        let (log, recs) = open(&sim, 512, 1).unwrap();
-        // Everything synced is there; past that, a prefix of what followed.
-        assert!(recs.len() >= 50, "seed {seed}: {} records", recs.len());
+        sim.crash_clean();
+        let (log, recs) = open(&sim, 256, 1).unwrap();
+        assert_eq!(recs.len(), 200);
         for (i, (lsn, p)) in recs.iter().enumerate() {
             assert_eq!(*lsn, i as u64 + 1);
             assert_eq!(*p, payload(*lsn));
         }
-        assert_eq!(log.append(b"after").unwrap(), recs.len() as u64 + 1);
-    }
+        assert_eq!(log.append(b"next").unwrap(), 201);
+    });
+}
+
+#[test]
+fn unsynced_records_are_lost_and_synced_ones_kept_at_a_crash() {
+    buffered_and_direct(|| {
+        for seed in 0..20 {
+            let sim = SimVfs::new(seed);
+            let (log, _) = open(&sim, 512, 1).unwrap();
+            for i in 1..=50 {
+                log.append(&payload(i)).unwrap();
+            }
+            log.sync_to(30).unwrap();
+            for i in 51..=60 {
+                log.append(&payload(i)).unwrap();
+            }
+            sim.crash();
+            drop(log);
+            let (log, recs) = open(&sim, 512, 1).unwrap();
+            // Everything synced is there; past that, a prefix of what followed.
+            assert!(recs.len() >= 50, "seed {seed}: {} records", recs.len());
+            for (i, (lsn, p)) in recs.iter().enumerate() {
+                assert_eq!(*lsn, i as u64 + 1);
+                assert_eq!(*p, payload(*lsn));
+            }
+            assert_eq!(log.append(b"after").unwrap(), recs.len() as u64 + 1);
+        }
+    });
 }
 
 #[test]
 fn a_torn_tail_is_cut_and_the_log_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let vfs = OsVfs::shared();
-    let opts = LogOptions { file_size_bytes: 1 << 20 };
+    let opts = LogOptions { file_size_bytes: 1 << 20, direct_io: false };
     let (log, _) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
     for i in 1..=10 {
         log.append(&payload(i)).unwrap();
@@ -278,78 +297,84 @@ fn a_failed_write_poisons_the_log() {
 
 #[test]
 fn crashes_during_rollover_lose_nothing_synced() {
-    for seed in 0..40 {
-        let sim = SimVfs::new(seed);
-        let (log, _) = open(&sim, 128, 1).unwrap();
-        let mut synced = 0;
-        for i in 1..=30u64 {
-            log.append(&payload(i)).unwrap();
-            if i % 3 == 0 {
-                log.sync_to(i).unwrap();
-                synced = i;
+    buffered_and_direct(|| {
+        for seed in 0..40 {
+            let sim = SimVfs::new(seed);
+            let (log, _) = open(&sim, 128, 1).unwrap();
+            let mut synced = 0;
+            for i in 1..=30u64 {
+                log.append(&payload(i)).unwrap();
+                if i % 3 == 0 {
+                    log.sync_to(i).unwrap();
+                    synced = i;
+                }
             }
+            // Fail a sync in the middle of a roll now and then.
+            if seed % 4 == 0 {
+                sim.fail_next_syncs(1, None);
+                log.append(&payload(31)).unwrap();
+                let _ = log.sync_all();
+                sim.clear_faults();
+            }
+            sim.crash();
+            drop(log);
+            let (log, recs) = open(&sim, 128, 1).unwrap();
+            assert!(recs.len() as u64 >= synced, "seed {seed}");
+            for (i, (lsn, p)) in recs.iter().enumerate() {
+                assert_eq!(*lsn, i as u64 + 1);
+                assert_eq!(*p, payload(*lsn));
+            }
+            let next = log.append(b"x").unwrap();
+            log.sync_all().unwrap();
+            assert_eq!(next, recs.len() as u64 + 1);
         }
-        // Fail a sync in the middle of a roll now and then.
-        if seed % 4 == 0 {
-            sim.fail_next_syncs(1, None);
-            log.append(&payload(31)).unwrap();
-            let _ = log.sync_all();
-            sim.clear_faults();
-        }
-        sim.crash();
-        drop(log);
-        let (log, recs) = open(&sim, 128, 1).unwrap();
-        assert!(recs.len() as u64 >= synced, "seed {seed}");
-        for (i, (lsn, p)) in recs.iter().enumerate() {
-            assert_eq!(*lsn, i as u64 + 1);
-            assert_eq!(*p, payload(*lsn));
-        }
-        let next = log.append(b"x").unwrap();
-        log.sync_all().unwrap();
-        assert_eq!(next, recs.len() as u64 + 1);
-    }
+    });
 }
 
 #[test]
 fn start_empty_file_leaves_no_records_and_continues_the_lsns() {
-    let sim = SimVfs::new(10);
-    let (log, _) = open(&sim, 150, 1).unwrap();
-    for i in 1..=30 {
-        log.append(&payload(i)).unwrap();
-    }
-    log.start_empty_file().unwrap();
-    assert_eq!(log_files(&sim), vec![31]);
-    drop(log);
-    sim.crash_clean();
-    let (log, recs) = open(&sim, 150, 1).unwrap();
-    assert!(recs.is_empty());
-    assert_eq!(log.append(b"31").unwrap(), 31);
+    buffered_and_direct(|| {
+        let sim = SimVfs::new(10);
+        let (log, _) = open(&sim, 150, 1).unwrap();
+        for i in 1..=30 {
+            log.append(&payload(i)).unwrap();
+        }
+        log.start_empty_file().unwrap();
+        assert_eq!(log_files(&sim), vec![31]);
+        drop(log);
+        sim.crash_clean();
+        let (log, recs) = open(&sim, 150, 1).unwrap();
+        assert!(recs.is_empty());
+        assert_eq!(log.append(b"31").unwrap(), 31);
+    });
 }
 
 #[test]
 fn roll_makes_records_durable_and_lets_trim_delete_them() {
-    let sim = SimVfs::new(3);
-    let (log, _) = open(&sim, 1 << 20, 1).unwrap();
-    for i in 1..=50 {
-        log.append(&payload(i)).unwrap();
-    }
-    // Too little in the file: no new file, but the records are durable.
-    log.roll(1 << 20).unwrap();
-    assert_eq!((log_files(&sim), log.durable_lsn()), (vec![1], 50));
-    log.roll(0).unwrap();
-    assert_eq!(log_files(&sim), vec![1, 51]);
-    // A roll of a file with nothing in it after its header does nothing.
-    log.roll(0).unwrap();
-    assert_eq!(log_files(&sim), vec![1, 51]);
-    for i in 51..=60 {
-        assert_eq!(log.append(&payload(i)).unwrap(), i);
-    }
-    log.sync_all().unwrap();
-    log.trim(51).unwrap();
-    assert_eq!(log_files(&sim), vec![51]);
-    drop(log);
-    sim.crash();
-    let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
-    assert_eq!(recs, (51..=60).map(|i| (i, payload(i))).collect::<Vec<_>>());
-    assert_eq!(log.append(b"next").unwrap(), 61);
+    buffered_and_direct(|| {
+        let sim = SimVfs::new(3);
+        let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+        for i in 1..=50 {
+            log.append(&payload(i)).unwrap();
+        }
+        // Too little in the file: no new file, but the records are durable.
+        log.roll(1 << 20).unwrap();
+        assert_eq!((log_files(&sim), log.durable_lsn()), (vec![1], 50));
+        log.roll(0).unwrap();
+        assert_eq!(log_files(&sim), vec![1, 51]);
+        // A roll of a file with nothing in it after its header does nothing.
+        log.roll(0).unwrap();
+        assert_eq!(log_files(&sim), vec![1, 51]);
+        for i in 51..=60 {
+            assert_eq!(log.append(&payload(i)).unwrap(), i);
+        }
+        log.sync_all().unwrap();
+        log.trim(51).unwrap();
+        assert_eq!(log_files(&sim), vec![51]);
+        drop(log);
+        sim.crash();
+        let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(recs, (51..=60).map(|i| (i, payload(i))).collect::<Vec<_>>());
+        assert_eq!(log.append(b"next").unwrap(), 61);
+    });
 }
