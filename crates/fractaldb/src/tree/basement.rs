@@ -164,9 +164,9 @@ impl Basement {
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
     /// messages leave empty are dropped from the basement; versions below
     /// `horizon` are collected (see `leafentry.rs`).
-    pub(crate) fn apply_sorted(
+    pub(crate) fn apply_sorted<V: AsRef<[u8]>>(
         &mut self,
-        msgs: &[(&[u8], &MsgBody)],
+        msgs: &[(&[u8], &MsgBody<V>)],
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
@@ -217,10 +217,10 @@ impl Basement {
     }
 
     /// Applies one message by splicing the packed bytes.
-    fn apply_one(
+    fn apply_one<V: AsRef<[u8]>>(
         &mut self,
         key: &[u8],
-        body: &MsgBody,
+        body: &MsgBody<V>,
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
@@ -260,9 +260,9 @@ impl Basement {
     }
 
     /// Runs a broadcast update over every entry.
-    pub(crate) fn apply_broadcast(
+    pub(crate) fn apply_broadcast<V: AsRef<[u8]>>(
         &mut self,
-        body: &MsgBody,
+        body: &MsgBody<V>,
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
@@ -333,10 +333,10 @@ impl Basement {
 
 /// Applies `msgs` (one key's, in MSN order) to its stored leafentry `old`
 /// and appends the result to `out`; false if the key ends up absent.
-pub(crate) fn merge_key<'m>(
+pub(crate) fn merge_key<'m, V: AsRef<[u8]> + 'm>(
     key: &[u8],
     old: Option<&[u8]>,
-    msgs: impl Iterator<Item = &'m MsgBody> + Clone,
+    msgs: impl Iterator<Item = &'m MsgBody<V>> + Clone,
     fns: &UpdateFns,
     horizon: u64,
     out: &mut Vec<u8>,
@@ -345,12 +345,20 @@ pub(crate) fn merge_key<'m>(
     // and committed writes every snapshot sees (a provisional write with its
     // commit folded in is one: there is no provisional version it could
     // stack on, as the stored entry is a single value).
-    let simple = |b: &MsgBody| {
+    let simple = |b: &MsgBody<V>| {
         (!b.provisional || b.commits)
             && b.txid < horizon
             && matches!(b.kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update)
     };
     if old.is_none_or(|le| le.first() == Some(&leafentry::LE_VALUE)) && msgs.clone().all(simple) {
+        // A newest message that is an insert or a delete sets the value
+        // whatever came before: no copies (the usual flush of a load).
+        if let Some(last) = msgs.clone().last().filter(|b| b.kind != MsgKind::Update) {
+            if last.kind == MsgKind::Insert {
+                encode_value(out, last.val.as_ref());
+            }
+            return Ok(last.kind == MsgKind::Insert);
+        }
         let mut value = old.map(|le| le[1..].to_vec());
         for b in msgs {
             value = apply_to_value(key, value.as_deref(), b, fns)?;

@@ -112,14 +112,17 @@ fn key_at(data: &[u8], off: u32) -> (&[u8], u64) {
     (&data[q..q + len], msn)
 }
 
-/// The whole message at `off`, with its key borrowed from `data`.
-fn message_at(data: &[u8], off: u32) -> (&[u8], u64, MsgBody) {
+/// A message read in place: key, MSN, and body with its value borrowed.
+pub(crate) type BorrowedMsg<'a> = (&'a [u8], u64, MsgBody<&'a [u8]>);
+
+/// The whole message at `off`, its key and value borrowed from `data`.
+fn message_at(data: &[u8], off: u32) -> BorrowedMsg<'_> {
     let mut r = Reader::new(&data[off as usize..]);
     let msn = r.u64().expect("validated");
-    let mut body = MsgBody::decode_head(&mut r).expect("validated");
+    let head = MsgBody::decode_head(&mut r).expect("validated");
     let key = r.bytes().expect("validated");
-    body.val = r.bytes().expect("validated").into();
-    (key, msn, body)
+    let val = r.bytes().expect("validated");
+    (key, msn, head.with_val(val))
 }
 
 /// The encoded length of the message at `off`.
@@ -137,6 +140,21 @@ pub(crate) fn prefix(key: &[u8], order: KeyOrder) -> u64 {
         return 0;
     }
     super::key_prefix(key)
+}
+
+/// The partition point of `v` (every element for which `below` holds comes
+/// first) at or after `from`, which must not be past it: an exponential
+/// search from `from`, then a binary one. Costs the log of the distance
+/// from `from`, not of the length.
+fn gallop<T>(v: &[T], from: usize, below: impl Fn(&T) -> bool) -> usize {
+    debug_assert!(from == 0 || below(&v[from - 1]), "gallop from past the partition point");
+    let (mut lo, mut step) = (from, 1);
+    while lo + step <= v.len() && below(&v[lo + step - 1]) {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(v.len());
+    lo + v[lo..hi].partition_point(below)
 }
 
 /// Orders the message of slot `s` against (key, MSN) with prefix `p`.
@@ -262,7 +280,22 @@ impl MsgBuffer {
             return msgs;
         }
         let mut msgs = msgs;
-        msgs.retain(|m| !(m.head.kind == MsgKind::Commit && self.fold_commit(m.key, m.head.txid, order)));
+        // Commits come in key order (a transaction's undo list is sorted per
+        // write): each search starts where the last one ended.
+        let mut from = 0;
+        let mut last: Option<&[u8]> = None;
+        msgs.retain(|m| {
+            if m.head.kind != MsgKind::Commit {
+                return true;
+            }
+            if last.is_some_and(|l| (order.cmp)(l, m.key) == Ordering::Greater) {
+                from = 0;
+            }
+            last = Some(m.key);
+            let (folded, end) = self.fold_commit(m.key, m.head.txid, order, from);
+            from = end;
+            !folded
+        });
         msgs
     }
 
@@ -271,24 +304,26 @@ impl MsgBuffer {
         self.offs.iter().filter(|s| self.data[s.off as usize + 8] & KIND_COMMITS != 0).count()
     }
 
-    /// `fold_commits` for one key: true if the commit needs no message.
-    fn fold_commit(&mut self, key: &[u8], txid: u64, order: KeyOrder) -> bool {
+    /// `fold_commits` for one key: whether the commit needs no message, and
+    /// the index after the key's messages. Every message before `from`
+    /// must be at or below `key` (the search gallops from there).
+    fn fold_commit(&mut self, key: &[u8], txid: u64, order: KeyOrder, from: usize) -> (bool, usize) {
         let p = prefix(key, order);
-        let end =
-            self.offs.partition_point(|&s| key_order(&self.data, s, p, key, order) != Ordering::Greater);
+        let data = &self.data;
+        let end = gallop(&self.offs, from, |&s| key_order(data, s, p, key, order) != Ordering::Greater);
         let Some(&newest) = end.checked_sub(1).map(|i| &self.offs[i]) else {
-            return false;
+            return (false, end);
         };
         if (order.cmp)(key_at(&self.data, newest.off).0, key) != Ordering::Equal {
-            return false;
+            return (false, end);
         }
         let at = newest.off as usize + 8; // the kind byte, after the MSN
         let (kind, (written_by, _)) = (self.data[at], varint_at(&self.data, at + 2));
         if kind & KIND_PROVISIONAL == 0 || written_by as u64 != txid {
-            return false;
+            return (false, end);
         }
         self.data[at] = kind | KIND_COMMITS;
-        true
+        (true, end)
     }
 
     pub(crate) fn insert_broadcast(&mut self, msn: u64, body: MsgBody) {
@@ -310,7 +345,7 @@ impl MsgBuffer {
             if (order.cmp)(k, key) != Ordering::Equal {
                 break;
             }
-            out.push((msn, body));
+            out.push((msn, body.with_val(body.val.into())));
         }
         out
     }
@@ -329,13 +364,14 @@ impl MsgBuffer {
             if hi.is_some_and(|hi| (order.cmp)(key_at(&self.data, s.off).0, hi) != Ordering::Less) {
                 break;
             }
-            out.push(message_at(&self.data, s.off));
+            let (k, msn, body) = message_at(&self.data, s.off);
+            out.push((k, msn, body.with_val(body.val.into())));
         }
         out
     }
 
-    /// Every point message in (key, MSN) order, keys borrowed.
-    pub(crate) fn messages(&self) -> Vec<(&[u8], u64, MsgBody)> {
+    /// Every point message in (key, MSN) order, keys and values borrowed.
+    pub(crate) fn messages(&self) -> Vec<BorrowedMsg<'_>> {
         self.offs.iter().map(|s| message_at(&self.data, s.off)).collect()
     }
 
@@ -750,10 +786,22 @@ mod tests {
             let (k, msn, body) = message_at(&b.data, o);
             assert_eq!((k, msn), (&m.key[..], m.msn));
             assert_eq!(key_at(&b.data, o), (&m.key[..], m.msn));
-            assert_eq!(body, m.body);
+            assert_eq!(body, m.body.borrowed());
             let mut one = Vec::new();
             m.encode(&mut one);
             assert_eq!(len_at(&b.data, o), one.len());
+        }
+    }
+
+    #[test]
+    fn gallop_finds_the_partition_point_from_anywhere_before_it() {
+        for len in 0..40usize {
+            let v: Vec<usize> = (0..len).collect();
+            for point in 0..=len {
+                for from in 0..=point {
+                    assert_eq!(gallop(&v, from, |&x| x < point), point, "len {len} from {from}");
+                }
+            }
         }
     }
 
@@ -787,8 +835,11 @@ mod tests {
             let pivots: Vec<Box<[u8]>> = vec![b"a".to_vec().into(), b"abcdefgh".to_vec().into()];
             // The same messages inserted as batches give the same index.
             let mut batched = MsgBuffer::default();
-            let mut all: Vec<Msg> =
-                b.messages().into_iter().map(|(k, m, body)| Msg { msn: m, key: k.into(), body }).collect();
+            let mut all: Vec<Msg> = b
+                .messages()
+                .into_iter()
+                .map(|(k, m, body)| Msg { msn: m, key: k.into(), body: body.with_val(body.val.into()) })
+                .collect();
             rand::seq::SliceRandom::shuffle(all.as_mut_slice(), &mut rng);
             let mut rest = all.as_slice();
             while !rest.is_empty() {

@@ -69,16 +69,17 @@ enum Step {
 }
 
 /// A point message for a leaf: key, MSN, body.
-type PointMsg<'a> = (&'a [u8], u64, &'a MsgBody);
+/// A point message to apply: key, MSN and body (value owned or borrowed).
+pub(crate) type PointMsg<'a, V> = (&'a [u8], u64, &'a MsgBody<V>);
 
 /// Applies messages to a leaf whose basements are all in memory. `msgs` is
 /// (key, MSN, body) in any order; broadcasts have empty keys. Point messages
 /// on different keys commute, so they are applied per basement in key order;
 /// a broadcast is a barrier between the messages older and newer than it.
-pub(crate) fn apply_to_leaf(
+pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     tree: &Tree,
     leaf: &mut Node,
-    msgs: &mut [(&[u8], u64, &MsgBody)],
+    msgs: &mut [(&[u8], u64, &MsgBody<V>)],
 ) -> Result<(), String> {
     assert!(leaf.all_loaded(), "applying messages to a leaf with evicted basements");
     if msgs.is_empty() {
@@ -88,20 +89,19 @@ pub(crate) fn apply_to_leaf(
     let horizon = tree.ctx.horizon.load(std::sync::atomic::Ordering::Acquire);
     let max_msn = msgs.iter().map(|m| m.1).max().unwrap_or(0);
     debug_assert!(msgs.iter().all(|m| m.1 > leaf.max_msn), "a message reached a leaf twice");
-    let mut broadcasts: Vec<(u64, &MsgBody)> =
+    let mut broadcasts: Vec<(u64, &MsgBody<V>)> =
         msgs.iter().filter(|m| m.2.kind == MsgKind::Broadcast).map(|m| (m.1, m.2)).collect();
     broadcasts.sort_by_key(|b| b.0);
-    let mut points: Vec<(&[u8], u64, &MsgBody)> =
+    let mut points: Vec<PointMsg<V>> =
         msgs.iter().filter(|m| m.2.kind != MsgKind::Broadcast).copied().collect();
     // In (key, MSN) order. A root write's messages come in MSN order and a
     // flush's in runs: compare the keys' first 8 bytes as an integer first
     // (bytewise dictionaries), which settles most comparisons without the
     // comparator (sorting was half of applying a write to a root leaf).
-    let by_key_msn =
-        |a: &(&[u8], u64, &MsgBody), b: &(&[u8], u64, &MsgBody)| cmp(a.0, b.0).then(a.1.cmp(&b.1));
+    let by_key_msn = |a: &PointMsg<V>, b: &PointMsg<V>| cmp(a.0, b.0).then(a.1.cmp(&b.1));
     if !points.is_sorted_by(|a, b| by_key_msn(a, b).is_le()) {
         let order = tree.order;
-        let mut keyed: Vec<(u64, PointMsg)> =
+        let mut keyed: Vec<(u64, PointMsg<V>)> =
             points.iter().map(|m| (super::buffer::prefix(m.0, order), *m)).collect();
         // (key, MSN) is a total order (MSNs are distinct): unstable is fine.
         keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| by_key_msn(&a.1, &b.1)));
@@ -110,7 +110,7 @@ pub(crate) fn apply_to_leaf(
     let mut lower_msn = 0;
     for barrier in broadcasts.iter().map(|b| Some(*b)).chain(std::iter::once(None)) {
         let upper_msn = barrier.map_or(u64::MAX, |b| b.0);
-        let seg: Vec<(&[u8], &MsgBody)> =
+        let seg: Vec<(&[u8], &MsgBody<V>)> =
             points.iter().filter(|m| m.1 >= lower_msn && m.1 < upper_msn).map(|m| (m.0, m.2)).collect();
         apply_points(tree, leaf, &seg, horizon)?;
         if let Some((msn, body)) = barrier {
@@ -127,7 +127,12 @@ pub(crate) fn apply_to_leaf(
 }
 
 /// Applies key-sorted point messages, each to the basement whose range holds it.
-fn apply_points(tree: &Tree, leaf: &mut Node, seg: &[(&[u8], &MsgBody)], horizon: u64) -> Result<(), String> {
+fn apply_points<V: AsRef<[u8]>>(
+    tree: &Tree,
+    leaf: &mut Node,
+    seg: &[(&[u8], &MsgBody<V>)],
+    horizon: u64,
+) -> Result<(), String> {
     let cmp = tree.cmp;
     let pivots = std::mem::take(&mut leaf.pivots);
     let n = leaf.n_parts();
@@ -347,9 +352,12 @@ fn flush_buffer(
         return Ok(());
     }
     if child.is_leaf() {
+        // Applied straight from the buffer's bytes (no copy per message).
         let decoded = taken.messages();
-        let mut v: Vec<(&[u8], u64, &MsgBody)> = decoded.iter().map(|(k, m, b)| (*k, *m, b)).collect();
-        v.extend(taken.broadcasts().iter().map(|(m, b)| (&[][..], *m, b)));
+        let broadcasts: Vec<(u64, MsgBody<&[u8]>)> =
+            taken.broadcasts().iter().map(|(m, b)| (*m, b.borrowed())).collect();
+        let mut v: Vec<PointMsg<&[u8]>> = decoded.iter().map(|(k, m, b)| (*k, *m, b)).collect();
+        v.extend(broadcasts.iter().map(|(m, b)| (&[][..], *m, b)));
         if let Err(reason) = apply_to_leaf(tree, child, &mut v) {
             let err = tree.corrupt(child_bn, reason);
             tree.fail(err.to_string());

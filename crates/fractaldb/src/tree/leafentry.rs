@@ -233,7 +233,12 @@ impl Entry {
     }
 
     /// Applies one message (see `MsgKind`).
-    pub(crate) fn apply(&mut self, key: &[u8], body: &MsgBody, fns: &UpdateFns) -> Result<(), String> {
+    pub(crate) fn apply<V: AsRef<[u8]>>(
+        &mut self,
+        key: &[u8],
+        body: &MsgBody<V>,
+        fns: &UpdateFns,
+    ) -> Result<(), String> {
         match body.kind {
             MsgKind::Insert | MsgKind::Delete | MsgKind::Update if body.provisional => {
                 if self.prov.as_ref().is_some_and(|p| p.txid != body.txid) {

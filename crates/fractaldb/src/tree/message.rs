@@ -99,9 +99,12 @@ impl MsgKind {
 }
 
 /// The body of a message, without its key and MSN (which a buffer keeps in
-/// its index).
+/// its index). Its value is owned (`Box<[u8]>`, the default) where the body
+/// is kept, and borrowed (`&[u8]`) where messages are only applied: a flush
+/// applies a buffer's messages to a leaf straight from the buffer's bytes,
+/// with no allocation per message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct MsgBody {
+pub(crate) struct MsgBody<V = Box<[u8]>> {
     pub kind: MsgKind,
     pub fn_id: u8,
     /// The transaction the message belongs to; 0 for internal writes.
@@ -116,7 +119,7 @@ pub(crate) struct MsgBody {
     pub sp: u32,
     /// The value for `Insert`, the argument for `Update`/`Broadcast`, the
     /// savepoint range for `Abort`.
-    pub val: Box<[u8]>,
+    pub val: V,
 }
 
 /// Flag on the wire `kind` byte: the message is provisional.
@@ -173,23 +176,43 @@ impl MsgBody {
         Ok(MsgBody { kind, fn_id, txid, provisional, commits, sp, val: Box::new([]) })
     }
 
-    /// The savepoint range `[lo, hi)` of an `Abort` message.
-    pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
-        let mut r = Reader::new(&self.val);
-        let lo = r.varint()?;
-        let hi = r.varint()?;
-        match (u32::try_from(lo), u32::try_from(hi)) {
-            (Ok(lo), Ok(hi)) if r.is_empty() => Ok((lo, hi)),
-            _ => Err("bad abort message range".into()),
-        }
-    }
-
     /// An `Abort` message's value for the savepoint range `[lo, hi)`.
     pub(crate) fn abort_val(lo: u32, hi: u32) -> Box<[u8]> {
         let mut v = Vec::new();
         put_varint(&mut v, lo as u64);
         put_varint(&mut v, hi as u64);
         v.into()
+    }
+}
+
+impl<V: AsRef<[u8]>> MsgBody<V> {
+    /// The same head with another value.
+    pub(crate) fn with_val<W>(&self, val: W) -> MsgBody<W> {
+        MsgBody {
+            kind: self.kind,
+            fn_id: self.fn_id,
+            txid: self.txid,
+            provisional: self.provisional,
+            commits: self.commits,
+            sp: self.sp,
+            val,
+        }
+    }
+
+    /// The body with its value borrowed.
+    pub(crate) fn borrowed(&self) -> MsgBody<&[u8]> {
+        self.with_val(self.val.as_ref())
+    }
+
+    /// The savepoint range `[lo, hi)` of an `Abort` message.
+    pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
+        let mut r = Reader::new(self.val.as_ref());
+        let lo = r.varint()?;
+        let hi = r.varint()?;
+        match (u32::try_from(lo), u32::try_from(hi)) {
+            (Ok(lo), Ok(hi)) if r.is_empty() => Ok((lo, hi)),
+            _ => Err("bad abort message range".into()),
+        }
     }
 }
 
@@ -216,6 +239,25 @@ pub(crate) trait KeyedMsg {
     /// The whole body, `stamp` (if any) applied (copies the value).
     fn body(&self, stamp: Option<Stamp>) -> MsgBody {
         MsgBody { val: self.val().into(), ..self.head(stamp) }
+    }
+}
+
+/// A borrowed message: a batch put in another order without copying it.
+impl<M: KeyedMsg> KeyedMsg for &M {
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn val(&self) -> &[u8] {
+        (**self).val()
+    }
+    fn kind(&self) -> MsgKind {
+        (**self).kind()
+    }
+    fn fn_id(&self) -> u8 {
+        (**self).fn_id()
+    }
+    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
+        (**self).head(stamp)
     }
 }
 
@@ -360,25 +402,25 @@ impl KeyedMsg for MsgRef<'_> {
 /// An update function missing from the registry is reported, never guessed.
 /// The old value is borrowed: an update function reads it, and an insert or
 /// delete ignores it, so a caller never copies it to apply a message.
-pub(crate) fn apply_to_value(
+pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
     key: &[u8],
     old: Option<&[u8]>,
-    body: &MsgBody,
+    body: &MsgBody<V>,
     fns: &UpdateFns,
 ) -> Result<Option<Vec<u8>>, String> {
     match body.kind {
-        MsgKind::Insert => Ok(Some(body.val.to_vec())),
+        MsgKind::Insert => Ok(Some(body.val.as_ref().to_vec())),
         MsgKind::Delete => Ok(None),
         MsgKind::Update => {
             let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-            Ok(f(key, old, &body.val))
+            Ok(f(key, old, body.val.as_ref()))
         }
         // A broadcast changes only keys that exist.
         MsgKind::Broadcast => match old {
             None => Ok(None),
             Some(old) => {
                 let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-                Ok(f(key, Some(old), &body.val))
+                Ok(f(key, Some(old), body.val.as_ref()))
             }
         },
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
@@ -432,7 +474,7 @@ mod tests {
                 Some(v)
             }) as UpdateFn,
         );
-        let b = MsgBody {
+        let b: MsgBody = MsgBody {
             kind: MsgKind::Broadcast,
             fn_id: 1,
             txid: 0,
@@ -450,7 +492,7 @@ mod tests {
             provisional: false,
             commits: false,
             sp: 0,
-            val: Box::new([]),
+            val: Box::<[u8]>::from([]),
         };
         assert!(apply_to_value(b"k", None, &u, &fns).is_err());
     }

@@ -765,10 +765,10 @@ impl Tree {
             }
             let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
             if g.is_leaf() {
-                // A leaf applies whole bodies (copies: a root that is a
-                // leaf holds little, so its writes are small).
-                let bodies: Vec<MsgBody> = msgs.iter().map(|m| m.body(stamp)).collect();
-                let mut sorted: Vec<(&[u8], u64, &MsgBody)> =
+                // A leaf applies the messages with their values borrowed.
+                let bodies: Vec<MsgBody<&[u8]>> =
+                    msgs.iter().map(|m| m.head(stamp).with_val(m.val())).collect();
+                let mut sorted: Vec<flush::PointMsg<&[u8]>> =
                     (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, &bodies[i])).collect();
                 flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);

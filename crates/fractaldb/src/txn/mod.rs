@@ -593,17 +593,36 @@ impl Txn {
         // whatever wrote them, so one per key is enough (a roll-up batch
         // upserts a few counters a thousand times each, and sent a commit
         // message per upsert).
-        // Sorted only to find duplicates: on the first 8 bytes as an
-        // integer, then the whole key.
-        let mut keys: Vec<(u64, &[u8])> =
-            ops.iter().map(|m| (crate::tree::key_prefix(m.key()), m.key())).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for (_, key) in keys {
-            st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
+        // One sort of the batch: on the first 8 bytes as an integer, then
+        // the whole key, then the position in the batch (so a key's
+        // messages keep their order). It finds the duplicate keys, and for
+        // a bytewise dictionary it is the tree's order: the batch then
+        // goes to the tree in it, and the root buffer's and a root leaf's
+        // sorts find it sorted (one pass) instead of sorting it again.
+        // Messages on different keys commute; a broadcast does not, so a
+        // batch holding one keeps its order.
+        let mut sorted: Vec<(u64, &[u8], u32)> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (crate::tree::key_prefix(m.key()), m.key(), i as u32))
+            .collect();
+        sorted.sort_unstable();
+        for (i, &(p, key, _)) in sorted.iter().enumerate() {
+            if i == 0 || (p, key) != (sorted[i - 1].0, sorted[i - 1].1) {
+                st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
+            }
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
-        d.tree.write_msgs(ops, Some(Stamp { txid: self.id(), provisional: true, sp }), Logging::NoWait)?;
+        let stamp = Some(Stamp { txid: self.id(), provisional: true, sp });
+        let reorder = d.tree.order.bytewise
+            && sorted.iter().enumerate().any(|(i, s)| s.2 as usize != i)
+            && !ops.iter().any(|m| m.kind() == MsgKind::Broadcast);
+        if reorder {
+            let in_key_order: Vec<&M> = sorted.iter().map(|s| &ops[s.2 as usize]).collect();
+            d.tree.write_msgs(&in_key_order, stamp, Logging::NoWait)?;
+        } else {
+            d.tree.write_msgs(ops, stamp, Logging::NoWait)?;
+        }
         Ok(())
     }
 
