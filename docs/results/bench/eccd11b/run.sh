@@ -1,0 +1,19 @@
+#!/bin/bash
+# The measurements of issue 5, fifth pass (engine at eccd11b: the log written with O_DIRECT), one run after
+# another: reads, mixed at 1, 8 and 64 threads, codec, loads. Build first:
+#   cargo build --release -p fractaldb-cli --features rocksdb
+# (this record's binary was built without ROCKSDB_LIB_DIR: RocksDB 7.9.2, bundled).
+B=${B:-target/release/fractaldb}
+D=${D:-data/bench}
+O=${O:-bench-out}
+mkdir -p $O
+uptime > $O/load-start.txt
+rm -rf $D/reads; $B bench insert point-get range-scan scan --engines fractaldb,rocksdb,sqlite --cache 64MiB --gets 200k --dir $D/reads --out $O/reads > $O/reads.log 2>&1
+uptime > $O/load-after-reads.txt
+for t in 1 8 64; do
+  rm -rf $D/mixed; $B bench insert mixed --engines fractaldb,rocksdb --rows 2M --threads $t --seconds 20 --cache 64MiB --dir $D/mixed --out $O/mixed-$t > $O/mixed-$t.log 2>&1
+done
+rm -rf $D/codec; $B bench codec --engines fractaldb,rocksdb,sqlite --rows 1M --cache 64MiB --dir $D/codec --out $O/codec > $O/codec.log 2>&1
+rm -rf $D/loads; $B bench iibench rollup-seq rollup-random --engines fractaldb,rocksdb,sqlite --rows 8600k --cache 64MiB --dir $D/loads --out $O/loads > $O/loads.log 2>&1
+uptime > $O/load-end.txt
+echo done > $O/DONE
