@@ -67,9 +67,10 @@ pub(crate) fn encode_write<M: KeyedMsg>(file_id: u64, msgs: &[M], stamp: Option<
     put_varint(&mut out, file_id);
     put_varint(&mut out, msgs.len() as u64);
     for m in msgs {
-        m.head(stamp).encode_head(&mut out);
+        let body = m.stamped(stamp);
+        body.encode_head(&mut out);
         put_bytes(&mut out, m.key());
-        put_bytes(&mut out, m.val());
+        put_bytes(&mut out, body.val);
     }
     out
 }

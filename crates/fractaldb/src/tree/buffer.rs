@@ -31,7 +31,7 @@
 
 use std::cmp::Ordering;
 
-use super::message::{KeyedMsg, Msg, MsgBody, MsgKind, MsgRef, KIND_COMMITS, KIND_PROVISIONAL};
+use super::message::{Msg, MsgBody, MsgKind, MsgRef, KIND_COMMITS, KIND_PROVISIONAL};
 use super::KeyOrder;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
@@ -202,14 +202,14 @@ impl MsgBuffer {
     }
 
     pub(crate) fn insert_ref(&mut self, msg: MsgRef, order: KeyOrder) {
-        if msg.head.kind == MsgKind::Broadcast {
-            self.insert_broadcast(msg.msn, msg.body(None));
+        if msg.body.kind == MsgKind::Broadcast {
+            self.insert_broadcast(msg.msn, msg.body.with_val(msg.body.val.into()));
             return;
         }
         let off = offset(self.data.len());
         // Grow by a quarter, not the default doubling, so capacity (which
         // the cache charges) stays close to the bytes held.
-        let need = msg.key.len() + msg.val.len() + 32;
+        let need = msg.key.len() + msg.body.val.len() + 32;
         if self.data.capacity() - self.data.len() < need {
             self.data.reserve_exact(need.max(self.data.len() / 4));
         }
@@ -244,12 +244,12 @@ impl MsgBuffer {
             return;
         }
         let mut piece = MsgBuffer {
-            data: Vec::with_capacity(msgs.iter().map(|m| m.key.len() + m.val.len() + 24).sum()),
+            data: Vec::with_capacity(msgs.iter().map(|m| m.key.len() + m.body.val.len() + 24).sum()),
             offs: Vec::with_capacity(msgs.len()),
             broadcasts: Vec::new(),
         };
         for m in msgs {
-            debug_assert!(m.head.kind != MsgKind::Broadcast, "insert_many takes point messages");
+            debug_assert!(m.body.kind != MsgKind::Broadcast, "insert_many takes point messages");
             let slot = Slot { prefix: prefix(m.key, order), off: offset(piece.data.len()) };
             m.encode(&mut piece.data);
             piece.offs.push(slot);
@@ -276,7 +276,7 @@ impl MsgBuffer {
     /// simple path).
     pub(crate) fn fold_commits<'a>(&mut self, msgs: Vec<MsgRef<'a>>, order: KeyOrder) -> Vec<MsgRef<'a>> {
         // A broadcast newer than the write would fall between the two.
-        if !self.broadcasts.is_empty() || !msgs.iter().any(|m| m.head.kind == MsgKind::Commit) {
+        if !self.broadcasts.is_empty() || !msgs.iter().any(|m| m.body.kind == MsgKind::Commit) {
             return msgs;
         }
         let mut msgs = msgs;
@@ -285,14 +285,14 @@ impl MsgBuffer {
         let mut from = 0;
         let mut last: Option<&[u8]> = None;
         msgs.retain(|m| {
-            if m.head.kind != MsgKind::Commit {
+            if m.body.kind != MsgKind::Commit {
                 return true;
             }
             if last.is_some_and(|l| (order.cmp)(l, m.key) == Ordering::Greater) {
                 from = 0;
             }
             last = Some(m.key);
-            let (folded, end) = self.fold_commit(m.key, m.head.txid, order, from);
+            let (folded, end) = self.fold_commit(m.key, m.body.txid, order, from);
             from = end;
             !folded
         });

@@ -68,7 +68,6 @@ enum Step {
     Need(BlockNum),
 }
 
-/// A point message for a leaf: key, MSN, body.
 /// A point message to apply: key, MSN and body (value owned or borrowed).
 pub(crate) type PointMsg<'a, V> = (&'a [u8], u64, &'a MsgBody<V>);
 
@@ -79,7 +78,7 @@ pub(crate) type PointMsg<'a, V> = (&'a [u8], u64, &'a MsgBody<V>);
 pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     tree: &Tree,
     leaf: &mut Node,
-    msgs: &mut [(&[u8], u64, &MsgBody<V>)],
+    msgs: &mut [PointMsg<V>],
 ) -> Result<(), String> {
     assert!(leaf.all_loaded(), "applying messages to a leaf with evicted basements");
     if msgs.is_empty() {

@@ -139,22 +139,6 @@ impl MsgBody {
         MsgBody { kind, fn_id: 0, txid, provisional: false, commits: false, sp: 0, val }
     }
 
-    /// Writes `kind u8 | fn_id u8 | txid varint | [sp varint]`.
-    pub(crate) fn encode_head(&self, out: &mut Vec<u8>) {
-        debug_assert!(self.provisional || !self.commits, "a committing message is provisional");
-        let flags = match (self.provisional, self.commits) {
-            (false, _) => 0,
-            (true, false) => KIND_PROVISIONAL,
-            (true, true) => KIND_PROVISIONAL | KIND_COMMITS,
-        };
-        out.push(self.kind as u8 | flags);
-        out.push(self.fn_id);
-        put_varint(out, self.txid);
-        if self.provisional {
-            put_varint(out, self.sp as u64);
-        }
-    }
-
     /// Reads what `encode_head` wrote; the caller fills `val`.
     pub(crate) fn decode_head(r: &mut Reader) -> DecodeResult<MsgBody> {
         let k = r.u8()?;
@@ -186,6 +170,35 @@ impl MsgBody {
 }
 
 impl<V: AsRef<[u8]>> MsgBody<V> {
+    /// Writes `kind u8 | fn_id u8 | txid varint | [sp varint]`.
+    pub(crate) fn encode_head(&self, out: &mut Vec<u8>) {
+        debug_assert!(self.provisional || !self.commits, "a committing message is provisional");
+        let flags = match (self.provisional, self.commits) {
+            (false, _) => 0,
+            (true, false) => KIND_PROVISIONAL,
+            (true, true) => KIND_PROVISIONAL | KIND_COMMITS,
+        };
+        out.push(self.kind as u8 | flags);
+        out.push(self.fn_id);
+        put_varint(out, self.txid);
+        if self.provisional {
+            put_varint(out, self.sp as u64);
+        }
+    }
+
+    /// The same body with `stamp` (if any) applied: a transaction's (or an
+    /// autocommit's) id and savepoint, put on a plain message as it is
+    /// written. Stamps go on plain messages only.
+    pub(crate) fn stamp(self, stamp: Option<Stamp>) -> MsgBody<V> {
+        match stamp {
+            Some(s) => {
+                debug_assert!(self.txid == 0 && !self.provisional, "a stamp goes on a plain message");
+                MsgBody { txid: s.txid, provisional: s.provisional, sp: s.sp, ..self }
+            }
+            None => self,
+        }
+    }
+
     /// The same head with another value.
     pub(crate) fn with_val<W>(&self, val: W) -> MsgBody<W> {
         MsgBody {
@@ -227,18 +240,20 @@ pub(crate) struct Stamp {
     pub sp: u32,
 }
 
-/// A message to write: its key, kind and value, owned or borrowed (a
+/// A message to write: its key and its body, owned or borrowed (a
 /// `WriteBatch`'s messages live in one arena; see `Tree::write_msgs`).
 pub(crate) trait KeyedMsg {
     fn key(&self) -> &[u8];
-    fn val(&self) -> &[u8];
-    fn kind(&self) -> MsgKind;
-    fn fn_id(&self) -> u8;
-    /// The body without its value, `stamp` (if any) applied.
-    fn head(&self, stamp: Option<Stamp>) -> MsgBody;
-    /// The whole body, `stamp` (if any) applied (copies the value).
-    fn body(&self, stamp: Option<Stamp>) -> MsgBody {
-        MsgBody { val: self.val().into(), ..self.head(stamp) }
+    /// The body with its value borrowed, `stamp` (if any) applied.
+    fn stamped(&self, stamp: Option<Stamp>) -> MsgBody<&[u8]>;
+    fn val(&self) -> &[u8] {
+        self.stamped(None).val
+    }
+    fn kind(&self) -> MsgKind {
+        self.stamped(None).kind
+    }
+    fn fn_id(&self) -> u8 {
+        self.stamped(None).fn_id
     }
 }
 
@@ -247,17 +262,8 @@ impl<M: KeyedMsg> KeyedMsg for &M {
     fn key(&self) -> &[u8] {
         (**self).key()
     }
-    fn val(&self) -> &[u8] {
-        (**self).val()
-    }
-    fn kind(&self) -> MsgKind {
-        (**self).kind()
-    }
-    fn fn_id(&self) -> u8 {
-        (**self).fn_id()
-    }
-    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        (**self).head(stamp)
+    fn stamped(&self, stamp: Option<Stamp>) -> MsgBody<&[u8]> {
+        (**self).stamped(stamp)
     }
 }
 
@@ -266,17 +272,8 @@ impl<K: AsRef<[u8]>, B: std::borrow::Borrow<MsgBody>> KeyedMsg for (K, B) {
     fn key(&self) -> &[u8] {
         self.0.as_ref()
     }
-    fn val(&self) -> &[u8] {
-        &self.1.borrow().val
-    }
-    fn kind(&self) -> MsgKind {
-        self.1.borrow().kind
-    }
-    fn fn_id(&self) -> u8 {
-        self.1.borrow().fn_id
-    }
-    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        self.1.borrow().head(stamp)
+    fn stamped(&self, stamp: Option<Stamp>) -> MsgBody<&[u8]> {
+        self.1.borrow().borrowed().stamp(stamp)
     }
 }
 
@@ -294,40 +291,17 @@ impl KeyedMsg for PlainMsg<'_> {
     fn key(&self) -> &[u8] {
         self.key
     }
-    fn val(&self) -> &[u8] {
-        self.val
-    }
-    fn kind(&self) -> MsgKind {
-        self.kind
-    }
-    fn fn_id(&self) -> u8 {
-        self.fn_id
-    }
-    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        MsgBody::plain(self.kind, self.fn_id, &[]).head(stamp)
-    }
-}
-
-impl MsgBody {
-    /// This body without its value, `stamp` (if any) applied: what
-    /// `encode_head` needs. Stamps go on plain messages only.
-    pub(crate) fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        let (txid, provisional, sp) = match stamp {
-            Some(s) => {
-                debug_assert!(self.txid == 0 && !self.provisional, "a stamp goes on a plain message");
-                (s.txid, s.provisional, s.sp)
-            }
-            None => (self.txid, self.provisional, self.sp),
-        };
-        MsgBody {
+    fn stamped(&self, stamp: Option<Stamp>) -> MsgBody<&[u8]> {
+        let plain = MsgBody {
             kind: self.kind,
             fn_id: self.fn_id,
-            txid,
-            provisional,
-            commits: self.commits,
-            sp,
-            val: Box::new([]),
-        }
+            txid: 0,
+            provisional: false,
+            commits: false,
+            sp: 0,
+            val: self.val,
+        };
+        plain.stamp(stamp)
     }
 }
 
@@ -346,7 +320,7 @@ impl Msg {
     }
 
     pub(crate) fn as_ref(&self) -> MsgRef<'_> {
-        MsgRef { msn: self.msn, key: &self.key, head: self.body.head(None), val: &self.body.val }
+        MsgRef { msn: self.msn, key: &self.key, body: self.body.borrowed() }
     }
 
     #[cfg(test)]
@@ -360,23 +334,21 @@ impl Msg {
 }
 
 /// A message whose key and value are borrowed from the writer (the root
-/// write encodes them straight into a buffer) and whose `head` is its body
-/// without the value.
+/// write encodes them straight into a buffer).
 #[derive(Clone, Debug)]
 pub(crate) struct MsgRef<'a> {
     pub msn: u64,
     pub key: &'a [u8],
-    pub head: MsgBody,
-    pub val: &'a [u8],
+    pub body: MsgBody<&'a [u8]>,
 }
 
 impl MsgRef<'_> {
     /// Appends the message's form in a buffer partition (`Msg::encode`).
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.msn.to_le_bytes());
-        self.head.encode_head(out);
+        self.body.encode_head(out);
         put_bytes(out, self.key);
-        put_bytes(out, self.val);
+        put_bytes(out, self.body.val);
     }
 }
 
@@ -384,17 +356,8 @@ impl KeyedMsg for MsgRef<'_> {
     fn key(&self) -> &[u8] {
         self.key
     }
-    fn val(&self) -> &[u8] {
-        self.val
-    }
-    fn kind(&self) -> MsgKind {
-        self.head.kind
-    }
-    fn fn_id(&self) -> u8 {
-        self.head.fn_id
-    }
-    fn head(&self, stamp: Option<Stamp>) -> MsgBody {
-        self.head.head(stamp)
+    fn stamped(&self, stamp: Option<Stamp>) -> MsgBody<&[u8]> {
+        self.body.clone().stamp(stamp)
     }
 }
 

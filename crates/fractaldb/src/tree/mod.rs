@@ -766,8 +766,7 @@ impl Tree {
             let first_msn = self.ctx.msn.fetch_add(msgs.len() as u64, AtomicOrdering::SeqCst) + 1;
             if g.is_leaf() {
                 // A leaf applies the messages with their values borrowed.
-                let bodies: Vec<MsgBody<&[u8]>> =
-                    msgs.iter().map(|m| m.head(stamp).with_val(m.val())).collect();
+                let bodies: Vec<MsgBody<&[u8]>> = msgs.iter().map(|m| m.stamped(stamp)).collect();
                 let mut sorted: Vec<flush::PointMsg<&[u8]>> =
                     (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, &bodies[i])).collect();
                 flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
@@ -776,19 +775,15 @@ impl Tree {
                 let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
                 for (i, m) in msgs.iter().enumerate() {
                     let msn = first_msn + i as u64;
-                    if m.kind() == MsgKind::Broadcast {
-                        let body = m.body(stamp);
+                    let body = m.stamped(stamp);
+                    if body.kind == MsgKind::Broadcast {
+                        let body = body.with_val(Box::from(body.val));
                         for c in g.children_mut() {
                             c.buf.insert_broadcast(msn, body.clone());
                         }
                     } else {
                         let key = m.key();
-                        per_child[g.part_for(key, self.cmp)].push(MsgRef {
-                            msn,
-                            key,
-                            head: m.head(stamp),
-                            val: m.val(),
-                        });
+                        per_child[g.part_for(key, self.cmp)].push(MsgRef { msn, key, body });
                     }
                 }
                 for (c, msgs) in g.children_mut().iter_mut().zip(per_child) {
