@@ -5,7 +5,8 @@
 //! copies while nodes are rebuilt, compressed and read (a few node sizes),
 //! thread stacks, and the free memory glibc's malloc keeps in its per-thread
 //! arenas. It is stated as budget/4 + 32 MiB. The test also counts live heap
-//! bytes, which must stay within the budget plus slack plus a few nodes.
+//! bytes, which must stay within the budget plus slack plus a few nodes and
+//! what one merge of a child's spills holds (see `live_allowed`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,7 +83,12 @@ fn resident_memory_stays_within_the_cache_budget() {
     let stats = env.stats().cache;
     let grown = peak.saturating_sub(baseline);
     let allowed = budget + budget / 4 + (32 << 20);
-    let live_allowed = budget + budget / 4 + 4 * (512 << 10);
+    // Beyond the cache's own overshoot (budget/4), a few node sizes of
+    // copies while nodes are rebuilt, compressed and read, plus what a
+    // flush that merges a child's spills holds: the decoded spills (up to
+    // `flush::SPILL_NODES` = 4 node sizes, charged to the cache while held)
+    // and the child grown by as much until it is split and recharged.
+    let live_allowed = budget + budget / 4 + (4 + 2 * 4) * (512 << 10);
     let peak_live = PEAK_LIVE.load(Ordering::Relaxed);
     assert!(peak_live <= live_allowed, "live heap peaked at {} MiB", peak_live >> 20);
     eprintln!(

@@ -82,6 +82,26 @@ pub(crate) struct Counters {
     client_waits: AtomicU64,
 }
 
+/// Memory charged to the cache outside its nodes (`Cache::hold`).
+pub(crate) struct Held<'a> {
+    cache: &'a Cache,
+    bytes: usize,
+}
+
+impl Held<'_> {
+    pub(crate) fn add(&mut self, bytes: usize) {
+        self.bytes += bytes;
+        self.cache.used_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.cache.maybe_wake_evictor();
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.cache.used_bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
 /// The cache of one environment.
 pub(crate) struct Cache {
     budget_bytes: usize,
@@ -191,6 +211,15 @@ impl Cache {
             referenced: AtomicBool::new(true),
             owner,
         })
+    }
+
+    /// Charges memory held outside any cached node (a flush's decoded
+    /// spills) until the guard is dropped, so the evictor makes room for it
+    /// as for a node. Never waits: call it under node locks.
+    pub(crate) fn hold(&self, bytes: usize) -> Held<'_> {
+        let mut h = Held { cache: self, bytes: 0 };
+        h.add(bytes);
+        h
     }
 
     /// Charges an entry for its node's current size. Call after every change.

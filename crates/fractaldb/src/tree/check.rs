@@ -10,7 +10,9 @@
 //! - every spill lies inside its child's range and is older than what is
 //!   above it (buffer, later spills, ancestors), and newer than below;
 //! - every clean node's block on disk passes its checksums and decodes;
-//! - every block in the table is a node or spill of the tree (no leaks).
+//! - every block in the table is a node or spill of the tree (no leaks);
+//! - no child has more than `MAX_SPILLS` spills or `SPILL_NODES` node sizes of
+//!   spilled raw bytes.
 //!
 //! It holds the checkpoint lock exclusively, so writers and the cleaner wait
 //! while it runs. Tests call it after every phase.
@@ -211,6 +213,20 @@ impl Tree {
                     }
                     report.buffered_messages += c.buf.len() as u64;
                     report.folded_commits += c.buf.folded() as u64;
+                    // A flush spills only while the child's spills stay
+                    // within bounds (`Tree::spill_room`).
+                    if c.spills.len() > super::flush::MAX_SPILLS
+                        || c.spilled_bytes() > super::flush::SPILL_NODES * self.settings.node_size_bytes
+                    {
+                        return Err(self.bad(
+                            bn,
+                            format!(
+                                "child {i} has {} spills of {} raw bytes, over the bounds",
+                                c.spills.len(),
+                                c.spilled_bytes()
+                            ),
+                        ));
+                    }
                     // Spills, newest first: each older than everything after it.
                     for (j, sp) in c.spills.iter().enumerate().rev() {
                         walk.blocks.push(sp.bn);
