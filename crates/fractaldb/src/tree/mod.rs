@@ -1149,7 +1149,7 @@ impl Tree {
         // Spills take the leaves' codec, not the buffers' faster one: they
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
         // they are a large part of the file (lz4 spills left a loaded tree's
-        // files 6-9% larger).
+        // files 6-12% larger).
         let (bytes, raw_len) = serialize::encode_spill(buf, self.settings.codec);
         let bn = self.file.allocate_blocknum();
         match self.file.write_block(bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
