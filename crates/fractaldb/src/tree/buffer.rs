@@ -397,7 +397,9 @@ impl MsgBuffer {
     /// and the two sorted offset lists merged. Broadcasts present in both
     /// (copies made by `split`) are kept once.
     pub(crate) fn append(&mut self, other: MsgBuffer, order: KeyOrder) {
-        if self.offs.is_empty() && self.broadcasts.is_empty() {
+        // An empty buffer takes `other` over, unless it was made with room
+        // for more (`with_capacity`): then it keeps its room.
+        if self.offs.is_empty() && self.broadcasts.is_empty() && self.data.capacity() < other.data.len() {
             *self = other;
             return;
         }
@@ -462,6 +464,14 @@ impl MsgBuffer {
             all.dedup_by_key(|(m, _)| *m);
             self.broadcasts = all;
         }
+    }
+
+    /// An empty buffer with room for `bytes` of encoded messages and
+    /// `count` of them, so that appending up to that much never
+    /// reallocates (and copies) the arena: a flush gathering a child's
+    /// spills appends dozens of them.
+    pub(crate) fn with_capacity(bytes: usize, count: usize) -> MsgBuffer {
+        MsgBuffer { data: Vec::with_capacity(bytes), offs: Vec::with_capacity(count), broadcasts: Vec::new() }
     }
 
     /// Empties the buffer, returning what it held.
@@ -756,6 +766,33 @@ mod tests {
             a.encode(&mut out);
             assert_eq!(keys(&MsgBuffer::decode(out, BYTEWISE).unwrap()), want);
         }
+    }
+
+    #[test]
+    fn a_presized_buffer_gathers_pieces_without_reallocating() {
+        let pieces: Vec<MsgBuffer> = (0..20u64)
+            .map(|p| {
+                let mut b = MsgBuffer::default();
+                for i in 0..30u64 {
+                    let key = format!("k{:03}", (i * 7 + p * 13) % 97).into_bytes();
+                    b.insert(msg(&key, p * 100 + i + 1, MsgKind::Insert), BYTEWISE);
+                }
+                b
+            })
+            .collect();
+        let bytes: usize = pieces.iter().map(|b| b.data.len()).sum();
+        let mut want: Vec<_> = pieces.iter().flat_map(keys).collect();
+        want.sort();
+        let mut all = MsgBuffer::with_capacity(bytes, 0);
+        let arena = all.data.as_ptr();
+        for b in pieces {
+            all.append(b, BYTEWISE);
+        }
+        assert_eq!(keys(&all), want);
+        assert_eq!(all.data.as_ptr(), arena, "the arena was reallocated");
+        let mut out = Vec::new();
+        all.encode(&mut out);
+        assert_eq!(keys(&MsgBuffer::decode(out, BYTEWISE).unwrap()), want);
     }
 
     #[test]

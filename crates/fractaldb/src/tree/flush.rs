@@ -340,7 +340,15 @@ fn flush_buffer(
     child_bn: BlockNum,
 ) -> Result<()> {
     let spills = std::mem::take(&mut parent.children_mut()[c].spills);
-    let mut taken = MsgBuffer::default();
+    let buf = &parent.children()[c].buf;
+    let mut taken = if spills.is_empty() {
+        MsgBuffer::default()
+    } else {
+        // Room for every spill and the buffer: appending them one by one
+        // must not reallocate the arena each time.
+        let bytes = spills.iter().map(|s| s.raw_len as usize).sum::<usize>() + buf.mem_bytes();
+        MsgBuffer::with_capacity(bytes, spills.iter().map(|s| s.count as usize).sum::<usize>() + buf.len())
+    };
     // Up to `SPILL_NODES` node sizes of decoded messages, in no node until
     // they are applied: charged to the cache meanwhile.
     let mut held = tree.ctx.cache.hold(0);
