@@ -471,12 +471,12 @@ impl MsgBuffer {
         }
     }
 
-    /// An empty buffer with room for `bytes` of encoded messages and
-    /// `count` of them, so that appending up to that much never
-    /// reallocates (and copies) the arena: a flush gathering a child's
-    /// spills appends dozens of them.
-    pub(crate) fn with_capacity(bytes: usize, count: usize) -> MsgBuffer {
-        MsgBuffer { data: Vec::with_capacity(bytes), offs: Vec::with_capacity(count), broadcasts: Vec::new() }
+    /// An empty buffer with room for `bytes` of encoded messages, so that
+    /// appending up to that much never reallocates (and copies) the arena:
+    /// a flush gathering a child's spills appends dozens of them. (The
+    /// index needs no room: a merge builds a new one.)
+    pub(crate) fn with_capacity(bytes: usize) -> MsgBuffer {
+        MsgBuffer { data: Vec::with_capacity(bytes), ..MsgBuffer::default() }
     }
 
     /// Empties the buffer, returning what it held.
@@ -788,7 +788,7 @@ mod tests {
         let bytes: usize = pieces.iter().map(|b| b.data.len()).sum();
         let mut want: Vec<_> = pieces.iter().flat_map(keys).collect();
         want.sort();
-        let mut all = MsgBuffer::with_capacity(bytes, 0);
+        let mut all = MsgBuffer::with_capacity(bytes);
         let arena = all.data.as_ptr();
         for b in pieces {
             all.append(b, BYTEWISE);

@@ -346,8 +346,7 @@ fn flush_buffer(
     } else {
         // Room for every spill and the buffer: appending them one by one
         // must not reallocate the arena each time.
-        let bytes = spills.iter().map(|s| s.raw_len as usize).sum::<usize>() + buf.mem_bytes();
-        MsgBuffer::with_capacity(bytes, spills.iter().map(|s| s.count as usize).sum::<usize>() + buf.len())
+        MsgBuffer::with_capacity(spills.iter().map(|s| s.raw_len as usize).sum::<usize>() + buf.mem_bytes())
     };
     // Up to `SPILL_NODES` node sizes of decoded messages, in no node until
     // they are applied: charged to the cache meanwhile.
