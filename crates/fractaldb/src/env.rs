@@ -239,6 +239,8 @@ impl Env {
             checkpoint_lock: RwLock::new(()),
             cache: cache.clone(),
             cleaner_wake: (Mutex::new(false), Condvar::new()),
+            spill_writer: opts.background_threads,
+            spill_wake: (Mutex::new(false), Condvar::new()),
             closed: AtomicBool::new(false),
             vfs,
         });
@@ -273,6 +275,17 @@ impl Env {
                     .name(format!("fractaldb-cleaner-{i}"))
                     .spawn(move || cleaner_loop(weak, ctx, shutdown, checkpoints))
                     .map_err(|e| Error::io(&inner.path, "spawn cleaner thread", e))?,
+            );
+        }
+        if opts.background_threads {
+            let weak = Arc::downgrade(&inner);
+            let shutdown = inner.shutdown.clone();
+            let ctx = inner.ctx.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("fractaldb-spill".into())
+                    .spawn(move || spill_writer_loop(weak, ctx, shutdown))
+                    .map_err(|e| Error::io(&inner.path, "spawn spill writer thread", e))?,
             );
         }
         *inner.threads.lock() = threads;
@@ -600,6 +613,13 @@ impl Env {
                 done += 1;
             }
         }
+        // The spill writer's work, when no thread does it (a flush leaves
+        // spills for it: `tree/pending.rs`).
+        if !self.inner.ctx.spill_writer {
+            for t in &trees {
+                t.write_spills(usize::MAX)?;
+            }
+        }
         // Then what the cleaner thread does once writes stop: drain buffers
         // (one pass over the key space past the last flush; steps that only
         // move along do not count as work).
@@ -882,6 +902,33 @@ fn cleaner_loop(
             let mut w = ctx.cleaner_wake.0.lock();
             if !*w {
                 ctx.cleaner_wake.1.wait_for(&mut w, Duration::from_millis(100));
+            }
+            *w = false;
+        }
+    }
+}
+
+/// The spill writer thread: compresses and writes the spills the cleaner
+/// left in memory (`tree/pending.rs`), oldest first, then sleeps until
+/// woken or 100 ms pass. A failed write fails its dictionary, like a failed
+/// write-back: the spill stays in memory, and the log keeps its messages.
+fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+    while !shutdown.load(Ordering::Relaxed) {
+        let Some(env) = inner.upgrade() else { return };
+        let trees = env.trees();
+        drop(env);
+        let mut wrote = 0;
+        for t in &trees {
+            match t.write_spills(16) {
+                Ok(n) => wrote += n,
+                Err(e) => t.fail(format!("spill write failed: {e}")),
+            }
+        }
+        drop(trees);
+        if wrote == 0 {
+            let mut w = ctx.spill_wake.0.lock();
+            if !*w {
+                ctx.spill_wake.1.wait_for(&mut w, Duration::from_millis(100));
             }
             *w = false;
         }

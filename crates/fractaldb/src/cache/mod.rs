@@ -216,6 +216,18 @@ impl Cache {
     /// Charges memory held outside any cached node (a flush's decoded
     /// spills) until the guard is dropped, so the evictor makes room for it
     /// as for a node. Never waits: call it under node locks.
+    /// Charges memory held outside any node and outside any one call (a
+    /// spill waiting to be written, `tree/pending.rs`); `release_extra`
+    /// gives it back.
+    pub(crate) fn hold_extra(&self, bytes: usize) {
+        self.used_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.maybe_wake_evictor();
+    }
+
+    pub(crate) fn release_extra(&self, bytes: usize) {
+        self.used_bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
     pub(crate) fn hold(&self, bytes: usize) -> Held<'_> {
         let mut h = Held { cache: self, bytes: 0 };
         h.add(bytes);

@@ -519,6 +519,21 @@ impl MsgBuffer {
 
     /// Serializes as `count varint | count × message` (see `message.rs`):
     /// point messages in (key, MSN) order, then broadcasts.
+    /// How many bytes `encode` writes.
+    pub(crate) fn encoded_len(&self) -> usize {
+        let points: usize = self.offs.iter().map(|s| len_at(&self.data, s.off)).sum();
+        let broadcasts: usize = self
+            .broadcasts
+            .iter()
+            .map(|(msn, body)| {
+                let mut v = Vec::new();
+                Msg { msn: *msn, key: Box::new([]), body: body.clone() }.encode(&mut v);
+                v.len()
+            })
+            .sum();
+        crate::encoding::varint_len(self.len() as u64) + points + broadcasts
+    }
+
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_varint(out, self.len() as u64);
         for &Slot { off, .. } in &self.offs {
@@ -899,6 +914,20 @@ mod tests {
             b.encode(&mut out);
             assert_eq!(keys(&MsgBuffer::decode(out, order).unwrap()), want);
         }
+    }
+
+    #[test]
+    fn encoded_len_is_what_encode_writes() {
+        // A spill's raw length is taken before anyone encodes it.
+        let mut b = buffer(&[(b"key", 1), (b"another key", 3), (b"k", 4)]);
+        let mut out = Vec::new();
+        b.encode(&mut out);
+        assert_eq!(b.encoded_len(), out.len());
+        b.insert(msg(b"", 5, MsgKind::Broadcast), BYTEWISE);
+        let mut out = Vec::new();
+        b.encode(&mut out);
+        assert_eq!(b.encoded_len(), out.len());
+        assert_eq!(MsgBuffer::default().encoded_len(), 1);
     }
 
     #[test]

@@ -98,6 +98,14 @@ impl Tree {
                 return Err(self.bad(bn, "block is in the table but not in the tree (leaked)".into()));
             }
         }
+        // And every spill waiting to be written (`pending.rs`) that no merge
+        // has taken is in the tree: else it would wait, and be charged to
+        // the cache, forever.
+        for bn in self.pending.live() {
+            if reachable.binary_search(&bn).is_err() {
+                return Err(self.bad(bn, "spill waits to be written but is not in the tree (leaked)".into()));
+            }
+        }
         Ok(report)
     }
 

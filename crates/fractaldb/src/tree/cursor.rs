@@ -260,7 +260,7 @@ impl Tree {
                 debug_assert!(g.children()[*c].loaded, "checked on the way down");
                 &g.children()[*c].buf
             })
-            .chain(spills.iter())
+            .chain(spills.iter().map(|b| &**b))
             .collect();
         let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
             bufs.iter().map(|b| b.range(lo, hi, self.order)).collect();

@@ -29,6 +29,7 @@ pub(crate) mod leafentry;
 pub(crate) mod message;
 pub(crate) mod meta;
 pub(crate) mod node;
+pub(crate) mod pending;
 pub(crate) mod serialize;
 
 use std::cmp::Ordering;
@@ -115,6 +116,11 @@ pub(crate) struct Context {
     pub cache: Arc<Cache>,
     /// Wakes the cleaner thread; the flag says "work to do".
     pub cleaner_wake: (Mutex<bool>, Condvar),
+    /// Whether a spill writer thread runs (`pending.rs`); without one,
+    /// spills wait until the cleaner or `Env::run_cleaner` writes them.
+    pub spill_writer: bool,
+    /// Wakes the spill writer thread; the flag says "spills to write".
+    pub spill_wake: (Mutex<bool>, Condvar),
     /// Set when the environment closes; every later call fails.
     pub closed: AtomicBool,
     /// Every file operation goes through it.
@@ -263,6 +269,14 @@ impl Context {
             self.cleaner_wake.1.notify_one();
         }
     }
+
+    pub(crate) fn wake_spill_writer(&self) {
+        let mut w = self.spill_wake.0.lock();
+        if !*w {
+            *w = true;
+            self.spill_wake.1.notify_one();
+        }
+    }
 }
 
 /// One dictionary's tree and file.
@@ -304,6 +318,8 @@ pub(crate) struct Tree {
     /// Begin-time copies of nodes changed during a checkpoint before it
     /// wrote them (see `cow`); the checkpoint writes and drops them.
     ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
+    /// Spills whose blocks are not written yet (`pending.rs`).
+    pub(crate) pending: pending::Pending,
 }
 
 /// A checkpoint of one tree between its begin and its finish.
@@ -384,6 +400,7 @@ impl Tree {
             settings,
             cmp,
             root: Mutex::new(NO_ROOT),
+            pending: pending::Pending::new(ctx.cache.clone()),
             ctx,
             me: me.clone(),
             root_pressure_bytes: AtomicUsize::new(0),
@@ -737,9 +754,12 @@ impl Tree {
             self.ctx.check_space(r.len())?;
         }
         self.ctx.cache.throttle();
-        // Back-pressure: while the root is over twice its budget the writer
-        // does the cleaner's work instead of letting the buffers grow.
-        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > 2 * self.settings.node_size_bytes {
+        // Back-pressure: while the root is over `WRITER_HELPS_AT_NODES` node
+        // sizes the writer does the cleaner's work instead of letting the
+        // buffers grow.
+        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed)
+            > flush::WRITER_HELPS_AT_NODES * self.settings.node_size_bytes
+        {
             if !self.clean_step()? {
                 break;
             }
@@ -801,7 +821,7 @@ impl Tree {
         }
         drop(ckpt);
         drop(pass);
-        if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.settings.node_size_bytes {
+        if self.root_pressure_bytes.load(AtomicOrdering::Relaxed) > self.root_flush_bytes() {
             self.ctx.wake_cleaner();
         }
         if let Some((log, lsn)) = log.zip(lsn) {
@@ -977,7 +997,9 @@ impl Tree {
             next_txid: self.ctx.next_txid.load(AtomicOrdering::SeqCst),
             settings: self.settings.clone(),
         };
-        self.file.begin_checkpoint();
+        // Spills still waiting to be written are named by this checkpoint's
+        // nodes: it writes them before its table (`pending.rs`).
+        self.pending.begin_checkpoint(|| self.file.begin_checkpoint());
         let mut pending = Vec::new();
         if !self.dropped.load(AtomicOrdering::Relaxed) {
             for e in self.ctx.cache.entries_of(self.dict) {
@@ -1022,6 +1044,15 @@ impl Tree {
                 result = self.write_pending(e);
             }
         }
+        // Every spill the checkpoint's nodes may name has its block before
+        // the table is written (or is being written by the spill writer,
+        // which joins it to the checkpoint; then this waits for it).
+        while result.is_ok() {
+            match self.pending.claim_for_checkpoint() {
+                Some(claim) => result = self.write_claimed(claim),
+                None => break,
+            }
+        }
         // Every pending node has been visited under its lock, so no copy can
         // be added after this point.
         let clones = std::mem::take(&mut *self.ckpt_clones.lock());
@@ -1040,7 +1071,11 @@ impl Tree {
                 return Err(e);
             }
         }
-        self.file.finish_checkpoint(&ckpt.meta.encode())
+        let result = self.file.finish_checkpoint(&ckpt.meta.encode());
+        // Nothing is marked any more (every marked spill was written above).
+        let ((), gone) = self.pending.end_checkpoint(|| ());
+        debug_assert!(gone.is_empty(), "spills the checkpoint named were not written");
+        result
     }
 
     /// Writes a node for the checkpoint without holding its lock during the
@@ -1083,7 +1118,12 @@ impl Tree {
             e.node.read().ckpt_pending.store(false, AtomicOrdering::SeqCst);
         }
         self.ckpt_clones.lock().clear();
-        self.file.abandon_checkpoint();
+        // Under the pending spills' lock: a spill write ending now must not
+        // join the checkpoint being abandoned.
+        let ((), gone) = self.pending.end_checkpoint(|| self.file.abandon_checkpoint());
+        for bn in gone {
+            self.file.free_blocknum(bn);
+        }
     }
 
     /// Call before changing a node under its write lock: if a checkpoint
@@ -1121,14 +1161,20 @@ impl Tree {
         Ok(())
     }
 
-    /// Reads a spill block (messages for one child that a flush wrote out
-    /// instead of into the child; see `flush.rs`). The caller holds the
-    /// parent's lock, so the spill cannot be freed meanwhile.
-    pub(crate) fn read_spill(&self, bn: BlockNum) -> Result<buffer::MsgBuffer> {
+    /// A spill's messages (for one child, that a flush wrote out instead
+    /// of into the child; see `flush.rs`): from memory while its block is
+    /// not written yet (`pending.rs`), else read from its block. The caller
+    /// holds the parent's lock, so the spill cannot be freed meanwhile.
+    pub(crate) fn read_spill(&self, bn: BlockNum) -> Result<Arc<buffer::MsgBuffer>> {
+        // The writer sets the block before the entry leaves: a miss here
+        // finds the block.
+        if let Some(buf) = self.pending.get(bn) {
+            return Ok(buf);
+        }
         let ext =
             self.file.extent(bn).ok_or_else(|| self.corrupt(bn, "spill block is not in the block table"))?;
         let bytes = self.file.read_range(bn, ext, 0, ext.len)?;
-        serialize::decode_spill(&bytes, self.order).map_err(|r| self.corrupt(bn, r))
+        serialize::decode_spill(&bytes, self.order).map(Arc::new).map_err(|r| self.corrupt(bn, r))
     }
 
     /// Asks the cleaner to flush child `child` of `parent` down with its
@@ -1144,29 +1190,73 @@ impl Tree {
         }
     }
 
-    /// Writes `buf` to a new spill block and returns its entry for the parent.
-    pub(crate) fn write_spill(&self, buf: &buffer::MsgBuffer) -> Result<node::Spill> {
+    /// Makes `buf` a spill and returns its entry for the parent. Its block
+    /// is written later, by the spill writer (`pending.rs`); meanwhile
+    /// readers find it in memory. The Bloom filter is built here, because
+    /// the parent's entry carries it.
+    pub(crate) fn new_spill(&self, buf: buffer::MsgBuffer) -> node::Spill {
+        // A filter only where keys compare as bytes, and none over
+        // broadcasts (they apply to every key): see `bloom.rs`.
+        let bloom = if self.order.bytewise && buf.broadcasts().is_empty() {
+            bloom::build(buf.keys().map(|(k, _)| k), buf.len())
+        } else {
+            Box::new([])
+        };
+        let raw_len = u32::try_from(buf.encoded_len()).expect("a spill is far below 4 GiB");
+        let count = buf.len() as u32;
+        let bn = self.file.allocate_blocknum();
+        self.pending.add(bn, buf);
+        if self.ctx.spill_writer {
+            self.ctx.wake_spill_writer();
+        }
+        node::Spill { bn, raw_len, count, bloom }
+    }
+
+    /// Writes up to `max` waiting spills, oldest first; returns how many.
+    pub(crate) fn write_spills(&self, max: usize) -> Result<usize> {
+        if self.dropped.load(AtomicOrdering::Relaxed) || self.is_failed() {
+            return Ok(0);
+        }
+        for n in 0..max {
+            let Some(claim) = self.pending.claim_oldest() else { return Ok(n) };
+            self.write_claimed(claim)?;
+        }
+        Ok(max)
+    }
+
+    /// Compresses and writes a spill this thread claimed (`pending.rs`).
+    fn write_claimed(&self, claim: pending::Claim) -> Result<()> {
         // Spills take the leaves' codec, not the buffers' faster one: they
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
         // they are a large part of the file (lz4 spills left a loaded tree's
         // files 6-12% larger).
-        let (bytes, raw_len) = serialize::encode_spill(buf, self.settings.codec);
-        let bn = self.file.allocate_blocknum();
-        match self.file.write_block(bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
-            Ok(_) => {
-                // A filter only where keys compare as bytes, and none over
-                // broadcasts (they apply to every key): see `bloom.rs`.
-                let bloom = if self.order.bytewise && buf.broadcasts().is_empty() {
-                    bloom::build(buf.keys().map(|(k, _)| k), buf.len())
-                } else {
-                    Box::new([])
-                };
-                Ok(node::Spill { bn, raw_len, count: buf.len() as u32, bloom })
+        let (bytes, raw_len) = serialize::encode_spill(&claim.buf, self.settings.codec);
+        debug_assert_eq!(raw_len as usize, claim.buf.encoded_len());
+        match self.file.write_block(claim.bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
+            Ok(ext) => {
+                let file = &self.file;
+                let free = self.pending.written(claim.bn, |ckpt| {
+                    if ckpt {
+                        file.add_to_checkpoint(claim.bn, ext);
+                    }
+                });
+                if free {
+                    self.file.free_blocknum(claim.bn);
+                }
+                Ok(())
             }
             Err(e) => {
-                self.file.free_blocknum(bn);
+                self.pending.unclaim(claim.bn);
                 Err(e)
             }
+        }
+    }
+
+    /// A merge took spill `bn`: frees its block number, now or once the
+    /// thread writing it (or the checkpoint that needs it) is done.
+    pub(crate) fn free_spill(&self, bn: BlockNum) {
+        if self.pending.cancel(bn) {
+            self.file.free_blocknum(bn);
         }
     }
 
