@@ -899,11 +899,7 @@ fn cleaner_loop(
             }
         }
         if !busy {
-            let mut w = ctx.cleaner_wake.0.lock();
-            if !*w {
-                ctx.cleaner_wake.1.wait_for(&mut w, Duration::from_millis(100));
-            }
-            *w = false;
+            crate::tree::wait_woken(&ctx.cleaner_wake, Duration::from_millis(100));
         }
     }
 }
@@ -926,11 +922,7 @@ fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown:
         }
         drop(trees);
         if wrote == 0 {
-            let mut w = ctx.spill_wake.0.lock();
-            if !*w {
-                ctx.spill_wake.1.wait_for(&mut w, Duration::from_millis(100));
-            }
-            *w = false;
+            crate::tree::wait_woken(&ctx.spill_wake, Duration::from_millis(100));
         }
     }
 }

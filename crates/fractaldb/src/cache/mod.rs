@@ -91,14 +91,13 @@ pub(crate) struct Held<'a> {
 impl Held<'_> {
     pub(crate) fn add(&mut self, bytes: usize) {
         self.bytes += bytes;
-        self.cache.used_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.cache.maybe_wake_evictor();
+        self.cache.hold_extra(bytes);
     }
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.cache.used_bytes.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.cache.release_extra(self.bytes);
     }
 }
 
@@ -213,12 +212,10 @@ impl Cache {
         })
     }
 
-    /// Charges memory held outside any cached node (a flush's decoded
-    /// spills) until the guard is dropped, so the evictor makes room for it
-    /// as for a node. Never waits: call it under node locks.
     /// Charges memory held outside any node and outside any one call (a
-    /// spill waiting to be written, `tree/pending.rs`); `release_extra`
-    /// gives it back.
+    /// spill waiting to be written, `tree/pending.rs`), so the evictor makes
+    /// room for it as for a node; `release_extra` gives it back. Never
+    /// waits.
     pub(crate) fn hold_extra(&self, bytes: usize) {
         self.used_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.maybe_wake_evictor();
@@ -228,6 +225,9 @@ impl Cache {
         self.used_bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
 
+    /// Charges memory held outside any cached node (a flush's decoded
+    /// spills) until the guard is dropped, so the evictor makes room for it
+    /// as for a node. Never waits: call it under node locks.
     pub(crate) fn hold(&self, bytes: usize) -> Held<'_> {
         let mut h = Held { cache: self, bytes: 0 };
         h.add(bytes);

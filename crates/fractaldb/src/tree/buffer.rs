@@ -517,8 +517,6 @@ impl MsgBuffer {
         pieces
     }
 
-    /// Serializes as `count varint | count × message` (see `message.rs`):
-    /// point messages in (key, MSN) order, then broadcasts.
     /// How many bytes `encode` writes.
     pub(crate) fn encoded_len(&self) -> usize {
         let points: usize = self.offs.iter().map(|s| len_at(&self.data, s.off)).sum();
@@ -534,6 +532,8 @@ impl MsgBuffer {
         crate::encoding::varint_len(self.len() as u64) + points + broadcasts
     }
 
+    /// Serializes as `count varint | count × message` (see `message.rs`):
+    /// point messages in (key, MSN) order, then broadcasts.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_varint(out, self.len() as u64);
         for &Slot { off, .. } in &self.offs {

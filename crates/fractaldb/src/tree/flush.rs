@@ -23,8 +23,8 @@
 //! `pending.rs`) and records it in the parent, next to the child's
 //! pointer; the child is not touched. Once the child's spills hold
 //! `SPILL_NODES` node sizes of messages (or the child is in memory anyway,
-//! or the drain comes by), the next flush reads the child and the spills and moves them all
-//! down in one rewrite. Reads look in the spills on their path like in a
+//! or the drain comes by), the next flush reads the child and the spills
+//! and moves them all down in one rewrite. Reads look in the spills on their path like in a
 //! buffer (one read per spill). Spills are immutable: written once, freed
 //! by the flush that empties them, under the parent's write lock.
 

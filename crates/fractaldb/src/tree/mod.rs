@@ -263,20 +263,31 @@ impl Context {
     }
 
     pub(crate) fn wake_cleaner(&self) {
-        let mut w = self.cleaner_wake.0.lock();
-        if !*w {
-            *w = true;
-            self.cleaner_wake.1.notify_one();
-        }
+        wake(&self.cleaner_wake);
     }
 
     pub(crate) fn wake_spill_writer(&self) {
-        let mut w = self.spill_wake.0.lock();
-        if !*w {
-            *w = true;
-            self.spill_wake.1.notify_one();
-        }
+        wake(&self.spill_wake);
     }
+}
+
+/// Sets a background thread's "work to do" flag and wakes it.
+fn wake((flag, cv): &(Mutex<bool>, Condvar)) {
+    let mut w = flag.lock();
+    if !*w {
+        *w = true;
+        cv.notify_one();
+    }
+}
+
+/// Sleeps until the flag is set or `timeout` passes, then clears it: how a
+/// background thread with nothing to do waits for `wake`.
+pub(crate) fn wait_woken((flag, cv): &(Mutex<bool>, Condvar), timeout: std::time::Duration) {
+    let mut w = flag.lock();
+    if !*w {
+        cv.wait_for(&mut w, timeout);
+    }
+    *w = false;
 }
 
 /// One dictionary's tree and file.
