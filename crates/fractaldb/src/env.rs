@@ -909,6 +909,7 @@ fn cleaner_loop(
 /// woken or 100 ms pass. A failed write fails its dictionary, like a failed
 /// write-back: the spill stays in memory, and the log keeps its messages.
 fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+    let mut trimmed = Instant::now();
     while !shutdown.load(Ordering::Relaxed) {
         let Some(env) = inner.upgrade() else { return };
         let trees = env.trees();
@@ -922,6 +923,17 @@ fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown:
         }
         drop(trees);
         if wrote == 0 {
+            // This thread frees every spill-sized buffer it allocates, and
+            // glibc keeps freed memory in the thread's own arena: with the
+            // spill writer, resident memory in `tests/memory.rs` grew by up
+            // to 55 MiB against 39-47 before it. Handing it back when idle,
+            // at most once a second, keeps the growth where it was.
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            if trimmed.elapsed() >= Duration::from_secs(1) {
+                // SAFETY: malloc_trim only returns free memory to the system.
+                unsafe { libc::malloc_trim(0) };
+                trimmed = Instant::now();
+            }
             crate::tree::wait_woken(&ctx.spill_wake, Duration::from_millis(100));
         }
     }

@@ -408,6 +408,13 @@ impl MsgBuffer {
             *self = other;
             return;
         }
+        self.append_ref(&other, order);
+    }
+
+    /// `append` of a buffer this one cannot take over (a spill still
+    /// shared with its entry in `pending.rs`): its bytes are copied once,
+    /// into this arena, and no whole copy of it is made first.
+    pub(crate) fn append_ref(&mut self, other: &MsgBuffer, order: KeyOrder) {
         if !other.offs.is_empty() && other.offs.len() * 4 < self.offs.len() {
             // A few into many (a write batch into the root, a flushed piece
             // into a child): each of theirs finds its place by binary search
@@ -464,7 +471,7 @@ impl MsgBuffer {
         }
         if !other.broadcasts.is_empty() {
             let mut all = std::mem::take(&mut self.broadcasts);
-            all.extend(other.broadcasts);
+            all.extend(other.broadcasts.iter().cloned());
             all.sort_by_key(|(m, _)| *m);
             all.dedup_by_key(|(m, _)| *m);
             self.broadcasts = all;

@@ -277,19 +277,25 @@ pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], order: KeyOrder) -> Re
 pub(crate) fn encode_spill(buf: &MsgBuffer, codec: Codec) -> (Vec<u8>, u32) {
     let mut raw = Vec::new();
     buf.encode(&mut raw);
-    let mut payload = Vec::with_capacity(raw.len() / 2 + 64);
-    codec.compress(&raw, &mut payload);
-    let mut out = Vec::with_capacity(SPILL_HEADER_BYTES + payload.len());
-    out.extend_from_slice(SPILL_MAGIC);
-    out.extend_from_slice(&SPILL_FORMAT_VERSION.to_le_bytes());
-    out.push(codec as u8);
-    out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(out.len(), SPILL_HEADER_BYTES);
-    out.extend_from_slice(&payload);
+    // The payload is compressed straight after room for the header, which
+    // is filled in last: no second copy of the payload (the spill writer
+    // compresses while the cleaner works, and its copies count against
+    // the memory bound, `tests/memory.rs`).
+    let mut out = Vec::with_capacity(SPILL_HEADER_BYTES + raw.len() / 2 + 64);
+    out.resize(SPILL_HEADER_BYTES, 0);
+    codec.compress(&raw, &mut out);
+    let payload = &out[SPILL_HEADER_BYTES..];
+    let mut h = Vec::with_capacity(SPILL_HEADER_BYTES);
+    h.extend_from_slice(SPILL_MAGIC);
+    h.extend_from_slice(&SPILL_FORMAT_VERSION.to_le_bytes());
+    h.push(codec as u8);
+    h.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    h.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    h.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    let crc = crc32c::crc32c(&h);
+    h.extend_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(h.len(), SPILL_HEADER_BYTES);
+    out[..SPILL_HEADER_BYTES].copy_from_slice(&h);
     (out, raw.len() as u32)
 }
 
