@@ -162,6 +162,9 @@ pub struct EnvStats {
     /// Nodes a writer changed while a checkpoint still had to write them,
     /// so they were copied first (the price of never making writers wait).
     pub checkpoint_copies: u64,
+    /// Buffers the evictor moved to spills before writing their internal
+    /// node back, rather than writing them with it (`flush.rs`).
+    pub write_back_spills: u64,
     /// The lock tree: locks held, bytes, waits, timeouts, deadlocks.
     pub locks: LockStats,
     /// Transactions begun and not yet finished.
@@ -225,6 +228,7 @@ impl Env {
             space_checked_ms: AtomicU64::new(0),
             space_written: AtomicU64::new(0),
             checkpoint_copies: AtomicU64::new(0),
+            write_back_spills: AtomicU64::new(0),
             space_short: AtomicBool::new(false),
             epoch: Instant::now(),
             dir: path.clone(),
@@ -643,6 +647,7 @@ impl Env {
             cache: self.inner.ctx.cache.stats(),
             log,
             checkpoint_copies,
+            write_back_spills: self.inner.ctx.write_back_spills.load(Ordering::Relaxed),
             locks: self.inner.txns.locks.stats(),
             open_transactions: self.inner.txns.unfinished(),
         }

@@ -136,6 +136,8 @@ pub(crate) struct Context {
     pub space_checked_ms: AtomicU64,
     /// Nodes copied because a writer changed them during a checkpoint.
     pub checkpoint_copies: AtomicU64,
+    /// Buffers moved to spills before their node's write-back (`flush.rs`).
+    pub write_back_spills: AtomicU64,
     /// Bytes of records written since free space was last looked at.
     pub space_written: AtomicU64,
     pub space_short: AtomicBool,
@@ -1297,6 +1299,20 @@ impl NodeOwner for Tree {
         if !g.dirty {
             return Ok(false);
         }
+        // An internal node's larger buffers go to spills first (see
+        // `spill_for_write_back`); if a reader is in the node, it is written
+        // as it is rather than waited for.
+        let g = if !g.is_leaf() && e.bn != self.root_bn() && g.all_loaded() {
+            match parking_lot::RwLockUpgradableReadGuard::try_upgrade(g) {
+                Ok(mut w) => {
+                    self.spill_for_write_back(e.bn, &mut w)?;
+                    parking_lot::RwLockWriteGuard::downgrade_to_upgradable(w)
+                }
+                Err(g) => g,
+            }
+        } else {
+            g
+        };
         self.write_clean(e, g)?;
         Ok(true)
     }
