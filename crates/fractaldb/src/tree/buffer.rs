@@ -188,6 +188,82 @@ fn offset(pos: usize) -> u32 {
     u32::try_from(pos).expect("a message buffer past 4 GiB")
 }
 
+/// Builds one buffer from several (a child's spills and its buffer, for a
+/// flush): each part's arena is copied once as it is added, back to back,
+/// so the part can be dropped at once, and `finish` merges their sorted
+/// indexes all together, k ways, through a heap. Appending them one by one
+/// merged the growing index again for each part: with twenty spills, ten
+/// passes over it, a sixth of the cleaner's time at 40x the cache.
+pub(crate) struct Merger {
+    data: Vec<u8>,
+    /// Each part's index, its offsets already moved to the new arena.
+    lists: Vec<Vec<Slot>>,
+    broadcasts: Vec<(u64, MsgBody)>,
+}
+
+impl Merger {
+    /// A merger whose arena takes `bytes` without growing.
+    pub(crate) fn with_capacity(bytes: usize) -> Merger {
+        Merger { data: Vec::with_capacity(bytes), lists: Vec::new(), broadcasts: Vec::new() }
+    }
+
+    pub(crate) fn add(&mut self, part: &MsgBuffer) {
+        let base = offset(self.data.len());
+        self.data.extend_from_slice(&part.data);
+        if !part.offs.is_empty() {
+            self.lists.push(part.offs.iter().map(|&s| Slot { off: s.off + base, ..s }).collect());
+        }
+        self.broadcasts.extend(part.broadcasts.iter().cloned());
+    }
+
+    /// The parts' messages in (key, MSN) order (MSNs are distinct, so the
+    /// order of `add` calls does not matter), broadcasts in MSN order with
+    /// the copies `split` made kept once.
+    pub(crate) fn finish(self, order: KeyOrder) -> MsgBuffer {
+        let Merger { data, lists, mut broadcasts } = self;
+        // (slot, list, index in list) of each list's next message; least on top.
+        type Head = (Slot, usize, usize);
+        let less = |a: &Head, b: &Head| order_slots(&data, a.0, b.0, order) == Ordering::Less;
+        let sift_down = |heap: &mut [Head], mut at: usize| loop {
+            let (l, r) = (2 * at + 1, 2 * at + 2);
+            let mut least = at;
+            if l < heap.len() && less(&heap[l], &heap[least]) {
+                least = l;
+            }
+            if r < heap.len() && less(&heap[r], &heap[least]) {
+                least = r;
+            }
+            if least == at {
+                return;
+            }
+            heap.swap(at, least);
+            at = least;
+        };
+        let mut heap: Vec<Head> = lists.iter().enumerate().map(|(i, l)| (l[0], i, 0)).collect();
+        for at in (0..heap.len() / 2).rev() {
+            sift_down(&mut heap, at);
+        }
+        let mut offs = Vec::with_capacity(lists.iter().map(Vec::len).sum());
+        while let Some(&(slot, i, j)) = heap.first() {
+            offs.push(slot);
+            match lists[i].get(j + 1) {
+                Some(&next) => heap[0] = (next, i, j + 1),
+                None => {
+                    heap.swap_remove(0);
+                }
+            }
+            sift_down(&mut heap, 0);
+        }
+        debug_assert!(
+            offs.windows(2).all(|w| order_slots(&data, w[0], w[1], order) == Ordering::Less),
+            "merged buffer out of order"
+        );
+        broadcasts.sort_by_key(|(m, _)| *m);
+        broadcasts.dedup_by_key(|(m, _)| *m);
+        MsgBuffer { data, offs, broadcasts }
+    }
+}
+
 impl MsgBuffer {
     pub(crate) fn len(&self) -> usize {
         self.offs.len() + self.broadcasts.len()
@@ -402,8 +478,7 @@ impl MsgBuffer {
     /// and the two sorted offset lists merged. Broadcasts present in both
     /// (copies made by `split`) are kept once.
     pub(crate) fn append(&mut self, other: MsgBuffer, order: KeyOrder) {
-        // An empty buffer takes `other` over, unless it was made with room
-        // for more (`with_capacity`): then it keeps its room.
+        // An empty buffer takes `other` over, unless it has more room.
         if self.offs.is_empty() && self.broadcasts.is_empty() && self.data.capacity() < other.data.len() {
             *self = other;
             return;
@@ -476,14 +551,6 @@ impl MsgBuffer {
             all.dedup_by_key(|(m, _)| *m);
             self.broadcasts = all;
         }
-    }
-
-    /// An empty buffer with room for `bytes` of encoded messages, so that
-    /// appending up to that much never reallocates (and copies) the arena:
-    /// a flush gathering a child's spills appends dozens of them. (The
-    /// index needs no room: a merge builds a new one.)
-    pub(crate) fn with_capacity(bytes: usize) -> MsgBuffer {
-        MsgBuffer { data: Vec::with_capacity(bytes), ..MsgBuffer::default() }
     }
 
     /// Empties the buffer, returning what it held.
@@ -718,6 +785,51 @@ mod tests {
     }
 
     #[test]
+    fn a_merger_gives_what_appending_one_by_one_gives() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(7);
+        for parts_n in [0usize, 1, 2, 3, 5, 20] {
+            let mut msn = 0;
+            let mut parts = Vec::new();
+            for _ in 0..parts_n {
+                let n = rng.gen_range(0..40);
+                let mut msgs = Vec::new();
+                for _ in 0..n {
+                    msn += 1;
+                    // Short keys share prefixes and repeat across parts.
+                    let len = rng.gen_range(0..12);
+                    let key: Vec<u8> = (0..len).map(|_| rng.gen_range(b'a'..b'd')).collect();
+                    msgs.push((key, msn));
+                }
+                let refs: Vec<(&[u8], u64)> = msgs.iter().map(|(k, m)| (&k[..], *m)).collect();
+                let mut b = buffer(&refs);
+                if rng.gen_bool(0.2) {
+                    msn += 1;
+                    b.insert_broadcast(msn, msg(b"", msn, MsgKind::Broadcast).body);
+                }
+                parts.push(b);
+            }
+            let mut appended = MsgBuffer::default();
+            for p in &parts {
+                appended.append_ref(p, BYTEWISE);
+            }
+            let mut merger = Merger::with_capacity(0);
+            for p in &parts {
+                merger.add(p);
+            }
+            let merged = merger.finish(BYTEWISE);
+            assert_eq!(keys(&merged), keys(&appended), "{parts_n} parts");
+            let msns = |b: &MsgBuffer| b.broadcasts().iter().map(|(m, _)| *m).collect::<Vec<_>>();
+            assert_eq!(msns(&merged), msns(&appended));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            merged.encode(&mut a);
+            appended.encode(&mut b);
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
     fn split_and_append_keep_key_msn_order() {
         let mut b = buffer(&[(b"d", 4), (b"a", 1), (b"m", 3), (b"x", 2), (b"m", 9)]);
         b.insert_broadcast(10, msg(b"", 10, MsgKind::Broadcast).body);
@@ -796,7 +908,7 @@ mod tests {
     }
 
     #[test]
-    fn a_presized_buffer_gathers_pieces_without_reallocating() {
+    fn a_presized_merger_gathers_pieces_without_reallocating() {
         let pieces: Vec<MsgBuffer> = (0..20u64)
             .map(|p| {
                 let mut b = MsgBuffer::default();
@@ -810,11 +922,12 @@ mod tests {
         let bytes: usize = pieces.iter().map(|b| b.data.len()).sum();
         let mut want: Vec<_> = pieces.iter().flat_map(keys).collect();
         want.sort();
-        let mut all = MsgBuffer::with_capacity(bytes);
-        let arena = all.data.as_ptr();
+        let mut merger = Merger::with_capacity(bytes);
+        let arena = merger.data.as_ptr();
         for b in pieces {
-            all.append(b, BYTEWISE);
+            merger.add(&b);
         }
+        let all = merger.finish(BYTEWISE);
         assert_eq!(keys(&all), want);
         assert_eq!(all.data.as_ptr(), arena, "the arena was reallocated");
         let mut out = Vec::new();

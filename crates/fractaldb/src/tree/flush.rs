@@ -35,7 +35,7 @@ use std::sync::Arc;
 use parking_lot::{ArcRwLockWriteGuard, RawRwLock};
 
 use super::basement::Basement;
-use super::buffer::MsgBuffer;
+use super::buffer::{Merger, MsgBuffer};
 use super::message::{MsgBody, MsgKind};
 use super::node::{Body, Child, Node};
 use super::Tree;
@@ -366,36 +366,33 @@ fn flush_buffer(
     child_bn: BlockNum,
 ) -> Result<()> {
     let spills = std::mem::take(&mut parent.children_mut()[c].spills);
-    let buf = &parent.children()[c].buf;
-    let mut taken = if spills.is_empty() {
-        MsgBuffer::default()
-    } else {
-        // Room for every spill and the buffer: appending them one by one
-        // must not reallocate the arena each time.
-        MsgBuffer::with_capacity(spills.iter().map(|s| s.raw_len as usize).sum::<usize>() + buf.mem_bytes())
-    };
     // Up to `SPILL_NODES` node sizes of decoded messages, in no node until
     // they are applied: charged to the cache meanwhile.
     let mut held = tree.ctx.cache.hold(0);
-    for sp in &spills {
-        match tree.read_spill(sp.bn) {
-            Ok(b) => {
-                held.add(b.mem_bytes());
-                // A spill still waiting to be written is shared with its
-                // entry there (`pending.rs`): its bytes are copied in, not
-                // decoded, and not copied whole first.
-                match Arc::try_unwrap(b) {
-                    Ok(b) => taken.append(b, tree.order),
-                    Err(shared) => taken.append_ref(&shared, tree.order),
+    let taken = if spills.is_empty() {
+        parent.children_mut()[c].buf.take_all()
+    } else {
+        // Each spill is copied into the merger's arena and dropped at once
+        // (one still waiting to be written is shared with its entry in
+        // `pending.rs`, and is not decoded); the indexes merge at the end.
+        let buf = &parent.children()[c].buf;
+        let raw: usize = spills.iter().map(|s| s.raw_len as usize).sum();
+        let mut merger = Merger::with_capacity(raw + buf.mem_bytes());
+        for sp in &spills {
+            match tree.read_spill(sp.bn) {
+                Ok(b) => {
+                    held.add(b.mem_bytes());
+                    merger.add(&b);
+                }
+                Err(e) => {
+                    parent.children_mut()[c].spills = spills;
+                    return Err(e);
                 }
             }
-            Err(e) => {
-                parent.children_mut()[c].spills = spills;
-                return Err(e);
-            }
         }
-    }
-    taken.append(parent.children_mut()[c].buf.take_all(), tree.order);
+        merger.add(&parent.children_mut()[c].buf.take_all());
+        merger.finish(tree.order)
+    };
     parent.dirty = true;
     child.dirty = true;
     for sp in spills {
