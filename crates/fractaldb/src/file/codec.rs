@@ -74,7 +74,12 @@ impl Codec {
                 let mut c = c.borrow_mut();
                 let c =
                     c.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
-                out.extend_from_slice(&c.compress(raw).expect(infallible))
+                // Straight into `out`: `compress` returned a new vector of the
+                // bound's size (a large allocation, often fresh pages) to copy from.
+                let start = out.len();
+                out.resize(start + zstd::zstd_safe::compress_bound(raw.len()), 0);
+                let n = c.compress_to_buffer(raw, &mut out[start..]).expect(infallible);
+                out.truncate(start + n);
             }),
             Codec::Lz4 => out.extend_from_slice(&lz4_flex::block::compress(raw)),
             Codec::Snappy => {
