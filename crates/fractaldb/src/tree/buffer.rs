@@ -483,13 +483,6 @@ impl MsgBuffer {
             *self = other;
             return;
         }
-        self.append_ref(&other, order);
-    }
-
-    /// `append` of a buffer this one cannot take over (a spill still
-    /// shared with its entry in `pending.rs`): its bytes are copied once,
-    /// into this arena, and no whole copy of it is made first.
-    pub(crate) fn append_ref(&mut self, other: &MsgBuffer, order: KeyOrder) {
         if !other.offs.is_empty() && other.offs.len() * 4 < self.offs.len() {
             // A few into many (a write batch into the root, a flushed piece
             // into a child): each of theirs finds its place by binary search
@@ -812,7 +805,7 @@ mod tests {
             }
             let mut appended = MsgBuffer::default();
             for p in &parts {
-                appended.append_ref(p, BYTEWISE);
+                appended.append(p.clone(), BYTEWISE);
             }
             let mut merger = Merger::with_capacity(0);
             for p in &parts {
