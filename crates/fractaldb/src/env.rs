@@ -68,6 +68,14 @@ pub struct EnvOptions {
     /// How often a checkpoint runs (also at close). `None`: only at close
     /// and when `Env::checkpoint` is called.
     pub checkpoint_period: Option<Duration>,
+    /// A checkpoint also runs once this many log bytes have been written
+    /// since the last one began, so a fast load does not pile up a
+    /// period's worth of log on disk (a load writing 150 MB/s of records
+    /// would keep about 9 GB between 60 s checkpoints) nor leave that much
+    /// for recovery to replay. Each such checkpoint writes the dirty part of
+    /// the cache, at most `cache_size_bytes`. 0: by time alone. Needs
+    /// `checkpoint_period` (the same thread runs both).
+    pub checkpoint_log_bytes: u64,
     /// A log file is closed and a new one started once it passes this size.
     pub log_file_size_bytes: u64,
     /// Writes are refused (`Error::NoSpace`) while the disk has less free
@@ -100,6 +108,7 @@ impl Default for EnvOptions {
             commit_sync: true,
             fsync_log_period_ms: 1000,
             checkpoint_period: Some(Duration::from_secs(60)),
+            checkpoint_log_bytes: 1 << 30,
             log_file_size_bytes: 64 << 20,
             reserve_free_bytes: 64 << 20,
             lock_timeout: Duration::from_secs(4),
@@ -197,6 +206,12 @@ struct Inner {
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
     checkpoint_log: Mutex<Vec<CheckpointTiming>>,
+    /// `EnvOptions::checkpoint_log_bytes`.
+    checkpoint_log_bytes: u64,
+    /// The log's byte count (`LogStats::bytes`) when the last checkpoint
+    /// began: the periodic thread checkpoints early once the log has grown
+    /// `checkpoint_log_bytes` past it.
+    log_bytes_at_checkpoint: AtomicU64,
     _lock: Box<dyn Send + Sync>,
 }
 
@@ -262,6 +277,8 @@ impl Env {
             closed: AtomicBool::new(false),
             checkpointing: Mutex::new(()),
             checkpoint_log: Mutex::new(Vec::new()),
+            checkpoint_log_bytes: opts.checkpoint_log_bytes,
+            log_bytes_at_checkpoint: AtomicU64::new(0),
             _lock: lock,
         });
         let mut threads = Vec::new();
@@ -429,21 +446,33 @@ impl Env {
         }
         if let Some(period) = opts.checkpoint_period.filter(|p| !p.is_zero()) {
             let weak = Arc::downgrade(&self.inner);
-            threads.push(spawn_periodic("fractaldb-checkpointer", period, weak, |inner| {
-                if let Err(e) = inner.checkpoint() {
-                    eprintln!("fractaldb: checkpoint of {} failed: {e}", inner.path.display());
-                }
-            })?);
+            threads.push(spawn_periodic(
+                "fractaldb-checkpointer",
+                period,
+                weak,
+                Inner::log_grown,
+                |inner| {
+                    if let Err(e) = inner.checkpoint() {
+                        eprintln!("fractaldb: checkpoint of {} failed: {e}", inner.path.display());
+                    }
+                },
+            )?);
         }
         if !opts.commit_sync {
             let period = Duration::from_millis(opts.fsync_log_period_ms.max(1));
             let weak = Arc::downgrade(&self.inner);
-            threads.push(spawn_periodic("fractaldb-log-fsync", period, weak, |inner| {
-                if let Some(log) = inner.ctx.log.get() {
-                    // A failure poisons the log; writers then get the error.
-                    let _ = log.sync_all();
-                }
-            })?);
+            threads.push(spawn_periodic(
+                "fractaldb-log-fsync",
+                period,
+                weak,
+                |_| false,
+                |inner| {
+                    if let Some(log) = inner.ctx.log.get() {
+                        // A failure poisons the log; writers then get the error.
+                        let _ = log.sync_all();
+                    }
+                },
+            )?);
         }
         self.inner.threads.lock().extend(threads);
         Ok(())
@@ -683,6 +712,15 @@ impl Inner {
         self.open.lock().trees.values().cloned().collect()
     }
 
+    /// Whether the log has grown `checkpoint_log_bytes` since the last
+    /// checkpoint began (the periodic thread then runs one early).
+    fn log_grown(&self) -> bool {
+        let Some(log) = self.ctx.log.get() else { return false };
+        self.checkpoint_log_bytes > 0
+            && log.stats().bytes.saturating_sub(self.log_bytes_at_checkpoint.load(Ordering::Relaxed))
+                >= self.checkpoint_log_bytes
+    }
+
     /// A checkpoint of every open dictionary, then the log is trimmed.
     ///
     /// Order, and why: (1) under the exclusive checkpoint lock, briefly:
@@ -695,10 +733,22 @@ impl Inner {
     /// the marked nodes (or their copies), then each tree's table and header
     /// with `ckpt_lsn` = begin. (4) append the end record, then delete log
     /// files wholly before begin.
+    ///
+    /// Before (1), the log starts a new file (`Log::roll`, which syncs the
+    /// old one; no lock of ours held, so writers only wait for that group
+    /// commit): every record of the older files is then before begin, and
+    /// (4) deletes them all. Rolled after (4) instead, the records this
+    /// checkpoint made unnecessary would stay on disk until the next one.
     fn checkpoint(&self) -> Result<()> {
         let _one = self.checkpointing.lock();
         let start = Instant::now();
         let log = self.ctx.log.get();
+        if let Some(log) = log {
+            // Before the roll, which writes what is buffered: a checkpoint
+            // taken because the log grew counts from what it had seen.
+            self.log_bytes_at_checkpoint.store(log.stats().bytes, Ordering::Relaxed);
+            log.roll(LOG_ROLL_AT_CHECKPOINT_BYTES)?;
+        }
         let mut keep_log = false;
         let mut timing = CheckpointTiming::default();
         let (begin, keep_from, ckpts) = {
@@ -747,7 +797,6 @@ impl Inner {
             log.sync_to(lsn)?;
             if !keep_log {
                 log.trim(keep_from)?;
-                log.roll(LOG_ROLL_AT_CHECKPOINT_BYTES)?;
             }
         }
         timing.write = t0.elapsed();
@@ -787,9 +836,10 @@ impl Inner {
     }
 }
 
-/// A checkpoint starts a new log file when the current one holds more than
-/// this (`Log::roll`), so the records it made unnecessary are deleted by the
-/// next checkpoint instead of waiting for the file to fill.
+/// A checkpoint starts a new log file before its begin record when the
+/// current one holds more than this (`Log::roll`), so the records it makes
+/// unnecessary are in older files and its trim deletes them, instead of
+/// waiting in the current file until it fills.
 const LOG_ROLL_AT_CHECKPOINT_BYTES: u64 = 1 << 20;
 
 fn validate_name(name: &str) -> Result<()> {
@@ -1185,10 +1235,13 @@ impl Iterator for Range {
 }
 
 /// A thread that runs `f` every `period` until the environment closes.
+/// Runs `f` on a thread of its own every `period`, and sooner whenever
+/// `due` says so (asked every 20 ms).
 fn spawn_periodic(
     name: &str,
     period: Duration,
     inner: std::sync::Weak<Inner>,
+    due: fn(&Inner) -> bool,
     f: fn(&Inner),
 ) -> Result<JoinHandle<()>> {
     let shutdown = inner.upgrade().map(|i| i.shutdown.clone()).unwrap_or_default();
@@ -1202,6 +1255,9 @@ fn spawn_periodic(
                 while Instant::now() < next {
                     if shutdown.load(Ordering::Relaxed) {
                         return;
+                    }
+                    if inner.upgrade().is_some_and(|i| due(&i)) {
+                        break;
                     }
                     std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
                 }

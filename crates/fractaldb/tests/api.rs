@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, UpdateFn};
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, UpdateFn, WriteBatch};
 
 fn reverse(a: &[u8], b: &[u8]) -> Ordering {
     b.cmp(a)
@@ -183,4 +183,83 @@ fn idle_buffers_drain_into_the_leaves() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(d.range(None, None, false).count(), 6000);
+}
+
+/// The log files in `dir`, and their bytes.
+fn log_files(dir: &std::path::Path) -> (usize, u64) {
+    let mut files = (0, 0);
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.path().extension().is_some_and(|e| e == "fdl") {
+            files.0 += 1;
+            files.1 += entry.metadata().unwrap().len();
+        }
+    }
+    files
+}
+
+#[test]
+fn a_checkpoint_deletes_every_log_record_it_makes_unnecessary() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), EnvOptions { checkpoint_period: None, ..opts() }).unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    let value = [7u8; 100];
+    // About 4 MiB of records, all in the current file (it rolls at 64 MiB).
+    for start in (0..40_000).step_by(100) {
+        let mut batch = WriteBatch::new();
+        (start..start + 100).for_each(|i| batch.put(&key(i), &value));
+        d.write(&batch).unwrap();
+    }
+    assert!(log_files(dir.path()).1 > 3 << 20, "{:?}", log_files(dir.path()));
+    env.checkpoint().unwrap();
+    // Everything before the checkpoint is in its trees, so only the
+    // checkpoint's own records are left: one file, its header and a page.
+    let (files, bytes) = log_files(dir.path());
+    assert_eq!(files, 1, "{bytes} bytes");
+    assert!(bytes <= 64 << 10, "{bytes} bytes of log left after a checkpoint");
+    d.put(b"after", b"the checkpoint").unwrap();
+    drop(d);
+    env.close().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.open_dictionary("d").unwrap();
+    assert_eq!(d.get(&key(39_999)).unwrap().as_deref(), Some(&value[..]));
+    assert_eq!(d.get(b"after").unwrap().as_deref(), Some(&b"the checkpoint"[..]));
+}
+
+#[test]
+fn a_growing_log_brings_the_checkpoint_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 1 << 20;
+    let env = Env::open(
+        dir.path(),
+        EnvOptions {
+            checkpoint_period: Some(std::time::Duration::from_secs(3600)),
+            checkpoint_log_bytes: limit,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    let value = [7u8; 100];
+    // About 8 MiB of records: several early checkpoints, each deleting
+    // what came before it, so the log never holds much more than the limit
+    // plus what is written while a checkpoint runs.
+    let mut most = 0;
+    for start in (0..80_000).step_by(100) {
+        let mut batch = WriteBatch::new();
+        (start..start + 100).for_each(|i| batch.put(&key(i), &value));
+        d.write(&batch).unwrap();
+        most = most.max(log_files(dir.path()).1);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while env.checkpoint_timings().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint though the log passed its limit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(most < 8 << 20, "the log reached {most} bytes");
+    drop(d);
+    env.close().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.open_dictionary("d").unwrap();
+    assert_eq!(d.range(None, None, false).count(), 80_000);
 }

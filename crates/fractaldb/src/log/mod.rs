@@ -432,10 +432,10 @@ impl Log {
 
     /// Makes every record appended so far durable and, if the current file
     /// then holds more than `min_bytes`, starts a new file for the records
-    /// to come. A checkpoint calls it after trimming: the records it made
-    /// unnecessary sit in the current file, which `trim` never deletes, so
-    /// without a roll they would take disk space until the file filled up
-    /// (up to `file_size_bytes`); rolled, the next checkpoint deletes them.
+    /// to come. A checkpoint calls it before its begin record: `trim` never
+    /// deletes the current file, so without a roll the records the
+    /// checkpoint makes unnecessary would take disk space until that file
+    /// filled up (up to `file_size_bytes`); rolled, its trim deletes them.
     pub(crate) fn roll(&self, min_bytes: u64) -> Result<()> {
         let mut m = self.mem.lock();
         while m.leader && m.failed.is_none() {
