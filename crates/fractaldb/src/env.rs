@@ -73,9 +73,11 @@ pub struct EnvOptions {
     /// period's worth of log on disk (a load writing 150 MB/s of records
     /// would keep about 9 GB between 60 s checkpoints) nor leave that much
     /// for recovery to replay. Each such checkpoint writes the dirty part of
-    /// the cache, at most `cache_size_bytes`. 0: by time alone. Needs
-    /// `checkpoint_period` (the same thread runs both).
-    pub checkpoint_log_bytes: u64,
+    /// the cache, at most `cache_size_bytes`, so `None` (the default) means
+    /// 16 times the cache (1 GiB for 64 MiB): at most 1/16 more bytes
+    /// written. `Some(0)`: by time alone. Needs `checkpoint_period` (the
+    /// same thread runs both).
+    pub checkpoint_log_bytes: Option<u64>,
     /// A log file is closed and a new one started once it passes this size.
     pub log_file_size_bytes: u64,
     /// Writes are refused (`Error::NoSpace`) while the disk has less free
@@ -108,7 +110,7 @@ impl Default for EnvOptions {
             commit_sync: true,
             fsync_log_period_ms: 1000,
             checkpoint_period: Some(Duration::from_secs(60)),
-            checkpoint_log_bytes: 1 << 30,
+            checkpoint_log_bytes: None,
             log_file_size_bytes: 64 << 20,
             reserve_free_bytes: 64 << 20,
             lock_timeout: Duration::from_secs(4),
@@ -206,7 +208,7 @@ struct Inner {
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
     checkpoint_log: Mutex<Vec<CheckpointTiming>>,
-    /// `EnvOptions::checkpoint_log_bytes`.
+    /// `EnvOptions::checkpoint_log_bytes`, resolved (0: off).
     checkpoint_log_bytes: u64,
     /// The log's byte count (`LogStats::bytes`) when the last checkpoint
     /// began: the periodic thread checkpoints early once the log has grown
@@ -277,7 +279,9 @@ impl Env {
             closed: AtomicBool::new(false),
             checkpointing: Mutex::new(()),
             checkpoint_log: Mutex::new(Vec::new()),
-            checkpoint_log_bytes: opts.checkpoint_log_bytes,
+            checkpoint_log_bytes: opts
+                .checkpoint_log_bytes
+                .unwrap_or(CHECKPOINT_LOG_CACHE_MULTIPLE.saturating_mul(opts.cache_size_bytes as u64)),
             log_bytes_at_checkpoint: AtomicU64::new(0),
             _lock: lock,
         });
@@ -835,6 +839,10 @@ impl Inner {
         result
     }
 }
+
+/// By default a checkpoint runs early once the log has grown this many
+/// times the cache since the last one (`EnvOptions::checkpoint_log_bytes`).
+const CHECKPOINT_LOG_CACHE_MULTIPLE: u64 = 16;
 
 /// A checkpoint starts a new log file before its begin record when the
 /// current one holds more than this (`Log::roll`), so the records it makes
