@@ -197,8 +197,8 @@ impl DurabilityChildArgs {
         let dict = fractal::dict_options();
         let settings = format!(
             "fractaldb {}: cache_size_bytes={} direct_io={} cleaner_threads={} commit_sync={} \
-             fsync_log_period_ms={} checkpoint_period={} log_file_size_bytes={}; one dictionary, codec=zstd, \
-             node_size_bytes={} basement_size_bytes={} fanout={}",
+             fsync_log_period_ms={} checkpoint_period={} checkpoint_log_bytes={} log_file_size_bytes={}; one \
+             dictionary, codec=zstd, node_size_bytes={} basement_size_bytes={} fanout={}",
             env!("CARGO_PKG_VERSION"),
             options.cache_size_bytes,
             options.direct_io,
@@ -206,6 +206,11 @@ impl DurabilityChildArgs {
             options.commit_sync,
             options.fsync_log_period_ms,
             options.checkpoint_period.map_or("none".to_string(), |p| format!("{} s", p.as_secs_f64())),
+            options.checkpoint_log_bytes.map_or("16 times the cache".to_string(), |b| if b == 0 {
+                "off".into()
+            } else {
+                b.to_string()
+            }),
             options.log_file_size_bytes,
             dict.node_size_bytes,
             dict.basement_size_bytes,

@@ -56,7 +56,7 @@ impl FractalEngine {
             "fractaldb {}: cache_size_bytes={} direct_io={} cleaner_threads={}; one dictionary per keyspace, \
              codec=zstd (codec-* workloads: the codec they name), node_size_bytes={} basement_size_bytes={} \
              fanout={} (the defaults); commit_sync on (every batch durable in the log when it returns), \
-             checkpoints every 60 s; a batch over one keyspace is one WriteBatch, over several one \
+             checkpoints every 60 s and whenever the log has grown 16 times the cache (the defaults); a batch over one keyspace is one WriteBatch, over several one \
              read-committed transaction (repeatable read would read every key it writes); roll-up \
              upserts are update messages (no read)",
             env!("CARGO_PKG_VERSION"),
