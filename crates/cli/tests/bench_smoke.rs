@@ -29,7 +29,7 @@ const SUMMARY_COLUMNS: &str = "engine,workload,rows,seconds,rows_per_s,first_int
     peak_rss_bytes,read_bytes,write_bytes,min_10s_window_rows_per_s,median_10s_window_rows_per_s,\
     min_median_10s_window_ratio,first_10pct_rows_per_s,last_10pct_rows_per_s,last_first_10pct_ratio,\
     read_bytes_per_row,write_bytes_per_row,raw_bytes,write_amplification,raw_disk_ratio,live_bytes,\
-    disk_live_ratio";
+    disk_live_ratio,read_calls_per_row";
 /// Columns of summary.csv by position (checked against the header above).
 const ROWS: usize = 2;
 const SECONDS: usize = 3;

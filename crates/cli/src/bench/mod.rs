@@ -716,6 +716,7 @@ fn child_main(args: &ChildArgs) -> Result<()> {
                 cpu_us: counted.cpu_us,
                 read_bytes: counted.read_bytes,
                 write_bytes: counted.write_bytes,
+                read_calls: counted.read_calls,
                 peak_rss_bytes,
                 peak_rss_whole_process,
                 disk_bytes: disk.allocated_bytes,

@@ -22,6 +22,8 @@ pub struct Measured {
     /// From `/proc/self/io`, during the workload.
     pub read_bytes: u64,
     pub write_bytes: u64,
+    /// Read system calls (`syscr`), during the workload.
+    pub read_calls: u64,
     /// Peak resident memory during the workload (or since the process began,
     /// where the kernel would not reset the mark: see `peak_rss_whole_process`).
     pub peak_rss_bytes: u64,
@@ -66,7 +68,7 @@ impl Message {
             Message::Result(w, m) => format!(
                 "{TAG}\tresult\t{w}\trows={}\telapsed_us={}\tflush_us={}\tcpu_us={}\tread_bytes={}\t\
                  write_bytes={}\tpeak_rss_bytes={}\tpeak_rss_whole_process={}\tdisk_bytes={}\tfile_bytes={}\t\
-                 live_bytes={}\traw_bytes={}",
+                 live_bytes={}\traw_bytes={}\tread_calls={}",
                 m.rows,
                 m.elapsed_us,
                 m.flush_us,
@@ -78,7 +80,8 @@ impl Message {
                 m.disk_bytes,
                 m.file_bytes,
                 m.live_bytes,
-                m.raw_bytes
+                m.raw_bytes,
+                m.read_calls
             ),
             Message::Error(text) => format!("{TAG}\terror\t{}", one_line(text)),
         }
@@ -126,6 +129,7 @@ impl Message {
                         file_bytes: num("file_bytes")?,
                         live_bytes: num("live_bytes")?,
                         raw_bytes: num("raw_bytes")?,
+                        read_calls: num("read_calls")?,
                     },
                 )
             }
@@ -151,6 +155,7 @@ mod tests {
                     elapsed_us: 2,
                     disk_bytes: 9,
                     raw_bytes: 27,
+                    read_calls: 31,
                     peak_rss_whole_process: true,
                     ..Default::default()
                 },

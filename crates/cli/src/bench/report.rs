@@ -314,6 +314,13 @@ const FIGURES: &[Figure] = &[
             (s.measured.live_bytes > 0).then(|| s.measured.disk_bytes as f64 / s.measured.live_bytes as f64)
         },
     },
+    Figure {
+        // With direct I/O, disk reads per row: for point-get, reads per get.
+        column: "read_calls_per_row",
+        label: "read system calls per row",
+        unit: Unit::Ratio,
+        value: |s| per_row(s.measured.read_calls, s.measured.rows),
+    },
 ];
 
 /// The header of `intervals.csv`.

@@ -14,12 +14,15 @@ use crate::error::{Context, Result};
 /// CPU time comes from `getrusage(RUSAGE_SELF)` and so includes every thread
 /// of the process (an engine's background flushers and compactors too);
 /// bytes come from `/proc/self/io` (`read_bytes`, `write_bytes`: what reached
-/// the block layer, not what the page cache absorbed).
+/// the block layer, not what the page cache absorbed), and so does the count
+/// of read system calls (`syscr`: read, pread, readv and their kin, whether
+/// or not the page cache served them; with direct I/O each is a disk read).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProcessCounters {
     pub cpu_us: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
+    pub read_calls: u64,
 }
 
 impl ProcessCounters {
@@ -33,7 +36,12 @@ impl ProcessCounters {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0)
         };
-        Ok(ProcessCounters { cpu_us, read_bytes: field("read_bytes"), write_bytes: field("write_bytes") })
+        Ok(ProcessCounters {
+            cpu_us,
+            read_bytes: field("read_bytes"),
+            write_bytes: field("write_bytes"),
+            read_calls: field("syscr"),
+        })
     }
 
     /// What was counted between `earlier` and `self`.
@@ -42,6 +50,7 @@ impl ProcessCounters {
             cpu_us: self.cpu_us.saturating_sub(earlier.cpu_us),
             read_bytes: self.read_bytes.saturating_sub(earlier.read_bytes),
             write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+            read_calls: self.read_calls.saturating_sub(earlier.read_calls),
         }
     }
 }
