@@ -263,6 +263,7 @@ impl Env {
             spill_writer: opts.background_threads,
             spill_wake: (Mutex::new(false), Condvar::new()),
             closed: AtomicBool::new(false),
+            env_failure: Mutex::new(None),
             vfs,
         });
         let txns = Arc::new(TxnManager::new(ctx.clone(), opts.lock_memory_bytes, opts.lock_timeout));

@@ -52,6 +52,15 @@ pub enum Error {
     /// after this transaction's snapshot, so writing it would lose that
     /// change. The transaction should abort and retry.
     WriteConflict { dictionary: String, key: Vec<u8>, writer: u64 },
+    /// A key, value or batch is larger than the engine accepts: `what` names
+    /// it ("key", "value", ...), `len` is its size and `limit` the largest
+    /// accepted, both in bytes. Nothing was written.
+    TooLarge { what: &'static str, len: u64, limit: u64 },
+    /// Code the caller registered (an update function or a comparator)
+    /// panicked inside the engine; `callback` names it and `message` is the
+    /// panic's message. The operation failed; see the call's documentation
+    /// for what state the dictionary is left in.
+    CallbackPanicked { callback: String, message: String },
 }
 
 impl Error {
@@ -124,6 +133,12 @@ impl fmt::Display for Error {
                 "write conflict in {dictionary:?} on key {key:02x?}: transaction {writer} committed it \
                  after this transaction's snapshot; abort and retry"
             ),
+            Error::TooLarge { what, len, limit } => {
+                write!(f, "{what} too large: {len} bytes, the limit is {limit} bytes")
+            }
+            Error::CallbackPanicked { callback, message } => {
+                write!(f, "{callback} panicked: {message}")
+            }
         }
     }
 }

@@ -152,6 +152,30 @@ pub(crate) struct Context {
     pub next_txid: AtomicU64,
     /// Bounds how many client threads run tree code at once.
     pub gate: Gate,
+    /// Set once something left the whole environment unable to take
+    /// writes safely (a transaction's clean-up that could not finish, a
+    /// background thread that died): every later write fails with
+    /// `Error::ReadOnly` naming this reason. Reopening recovers.
+    pub env_failure: Mutex<Option<String>>,
+}
+
+impl Context {
+    /// Turns the environment read-only with `reason` (the first reason wins).
+    pub(crate) fn fail_env(&self, reason: String) {
+        let mut f = self.env_failure.lock();
+        if f.is_none() {
+            eprintln!("fractaldb: {} is read-only from now on: {reason}", self.dir.display());
+            *f = Some(reason);
+        }
+    }
+
+    /// `Err(ReadOnly)` once `fail_env` was called.
+    pub(crate) fn check_env_writable(&self) -> Result<()> {
+        match &*self.env_failure.lock() {
+            Some(reason) => Err(Error::ReadOnly(reason.clone())),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Admission control: at most `max` client threads inside tree code (a
@@ -465,6 +489,7 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Err(Error::invalid("the dictionary was dropped"));
         }
+        self.ctx.check_env_writable()?;
         match &*self.failure.lock() {
             Some(reason) => Err(Error::ReadOnly(reason.clone())),
             None => Ok(()),
