@@ -378,7 +378,8 @@ impl Log {
             let path = dir.join(file_name(first));
             let bytes = vfs.read_file(&path)?.unwrap_or_default();
             let version = match decode_file_header(&bytes) {
-                Ok((f, version)) if f == first => version,
+                // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
+                Ok((f, version)) if f == first && f > 0 => version,
                 Ok((f, _)) => {
                     return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
                 }

@@ -676,3 +676,16 @@ fn searching_past_a_bad_record_finds_valid_frames_at_any_offset() {
     assert_eq!(search_beyond(&[0u8; 5000], 3, VERSION), Beyond::default());
     assert_eq!(search_beyond(&[0xa5u8; 5000], 3, VERSION), Beyond::default());
 }
+
+#[test]
+fn a_file_claiming_first_lsn_0_is_corruption_not_a_panic() {
+    let sim = SimVfs::new(17);
+    let v: Arc<dyn Vfs> = sim.boot();
+    v.create_dir_all(dir()).unwrap();
+    let f = v.open(&path_of(0), OpenMode::CreateNew, false).unwrap();
+    f.write_at(0, &encode_file_header(0)).unwrap();
+    f.sync().unwrap();
+    v.sync_dir(dir()).unwrap();
+    let err = open(&sim, 1 << 20, 1).err().expect("LSN 0 opened");
+    assert!(err.is_corruption(), "{err}");
+}
