@@ -131,11 +131,14 @@ fn a_torn_tail_is_cut_and_the_log_goes_on() {
     drop(log);
     let path = tmp.path().join(file_name(1));
     let full = std::fs::read(&path).unwrap();
-    // Cut the last record in half, then add garbage after a whole record.
+    // Cut the last record in half.
     let last_len = RECORD_HEADER_LEN + payload(10).len();
     std::fs::write(&path, &full[..full.len() - last_len / 2]).unwrap();
     let (log, recs) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
     assert_eq!(recs.len(), 9);
+    // Cut when recovery is finished, not before.
+    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full.len() - last_len / 2);
+    log.finish_recovery().unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full.len() - last_len);
     assert_eq!(log.append(b"ten again").unwrap(), 10);
     log.sync_all().unwrap();
@@ -193,8 +196,15 @@ fn a_newest_file_with_a_torn_header_is_removed() {
     v.sync_dir(dir()).unwrap();
     let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
     assert_eq!(recs.len(), 5);
-    assert_eq!(log_files(&sim), vec![1]);
+    // Removed when recovery is finished (here: by the first write).
+    assert_eq!(log_files(&sim), vec![1, 6]);
     assert_eq!(log.append(b"6").unwrap(), 6);
+    log.sync_all().unwrap();
+    assert_eq!(log_files(&sim), vec![1]);
+    drop(log);
+    sim.crash();
+    let (_, recs) = open(&sim, 1 << 20, 1).unwrap();
+    assert_eq!(recs.len(), 6);
 }
 
 #[test]
@@ -377,4 +387,305 @@ fn roll_makes_records_durable_and_lets_trim_delete_them() {
         assert_eq!(recs, (51..=60).map(|i| (i, payload(i))).collect::<Vec<_>>());
         assert_eq!(log.append(b"next").unwrap(), 61);
     });
+}
+
+fn path_of(first: u64) -> std::path::PathBuf {
+    dir().join(file_name(first))
+}
+
+/// The bytes of a file now (not only what is durable).
+fn bytes_of(sim: &SimVfs, path: &Path) -> Vec<u8> {
+    let v: Arc<dyn Vfs> = sim.boot();
+    v.read_file(path).unwrap().unwrap()
+}
+
+/// The records of a version-2 file as (LSN, offset, frame length, synced),
+/// up to the first that is not valid.
+fn frames_of(bytes: &[u8]) -> Vec<(u64, usize, usize, u64)> {
+    let mut out = Vec::new();
+    let mut off = FILE_HEADER_LEN;
+    while let Some(fr) = parse_frame(&bytes[off..], VERSION, |_| true) {
+        out.push((fr.lsn, off, fr.len, fr.synced));
+        off += fr.len;
+    }
+    out
+}
+
+/// A log of `n` records in one file, each synced on its own (as committers
+/// with `commit_sync` do one at a time), then a power failure.
+fn synced_one_by_one(seed: u64, n: u64) -> Arc<SimVfs> {
+    let sim = SimVfs::new(seed);
+    let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+    for i in 1..=n {
+        log.append(&payload(i)).unwrap();
+        log.sync_to(i).unwrap();
+    }
+    drop(log);
+    sim.crash();
+    sim
+}
+
+#[test]
+fn each_record_says_what_was_durable_when_it_was_appended() {
+    buffered_and_direct(|| {
+        let sim = SimVfs::new(11);
+        let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+        log.append(&payload(1)).unwrap();
+        log.append(&payload(2)).unwrap();
+        log.sync_to(2).unwrap();
+        log.append(&payload(3)).unwrap();
+        log.append(&payload(4)).unwrap();
+        log.sync_all().unwrap();
+        log.append(&payload(5)).unwrap();
+        log.sync_all().unwrap();
+        let bytes = bytes_of(&sim, &path_of(1));
+        assert_eq!(decode_file_header(&bytes), Ok((1, 2)), "version 2");
+        let frames = frames_of(&bytes);
+        let synced: Vec<u64> = frames.iter().map(|f| f.3).collect();
+        assert_eq!(synced, vec![0, 0, 2, 2, 4]);
+        // The frame, byte by byte.
+        for &(lsn, off, len, synced) in &frames {
+            let f = &bytes[off..off + len];
+            let p = payload(lsn);
+            assert_eq!(len, 24 + p.len());
+            assert_eq!(f[0..4], (p.len() as u32).to_le_bytes());
+            assert_eq!(f[8..16], lsn.to_le_bytes());
+            assert_eq!(f[16..24], synced.to_le_bytes());
+            assert_eq!(f[24..], p[..]);
+            let mut covered = p.clone();
+            covered.extend_from_slice(&lsn.to_le_bytes());
+            covered.extend_from_slice(&synced.to_le_bytes());
+            assert_eq!(f[4..8], crc32c::crc32c(&covered).to_le_bytes());
+        }
+    });
+}
+
+#[test]
+fn damage_to_a_vouched_record_is_corruption_naming_the_offset_and_changes_nothing() {
+    buffered_and_direct(|| {
+        let sim = synced_one_by_one(12, 30);
+        let path = path_of(1);
+        let frames = frames_of(&bytes_of(&sim, &path));
+        assert_eq!(frames.len(), 30);
+        // Every field of records 1, 15 and 29 (record 30 is vouched for by none).
+        for k in [0usize, 14, 28] {
+            let (lsn, off, _, _) = frames[k];
+            for field in [2usize, 5, 9, 17, 25] {
+                let at = (off + field) as u64;
+                sim.corrupt(&path, at, 0x40);
+                let damaged = bytes_of(&sim, &path);
+                let err = open(&sim, 1 << 20, 1).err().unwrap_or_else(|| panic!("record {lsn} byte {field}"));
+                let msg = err.to_string();
+                assert!(matches!(err, Error::Corrupt { .. }), "{msg}");
+                assert!(msg.contains(&*path.to_string_lossy()), "{msg}");
+                assert!(msg.contains(&format!("log record {lsn} at byte {off} is damaged")), "{msg}");
+                assert_eq!(bytes_of(&sim, &path), damaged, "the file changed");
+                assert_eq!(sim.read_durable(&path).unwrap(), damaged, "the file changed");
+                sim.corrupt(&path, at, 0x40);
+            }
+        }
+        let (_, recs) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(recs.len(), 30);
+    });
+}
+
+#[test]
+fn damage_no_later_record_vouches_for_ends_the_log_and_is_cut_when_recovery_finishes() {
+    buffered_and_direct(|| {
+        // Records 1-10 synced one by one, then 11-20 written by one group
+        // commit: they vouch for 10 only, so damage in 11 (a page of that
+        // write that did not reach the disk while later ones did) is a torn
+        // tail. So is damage in the very last record.
+        let sim = SimVfs::new(13);
+        let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+        for i in 1..=10 {
+            log.append(&payload(i)).unwrap();
+            log.sync_to(i).unwrap();
+        }
+        for i in 11..=20 {
+            log.append(&payload(i)).unwrap();
+        }
+        log.sync_all().unwrap();
+        drop(log);
+        sim.crash();
+        let path = path_of(1);
+        let frames = frames_of(&bytes_of(&sim, &path));
+        assert!(frames[11..].iter().all(|f| f.3 == 10), "{frames:?}");
+        let (_, off, _, _) = frames[10];
+        sim.corrupt(&path, off as u64 + 30, 0x01);
+        let before = bytes_of(&sim, &path);
+        for _ in 0..2 {
+            // Not finished: nothing changes, however often it is opened.
+            let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+            assert_eq!(recs.len(), 10);
+            let p = log.pending().unwrap();
+            assert_eq!((p.disk_len, p.remove, p.old_version), (before.len() as u64, None, false));
+            drop(log);
+            sim.crash();
+            assert_eq!(bytes_of(&sim, &path), before);
+        }
+        let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+        log.finish_recovery().unwrap();
+        assert_eq!(log.pending(), None);
+        assert_eq!(sim.read_durable(&path).unwrap(), before[..off], "cut and synced");
+        log.finish_recovery().unwrap();
+        assert_eq!(log.append(b"eleven").unwrap(), 11);
+        log.sync_all().unwrap();
+        drop(log);
+        sim.crash();
+        let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(recs.len(), 11);
+        assert_eq!(recs[10], (11, b"eleven".to_vec()));
+        drop(log);
+        // The last record, damaged: no record after it says it was durable.
+        let last = frames_of(&bytes_of(&sim, &path)).last().copied().unwrap();
+        sim.corrupt(&path, last.1 as u64 + 25, 0x01);
+        let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(recs.len(), 10);
+        assert_eq!(log.append(b"x").unwrap(), 11);
+    });
+}
+
+#[test]
+fn a_failed_recovery_changes_no_file() {
+    buffered_and_direct(|| {
+        let sim = synced_one_by_one(14, 10);
+        let path = path_of(1);
+        // A torn tail: half of record 11 and garbage.
+        let bytes = bytes_of(&sim, &path);
+        let end = frames_of(&bytes).last().map(|f| f.1 + f.2).unwrap();
+        let v: Arc<dyn Vfs> = sim.boot();
+        let f = v.open(&path, OpenMode::Existing, false).unwrap();
+        let mut torn = Vec::new();
+        frame(&mut torn, 11, 10, &payload(11));
+        torn.truncate(torn.len() / 2);
+        torn.extend_from_slice(&[0x5a; 3000]);
+        f.write_at(end as u64, &torn).unwrap();
+        f.sync().unwrap();
+        let before = bytes_of(&sim, &path);
+        // A checkpoint recorded LSN 12: records are missing.
+        let err = open(&sim, 1 << 20, 13).err().expect("records are missing");
+        assert!(err.to_string().contains("records are missing"), "{err}");
+        assert_eq!(bytes_of(&sim, &path), before, "the file changed");
+        // The caller's replay fails.
+        let v: Arc<dyn Vfs> = sim.boot();
+        let opts = LogOptions { file_size_bytes: 1 << 20, direct_io: DIRECT.with(|d| d.get()) };
+        let err = Log::recover(v, dir(), opts, 1, &mut |lsn, _| match lsn {
+            7 => Err(Error::invalid("replay failed")),
+            _ => Ok(()),
+        })
+        .err()
+        .expect("replay failed");
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert_eq!(bytes_of(&sim, &path), before, "the file changed");
+        // Recovery succeeds: cut at the first write.
+        let (log, recs) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(recs.len(), 10);
+        assert_eq!(bytes_of(&sim, &path), before);
+        log.append(b"11").unwrap();
+        log.sync_all().unwrap();
+        let now = bytes_of(&sim, &path);
+        assert_eq!(now[..end], before[..end]);
+        assert!(!now.windows(8).any(|w| w == [0x5a; 8]), "torn bytes left after the new record");
+    });
+}
+
+/// Appends a version-1 frame to `buf`.
+fn frame_v1(buf: &mut Vec<u8>, lsn: u64, payload: &[u8]) {
+    buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&record_crc_v1(payload, lsn).to_le_bytes());
+    buf.extend_from_slice(&lsn.to_le_bytes());
+    buf.extend_from_slice(payload);
+}
+
+/// Writes a durable version-1 log file starting at `first` with `bytes`
+/// after its header.
+fn write_v1_file(sim: &SimVfs, first: u64, records: &[u8]) {
+    let v: Arc<dyn Vfs> = sim.boot();
+    v.create_dir_all(dir()).unwrap();
+    let f = v.open(&path_of(first), OpenMode::CreateNew, false).unwrap();
+    let mut bytes = encode_file_header_version(first, VERSION_1).to_vec();
+    bytes.extend_from_slice(records);
+    f.write_at(0, &bytes).unwrap();
+    f.sync().unwrap();
+    v.sync_dir(dir()).unwrap();
+}
+
+#[test]
+fn version_1_logs_are_read_and_continued_in_version_2() {
+    buffered_and_direct(|| {
+        // A crashed environment's version-1 log, with a torn tail.
+        let sim = SimVfs::new(15);
+        let mut recs = Vec::new();
+        for i in 1..=5 {
+            frame_v1(&mut recs, i, &payload(i));
+        }
+        let whole = recs.len();
+        frame_v1(&mut recs, 6, &payload(6));
+        recs.truncate(whole + 10);
+        write_v1_file(&sim, 1, &recs);
+        let (log, got) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(got, (1..=5).map(|i| (i, payload(i))).collect::<Vec<_>>());
+        assert!(log.pending().unwrap().old_version);
+        assert_eq!(log.append(&payload(6)).unwrap(), 6);
+        log.sync_all().unwrap();
+        // Version-1 records are not appended to: record 6 starts a version-2 file.
+        assert_eq!(log_files(&sim), vec![1, 6]);
+        assert_eq!(bytes_of(&sim, &path_of(1)).len(), FILE_HEADER_LEN + whole, "torn tail cut");
+        assert_eq!(decode_file_header(&bytes_of(&sim, &path_of(6))), Ok((6, VERSION)));
+        drop(log);
+        sim.crash();
+        let (log, got) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(got, (1..=6).map(|i| (i, payload(i))).collect::<Vec<_>>());
+        assert_eq!(log.append(b"7").unwrap(), 7);
+
+        // A cleanly closed one: a version-1 file with no records, whose
+        // header is rewritten as version 2.
+        let sim = SimVfs::new(16);
+        write_v1_file(&sim, 40, &[]);
+        let (log, got) = open(&sim, 1 << 20, 1).unwrap();
+        assert!(got.is_empty());
+        assert_eq!(log.append(&payload(40)).unwrap(), 40);
+        log.sync_all().unwrap();
+        assert_eq!(log_files(&sim), vec![40]);
+        assert_eq!(decode_file_header(&bytes_of(&sim, &path_of(40))), Ok((40, VERSION)));
+        drop(log);
+        sim.crash();
+        let (_, got) = open(&sim, 1 << 20, 1).unwrap();
+        assert_eq!(got, vec![(40, payload(40))]);
+    });
+}
+
+#[test]
+fn searching_past_a_bad_record_finds_valid_frames_at_any_offset() {
+    // Garbage, then three valid frames (11 vouching for 4, 12 for 9, 13 for
+    // 10) after a stretch of bytes that is not one.
+    let mut b = vec![0xffu8; 37];
+    frame(&mut b, 11, 4, b"eleven");
+    let at_12 = b.len();
+    frame(&mut b, 12, 9, b"twelve");
+    b.extend_from_slice(&[7u8; 5]);
+    frame(&mut b, 13, 10, b"thirteen");
+    let found = search_beyond(&b, 10, VERSION);
+    assert_eq!(found.first, Some((11, 37)));
+    assert_eq!(found.best.unwrap().0, 10);
+    // Frames with LSNs at or below the bad one's are not after it.
+    let found = search_beyond(&b[at_12..], 12, VERSION);
+    assert_eq!(found.first.map(|f| f.0), Some(13));
+    // Zeros and garbage hold no frame.
+    assert_eq!(search_beyond(&[0u8; 5000], 3, VERSION), Beyond::default());
+    assert_eq!(search_beyond(&[0xa5u8; 5000], 3, VERSION), Beyond::default());
+}
+
+#[test]
+fn a_file_claiming_first_lsn_0_is_corruption_not_a_panic() {
+    let sim = SimVfs::new(17);
+    let v: Arc<dyn Vfs> = sim.boot();
+    v.create_dir_all(dir()).unwrap();
+    let f = v.open(&path_of(0), OpenMode::CreateNew, false).unwrap();
+    f.write_at(0, &encode_file_header(0)).unwrap();
+    f.sync().unwrap();
+    v.sync_dir(dir()).unwrap();
+    let err = open(&sim, 1 << 20, 1).err().expect("LSN 0 opened");
+    assert!(err.is_corruption(), "{err}");
 }
