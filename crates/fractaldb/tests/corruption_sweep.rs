@@ -231,7 +231,7 @@ fn offsets(len: usize, n: usize, rng: &mut SmallRng) -> Vec<usize> {
         return Vec::new();
     }
     let mut v: Vec<usize> =
-        [0, 4, 8, 12, 16, 20, 24].into_iter().filter(|&o| o < len).take(n.max(1).min(7)).collect();
+        [0, 4, 8, 12, 16, 20, 24].into_iter().filter(|&o| o < len).take(n.clamp(1, 7)).collect();
     for i in 0..n {
         // Evenly spread, jittered within its slice.
         let lo = len * i / n;
@@ -261,9 +261,9 @@ fn sweep(label: &str, files: &Files, model: &Model) -> BTreeMap<String, String> 
     let mut rng = SmallRng::seed_from_u64(3);
     let mut failures = BTreeMap::new();
     let mut fail = |kind: String, what: String| {
-        if !failures.contains_key(&kind) {
-            eprintln!("{label}: FAILURE [{kind}] {what}");
-            failures.insert(kind, what);
+        if let std::collections::btree_map::Entry::Vacant(e) = failures.entry(kind) {
+            eprintln!("{label}: FAILURE [{}] {what}", e.key());
+            e.insert(what);
         }
     };
     // The undamaged environment reads back whole.
