@@ -436,6 +436,8 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Ok(false);
         }
+        // A `check` is walking this tree: nothing to do here until it ends.
+        let Some(_walk) = self.check_lock.try_read() else { return Ok(false) };
         let step = self.reading_as_needed(|| {
             Ok(match self.try_clean_step()? {
                 Step::Done(did) => Ok(did),
@@ -722,6 +724,8 @@ impl Tree {
         if self.dropped.load(AtomicOrdering::Relaxed) {
             return Ok(Drain::Clean);
         }
+        // A `check` is walking this tree: counted clean until the next write.
+        let Some(_walk) = self.check_lock.try_read() else { return Ok(Drain::Clean) };
         // Nodes that keep leaving the cache before the step can use them:
         // let the caller come back.
         Ok(self.reading_as_needed(|| self.try_drain_step())?.unwrap_or(Drain::Moved))

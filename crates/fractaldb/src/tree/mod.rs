@@ -357,6 +357,13 @@ pub(crate) struct Tree {
     ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
     /// Spills whose blocks are not written yet (`pending.rs`).
     pub(crate) pending: pending::Pending,
+    /// Held exclusively by `check` for its whole walk; shared by whatever
+    /// changes which nodes and spills this tree has or what they hold:
+    /// writers (`write_msgs`, before the gate and the checkpoint lock, so a
+    /// writer waiting here holds nothing other trees need), cleaner and
+    /// drain steps and write-back spills (which try it and skip the tree
+    /// while a check holds it). See `check.rs` for why.
+    pub(crate) check_lock: RwLock<()>,
 }
 
 /// A checkpoint of one tree between its begin and its finish.
@@ -448,6 +455,7 @@ impl Tree {
             drain_hand: Mutex::new(None),
             drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
+            check_lock: RwLock::new(()),
         })
     }
 
@@ -802,6 +810,9 @@ impl Tree {
                 break;
             }
         }
+        // Waits out a `check` of this tree; taken before the gate and the
+        // checkpoint lock, so the wait holds up no other dictionary.
+        let _walk = self.check_lock.read();
         let pass = self.ctx.gate.enter();
         let ckpt = self.ctx.checkpoint_lock.read();
         let root_bn = self.root_bn();
@@ -1233,6 +1244,7 @@ impl Tree {
     /// readers find it in memory. The Bloom filter is built here, because
     /// the parent's entry carries it.
     pub(crate) fn new_spill(&self, buf: buffer::MsgBuffer) -> node::Spill {
+        debug_assert!(self.check_lock.is_locked(), "a spill made outside the check lock (check.rs)");
         // A filter only where keys compare as bytes, and none over
         // broadcasts (they apply to every key): see `bloom.rs`.
         let bloom = if self.order.bytewise && buf.broadcasts().is_empty() {
@@ -1293,6 +1305,7 @@ impl Tree {
     /// A merge took spill `bn`: frees its block number, now or once the
     /// thread writing it (or the checkpoint that needs it) is done.
     pub(crate) fn free_spill(&self, bn: BlockNum) {
+        debug_assert!(self.check_lock.is_locked(), "a spill freed outside the check lock (check.rs)");
         if self.pending.cancel(bn) {
             self.file.free_blocknum(bn);
         }
@@ -1300,6 +1313,7 @@ impl Tree {
 
     /// Frees a node's block and forgets it in the cache.
     pub(crate) fn free_node(&self, bn: BlockNum) {
+        debug_assert!(self.check_lock.is_locked(), "a node freed outside the check lock (check.rs)");
         self.flush_queue.lock().retain(|&b| b != bn);
         self.ctx.cache.remove(self.dict, bn);
         self.file.free_blocknum(bn);
@@ -1307,6 +1321,7 @@ impl Tree {
 
     /// Allocates a block number for a new node and caches the node.
     pub(crate) fn new_node(&self, node: Node) -> Arc<Entry> {
+        debug_assert!(self.check_lock.is_locked(), "a node made outside the check lock (check.rs)");
         let bn = self.file.allocate_blocknum();
         self.ctx.cache.insert_new(self.dict, bn, node, self.owner())
     }
@@ -1327,7 +1342,10 @@ impl NodeOwner for Tree {
         // An internal node's larger buffers go to spills first (see
         // `spill_for_write_back`); if a reader is in the node, it is written
         // as it is rather than waited for.
-        let g = if !g.is_leaf() && e.bn != self.root_bn() && g.all_loaded() {
+        // Not while `check` walks the tree: a spill made now would be one
+        // its walk did not see (the node is written as it is instead).
+        let walk = self.check_lock.try_read();
+        let g = if !g.is_leaf() && e.bn != self.root_bn() && g.all_loaded() && walk.is_some() {
             match parking_lot::RwLockUpgradableReadGuard::try_upgrade(g) {
                 Ok(mut w) => {
                     self.spill_for_write_back(e.bn, &mut w)?;
