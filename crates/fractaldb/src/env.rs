@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::cache::NodeOwner;
 use crate::cache::{spawn_evictor, Cache, CacheStats};
 use crate::catalog::{dict_file, Catalog};
 use crate::error::{Error, Result};
@@ -53,8 +54,25 @@ pub struct EnvOptions {
     /// tests run this way.
     pub background_threads: bool,
     /// Upsert callbacks, by the id `update` and `broadcast_update` name.
+    ///
+    /// A function runs when its message reaches a leaf or a reader, not
+    /// when `update` is called. If it panics, the engine catches the panic
+    /// and returns `Error::CallbackPanicked`: from a read (applied to a
+    /// copy), that read fails and nothing else; from a flush or a write
+    /// into a root leaf (applied in place), the dictionary refuses reads
+    /// and writes from then on (`ReadOnly` for writes), is never
+    /// checkpointed again, and is recovered by reopening the environment
+    /// with the function fixed, which replays every acknowledged write. A
+    /// panic during recovery fails `Env::open` the same way.
     pub update_fns: Vec<(u8, UpdateFn)>,
     /// Custom key orders, by the name `DictOptions::comparator` gives.
+    ///
+    /// A comparator that panics is caught like an update function: a read,
+    /// cursor move or range step fails with `Error::CallbackPanicked`; a
+    /// write (which places the key in the tree in place) or a
+    /// transaction's lock request fails the same way and leaves the
+    /// dictionary refusing reads and writes until the environment is
+    /// reopened (with the comparator fixed; it must order keys as before).
     pub comparators: Vec<(String, Comparator)>,
     /// The file system every file operation goes through: the operating
     /// system's, or a fault-injecting one in tests.
@@ -898,6 +916,17 @@ fn cleaner_loop(
     shutdown: Arc<AtomicBool>,
     checkpoints: bool,
 ) {
+    // Each tree's step is caught (`clean_step`, `drain_step`, and
+    // `caught_step` for a panic of the engine's own code), failing that
+    // tree; a panic anywhere else fails the environment and ends the
+    // thread, reported on stderr and as the `ReadOnly` reason.
+    let body = std::panic::AssertUnwindSafe(|| cleaner_steps(inner, &ctx, shutdown, checkpoints));
+    if let Err(p) = std::panic::catch_unwind(body) {
+        thread_died(&ctx, "the cleaner", &*p);
+    }
+}
+
+fn cleaner_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Arc<AtomicBool>, checkpoints: bool) {
     // Idleness is measured by the MSN counter, which every write advances
     // and flushes do not. `clean`: the trees a drain pass found empty since
     // the MSN last moved, so an idle environment is walked once, not every
@@ -916,7 +945,7 @@ fn cleaner_loop(
                 if shutdown.load(Ordering::Relaxed) {
                     return;
                 }
-                match t.clean_step() {
+                match caught_step(t, "the cleaner", || t.clean_step()) {
                     Ok(true) => busy = true,
                     Ok(false) => break,
                     Err(e) => {
@@ -939,7 +968,7 @@ fn cleaner_loop(
                     if shutdown.load(Ordering::Relaxed) {
                         return;
                     }
-                    match t.drain_step() {
+                    match caught_step(t, "the cleaner's drain", || t.drain_step()) {
                         Ok(Drain::Flushed) => (busy, drained) = (true, true),
                         Ok(Drain::Moved) => busy = true,
                         Ok(Drain::Clean) => {
@@ -968,11 +997,44 @@ fn cleaner_loop(
     }
 }
 
+/// Runs one step of a background thread on tree `t`; a panic the step did
+/// not catch itself (the engine's own code: a bug) poisons the tree
+/// (`NodeOwner::background_panic`, which says so on stderr) and is the
+/// step's error.
+fn caught_step<T>(t: &Tree, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let message = crate::tree::panic_message(&*p);
+        NodeOwner::background_panic(t, what, p);
+        Err(Error::ReadOnly(format!("{what} panicked: {message}")))
+    })
+}
+
+/// A background thread's step panicked outside any one dictionary's work:
+/// the environment turns read-only with the reason (`Context::fail_env`,
+/// which also prints it), and the thread ends.
+fn thread_died(ctx: &Context, thread: &str, payload: &(dyn std::any::Any + Send)) {
+    ctx.fail_env(format!(
+        "{thread} thread panicked ({}) and stopped; reopen the environment",
+        crate::tree::panic_message(payload)
+    ));
+}
+
 /// The spill writer thread: compresses and writes the spills the cleaner
 /// left in memory (`tree/pending.rs`), oldest first, then sleeps until
 /// woken or 100 ms pass. A failed write fails its dictionary, like a failed
 /// write-back: the spill stays in memory, and the log keeps its messages.
+///
+/// A panic writing a tree's spills (a bug: no user code runs there) fails
+/// that tree (the claim is given back, `Tree::write_claimed`); one anywhere
+/// else fails the environment and ends the thread.
 fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown: Arc<AtomicBool>) {
+    let body = std::panic::AssertUnwindSafe(|| spill_writer_steps(inner, &ctx, shutdown));
+    if let Err(p) = std::panic::catch_unwind(body) {
+        thread_died(&ctx, "the spill writer", &*p);
+    }
+}
+
+fn spill_writer_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Arc<AtomicBool>) {
     let mut trimmed = Instant::now();
     while !shutdown.load(Ordering::Relaxed) {
         let Some(env) = inner.upgrade() else { return };
@@ -980,9 +1042,15 @@ fn spill_writer_loop(inner: std::sync::Weak<Inner>, ctx: Arc<Context>, shutdown:
         drop(env);
         let mut wrote = 0;
         for t in &trees {
-            match t.write_spills(16) {
-                Ok(n) => wrote += n,
-                Err(e) => t.fail(format!("spill write failed: {e}")),
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.write_spills(16)));
+            match r {
+                Ok(Ok(n)) => wrote += n,
+                Ok(Err(e)) => t.fail(format!("spill write failed: {e}")),
+                Err(p) => {
+                    let reason = format!("a spill write panicked ({})", crate::tree::panic_message(&*p));
+                    eprintln!("fractaldb: {}: {reason}", t.path().display());
+                    t.fail(reason);
+                }
             }
         }
         drop(trees);
@@ -1066,7 +1134,7 @@ impl Dictionary {
     /// Walks the whole dictionary and verifies every invariant.
     pub fn check(&self) -> Result<CheckReport> {
         self.tree.check_open()?;
-        self.tree.check()
+        self.tree.guarded_read(|| self.tree.check())
     }
 
     /// Whether the dictionary's file is open with O_DIRECT (the setting was
@@ -1217,29 +1285,39 @@ impl Iterator for Range {
         if self.done {
             return None;
         }
-        match self.step() {
+        // The bounds are compared with the dictionary's comparator, which
+        // may panic: caught like the cursor's own calls.
+        let tree = self.cursor.tree().clone();
+        match tree.guarded_read(|| self.advance()) {
             Err(e) => {
                 self.done = true;
                 Some(Err(e))
             }
-            Ok(false) => {
+            Ok(None) => {
                 self.done = true;
                 None
             }
-            Ok(true) => {
-                let k = self.cursor.key();
-                let inside = if self.reverse {
-                    self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
-                } else {
-                    self.hi.as_ref().is_none_or(|hi| (self.cmp)(k, hi) == std::cmp::Ordering::Less)
-                };
-                if !inside {
-                    self.done = true;
-                    return None;
-                }
-                Some(Ok((k.to_vec(), self.cursor.value().to_vec())))
-            }
+            Ok(Some(pair)) => Some(Ok(pair)),
         }
+    }
+}
+
+impl Range {
+    /// The next pair inside the range, if any.
+    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if !self.step()? {
+            return Ok(None);
+        }
+        let k = self.cursor.key();
+        let inside = if self.reverse {
+            self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
+        } else {
+            self.hi.as_ref().is_none_or(|hi| (self.cmp)(k, hi) == std::cmp::Ordering::Less)
+        };
+        if !inside {
+            return Ok(None);
+        }
+        Ok(Some((k.to_vec(), self.cursor.value().to_vec())))
     }
 }
 
@@ -1274,10 +1352,73 @@ fn spawn_periodic(
                     return;
                 }
                 let Some(inner) = inner.upgrade() else { return };
-                f(&inner);
+                // A panic (a bug: no user code runs in these steps) may
+                // leave a checkpoint begun in a dictionary's file: every
+                // dictionary is failed (no more checkpoints, the log
+                // kept) and the environment turns read-only; the thread ends.
+                if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&inner))) {
+                    let reason = format!(
+                        "the {} thread panicked ({})",
+                        std::thread::current().name().unwrap_or("background"),
+                        crate::tree::panic_message(&*p)
+                    );
+                    for t in inner.trees() {
+                        t.fail(reason.clone());
+                    }
+                    inner.ctx.fail_env(format!("{reason} and stopped; reopen the environment"));
+                    return;
+                }
                 drop(inner);
                 next = Instant::now() + period;
             }
         })
         .map_err(|e| Error::io(&wake.dir, "spawn thread", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A background thread whose step panics outside any one dictionary
+    /// turns the environment read-only with the reason, and ends; reads go
+    /// on, and a reopen recovers everything.
+    #[test]
+    fn a_panicking_background_step_turns_the_environment_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = || EnvOptions {
+            cache_size_bytes: 1 << 20,
+            background_threads: false,
+            checkpoint_period: None,
+            reserve_free_bytes: 0,
+            ..Default::default()
+        };
+        let env = Env::open(dir.path(), opts()).unwrap();
+        let d = env.create_dictionary("d", DictOptions::default()).unwrap();
+        d.put(b"k", b"v").unwrap();
+        let thread = spawn_periodic(
+            "fractaldb-test-step",
+            Duration::from_millis(1),
+            Arc::downgrade(&env.inner),
+            |_| false,
+            |_| panic!("a step that panics"),
+        )
+        .unwrap();
+        thread.join().expect("the thread reports the panic and ends");
+        match d.put(b"k", b"w") {
+            Err(Error::ReadOnly(reason)) => {
+                assert!(reason.contains("fractaldb-test-step"), "{reason}");
+                assert!(reason.contains("a step that panics"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(d.get(b"k").unwrap(), Some(b"v".to_vec()));
+        drop(d);
+        let _ = env.close();
+
+        let env = Env::open(dir.path(), opts()).unwrap();
+        let d = env.open_dictionary("d").unwrap();
+        assert_eq!(d.get(b"k").unwrap(), Some(b"v".to_vec()));
+        d.put(b"k", b"w").unwrap();
+        env.close().unwrap();
+    }
 }

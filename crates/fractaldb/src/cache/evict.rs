@@ -72,7 +72,18 @@ impl Cache {
                 if e.referenced.swap(false, Ordering::Relaxed) {
                     continue;
                 }
-                self.try_evict(&e, turn);
+                // One entry is one step: a panic in it (a write-back's
+                // serialization, a partial eviction: a bug, as no user
+                // code runs here) fails that entry's dictionary rather than
+                // killing the evictor, which every writer waits for when
+                // the cache is full. Locks are released on unwinding; a
+                // dirty node left half-written is its dictionary's to
+                // distrust (`NodeOwner::background_panic`).
+                if let Err(p) =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_evict(&e, turn)))
+                {
+                    e.owner.background_panic("the evictor", p);
+                }
                 // Let waiting clients go as soon as there is room.
                 if self.used_bytes() <= self.budget_bytes {
                     self.space.1.notify_all();
@@ -90,6 +101,12 @@ impl Cache {
             Some(g) => g.dirty,
             None => return,
         };
+        // A poisoned owner's nodes go whole, dirty or not: they are never
+        // written, and no one reads them before the environment reopens.
+        if e.owner.poisoned() {
+            self.try_remove(e, true);
+            return;
+        }
         if dirty {
             match e.owner.write_back(e) {
                 Ok(true) => {
@@ -116,6 +133,12 @@ impl Cache {
         if turn == 0 {
             return;
         }
+        self.try_remove(e, false);
+    }
+
+    /// Removes a node nobody holds from the cache: a clean one, or with
+    /// `even_dirty` (its owner is poisoned) any.
+    fn try_remove(&self, e: &Arc<Entry>, even_dirty: bool) {
         let mut shard = self.shard(e.dict, e.bn).lock();
         // The map must hold this very entry. The sweep works from a list made
         // at the start of its turn, and since then the node may have been
@@ -130,7 +153,7 @@ impl Cache {
         // Two holders of the entry: the map and this sweep's upgrade. One of the lock:
         // the entry. Nobody else can pin it while we hold the shard.
         if Arc::strong_count(e) == 2 && Arc::strong_count(&e.node) == 1 {
-            let clean = e.node.try_read().is_some_and(|n| !n.dirty);
+            let clean = e.node.try_read().is_some_and(|n| even_dirty || !n.dirty);
             if clean && shard.remove(&(e.dict, e.bn)).is_some() {
                 self.used_bytes.fetch_sub(e.charged_bytes.swap(0, Ordering::Relaxed), Ordering::Relaxed);
                 self.counters.evictions.fetch_add(1, Ordering::Relaxed);
@@ -152,6 +175,36 @@ mod tests {
         fn background_error(&self, err: crate::Error) {
             panic!("{err}")
         }
+    }
+
+    /// An owner whose write-back panics, recording what it is told.
+    struct Panicky(parking_lot::Mutex<Vec<String>>);
+    impl crate::cache::NodeOwner for Panicky {
+        fn write_back(&self, _: &Entry) -> crate::error::Result<bool> {
+            panic!("write-back bug")
+        }
+        fn background_error(&self, err: crate::Error) {
+            panic!("{err}")
+        }
+        fn background_panic(&self, what: &str, payload: Box<dyn std::any::Any + Send>) {
+            self.0.lock().push(format!("{what}: {}", crate::tree::panic_message(&*payload)));
+        }
+    }
+
+    /// A step of the evictor that panics is reported to the node's owner,
+    /// and the sweep (and the evictor thread) goes on.
+    #[test]
+    fn a_panicking_write_back_is_reported_and_the_sweep_goes_on() {
+        let cache = Cache::new(1 << 20, true);
+        let owner = Arc::new(Panicky(Default::default()));
+        let dyn_owner: Arc<dyn crate::cache::NodeOwner> = owner.clone();
+        let e = cache.insert_new(1, 7, Node::new_leaf(), dyn_owner);
+        e.node.write().dirty = true;
+        e.referenced.store(false, Ordering::Relaxed);
+        drop(e);
+        cache.evict_to(0, 0);
+        let told = owner.0.lock().clone();
+        assert!(!told.is_empty() && told[0] == "the evictor: write-back bug", "{told:?}");
     }
 
     /// A node freed while the sweep holds it (a merge) whose block number

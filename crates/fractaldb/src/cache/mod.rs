@@ -45,6 +45,18 @@ pub(crate) trait NodeOwner: Send + Sync {
     fn write_back(&self, entry: &Entry) -> Result<bool>;
     /// An error happened on a background thread while working for this owner.
     fn background_error(&self, err: crate::Error);
+    /// A panic interrupted a change to the owner's nodes: they may be
+    /// half-changed, are never written, and the evictor drops them, dirty
+    /// or not (no one reads them again before the environment is reopened).
+    fn poisoned(&self) -> bool {
+        false
+    }
+    /// A step of the evictor (`what`) panicked while working on one of the
+    /// owner's nodes; the owner is to stop trusting its nodes in memory.
+    fn background_panic(&self, what: &str, payload: Box<dyn std::any::Any + Send>) {
+        let _ = what;
+        std::panic::resume_unwind(payload)
+    }
 }
 
 /// One cached node.

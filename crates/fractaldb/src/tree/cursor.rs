@@ -401,49 +401,78 @@ impl Cursor {
         }
     }
 
+    /// Runs one move. The dictionary's comparator and update functions run
+    /// inside it: a panic of theirs is an error (`Tree::caught`), as is a
+    /// dictionary poisoned by an earlier panic (checked before and after,
+    /// see `Tree::guarded_read`). After an error the cursor is on no key.
+    fn guarded(&mut self, f: impl FnOnce(&mut Cursor) -> Result<bool>) -> Result<bool> {
+        self.tree.check_readable()?;
+        let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            Ok(r) => r.and_then(|on| self.tree.check_readable().map(|()| on)),
+            Err(p) => Err(self.tree.caught(p, false)),
+        };
+        if r.is_err() {
+            self.pos = None;
+        }
+        r
+    }
+
     /// Moves to the first key. Returns whether there is one.
     pub fn first(&mut self) -> Result<bool> {
-        self.load(Target::First, 0)?;
-        self.settle_forward(0)
+        self.guarded(|c| {
+            c.load(Target::First, 0)?;
+            c.settle_forward(0)
+        })
     }
 
     /// Moves to the last key. Returns whether there is one.
     pub fn last(&mut self) -> Result<bool> {
-        self.load(Target::Last, 0)?;
-        self.settle_backward(self.batch.len() as isize - 1)
+        self.guarded(|c| {
+            c.load(Target::Last, 0)?;
+            c.settle_backward(c.batch.len() as isize - 1)
+        })
     }
 
     /// Moves to the first key `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
-        self.load(Target::At(key), 0)?;
-        let cmp = self.tree.cmp;
-        let i = self.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
-        self.settle_forward(i)
+        self.guarded(|c| {
+            c.load(Target::At(key), 0)?;
+            let cmp = c.tree.cmp;
+            let i = c.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
+            c.settle_forward(i)
+        })
     }
 
     /// Moves to the last key `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
-        self.load(Target::At(key), 0)?;
-        let cmp = self.tree.cmp;
-        let i = self.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);
-        self.settle_backward(i as isize - 1)
+        self.guarded(|c| {
+            c.load(Target::At(key), 0)?;
+            let cmp = c.tree.cmp;
+            let i = c.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);
+            c.settle_backward(i as isize - 1)
+        })
     }
 
     /// Moves to the next key. Returns whether there is one.
     #[allow(clippy::should_implement_trait)] // fallible, so not an Iterator
     pub fn next(&mut self) -> Result<bool> {
-        match self.pos {
-            Some(p) => self.settle_forward(p + 1),
+        self.guarded(|c| match c.pos {
+            Some(p) => c.settle_forward(p + 1),
             None => Ok(false),
-        }
+        })
     }
 
     /// Moves to the previous key. Returns whether there is one.
     pub fn prev(&mut self) -> Result<bool> {
-        match self.pos {
-            Some(p) => self.settle_backward(p as isize - 1),
+        self.guarded(|c| match c.pos {
+            Some(p) => c.settle_backward(p as isize - 1),
             None => Ok(false),
-        }
+        })
+    }
+
+    /// The dictionary's tree (for `Range`, which compares its bounds).
+    pub(crate) fn tree(&self) -> &Arc<Tree> {
+        &self.tree
     }
 
     fn settle_forward(&mut self, mut i: usize) -> Result<bool> {

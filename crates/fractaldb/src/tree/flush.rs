@@ -365,6 +365,10 @@ fn flush_buffer(
     child: &mut Node,
     child_bn: BlockNum,
 ) -> Result<()> {
+    // The parent and the child change in place from here: a panic (an
+    // update function applied to the leaf, the comparator routing the
+    // messages) marks the tree poisoned before the callers' locks go.
+    let _changing = tree.changing();
     let spills = std::mem::take(&mut parent.children_mut()[c].spills);
     // Up to `SPILL_NODES` node sizes of decoded messages, in no node until
     // they are applied: charged to the cache meanwhile.
@@ -409,8 +413,10 @@ fn flush_buffer(
         let mut v: Vec<PointMsg<&[u8]>> = decoded.iter().map(|(k, m, b)| (*k, *m, b)).collect();
         v.extend(broadcasts.iter().map(|(m, b)| (&[][..], *m, b)));
         if let Err(reason) = apply_to_leaf(tree, child, &mut v) {
+            // The buffer is taken and the leaf may be half-changed: as
+            // after a panic, the tree must not be read or written again.
             let err = tree.corrupt(child_bn, reason);
-            tree.fail(err.to_string());
+            tree.poison("applying messages to a leaf", &err.to_string());
             return Err(err);
         }
     } else {
@@ -432,12 +438,20 @@ fn route(tree: &Tree, taken: MsgBuffer, node: &mut Node) {
 impl Tree {
     /// One unit of background work on this tree. Returns whether it did
     /// anything. Call with no node locks held.
+    ///
+    /// A panic (an update function or the comparator, met by a flush)
+    /// poisons the tree and returns `Error::CallbackPanicked`; a poisoned
+    /// tree has no more steps.
     pub(crate) fn clean_step(&self) -> Result<bool> {
-        if self.dropped.load(AtomicOrdering::Relaxed) {
+        if self.dropped.load(AtomicOrdering::Relaxed) || self.is_poisoned() {
             return Ok(false);
         }
         // A `check` is walking this tree: nothing to do here until it ends.
         let Some(_walk) = self.check_lock.try_read() else { return Ok(false) };
+        self.guarded_change(|| self.clean_step_unguarded())
+    }
+
+    fn clean_step_unguarded(&self) -> Result<bool> {
         let step = self.reading_as_needed(|| {
             Ok(match self.try_clean_step()? {
                 Step::Done(did) => Ok(did),
@@ -486,6 +500,9 @@ impl Tree {
         let root_bn = self.root_bn();
         let root = self.pin(root_bn)?;
         let mut g = root.node.write_arc();
+        // In every frame holding a node's write lock, declared after it:
+        // a panic marks the tree before the lock is released (`changing`).
+        let _changing = self.changing();
         if !g.all_loaded() {
             return Ok(Step::Need(root_bn));
         }
@@ -514,6 +531,7 @@ impl Tree {
             return Ok(Step::Done(true));
         };
         let g = e.node.write_arc();
+        let _changing_queued = self.changing();
         if !g.all_loaded() {
             return Ok(Step::Need(bn));
         }
@@ -542,6 +560,7 @@ impl Tree {
     /// that a flush leaves over budget is queued for its own turn, so every
     /// over-budget node is visited without holding the root meanwhile.
     fn flush_cascade(&self, parent_e: Arc<Entry>, mut parent: WriteGuard) -> Result<Step> {
+        let _changing = self.changing();
         let is_root = parent_e.bn == self.root_bn();
         let result = loop {
             let budget = if is_root { self.root_flush_bytes() } else { self.settings.node_size_bytes };
@@ -589,6 +608,7 @@ impl Tree {
             }
             return Ok(Some(child_bn));
         };
+        let _changing = self.changing();
         self.cow(parent_e.bn, parent);
         self.cow(child_bn, &mut child);
         flush_buffer(self, parent, c, &mut child, child_bn)?;
@@ -629,6 +649,7 @@ impl Tree {
             return Ok(Step::Done(true));
         };
         let mut g = e.node.write_arc();
+        let _changing = self.changing();
         let c = if g.is_leaf() { None } else { g.children().iter().position(|c| c.bn == child_bn) };
         let Some(c) = c.filter(|&c| !g.children()[c].spills.is_empty()) else {
             forget();
@@ -720,12 +741,18 @@ impl Tree {
     /// point get of data larger than the cache read a buffer partition
     /// beside its basement, and a scan merged buffered messages into every
     /// batch. Drained, the internal nodes are pivots only and stay cached.
+    ///
+    /// A panic poisons the tree, as in `clean_step`.
     pub(crate) fn drain_step(&self) -> Result<Drain> {
-        if self.dropped.load(AtomicOrdering::Relaxed) {
+        if self.dropped.load(AtomicOrdering::Relaxed) || self.is_poisoned() {
             return Ok(Drain::Clean);
         }
         // A `check` is walking this tree: counted clean until the next write.
         let Some(_walk) = self.check_lock.try_read() else { return Ok(Drain::Clean) };
+        self.guarded_change(|| self.drain_step_unguarded())
+    }
+
+    fn drain_step_unguarded(&self) -> Result<Drain> {
         // Nodes that keep leaving the cache before the step can use them:
         // let the caller come back.
         Ok(self.reading_as_needed(|| self.try_drain_step())?.unwrap_or(Drain::Moved))
@@ -737,6 +764,7 @@ impl Tree {
         let root_bn = self.root_bn();
         let mut entry = self.pin(root_bn)?;
         let mut g = entry.node.write_arc();
+        let _changing = self.changing();
         // The least pivot above the hand seen on the way down: where the
         // range of the leaf at the bottom ends.
         let mut upper: Option<Box<[u8]>> = None;
@@ -845,6 +873,7 @@ impl Tree {
         let child_bn = g.children()[0].bn;
         let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else { return Ok(Step::Need(child_bn)) };
         let mut child = child_e.node.write_arc();
+        let _changing = self.changing();
         if !child.all_loaded() {
             return Ok(Step::Need(child_bn));
         }
@@ -879,6 +908,7 @@ impl Tree {
         let sib_bn = parent.children()[s].bn;
         let Some(sib_e) = self.ctx.cache.get(self.dict, sib_bn) else { return Ok(None) };
         let mut sib = sib_e.node.write_arc();
+        let _changing = self.changing();
         if !sib.all_loaded() {
             return Ok(None);
         }

@@ -376,18 +376,42 @@ pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
         MsgKind::Delete => Ok(None),
         MsgKind::Update => {
             let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-            Ok(f(key, old, body.val.as_ref()))
+            Ok(call_update_fn(f, body.fn_id, key, old, body.val.as_ref()))
         }
         // A broadcast changes only keys that exist.
         MsgKind::Broadcast => match old {
             None => Ok(None),
             Some(old) => {
                 let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
-                Ok(f(key, Some(old), body.val.as_ref()))
+                Ok(call_update_fn(f, body.fn_id, key, Some(old), body.val.as_ref()))
             }
         },
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
         MsgKind::Commit | MsgKind::Abort => Ok(old.map(<[u8]>::to_vec)),
+    }
+}
+
+/// A panic of update function `fn_id`, carried on (as the unwinding
+/// payload) to the engine boundary that catches it (`Tree::caught`), which
+/// turns it into `Error::CallbackPanicked` naming the function. Unwinding
+/// on, rather than returning an error, takes every caller of
+/// `apply_to_value` to that boundary unchanged: a caller applying to a copy
+/// (a read) loses the copy; one changing a node in place (a flush, a root
+/// leaf write) has a `Tree::changing` guard, which marks the tree poisoned
+/// before its locks are released.
+pub(crate) struct UpdateFnPanic {
+    pub fn_id: u8,
+    pub message: String,
+}
+
+/// Calls user code. `catch_unwind` costs nothing unless it panics.
+fn call_update_fn(f: &UpdateFn, fn_id: u8, key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(key, old, arg))) {
+        Ok(v) => v,
+        Err(p) => std::panic::resume_unwind(Box::new(UpdateFnPanic {
+            fn_id,
+            message: crate::tree::panic_message(&*p),
+        })),
     }
 }
 

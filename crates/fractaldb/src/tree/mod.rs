@@ -59,6 +59,9 @@ pub(crate) enum Logging {
     None,
 }
 
+/// The reason a poisoned tree gives before the panicking thread recorded its own.
+const POISONED: &str = "a panic interrupted a change to the dictionary in memory";
+
 /// Log bytes buffered in memory past which a writer syncs the log even
 /// when it need not wait for its record.
 const LOG_BUFFER_BYTES: usize = 4 << 20;
@@ -77,6 +80,32 @@ pub(crate) fn log_failed(e: Error) -> Error {
     match e {
         e @ (Error::ReadOnly(_) | Error::NoSpace { .. }) => e,
         e => Error::ReadOnly(format!("the log failed: {e}")),
+    }
+}
+
+/// The message of a caught panic's payload (a `&str` or `String`, as
+/// `panic!` makes them), or a stand-in.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(p) = payload.downcast_ref::<message::UpdateFnPanic>() {
+        p.message.clone()
+    } else {
+        "(a panic without a message)".to_string()
+    }
+}
+
+/// Marks its tree poisoned if it is dropped while the thread unwinds from
+/// a panic (`Tree::changing`).
+pub(crate) struct Changing<'a>(&'a Tree);
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.poisoned.store(true, AtomicOrdering::SeqCst);
+        }
     }
 }
 
@@ -340,6 +369,16 @@ pub(crate) struct Tree {
     pub(crate) root_pressure_bytes: AtomicUsize,
     /// Set by a failed background write: the tree refuses writes after it.
     failure: Mutex<Option<String>>,
+    /// Set when a panic interrupted a change to a node in memory (see
+    /// `changing`): the tree may be half-changed, so it refuses reads as
+    /// well as writes, is never checkpointed again, and its cached nodes
+    /// are dropped rather than written back, until the environment is
+    /// reopened (recovery replays the log from its last good header).
+    /// Always set together with `failure` (the reason), the flag first:
+    /// it is set while the panicking thread still holds its node locks.
+    poisoned: AtomicBool,
+    /// What panicked and its message, for the errors of refused reads.
+    poison_cause: Mutex<Option<(String, String)>>,
     pub(crate) dropped: AtomicBool,
     /// Internal nodes the cleaner should visit (left over-budget by a split).
     pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
@@ -449,6 +488,8 @@ impl Tree {
             me: me.clone(),
             root_pressure_bytes: AtomicUsize::new(0),
             failure: Mutex::new(None),
+            poisoned: AtomicBool::new(false),
+            poison_cause: Mutex::new(None),
             dropped: AtomicBool::new(false),
             flush_queue: Mutex::new(Vec::new()),
             merge_queue: Mutex::new(Vec::new()),
@@ -500,8 +541,125 @@ impl Tree {
         self.ctx.check_env_writable()?;
         match &*self.failure.lock() {
             Some(reason) => Err(Error::ReadOnly(reason.clone())),
+            // Poisoned by a thread that has not recorded why yet.
+            None if self.is_poisoned() => Err(Error::ReadOnly(POISONED.into())),
             None => Ok(()),
         }
+    }
+
+    // ---- panics in user code ------------------------------------------
+    //
+    // User code (update functions, comparators) runs deep inside the tree.
+    // A panic is caught at the boundaries: the public entry points (here:
+    // `write_msgs`, `get`, `newest_committed_txid`; the cursor's and the
+    // transaction layer's calls; `Dictionary::check`) and each step of each
+    // background thread (`clean_step`, `drain_step`, write-backs, spill
+    // writes, checkpoints; the loops in env.rs and cache/evict.rs). A
+    // panic while a node was being changed in place poisons the tree: a
+    // `Changing` guard, declared after the node locks in every frame that
+    // changes nodes, marks it during unwinding, before those locks are
+    // released, so no thread that takes them afterwards can miss it.
+    // Readers check the mark after their last lock (`guarded_read`), so a
+    // half-changed node is never served.
+
+    /// A guard to hold, declared after the node write locks, while
+    /// changing nodes in place: a panic before it is dropped poisons the tree.
+    pub(crate) fn changing(&self) -> Changing<'_> {
+        Changing(self)
+    }
+
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.poisoned.load(AtomicOrdering::SeqCst)
+    }
+
+    /// Poisons the tree (see `poisoned`) for a panic of `callback`, and
+    /// says so on stderr once.
+    pub(crate) fn poison(&self, callback: &str, message: &str) {
+        self.poisoned.store(true, AtomicOrdering::SeqCst);
+        let mut cause = self.poison_cause.lock();
+        if cause.is_none() {
+            let reason = format!(
+                "{callback} panicked ({message}) while the dictionary was changed in memory; \
+                 it refuses reads and writes until the environment is reopened"
+            );
+            eprintln!("fractaldb: {}: {reason}", self.path().display());
+            *cause = Some((callback.to_string(), message.to_string()));
+            self.fail(reason);
+        }
+    }
+
+    /// What a caught panic's payload says: who panicked (an update
+    /// function, by the payload `apply_to_value` gives it; else the
+    /// dictionary's comparator, the only other user code a tree runs) and
+    /// the message. `None`: the engine's own code panicked (a bug).
+    fn panic_cause(&self, payload: &(dyn std::any::Any + Send)) -> Option<(String, String)> {
+        if let Some(p) = payload.downcast_ref::<message::UpdateFnPanic>() {
+            return Some((format!("update function {}", p.fn_id), p.message.clone()));
+        }
+        let name = self.settings.comparator.as_ref()?;
+        Some((format!("comparator {name:?}"), panic_message(payload)))
+    }
+
+    /// Turns a panic caught at a boundary into an error, poisoning the tree
+    /// if `changing` (the work changed nodes in place) or a `Changing` guard
+    /// did. A panic of the engine's own code is a bug: it goes on unwinding
+    /// (after the poisoning), so that it is found.
+    pub(crate) fn caught(&self, payload: Box<dyn std::any::Any + Send>, changing: bool) -> Error {
+        let cause = self.panic_cause(&*payload);
+        if changing || self.is_poisoned() {
+            match &cause {
+                Some((callback, message)) => self.poison(callback, message),
+                None => self.poison("fractaldb itself (a bug)", &panic_message(&*payload)),
+            }
+        }
+        match cause {
+            Some((callback, message)) => Error::CallbackPanicked { callback, message },
+            None => std::panic::resume_unwind(payload),
+        }
+    }
+
+    /// Runs `f`, which changes nothing in place (a read, or work before
+    /// any node lock), turning a panic of user code into an error.
+    pub(crate) fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|p| Err(self.caught(p, false)))
+    }
+
+    /// `guarded` for a read: refused on a poisoned tree, before and after
+    /// (a reader that took a lock a panicking thread released sees the
+    /// mark, set before the release).
+    pub(crate) fn guarded_read<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_readable()?;
+        let r = self.guarded(f)?;
+        self.check_readable()?;
+        Ok(r)
+    }
+
+    /// Runs `f`, which changes nodes (or other state of the tree) in
+    /// place: any panic poisons the tree.
+    pub(crate) fn guarded_change<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|p| Err(self.caught(p, true)))
+    }
+
+    /// `Err` once the tree is poisoned: its nodes in memory may be
+    /// half-changed.
+    pub(crate) fn check_readable(&self) -> Result<()> {
+        if !self.is_poisoned() {
+            return Ok(());
+        }
+        let (callback, message) = self
+            .poison_cause
+            .lock()
+            .clone()
+            .unwrap_or_else(|| ("code the dictionary ran".to_string(), POISONED.to_string()));
+        Err(Error::CallbackPanicked {
+            callback,
+            message: format!(
+                "{message} (it panicked earlier, changing the dictionary in memory: the dictionary \
+                 refuses reads and writes until the environment is reopened)"
+            ),
+        })
     }
 
     // ---- reading nodes -------------------------------------------------
@@ -777,7 +935,22 @@ impl Tree {
     /// any) put on every message on its way in (`Stamp`: the messages
     /// are borrowed, keys and values copied once, into the log record and
     /// the root's buffer); returns the LSN of the record, if one was written.
+    ///
+    /// A panic of user code (a comparator placing a key, an update function
+    /// applied to a root leaf) returns `Error::CallbackPanicked`; if it came
+    /// once the root was being changed, the tree is poisoned. The record may
+    /// be in the log by then: as for any failed write, it may or may not
+    /// survive a restart.
     pub(crate) fn write_msgs<M: KeyedMsg>(
+        &self,
+        msgs: &[M],
+        stamp: Option<Stamp>,
+        logging: Logging,
+    ) -> Result<Option<u64>> {
+        self.guarded(|| self.write_msgs_unguarded(msgs, stamp, logging))
+    }
+
+    fn write_msgs_unguarded<M: KeyedMsg>(
         &self,
         msgs: &[M],
         stamp: Option<Stamp>,
@@ -827,7 +1000,15 @@ impl Tree {
                 held.push(root);
                 continue;
             }
+            // Poisoned since `check_writable` (the mark is set before the
+            // panicking thread let go of this lock): nothing is logged.
+            if self.is_poisoned() {
+                return self.check_writable().map(|()| None);
+            }
             self.cow(root_bn, &mut g);
+            // From here the root changes in place; declared after `g`, so a
+            // panic marks the tree before the root's lock is released.
+            let _changing = self.changing();
             // Logged under the root lock, so the log's order is the MSN order.
             if let (Some(log), Some(rec)) = (log, &record) {
                 lsn = Some(log.append(rec).map_err(log_failed)?);
@@ -892,6 +1073,10 @@ impl Tree {
     /// buffered message for the key on the root-to-leaf path applied in MSN
     /// order, then the version `view` chooses (`leafentry.rs`).
     pub(crate) fn get(&self, key: &[u8], view: &ReadView) -> Result<Option<Vec<u8>>> {
+        self.guarded_read(|| self.get_unguarded(key, view))
+    }
+
+    fn get_unguarded(&self, key: &[u8], view: &ReadView) -> Result<Option<Vec<u8>>> {
         for _attempt in 0..RETRIES {
             let (le, bn, msgs) = self.collect(key)?;
             if msgs.is_empty() {
@@ -913,6 +1098,10 @@ impl Tree {
     /// The txid of the newest committed version of `key` (0: older than
     /// every snapshot), for write-conflict checks.
     pub(crate) fn newest_committed_txid(&self, key: &[u8], states: &dyn TxnStates) -> Result<Option<u64>> {
+        self.guarded_read(|| self.newest_committed_txid_unguarded(key, states))
+    }
+
+    fn newest_committed_txid_unguarded(&self, key: &[u8], states: &dyn TxnStates) -> Result<Option<u64>> {
         for _attempt in 0..RETRIES {
             let (le, bn, msgs) = self.collect(key)?;
             let e = self.merged_entry(key, le.as_deref(), bn, &msgs)?;
@@ -1020,13 +1209,14 @@ impl Tree {
         }
     }
 
-    /// Records a failure of a background write; the tree turns read-only.
-    /// True once `fail` was called: the tree takes no more writes and no
-    /// more checkpoints (its file's state is in doubt).
+    /// True once `fail` was called (or the tree poisoned): the tree takes
+    /// no more writes and no more checkpoints (its file's state, or its
+    /// nodes in memory, are in doubt).
     pub(crate) fn is_failed(&self) -> bool {
-        self.failure.lock().is_some()
+        self.is_poisoned() || self.failure.lock().is_some()
     }
 
+    /// Records a failure of a background write; the tree turns read-only.
     pub(crate) fn fail(&self, reason: String) {
         let mut f = self.failure.lock();
         if f.is_none() {
@@ -1078,15 +1268,30 @@ impl Tree {
     /// dirty pages and marked them clean), so no later header may point at
     /// blocks written before it. The log still holds every write since the
     /// last good checkpoint; a restart recovers them.
+    ///
+    /// A panic (no user code runs here: a bug) abandons the checkpoint, so
+    /// no header is written, and fails the tree the same way.
+    ///
+    /// A tree poisoned after this checkpoint began is still written: what
+    /// the checkpoint writes is the tree at its begin (taken under the
+    /// exclusive checkpoint lock, so between changes), as every change
+    /// since copied its node first (`cow`), before the panic could come.
     pub(crate) fn finish_checkpoint(&self, ckpt: TreeCheckpoint) -> Result<()> {
-        let r = self.finish_checkpoint_inner(ckpt);
+        let r =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.finish_checkpoint_inner(&ckpt)))
+                .unwrap_or_else(|p| {
+                    self.abandon_checkpoint(&ckpt);
+                    let message = panic_message(&*p);
+                    eprintln!("fractaldb: {}: a checkpoint panicked: {message}", self.path().display());
+                    Err(Error::ReadOnly(format!("a checkpoint panicked: {message}")))
+                });
         if let Err(e) = &r {
             self.fail(format!("checkpoint failed: {e}"));
         }
         r
     }
 
-    fn finish_checkpoint_inner(&self, ckpt: TreeCheckpoint) -> Result<()> {
+    fn finish_checkpoint_inner(&self, ckpt: &TreeCheckpoint) -> Result<()> {
         let mut result = Ok(());
         for e in &ckpt.pending {
             if result.is_ok() {
@@ -1106,7 +1311,7 @@ impl Tree {
         // be added after this point.
         let clones = std::mem::take(&mut *self.ckpt_clones.lock());
         if let Err(e) = result {
-            self.abandon_checkpoint(&ckpt);
+            self.abandon_checkpoint(ckpt);
             return Err(e);
         }
         for (bn, node) in clones {
@@ -1116,7 +1321,7 @@ impl Tree {
                 self.ctx.horizon.load(AtomicOrdering::Acquire),
             );
             if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len) {
-                self.abandon_checkpoint(&ckpt);
+                self.abandon_checkpoint(ckpt);
                 return Err(e);
             }
         }
@@ -1275,7 +1480,19 @@ impl Tree {
     }
 
     /// Compresses and writes a spill this thread claimed (`pending.rs`).
+    ///
+    /// A panic gives the claim back before it goes on unwinding: a claimed
+    /// entry left behind would make every later checkpoint wait for it.
     fn write_claimed(&self, claim: pending::Claim) -> Result<()> {
+        let bn = claim.bn;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.write_claimed_unguarded(claim)))
+            .unwrap_or_else(|p| {
+                self.pending.unclaim(bn);
+                std::panic::resume_unwind(p)
+            })
+    }
+
+    fn write_claimed_unguarded(&self, claim: pending::Claim) -> Result<()> {
         // Spills take the leaves' codec, not the buffers' faster one: they
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
         // they are a large part of the file (lz4 spills left a loaded tree's
@@ -1336,7 +1553,9 @@ impl NodeOwner for Tree {
             return Ok(false);
         }
         let Some(g) = e.node.try_upgradable_read() else { return Ok(false) };
-        if !g.dirty {
+        // A poisoned tree's nodes are never written (the evictor drops
+        // them); checked under the node's lock, see `poisoned`.
+        if !g.dirty || self.is_poisoned() {
             return Ok(false);
         }
         // An internal node's larger buffers go to spills first (see
@@ -1348,6 +1567,7 @@ impl NodeOwner for Tree {
         let g = if !g.is_leaf() && e.bn != self.root_bn() && g.all_loaded() && walk.is_some() {
             match parking_lot::RwLockUpgradableReadGuard::try_upgrade(g) {
                 Ok(mut w) => {
+                    let _changing = self.changing();
                     self.spill_for_write_back(e.bn, &mut w)?;
                     parking_lot::RwLockWriteGuard::downgrade_to_upgradable(w)
                 }
@@ -1362,5 +1582,17 @@ impl NodeOwner for Tree {
 
     fn background_error(&self, err: Error) {
         self.fail(format!("background write failed: {err}"));
+    }
+
+    fn poisoned(&self) -> bool {
+        self.is_poisoned()
+    }
+
+    fn background_panic(&self, what: &str, payload: Box<dyn std::any::Any + Send>) {
+        let message = panic_message(&*payload);
+        match self.panic_cause(&*payload) {
+            Some((callback, message)) => self.poison(&callback, &message),
+            None => self.poison(&format!("{what} (fractaldb itself, a bug)"), &message),
+        }
     }
 }

@@ -247,7 +247,12 @@ impl TxnManager {
         mode: LockMode,
         timeout: Duration,
     ) -> Result<()> {
-        self.locks.acquire(tree.file_id, tree.cmp, owner, lo, hi, mode, timeout).map_err(lock_error)
+        // The lock tree compares keys with the dictionary's comparator: a
+        // panic there leaves the dictionary's locks in doubt, so it poisons
+        // the tree (no one reads or writes it before a reopen).
+        tree.guarded_change(|| {
+            self.locks.acquire(tree.file_id, tree.cmp, owner, lo, hi, mode, timeout).map_err(lock_error)
+        })
     }
 
     /// One autocommit write: `msgs` (all committed messages) under write
@@ -257,7 +262,10 @@ impl TxnManager {
         let broadcast = msgs.iter().any(|m| m.kind() == MsgKind::Broadcast);
         // No key locks where no one else holds or wants any (`try_enter_bulk`).
         let bulk = !broadcast && self.locks.try_enter_bulk(tree.file_id);
-        let result = (|| {
+        // Guarded: the keys are sorted with the dictionary's comparator,
+        // and a panic must still end the transaction and leave the lock
+        // tree below.
+        let result = tree.guarded(|| {
             if bulk {
                 // Under the dictionary's intention lock: no key locks needed.
             } else if broadcast {
@@ -279,7 +287,7 @@ impl TxnManager {
                 }
             }
             tree.write_msgs(msgs, Some(Stamp { txid, provisional: false, sp: 0 }), Logging::NoWait)
-        })();
+        });
         self.end(txid);
         if bulk {
             self.locks.leave_bulk(tree.file_id);
@@ -550,7 +558,13 @@ impl Txn {
     /// for a write conflict first, then all of them go to the tree as one
     /// write (one log record, one descent), so a batch costs the tree no
     /// more than an autocommit batch of the same size.
+    ///
+    /// Guarded (`Tree::guarded`): the comparator orders the batch here.
     fn write_ops<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
+        d.tree.guarded(|| self.write_ops_unguarded(d, ops))
+    }
+
+    fn write_ops_unguarded<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let m = &self.shared.mgr;
