@@ -1157,8 +1157,11 @@ impl WriteBatch {
     }
 }
 
-/// An iterator over a key range of a dictionary, from [`Dictionary::range`].
-/// Yields owned pairs; an error ends the iteration after it is yielded.
+/// An iterator over a key range of a dictionary, from [`Dictionary::range`]
+/// or [`crate::Txn::range`]. Yields owned pairs; an error ends the iteration
+/// after it is yielded. It reads through a [`Cursor`], so once its
+/// transaction ended, its dictionary was dropped or its environment closed,
+/// it yields one error and ends.
 pub struct Range {
     cursor: Cursor,
     cmp: Comparator,
@@ -1201,7 +1204,7 @@ impl Range {
                 // The last key below `hi`: seek to <= hi, step back if equal.
                 let hi = hi.clone();
                 let mut ok = self.cursor.seek_le(&hi)?;
-                if ok && (self.cmp)(self.cursor.key(), &hi) == std::cmp::Ordering::Equal {
+                if ok && self.cursor.key().is_some_and(|k| (self.cmp)(k, &hi) == std::cmp::Ordering::Equal) {
                     ok = self.cursor.prev()?;
                 }
                 Ok(ok)
@@ -1227,7 +1230,11 @@ impl Iterator for Range {
                 None
             }
             Ok(true) => {
-                let k = self.cursor.key();
+                // On a key after a move that returned true.
+                let (Some(k), Some(v)) = (self.cursor.key(), self.cursor.value()) else {
+                    self.done = true;
+                    return None;
+                };
                 let inside = if self.reverse {
                     self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
                 } else {
@@ -1237,7 +1244,7 @@ impl Iterator for Range {
                     self.done = true;
                     return None;
                 }
-                Some(Ok((k.to_vec(), self.cursor.value().to_vec())))
+                Some(Ok((k.to_vec(), v.to_vec())))
             }
         }
     }

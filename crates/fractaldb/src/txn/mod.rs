@@ -43,7 +43,7 @@ pub(crate) mod locktree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -295,7 +295,14 @@ impl TxnManager {
 
     /// A view for an autocommit read or cursor: the newest committed versions.
     pub(crate) fn latest_view(self: &Arc<Self>) -> CursorView {
-        CursorView { own: 0, uncommitted: false, snapshot: None, states: self.clone(), lock_range: None }
+        CursorView {
+            own: 0,
+            uncommitted: false,
+            snapshot: None,
+            states: self.clone(),
+            lock_range: None,
+            live: None,
+        }
     }
 
     pub(crate) fn read_latest(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -416,12 +423,38 @@ struct Work {
     done: bool,
 }
 
+/// `Shared::end`: the transaction runs.
+const LIVE: u8 = 0;
+/// `Shared::end`: its commit or abort has begun; it may still hold locks.
+const ENDED: u8 = 1;
+/// `Shared::end`: its locks are released.
+const RELEASED: u8 = 2;
+
 /// What a transaction's cursors share with it.
 struct Shared {
     mgr: Arc<TxnManager>,
     txid: u64,
     opts: TxnOptions,
     snapshot: Option<Arc<Snapshot>>,
+    /// `LIVE`, then `ENDED` when the commit or abort begins, then
+    /// `RELEASED` once the locks are released. Cursors live apart from
+    /// their transaction (and may be on another thread): they read only
+    /// while it is `LIVE`, and a range lock a cursor was granted after
+    /// `RELEASED` it releases itself (see `Txn::cursor`).
+    end: AtomicU8,
+}
+
+impl Shared {
+    fn check_live(&self) -> Result<()> {
+        if self.end.load(Ordering::SeqCst) != LIVE {
+            return Err(ended());
+        }
+        Ok(())
+    }
+}
+
+fn ended() -> Error {
+    Error::invalid("the transaction has already ended")
 }
 
 /// A transaction over any number of dictionaries of one environment. Ends
@@ -436,7 +469,7 @@ impl Txn {
     pub(crate) fn begin(mgr: Arc<TxnManager>, opts: TxnOptions) -> Txn {
         let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead);
         Txn {
-            shared: Arc::new(Shared { mgr, txid, opts, snapshot }),
+            shared: Arc::new(Shared { mgr, txid, opts, snapshot, end: AtomicU8::new(LIVE) }),
             st: Mutex::new(Work {
                 undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
                 savepoints: Vec::new(),
@@ -471,7 +504,7 @@ impl Txn {
 
     fn check_live(st: &Work) -> Result<()> {
         if st.done {
-            return Err(Error::invalid("the transaction has already ended"));
+            return Err(ended());
         }
         Ok(())
     }
@@ -497,29 +530,50 @@ impl Txn {
         d.tree.get(key, &ReadView { own: self.id(), mode: ViewMode::Latest, states: &**m })
     }
 
-    /// A cursor reading as the isolation level says.
+    /// A cursor reading as the isolation level says, while the transaction
+    /// runs: once it has ended (commit, abort, drop), every move of the
+    /// cursor returns an error.
     pub fn cursor(&self, d: &crate::Dictionary) -> Cursor {
         let sh = &self.shared;
         let lock_range = (sh.opts.isolation == Isolation::Serializable).then(|| {
             let (sh, tree, timeout) = (sh.clone(), d.tree.clone(), self.timeout());
             Box::new(move |lo: Option<&[u8]>, hi: Option<&[u8]>| {
+                // No lock for a transaction that has ended: nothing would
+                // release it (it blocked every later writer of the range).
+                sh.check_live()?;
                 let lo = lo.map_or(LockKey::Min, LockKey::Key);
                 let hi = hi.map_or(LockKey::Max, LockKey::Key);
-                sh.mgr.lock(&tree, sh.txid, lo, hi, LockMode::Read, timeout)
+                sh.mgr.lock(&tree, sh.txid, lo, hi, LockMode::Read, timeout)?;
+                // The transaction may have ended on another thread while
+                // this waited. Before `RELEASED`, its own `release_all`
+                // is still to come and frees this lock with the others;
+                // after, nobody else will. (Not before: its write locks
+                // must stay until its clean-up messages are in the trees.)
+                if sh.end.load(Ordering::SeqCst) == RELEASED {
+                    sh.mgr.locks.release_all(sh.txid);
+                    return Err(ended());
+                }
+                Ok(())
             }) as crate::tree::cursor::RangeLocker
         });
+        let live = {
+            let sh = sh.clone();
+            Box::new(move || sh.check_live()) as crate::tree::cursor::LiveCheck
+        };
         let view = CursorView {
             own: sh.txid,
             uncommitted: sh.opts.isolation == Isolation::ReadUncommitted,
             snapshot: sh.snapshot.clone(),
             states: sh.mgr.clone(),
             lock_range,
+            live: Some(live),
         };
         Cursor::new(d.tree.clone(), view)
     }
 
     /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) as this
-    /// transaction sees them, in order or in reverse.
+    /// transaction sees them, in order or in reverse. Used after the
+    /// transaction ended, it yields one error and ends.
     pub fn range(
         &self,
         d: &crate::Dictionary,
@@ -756,6 +810,7 @@ impl Txn {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         st.done = true;
+        self.shared.end.store(ENDED, Ordering::SeqCst);
         let m = self.shared.mgr.clone();
         let txid = self.id();
         let rec =
@@ -770,6 +825,7 @@ impl Txn {
         st.undo.remove_file(&m.ctx);
         m.end(txid);
         m.locks.release_all(txid);
+        self.shared.end.store(RELEASED, Ordering::SeqCst);
         if let (Some(log), Ok(Some(lsn)), true, true) = (m.ctx.log.get(), &result, commit, m.ctx.commit_sync)
         {
             log.sync_to(*lsn).map_err(log_failed)?;
