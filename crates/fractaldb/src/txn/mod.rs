@@ -22,7 +22,11 @@
 //!
 //! Locks are released only after the clean-up messages are in the trees:
 //! that is what makes a later writer's messages newer (higher MSN) than the
-//! clean-up, the invariant `leafentry.rs` relies on.
+//! clean-up, the invariant `leafentry.rs` relies on. A dictionary the
+//! clean-up cannot reach is failed instead (it takes no writes until a
+//! restart, which re-sends the clean-up from the log), so a commit or
+//! abort always ends its transaction and releases its locks; see
+//! `Txn::send_cleanup` and `Txn::finish_locked`.
 //!
 //! **Isolation.** Read uncommitted reads the newest version; read committed
 //! the newest committed one; repeatable read a snapshot taken at begin, and
@@ -41,7 +45,7 @@
 
 pub(crate) mod locktree;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -217,6 +221,24 @@ impl TxnManager {
         let mut s = self.state.lock();
         Self::leave_active(&mut s, txid, None);
         s.txns.remove(&txid);
+        self.update_horizon(&s);
+    }
+
+    /// Ends `txid` whose clean-up messages did not reach every dictionary
+    /// (the ones missed were failed: `Txn::send_cleanup`). The manager
+    /// keeps its decided state, because its provisional versions stay in
+    /// those dictionaries until a restart and readers resolve them by it
+    /// (forgotten, they would read as a clean-up in flight and start over
+    /// forever); but it leaves the active set and no longer holds the log
+    /// back, which a failed dictionary does itself (checkpoints keep the
+    /// whole log while one is open).
+    fn strand(&self, txid: u64) {
+        let mut s = self.state.lock();
+        Self::leave_active(&mut s, txid, None);
+        if let Some(i) = s.txns.get_mut(&txid) {
+            debug_assert!(i.state != TxnState::Active, "stranded before its outcome was decided");
+            i.first_lsn = None;
+        }
         self.update_horizon(&s);
     }
 
@@ -420,6 +442,10 @@ struct Work {
     next_serial: u64,
     /// Trees written, by file id.
     trees: HashMap<u64, Arc<Tree>>,
+    /// Trees a clean-up message (of a commit, abort or savepoint
+    /// roll-back) could not be written to: failed, and skipped from then
+    /// on. If any, the transaction ends stranded (`TxnManager::strand`).
+    missed: HashSet<u64>,
     done: bool,
 }
 
@@ -476,6 +502,7 @@ impl Txn {
                 next_sp: 1,
                 next_serial: 1,
                 trees: HashMap::new(),
+                missed: HashSet::new(),
                 done: false,
             }),
         }
@@ -735,13 +762,28 @@ impl Txn {
     }
 
     /// Undoes everything written since `sp`; `sp` stays open (as in SQL).
+    ///
+    /// If the roll-back cannot reach every dictionary (one failed), the
+    /// whole transaction is aborted and the error returned: committing it
+    /// would make what the roll-back missed count as committed.
     pub fn rollback_to(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let i = Self::find(&st, sp)?;
         let (lo, pos, serial) = st.savepoints[i];
         let hi = st.next_sp;
-        self.cleanup(&mut st, Record::TxnAbort { txid: self.id(), lo, hi }, pos)?;
+        if st.undo.len() > pos {
+            // A failed log refuses the record: nothing has changed then.
+            self.log_end(&Record::TxnAbort { txid: self.id(), lo, hi })?;
+            let body = MsgBody::plain_txn(MsgKind::Abort, self.id(), MsgBody::abort_val(lo, hi));
+            if let Err(e) = self.send_cleanup(&mut st, &body, pos) {
+                let _ = self.finish_locked(&mut st, false);
+                return Err(Error::ReadOnly(format!(
+                    "rolling back to a savepoint could not finish, so transaction {} was aborted: {e}",
+                    self.id()
+                )));
+            }
+        }
         st.savepoints.truncate(i);
         // A fresh id: a replay of this rollback must not touch later writes.
         let id = st.next_sp;
@@ -750,53 +792,85 @@ impl Txn {
         Ok(())
     }
 
-    /// Logs `rec` and sends its clean-up message to every key written from
-    /// undo entry `from` on. Returns the record's LSN.
-    fn cleanup(&self, st: &mut Work, rec: Record, from: u64) -> Result<Option<u64>> {
-        let m = &self.shared.mgr;
-        let body = match &rec {
-            Record::TxnCommit { txid } => MsgBody::plain_txn(MsgKind::Commit, *txid, Box::new([])),
-            Record::TxnAbort { txid, lo, hi } => {
-                MsgBody::plain_txn(MsgKind::Abort, *txid, MsgBody::abort_val(*lo, *hi))
-            }
-            _ => unreachable!("only commit and abort records"),
-        };
-        if st.undo.len() <= from {
-            return Ok(None);
+    /// Appends a commit or abort record to the log (if it is set up yet);
+    /// its LSN.
+    fn log_end(&self, rec: &Record) -> Result<Option<u64>> {
+        match self.shared.mgr.ctx.log.get() {
+            Some(log) => Ok(Some(log.append(&rec.encode()).map_err(log_failed)?)),
+            None => Ok(None),
         }
-        let lsn = match m.ctx.log.get() {
-            Some(log) => Some(log.append(&rec.encode()).map_err(log_failed)?),
-            None => None,
+    }
+
+    /// Sends the clean-up message `body` to every key written from undo
+    /// entry `from` on, unlogged (recovery derives them from the record).
+    ///
+    /// A dictionary that does not take its messages (it failed, a node
+    /// could not be read, ...) is failed (`Tree::fail`) and skipped, and the
+    /// others still get theirs; the first error is returned. Why fail it
+    /// rather than retry or leave the transaction holding its locks: the
+    /// keys it missed keep this transaction's provisional versions, and the
+    /// invariant that at most one transaction has provisional versions on a
+    /// key needs that no one writes them before the clean-up lands. A
+    /// failed dictionary takes no writes, no checkpoint writes its file and
+    /// the log is kept whole, so a restart replays it from its last good
+    /// checkpoint and re-sends the clean-up from the log; meanwhile its
+    /// readers resolve the versions by the state the manager keeps
+    /// (`TxnManager::strand`). A retry could not know when the cause (a
+    /// failed file, a damaged node) goes away, and the transaction's locks
+    /// would block every other transaction on those keys until it did.
+    fn send_cleanup(&self, st: &mut Work, body: &MsgBody, from: u64) -> Result<()> {
+        let txid = self.id();
+        let Work { undo, trees, missed, .. } = st;
+        let mut first_err: Option<Error> = None;
+        let fail = |t: &Tree, e: &Error| {
+            t.fail(format!("the clean-up of transaction {txid} could not be written: {e}"));
         };
-        match rec {
-            Record::TxnCommit { .. } => m.decide(self.id(), TxnState::Committed),
-            Record::TxnAbort { lo: 0, hi: u32::MAX, .. } => m.decide(self.id(), TxnState::Aborted),
-            _ => {}
-        }
-        let Work { undo, trees, .. } = st;
-        undo.drain_from(from, &mut |chunk| {
+        let drained = undo.drain_from(from, &mut |chunk| {
             // One tree write per run of keys of the same dictionary.
             let mut i = 0;
             while i < chunk.len() {
                 let id = chunk[i].0;
                 let mut msgs: Vec<(&[u8], &MsgBody)> = Vec::new();
                 while i < chunk.len() && chunk[i].0 == id {
-                    msgs.push((&chunk[i].1, &body));
+                    msgs.push((&chunk[i].1, body));
                     i += 1;
                 }
-                if let Some(t) = trees.get(&id) {
-                    if !t.dropped.load(Ordering::Relaxed) {
-                        t.write_msgs(&msgs, None, Logging::None)?;
-                    }
+                let Some(t) = trees.get(&id) else { continue };
+                if t.dropped.load(Ordering::Relaxed) || missed.contains(&id) {
+                    continue;
+                }
+                if let Err(e) = t.write_msgs(&msgs, None, Logging::None) {
+                    fail(t, &e);
+                    missed.insert(id);
+                    first_err.get_or_insert(e);
                 }
             }
             Ok(())
-        })?;
-        Ok(lsn)
+        });
+        if let Err(e) = drained {
+            // The undo list could not be read back: which keys missed their
+            // messages is unknown, so every dictionary written may have.
+            for (id, t) in trees.iter().filter(|(_, t)| !t.dropped.load(Ordering::Relaxed)) {
+                fail(t, &e);
+                missed.insert(*id);
+            }
+            first_err.get_or_insert(e);
+        }
+        match first_err {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Ends the transaction, making its writes visible and (with
     /// `commit_sync`) durable.
+    ///
+    /// Once the commit record is appended the transaction is committed:
+    /// if its clean-up then cannot reach a dictionary (which fails, see
+    /// `send_cleanup`), readers still see it committed, a restart finishes
+    /// it, and `commit` waits for the record and returns `Ok`. If the record
+    /// cannot be appended (the log failed), the transaction is rolled back
+    /// and the log's error returned.
     pub fn commit(self) -> Result<()> {
         self.finish(true)
     }
@@ -809,28 +883,76 @@ impl Txn {
     fn finish(&self, commit: bool) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
+        self.finish_locked(&mut st, commit)
+    }
+
+    /// Commits or aborts. Whatever fails on the way, the transaction ends
+    /// here: its locks are released and the manager forgets it (or, if its
+    /// clean-up missed a failed dictionary, keeps only its outcome for that
+    /// dictionary's readers). Nothing is left waiting for a restart.
+    fn finish_locked(&self, st: &mut Work, commit: bool) -> Result<()> {
         st.done = true;
-        self.shared.end.store(ENDED, Ordering::SeqCst);
-        let m = self.shared.mgr.clone();
+        let sh = &self.shared;
+        sh.end.store(ENDED, Ordering::SeqCst);
+        let m = sh.mgr.clone();
         let txid = self.id();
-        let rec =
-            if commit { Record::TxnCommit { txid } } else { Record::TxnAbort { txid, lo: 0, hi: u32::MAX } };
-        let result = self.cleanup(&mut st, rec, 0);
-        if result.is_err() {
-            // Clean-up did not finish: the manager keeps the transaction
-            // (its state tells readers what its versions are) and its locks
-            // stay, so no one writes over versions still provisional.
-            return result.map(|_| ());
+        let mut outcome = Ok(());
+        let (mut state, mut lsn) = (TxnState::Aborted, None);
+        if st.undo.len() > 0 {
+            let rec = if commit {
+                Record::TxnCommit { txid }
+            } else {
+                Record::TxnAbort { txid, lo: 0, hi: u32::MAX }
+            };
+            if m.ctx.closed.load(Ordering::SeqCst) {
+                // The environment is closed: log and trees take nothing
+                // more. Its close kept the log (this transaction was
+                // unfinished), and the next open rolls the transaction back.
+                if commit {
+                    outcome = Err(Error::invalid("the environment is closed"));
+                }
+            } else {
+                match self.log_end(&rec) {
+                    Ok(l) => {
+                        lsn = l;
+                        if commit {
+                            state = TxnState::Committed;
+                        }
+                    }
+                    // Nothing was appended (a failed log appends nothing
+                    // more): not committed; the next open rolls it back
+                    // (no end record), and here it is rolled back now.
+                    Err(e) if commit => outcome = Err(e),
+                    Err(_) => {}
+                }
+                m.decide(txid, state);
+                let body = match state {
+                    TxnState::Committed => MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])),
+                    _ => MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX)),
+                };
+                // (An error is in `st.missed`: the dictionaries it failed.)
+                let _ = self.send_cleanup(st, &body, 0);
+            }
         }
         st.undo.remove_file(&m.ctx);
-        m.end(txid);
-        m.locks.release_all(txid);
-        self.shared.end.store(RELEASED, Ordering::SeqCst);
-        if let (Some(log), Ok(Some(lsn)), true, true) = (m.ctx.log.get(), &result, commit, m.ctx.commit_sync)
-        {
-            log.sync_to(*lsn).map_err(log_failed)?;
+        // Missed earlier too: a failed savepoint roll-back's keys are no
+        // longer on the undo list.
+        if st.missed.is_empty() {
+            m.end(txid);
+        } else {
+            m.strand(txid);
         }
-        Ok(())
+        // Only now: the write locks kept anyone from writing these keys
+        // before the clean-up messages were in the trees (or their
+        // dictionaries failed and take no writes).
+        m.locks.release_all(txid);
+        sh.end.store(RELEASED, Ordering::SeqCst);
+        if let (Some(log), Some(lsn), TxnState::Committed, true) =
+            (m.ctx.log.get(), lsn, state, m.ctx.commit_sync)
+        {
+            log.sync_to(lsn).map_err(log_failed)?;
+        }
+        outcome
     }
 }
 
