@@ -1225,8 +1225,11 @@ impl WriteBatch {
     }
 }
 
-/// An iterator over a key range of a dictionary, from [`Dictionary::range`].
-/// Yields owned pairs; an error ends the iteration after it is yielded.
+/// An iterator over a key range of a dictionary, from [`Dictionary::range`]
+/// or [`crate::Txn::range`]. Yields owned pairs; an error ends the iteration
+/// after it is yielded. It reads through a [`Cursor`], so once its
+/// transaction ended, its dictionary was dropped or its environment closed,
+/// it yields one error and ends.
 pub struct Range {
     cursor: Cursor,
     cmp: Comparator,
@@ -1269,7 +1272,7 @@ impl Range {
                 // The last key below `hi`: seek to <= hi, step back if equal.
                 let hi = hi.clone();
                 let mut ok = self.cursor.seek_le(&hi)?;
-                if ok && (self.cmp)(self.cursor.key(), &hi) == std::cmp::Ordering::Equal {
+                if ok && self.cursor.key().is_some_and(|k| (self.cmp)(k, &hi) == std::cmp::Ordering::Equal) {
                     ok = self.cursor.prev()?;
                 }
                 Ok(ok)
@@ -1308,7 +1311,8 @@ impl Range {
         if !self.step()? {
             return Ok(None);
         }
-        let k = self.cursor.key();
+        // On a key after a move that returned true.
+        let (Some(k), Some(v)) = (self.cursor.key(), self.cursor.value()) else { return Ok(None) };
         let inside = if self.reverse {
             self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
         } else {
@@ -1317,7 +1321,7 @@ impl Range {
         if !inside {
             return Ok(None);
         }
-        Ok(Some((k.to_vec(), self.cursor.value().to_vec())))
+        Ok(Some((k.to_vec(), v.to_vec())))
     }
 }
 

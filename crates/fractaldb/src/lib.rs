@@ -21,10 +21,11 @@
 //! d.put(b"k1", b"v1")?;
 //! assert_eq!(d.get(b"k1")?, Some(b"v1".to_vec()));
 //! let mut c = d.cursor();
-//! let mut more = c.first()?;
-//! while more {
-//!     println!("{:?} => {:?}", c.key(), c.value());
-//!     more = c.next()?;
+//! c.first()?;
+//! // key() and value() are None once the cursor has moved past the end.
+//! while let (Some(k), Some(v)) = (c.key(), c.value()) {
+//!     println!("{k:?} => {v:?}");
+//!     c.next()?;
 //! }
 //! env.close()?;
 //! # Ok::<(), fractaldb::Error>(())

@@ -56,7 +56,7 @@ fn read_all(dir: &Path, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<(), Error>
     let mut expect = model.iter();
     while ok {
         let (k, v) = expect.next().expect("scan returned more keys than were written");
-        assert_eq!((c.key(), c.value()), (&k[..], &v[..]), "corrupt data returned as a value");
+        assert_eq!((c.key(), c.value()), (Some(&k[..]), Some(&v[..])), "corrupt data returned as a value");
         ok = c.next()?;
     }
     assert!(expect.next().is_none(), "scan lost keys without reporting an error");

@@ -48,16 +48,13 @@ const ERASE: u8 = 9;
 const UNREGISTERED: u8 = 200;
 
 // ---- the one place the fuzz target reads a cursor's position -------------
-// `Cursor::key`/`value` panic today on an unpositioned cursor and are about
-// to return `Option`; then these become `c.key().map(<[u8]>::to_vec)` and
-// `c.value().map(<[u8]>::to_vec)`.
 
 fn cursor_key(c: &Cursor) -> Option<Vec<u8>> {
-    Some(c.key().to_vec())
+    c.key().map(<[u8]>::to_vec)
 }
 
 fn cursor_value(c: &Cursor) -> Option<Vec<u8>> {
-    Some(c.value().to_vec())
+    c.value().map(<[u8]>::to_vec)
 }
 
 // --------------------------------------------------------------------------

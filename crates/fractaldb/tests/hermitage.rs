@@ -209,12 +209,12 @@ fn serve(txn: Txn, d: &Dictionary, ops: Receiver<(Op, Sender<String>)>) {
 fn scan(t: &Txn, d: &Dictionary, pred: fn(u32) -> bool) -> fractaldb::Result<String> {
     let mut c = t.cursor(d);
     let mut rows = Vec::new();
-    let mut more = c.first()?;
-    while more {
-        if pred(num(c.value())) {
-            rows.push(row(c.key(), c.value()));
+    c.first()?;
+    while let (Some(k), Some(v)) = (c.key(), c.value()) {
+        if pred(num(v)) {
+            rows.push(row(k, v));
         }
-        more = c.next()?;
+        c.next()?;
     }
     Ok(render(rows.into_iter()))
 }

@@ -90,7 +90,7 @@ impl Run {
                 match expect.next() {
                     Some((k, v)) => {
                         assert!(ok, "cursor ended early (seek_ge {start:?})");
-                        assert_eq!((c.key(), c.value()), (&k[..], &v[..]));
+                        assert_eq!((c.key(), c.value()), (Some(&k[..]), Some(&v[..])));
                     }
                     None => {
                         assert!(!ok, "cursor went past the end");
@@ -106,7 +106,7 @@ impl Run {
                 match expect.next() {
                     Some((k, v)) => {
                         assert!(ok, "cursor ended early (seek_le {start:?})");
-                        assert_eq!((c.key(), c.value()), (&k[..], &v[..]));
+                        assert_eq!((c.key(), c.value()), (Some(&k[..]), Some(&v[..])));
                     }
                     None => {
                         assert!(!ok, "cursor went before the start");
@@ -123,14 +123,14 @@ impl Run {
         let mut ok = c.first().unwrap();
         for (n, (k, v)) in self.model.iter().enumerate() {
             assert!(ok, "forward scan ended after {n} of {} keys", self.model.len());
-            assert_eq!((c.key(), c.value()), (&k[..], &v[..]));
+            assert_eq!((c.key(), c.value()), (Some(&k[..]), Some(&v[..])));
             ok = c.next().unwrap();
         }
         assert!(!ok, "forward scan found more keys than the model");
         let mut ok = c.last().unwrap();
         for (k, v) in self.model.iter().rev() {
             assert!(ok);
-            assert_eq!((c.key(), c.value()), (&k[..], &v[..]));
+            assert_eq!((c.key(), c.value()), (Some(&k[..]), Some(&v[..])));
             ok = c.prev().unwrap();
         }
         assert!(!ok);

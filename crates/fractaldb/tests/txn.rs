@@ -51,7 +51,7 @@ fn commit_shows_abort_hides_and_snapshots_hold() {
     assert_eq!(reader.get(&d, b"b").unwrap(), None);
     let mut c = reader.cursor(&d);
     assert!(c.first().unwrap());
-    assert_eq!((c.key(), c.value()), (&b"a"[..], &b"1"[..]));
+    assert_eq!((c.key(), c.value()), (Some(&b"a"[..]), Some(&b"1"[..])));
     assert!(!c.next().unwrap());
     let seen: Vec<_> = reader.range(&d, None, None, true).map(|r| r.unwrap().0).collect();
     assert_eq!(seen, vec![b"a".to_vec()], "a range reads the snapshot too");

@@ -191,10 +191,10 @@ fn run(seed: u64) -> u64 {
                 }
                 let mut c = t.txn.cursor(&d);
                 let mut got = Map::new();
-                let mut more = c.first().unwrap();
-                while more {
-                    got.insert(c.key().to_vec(), c.value().to_vec());
-                    more = c.next().unwrap();
+                c.first().unwrap();
+                while let (Some(k), Some(v)) = (c.key(), c.value()) {
+                    got.insert(k.to_vec(), v.to_vec());
+                    c.next().unwrap();
                 }
                 assert_eq!(got, expect, "{ctx}: txn scan");
             }

@@ -14,6 +14,12 @@
 //! ones; see `leafentry.rs`). A cursor of a serializable transaction
 //! read-locks each batch's key range before serving it: it loads the batch,
 //! locks the batch's range, and loads it again under the lock.
+//!
+//! A cursor outlives nothing it reads for: every move first asks whether
+//! it may still read (the environment open, the dictionary not dropped,
+//! and for a transaction's cursor the transaction not ended: `CursorView::
+//! live`), and a move that fails for any reason leaves the cursor on no
+//! key. `key()` and `value()` are `None` when the cursor is on no key.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -337,14 +343,20 @@ impl Tree {
 /// serializable cursor serves it.
 pub(crate) type RangeLocker = Box<dyn Fn(Option<&[u8]>, Option<&[u8]>) -> Result<()> + Send>;
 
-/// What a cursor reads with: an owned `ReadView`, and for serializable
-/// transactions the range locker.
+/// Fails once the transaction a cursor reads for has ended.
+pub(crate) type LiveCheck = Box<dyn Fn() -> Result<()> + Send>;
+
+/// What a cursor reads with: an owned `ReadView`, for serializable
+/// transactions the range locker, and for any transaction's cursor the
+/// check that the transaction has not ended.
 pub(crate) struct CursorView {
     pub own: u64,
     pub uncommitted: bool,
     pub snapshot: Option<Arc<Snapshot>>,
     pub states: Arc<dyn TxnStates + Send>,
     pub lock_range: Option<RangeLocker>,
+    /// `None`: an autocommit cursor, bound to no transaction.
+    pub live: Option<LiveCheck>,
 }
 
 impl CursorView {
@@ -359,10 +371,20 @@ impl CursorView {
 }
 
 /// A position in a dictionary, moving in key order both ways.
+///
+/// A cursor of a transaction ([`crate::Txn::cursor`]) reads as long as the
+/// transaction runs: once it has committed, aborted or been dropped, every
+/// move returns an error (it takes no lock and reads no version for it);
+/// so does every move of any cursor once its dictionary was dropped or its
+/// environment closed. A move that returns an error leaves the cursor on no
+/// key.
 pub struct Cursor {
     tree: Arc<Tree>,
     view: CursorView,
     batch: Batch,
+    /// The pair the cursor is on. Invariant: `Some(i)` only with
+    /// `i < batch.len()` (a failed move sets `None`: its load may have
+    /// cleared or half filled the batch).
     pos: Option<usize>,
     /// Batch loads in a row that moved on to a neighbour (positive: forward,
     /// negative: backward); a seek resets it. Decides the read-ahead.
@@ -374,8 +396,34 @@ impl Cursor {
         Cursor { tree, view, batch: Batch::default(), pos: None, moves: 0 }
     }
 
+    /// Fails unless the cursor may still read: its environment open, its
+    /// dictionary not dropped, its transaction (if any) not ended.
+    fn check_live(&self) -> Result<()> {
+        self.tree.check_open()?;
+        match &self.view.live {
+            Some(live) => live(),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one move: only while the cursor may read, and a move that
+    /// fails leaves the cursor on no key.
+    fn moving(&mut self, f: impl FnOnce(&mut Self) -> Result<bool>) -> Result<bool> {
+        let r = self.check_live().and_then(|()| self.guarded(f));
+        if r.is_err() {
+            self.pos = None;
+        }
+        debug_assert!(self.pos.is_none_or(|p| p < self.batch.len()), "a position outside the batch");
+        r
+    }
+
     /// Loads the batch for `target` into the cursor's batch. `step`: +1 if
     /// this moves forward to the neighbouring batch, -1 backward, 0 a seek.
+    ///
+    /// A transaction ending while the batch loads may have let the cleaner
+    /// collect versions its snapshot needed: so the check that it has not
+    /// ended comes again after the load, and a batch loaded across its end
+    /// is not served.
     fn load(&mut self, target: Target, step: i32) -> Result<()> {
         self.moves = match step {
             0 => 0,
@@ -388,7 +436,7 @@ impl Cursor {
             _ => ReadAhead::None,
         };
         self.tree.load_batch(target, &self.view.view(), &mut self.batch, ahead)?;
-        let Some(lock) = &self.view.lock_range else { return Ok(()) };
+        let Some(lock) = &self.view.lock_range else { return self.check_live() };
         loop {
             let locked = (self.batch.lo.clone(), self.batch.hi.clone());
             lock(locked.0.as_deref(), locked.1.as_deref())?;
@@ -396,7 +444,7 @@ impl Cursor {
             // Served only if its range is the one locked (a split or merge
             // in between changes it: then lock the new range too).
             if self.batch.lo == locked.0 && self.batch.hi == locked.1 {
-                return Ok(());
+                return self.check_live();
             }
         }
     }
@@ -419,7 +467,7 @@ impl Cursor {
 
     /// Moves to the first key. Returns whether there is one.
     pub fn first(&mut self) -> Result<bool> {
-        self.guarded(|c| {
+        self.moving(|c| {
             c.load(Target::First, 0)?;
             c.settle_forward(0)
         })
@@ -427,7 +475,7 @@ impl Cursor {
 
     /// Moves to the last key. Returns whether there is one.
     pub fn last(&mut self) -> Result<bool> {
-        self.guarded(|c| {
+        self.moving(|c| {
             c.load(Target::Last, 0)?;
             c.settle_backward(c.batch.len() as isize - 1)
         })
@@ -435,7 +483,7 @@ impl Cursor {
 
     /// Moves to the first key `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
-        self.guarded(|c| {
+        self.moving(|c| {
             c.load(Target::At(key), 0)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
@@ -445,7 +493,7 @@ impl Cursor {
 
     /// Moves to the last key `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
-        self.guarded(|c| {
+        self.moving(|c| {
             c.load(Target::At(key), 0)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);
@@ -456,7 +504,7 @@ impl Cursor {
     /// Moves to the next key. Returns whether there is one.
     #[allow(clippy::should_implement_trait)] // fallible, so not an Iterator
     pub fn next(&mut self) -> Result<bool> {
-        self.guarded(|c| match c.pos {
+        self.moving(|c| match c.pos {
             Some(p) => c.settle_forward(p + 1),
             None => Ok(false),
         })
@@ -464,7 +512,7 @@ impl Cursor {
 
     /// Moves to the previous key. Returns whether there is one.
     pub fn prev(&mut self) -> Result<bool> {
-        self.guarded(|c| match c.pos {
+        self.moving(|c| match c.pos {
             Some(p) => c.settle_backward(p as isize - 1),
             None => Ok(false),
         })
@@ -508,13 +556,15 @@ impl Cursor {
         self.pos.is_some()
     }
 
-    /// The current key. Panics if the cursor is not on a key.
-    pub fn key(&self) -> &[u8] {
-        self.batch.key(self.pos.expect("cursor is not on a key"))
+    /// The key the cursor is on; `None` if it is on none (not positioned
+    /// yet, moved past either end, or its last move failed). It is what the
+    /// last move read (a copy): it stays readable after the transaction ends.
+    pub fn key(&self) -> Option<&[u8]> {
+        self.pos.map(|p| self.batch.key(p))
     }
 
-    /// The current value. Panics if the cursor is not on a key.
-    pub fn value(&self) -> &[u8] {
-        self.batch.value(self.pos.expect("cursor is not on a key"))
+    /// The value of the key the cursor is on; `None` as for [`Cursor::key`].
+    pub fn value(&self) -> Option<&[u8]> {
+        self.pos.map(|p| self.batch.value(p))
     }
 }

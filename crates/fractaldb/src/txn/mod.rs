@@ -22,7 +22,11 @@
 //!
 //! Locks are released only after the clean-up messages are in the trees:
 //! that is what makes a later writer's messages newer (higher MSN) than the
-//! clean-up, the invariant `leafentry.rs` relies on.
+//! clean-up, the invariant `leafentry.rs` relies on. A dictionary the
+//! clean-up cannot reach is failed instead (it takes no writes until a
+//! restart, which re-sends the clean-up from the log), so a commit or
+//! abort always ends its transaction and releases its locks; see
+//! `Txn::send_cleanup` and `Txn::finish_locked`.
 //!
 //! **Isolation.** Read uncommitted reads the newest version; read committed
 //! the newest committed one; repeatable read a snapshot taken at begin, and
@@ -41,9 +45,9 @@
 
 pub(crate) mod locktree;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -220,6 +224,24 @@ impl TxnManager {
         self.update_horizon(&s);
     }
 
+    /// Ends `txid` whose clean-up messages did not reach every dictionary
+    /// (the ones missed were failed: `Txn::send_cleanup`). The manager
+    /// keeps its decided state, because its provisional versions stay in
+    /// those dictionaries until a restart and readers resolve them by it
+    /// (forgotten, they would read as a clean-up in flight and start over
+    /// forever); but it leaves the active set and no longer holds the log
+    /// back, which a failed dictionary does itself (checkpoints keep the
+    /// whole log while one is open).
+    fn strand(&self, txid: u64) {
+        let mut s = self.state.lock();
+        Self::leave_active(&mut s, txid, None);
+        if let Some(i) = s.txns.get_mut(&txid) {
+            debug_assert!(i.state != TxnState::Active, "stranded before its outcome was decided");
+            i.first_lsn = None;
+        }
+        self.update_horizon(&s);
+    }
+
     /// The log must be kept from this LSN on for the transactions whose
     /// clean-up has not finished (`u64::MAX`: none).
     pub(crate) fn keep_log_from(&self) -> u64 {
@@ -303,7 +325,14 @@ impl TxnManager {
 
     /// A view for an autocommit read or cursor: the newest committed versions.
     pub(crate) fn latest_view(self: &Arc<Self>) -> CursorView {
-        CursorView { own: 0, uncommitted: false, snapshot: None, states: self.clone(), lock_range: None }
+        CursorView {
+            own: 0,
+            uncommitted: false,
+            snapshot: None,
+            states: self.clone(),
+            lock_range: None,
+            live: None,
+        }
     }
 
     pub(crate) fn read_latest(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -421,8 +450,19 @@ struct Work {
     next_serial: u64,
     /// Trees written, by file id.
     trees: HashMap<u64, Arc<Tree>>,
+    /// Trees a clean-up message (of a commit, abort or savepoint
+    /// roll-back) could not be written to: failed, and skipped from then
+    /// on. If any, the transaction ends stranded (`TxnManager::strand`).
+    missed: HashSet<u64>,
     done: bool,
 }
+
+/// `Shared::end`: the transaction runs.
+const LIVE: u8 = 0;
+/// `Shared::end`: its commit or abort has begun; it may still hold locks.
+const ENDED: u8 = 1;
+/// `Shared::end`: its locks are released.
+const RELEASED: u8 = 2;
 
 /// What a transaction's cursors share with it.
 struct Shared {
@@ -430,6 +470,25 @@ struct Shared {
     txid: u64,
     opts: TxnOptions,
     snapshot: Option<Arc<Snapshot>>,
+    /// `LIVE`, then `ENDED` when the commit or abort begins, then
+    /// `RELEASED` once the locks are released. Cursors live apart from
+    /// their transaction (and may be on another thread): they read only
+    /// while it is `LIVE`, and a range lock a cursor was granted after
+    /// `RELEASED` it releases itself (see `Txn::cursor`).
+    end: AtomicU8,
+}
+
+impl Shared {
+    fn check_live(&self) -> Result<()> {
+        if self.end.load(Ordering::SeqCst) != LIVE {
+            return Err(ended());
+        }
+        Ok(())
+    }
+}
+
+fn ended() -> Error {
+    Error::invalid("the transaction has already ended")
 }
 
 /// A transaction over any number of dictionaries of one environment. Ends
@@ -444,13 +503,14 @@ impl Txn {
     pub(crate) fn begin(mgr: Arc<TxnManager>, opts: TxnOptions) -> Txn {
         let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead);
         Txn {
-            shared: Arc::new(Shared { mgr, txid, opts, snapshot }),
+            shared: Arc::new(Shared { mgr, txid, opts, snapshot, end: AtomicU8::new(LIVE) }),
             st: Mutex::new(Work {
                 undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
                 savepoints: Vec::new(),
                 next_sp: 1,
                 next_serial: 1,
                 trees: HashMap::new(),
+                missed: HashSet::new(),
                 done: false,
             }),
         }
@@ -479,7 +539,7 @@ impl Txn {
 
     fn check_live(st: &Work) -> Result<()> {
         if st.done {
-            return Err(Error::invalid("the transaction has already ended"));
+            return Err(ended());
         }
         Ok(())
     }
@@ -505,29 +565,50 @@ impl Txn {
         d.tree.get(key, &ReadView { own: self.id(), mode: ViewMode::Latest, states: &**m })
     }
 
-    /// A cursor reading as the isolation level says.
+    /// A cursor reading as the isolation level says, while the transaction
+    /// runs: once it has ended (commit, abort, drop), every move of the
+    /// cursor returns an error.
     pub fn cursor(&self, d: &crate::Dictionary) -> Cursor {
         let sh = &self.shared;
         let lock_range = (sh.opts.isolation == Isolation::Serializable).then(|| {
             let (sh, tree, timeout) = (sh.clone(), d.tree.clone(), self.timeout());
             Box::new(move |lo: Option<&[u8]>, hi: Option<&[u8]>| {
+                // No lock for a transaction that has ended: nothing would
+                // release it (it blocked every later writer of the range).
+                sh.check_live()?;
                 let lo = lo.map_or(LockKey::Min, LockKey::Key);
                 let hi = hi.map_or(LockKey::Max, LockKey::Key);
-                sh.mgr.lock(&tree, sh.txid, lo, hi, LockMode::Read, timeout)
+                sh.mgr.lock(&tree, sh.txid, lo, hi, LockMode::Read, timeout)?;
+                // The transaction may have ended on another thread while
+                // this waited. Before `RELEASED`, its own `release_all`
+                // is still to come and frees this lock with the others;
+                // after, nobody else will. (Not before: its write locks
+                // must stay until its clean-up messages are in the trees.)
+                if sh.end.load(Ordering::SeqCst) == RELEASED {
+                    sh.mgr.locks.release_all(sh.txid);
+                    return Err(ended());
+                }
+                Ok(())
             }) as crate::tree::cursor::RangeLocker
         });
+        let live = {
+            let sh = sh.clone();
+            Box::new(move || sh.check_live()) as crate::tree::cursor::LiveCheck
+        };
         let view = CursorView {
             own: sh.txid,
             uncommitted: sh.opts.isolation == Isolation::ReadUncommitted,
             snapshot: sh.snapshot.clone(),
             states: sh.mgr.clone(),
             lock_range,
+            live: Some(live),
         };
         Cursor::new(d.tree.clone(), view)
     }
 
     /// Iterates over the keys in `[lo, hi)` (`None`: unbounded) as this
-    /// transaction sees them, in order or in reverse.
+    /// transaction sees them, in order or in reverse. Used after the
+    /// transaction ended, it yields one error and ends.
     pub fn range(
         &self,
         d: &crate::Dictionary,
@@ -695,13 +776,28 @@ impl Txn {
     }
 
     /// Undoes everything written since `sp`; `sp` stays open (as in SQL).
+    ///
+    /// If the roll-back cannot reach every dictionary (one failed), the
+    /// whole transaction is aborted and the error returned: committing it
+    /// would make what the roll-back missed count as committed.
     pub fn rollback_to(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
         let i = Self::find(&st, sp)?;
         let (lo, pos, serial) = st.savepoints[i];
         let hi = st.next_sp;
-        self.cleanup(&mut st, Record::TxnAbort { txid: self.id(), lo, hi }, pos)?;
+        if st.undo.len() > pos {
+            // A failed log refuses the record: nothing has changed then.
+            self.log_end(&Record::TxnAbort { txid: self.id(), lo, hi })?;
+            let body = MsgBody::plain_txn(MsgKind::Abort, self.id(), MsgBody::abort_val(lo, hi));
+            if let Err(e) = self.send_cleanup(&mut st, &body, pos) {
+                let _ = self.finish_locked(&mut st, false);
+                return Err(Error::ReadOnly(format!(
+                    "rolling back to a savepoint could not finish, so transaction {} was aborted: {e}",
+                    self.id()
+                )));
+            }
+        }
         st.savepoints.truncate(i);
         // A fresh id: a replay of this rollback must not touch later writes.
         let id = st.next_sp;
@@ -710,53 +806,85 @@ impl Txn {
         Ok(())
     }
 
-    /// Logs `rec` and sends its clean-up message to every key written from
-    /// undo entry `from` on. Returns the record's LSN.
-    fn cleanup(&self, st: &mut Work, rec: Record, from: u64) -> Result<Option<u64>> {
-        let m = &self.shared.mgr;
-        let body = match &rec {
-            Record::TxnCommit { txid } => MsgBody::plain_txn(MsgKind::Commit, *txid, Box::new([])),
-            Record::TxnAbort { txid, lo, hi } => {
-                MsgBody::plain_txn(MsgKind::Abort, *txid, MsgBody::abort_val(*lo, *hi))
-            }
-            _ => unreachable!("only commit and abort records"),
-        };
-        if st.undo.len() <= from {
-            return Ok(None);
+    /// Appends a commit or abort record to the log (if it is set up yet);
+    /// its LSN.
+    fn log_end(&self, rec: &Record) -> Result<Option<u64>> {
+        match self.shared.mgr.ctx.log.get() {
+            Some(log) => Ok(Some(log.append(&rec.encode()).map_err(log_failed)?)),
+            None => Ok(None),
         }
-        let lsn = match m.ctx.log.get() {
-            Some(log) => Some(log.append(&rec.encode()).map_err(log_failed)?),
-            None => None,
+    }
+
+    /// Sends the clean-up message `body` to every key written from undo
+    /// entry `from` on, unlogged (recovery derives them from the record).
+    ///
+    /// A dictionary that does not take its messages (it failed, a node
+    /// could not be read, ...) is failed (`Tree::fail`) and skipped, and the
+    /// others still get theirs; the first error is returned. Why fail it
+    /// rather than retry or leave the transaction holding its locks: the
+    /// keys it missed keep this transaction's provisional versions, and the
+    /// invariant that at most one transaction has provisional versions on a
+    /// key needs that no one writes them before the clean-up lands. A
+    /// failed dictionary takes no writes, no checkpoint writes its file and
+    /// the log is kept whole, so a restart replays it from its last good
+    /// checkpoint and re-sends the clean-up from the log; meanwhile its
+    /// readers resolve the versions by the state the manager keeps
+    /// (`TxnManager::strand`). A retry could not know when the cause (a
+    /// failed file, a damaged node) goes away, and the transaction's locks
+    /// would block every other transaction on those keys until it did.
+    fn send_cleanup(&self, st: &mut Work, body: &MsgBody, from: u64) -> Result<()> {
+        let txid = self.id();
+        let Work { undo, trees, missed, .. } = st;
+        let mut first_err: Option<Error> = None;
+        let fail = |t: &Tree, e: &Error| {
+            t.fail(format!("the clean-up of transaction {txid} could not be written: {e}"));
         };
-        match rec {
-            Record::TxnCommit { .. } => m.decide(self.id(), TxnState::Committed),
-            Record::TxnAbort { lo: 0, hi: u32::MAX, .. } => m.decide(self.id(), TxnState::Aborted),
-            _ => {}
-        }
-        let Work { undo, trees, .. } = st;
-        undo.drain_from(from, &mut |chunk| {
+        let drained = undo.drain_from(from, &mut |chunk| {
             // One tree write per run of keys of the same dictionary.
             let mut i = 0;
             while i < chunk.len() {
                 let id = chunk[i].0;
                 let mut msgs: Vec<(&[u8], &MsgBody)> = Vec::new();
                 while i < chunk.len() && chunk[i].0 == id {
-                    msgs.push((&chunk[i].1, &body));
+                    msgs.push((&chunk[i].1, body));
                     i += 1;
                 }
-                if let Some(t) = trees.get(&id) {
-                    if !t.dropped.load(Ordering::Relaxed) {
-                        t.write_msgs(&msgs, None, Logging::None)?;
-                    }
+                let Some(t) = trees.get(&id) else { continue };
+                if t.dropped.load(Ordering::Relaxed) || missed.contains(&id) {
+                    continue;
+                }
+                if let Err(e) = t.write_msgs(&msgs, None, Logging::None) {
+                    fail(t, &e);
+                    missed.insert(id);
+                    first_err.get_or_insert(e);
                 }
             }
             Ok(())
-        })?;
-        Ok(lsn)
+        });
+        if let Err(e) = drained {
+            // The undo list could not be read back: which keys missed their
+            // messages is unknown, so every dictionary written may have.
+            for (id, t) in trees.iter().filter(|(_, t)| !t.dropped.load(Ordering::Relaxed)) {
+                fail(t, &e);
+                missed.insert(*id);
+            }
+            first_err.get_or_insert(e);
+        }
+        match first_err {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Ends the transaction, making its writes visible and (with
     /// `commit_sync`) durable.
+    ///
+    /// Once the commit record is appended the transaction is committed:
+    /// if its clean-up then cannot reach a dictionary (which fails, see
+    /// `send_cleanup`), readers still see it committed, a restart finishes
+    /// it, and `commit` waits for the record and returns `Ok`. If the record
+    /// cannot be appended (the log failed), the transaction is rolled back
+    /// and the log's error returned.
     pub fn commit(self) -> Result<()> {
         self.finish(true)
     }
@@ -769,26 +897,76 @@ impl Txn {
     fn finish(&self, commit: bool) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
+        self.finish_locked(&mut st, commit)
+    }
+
+    /// Commits or aborts. Whatever fails on the way, the transaction ends
+    /// here: its locks are released and the manager forgets it (or, if its
+    /// clean-up missed a failed dictionary, keeps only its outcome for that
+    /// dictionary's readers). Nothing is left waiting for a restart.
+    fn finish_locked(&self, st: &mut Work, commit: bool) -> Result<()> {
         st.done = true;
-        let m = self.shared.mgr.clone();
+        let sh = &self.shared;
+        sh.end.store(ENDED, Ordering::SeqCst);
+        let m = sh.mgr.clone();
         let txid = self.id();
-        let rec =
-            if commit { Record::TxnCommit { txid } } else { Record::TxnAbort { txid, lo: 0, hi: u32::MAX } };
-        let result = self.cleanup(&mut st, rec, 0);
-        if result.is_err() {
-            // Clean-up did not finish: the manager keeps the transaction
-            // (its state tells readers what its versions are) and its locks
-            // stay, so no one writes over versions still provisional.
-            return result.map(|_| ());
+        let mut outcome = Ok(());
+        let (mut state, mut lsn) = (TxnState::Aborted, None);
+        if st.undo.len() > 0 {
+            let rec = if commit {
+                Record::TxnCommit { txid }
+            } else {
+                Record::TxnAbort { txid, lo: 0, hi: u32::MAX }
+            };
+            if m.ctx.closed.load(Ordering::SeqCst) {
+                // The environment is closed: log and trees take nothing
+                // more. Its close kept the log (this transaction was
+                // unfinished), and the next open rolls the transaction back.
+                if commit {
+                    outcome = Err(Error::invalid("the environment is closed"));
+                }
+            } else {
+                match self.log_end(&rec) {
+                    Ok(l) => {
+                        lsn = l;
+                        if commit {
+                            state = TxnState::Committed;
+                        }
+                    }
+                    // Nothing was appended (a failed log appends nothing
+                    // more): not committed; the next open rolls it back
+                    // (no end record), and here it is rolled back now.
+                    Err(e) if commit => outcome = Err(e),
+                    Err(_) => {}
+                }
+                m.decide(txid, state);
+                let body = match state {
+                    TxnState::Committed => MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])),
+                    _ => MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX)),
+                };
+                // (An error is in `st.missed`: the dictionaries it failed.)
+                let _ = self.send_cleanup(st, &body, 0);
+            }
         }
         st.undo.remove_file(&m.ctx);
-        m.end(txid);
-        m.locks.release_all(txid);
-        if let (Some(log), Ok(Some(lsn)), true, true) = (m.ctx.log.get(), &result, commit, m.ctx.commit_sync)
-        {
-            log.sync_to(*lsn).map_err(log_failed)?;
+        // Missed earlier too: a failed savepoint roll-back's keys are no
+        // longer on the undo list.
+        if st.missed.is_empty() {
+            m.end(txid);
+        } else {
+            m.strand(txid);
         }
-        Ok(())
+        // Only now: the write locks kept anyone from writing these keys
+        // before the clean-up messages were in the trees (or their
+        // dictionaries failed and take no writes).
+        m.locks.release_all(txid);
+        sh.end.store(RELEASED, Ordering::SeqCst);
+        if let (Some(log), Some(lsn), TxnState::Committed, true) =
+            (m.ctx.log.get(), lsn, state, m.ctx.commit_sync)
+        {
+            log.sync_to(lsn).map_err(log_failed)?;
+        }
+        outcome
     }
 }
 

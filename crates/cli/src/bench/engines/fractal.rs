@@ -208,13 +208,19 @@ impl Session for FractalSession<'_> {
         visit: &mut ScanVisitor<'_>,
     ) -> Result<()> {
         let mut cursor = self.engine.dictionary(keyspace)?.cursor();
-        let mut more = if start.is_empty() { cursor.first()? } else { cursor.seek_ge(start)? };
+        if start.is_empty() {
+            cursor.first()?;
+        } else {
+            cursor.seek_ge(start)?;
+        }
         let mut seen = 0;
-        while more && seen < limit {
-            visit(cursor.key(), cursor.value())?;
+        while seen < limit {
+            // None once the cursor has moved past the end.
+            let (Some(key), Some(value)) = (cursor.key(), cursor.value()) else { break };
+            visit(key, value)?;
             seen += 1;
             if seen < limit {
-                more = cursor.next()?;
+                cursor.next()?;
             }
         }
         Ok(())
