@@ -337,3 +337,26 @@ fn a_commit_whose_record_cannot_be_logged_rolls_back_and_leaves_no_locks() {
     let (_env, _x, y) = restart(&sim, env);
     assert_eq!(y.get(&key(5)).unwrap(), Some(b"old".to_vec()));
 }
+
+/// A savepoint names one transaction's savepoint: handed to another
+/// transaction (whose own savepoint sits at the same depth with the same
+/// serial, since both count from the start) it must be refused, not roll
+/// back the other transaction's own savepoint.
+#[test]
+fn another_transactions_savepoint_is_refused() {
+    let (_dir, env, d) = env_with(0);
+    let a = env.begin(Isolation::RepeatableRead).unwrap();
+    let b = env.begin(Isolation::RepeatableRead).unwrap();
+    let sp_a = a.savepoint().unwrap();
+    let _sp_b = b.savepoint().unwrap();
+    b.put(&d, b"k", b"b's write").unwrap();
+    let e = b.rollback_to(sp_a).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("belongs to transaction")), "{e}");
+    assert!(matches!(b.release(sp_a), Err(Error::InvalidArgument(_))));
+    // b's own write and savepoint are untouched; a's savepoint still works.
+    assert_eq!(b.get(&d, b"k").unwrap().as_deref(), Some(&b"b's write"[..]));
+    a.rollback_to(sp_a).unwrap();
+    b.commit().unwrap();
+    a.commit().unwrap();
+    assert_eq!(d.get(b"k").unwrap().as_deref(), Some(&b"b's write"[..]));
+}

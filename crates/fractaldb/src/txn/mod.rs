@@ -89,6 +89,10 @@ pub struct TxnOptions {
 /// A savepoint inside a transaction (see [`Txn::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Savepoint {
+    /// The transaction that made it: serials restart in every transaction,
+    /// so without it another transaction's savepoint at the same depth
+    /// would name one of this transaction's.
+    txid: u64,
     /// Index in the transaction's savepoint stack.
     depth: usize,
     serial: u64,
@@ -755,10 +759,17 @@ impl Txn {
         st.next_serial += 1;
         let pos = st.undo.len();
         st.savepoints.push((id, pos, serial));
-        Ok(Savepoint { depth: st.savepoints.len() - 1, serial })
+        Ok(Savepoint { txid: self.id(), depth: st.savepoints.len() - 1, serial })
     }
 
-    fn find(st: &Work, sp: Savepoint) -> Result<usize> {
+    fn find(&self, st: &Work, sp: Savepoint) -> Result<usize> {
+        if sp.txid != self.id() {
+            return Err(Error::invalid(format!(
+                "that savepoint belongs to transaction {}, not to transaction {}",
+                sp.txid,
+                self.id()
+            )));
+        }
         match st.savepoints.get(sp.depth) {
             Some(s) if s.2 == sp.serial => Ok(sp.depth),
             _ => Err(Error::invalid("that savepoint was released or rolled back past")),
@@ -770,7 +781,7 @@ impl Txn {
     pub fn release(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
-        let i = Self::find(&st, sp)?;
+        let i = self.find(&st, sp)?;
         st.savepoints.truncate(i);
         Ok(())
     }
@@ -783,7 +794,7 @@ impl Txn {
     pub fn rollback_to(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_live(&st)?;
-        let i = Self::find(&st, sp)?;
+        let i = self.find(&st, sp)?;
         let (lo, pos, serial) = st.savepoints[i];
         let hi = st.next_sp;
         if st.undo.len() > pos {
