@@ -415,6 +415,7 @@ impl Cursor {
 
     /// Moves to the first key `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
+        crate::limits::check_key(key)?;
         self.load(Target::At(key), 0)?;
         let cmp = self.tree.cmp;
         let i = self.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
@@ -423,6 +424,7 @@ impl Cursor {
 
     /// Moves to the last key `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
+        crate::limits::check_key(key)?;
         self.load(Target::At(key), 0)?;
         let cmp = self.tree.cmp;
         let i = self.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);

@@ -59,6 +59,13 @@ pub(crate) enum Logging {
     None,
 }
 
+/// The most a root's buffers may hold before a write into them is refused
+/// (`write_msgs`): far below the 4 GiB a buffer's u32 offsets reach, even
+/// after a flush adds the whole of it to a child's buffer and spills of up
+/// to `SPILL_NODES` node sizes (`MAX_NODE_BYTES` at most); far above the
+/// `WRITER_HELPS_AT_NODES` node sizes back-pressure keeps it to.
+const MAX_ROOT_BUFFER_BYTES: usize = 1 << 30;
+
 /// Log bytes buffered in memory past which a writer syncs the log even
 /// when it need not wait for its record.
 const LOG_BUFFER_BYTES: usize = 4 << 20;
@@ -75,7 +82,8 @@ use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
 /// A log that failed to append or sync: the environment refuses writes.
 pub(crate) fn log_failed(e: Error) -> Error {
     match e {
-        e @ (Error::ReadOnly(_) | Error::NoSpace { .. }) => e,
+        // A refused record is not a failed log: nothing was appended.
+        e @ (Error::ReadOnly(_) | Error::NoSpace { .. } | Error::TooLarge { .. }) => e,
         e => Error::ReadOnly(format!("the log failed: {e}")),
     }
 }
@@ -377,11 +385,14 @@ impl Tree {
         direct_io: bool,
         ctx: Arc<Context>,
     ) -> Result<Arc<Tree>> {
-        if settings.fanout < 2 || settings.node_size_bytes < 256 || settings.basement_size_bytes < 64 {
-            return Err(Error::invalid(
-                "fanout must be >= 2, node size >= 256 bytes, basement size >= 64 bytes",
-            ));
-        }
+        // `Env::create_dictionary` checked them; `Meta::decode` checks them
+        // again at every open.
+        crate::limits::check_settings(
+            settings.node_size_bytes,
+            settings.basement_size_bytes,
+            settings.fanout,
+        )
+        .map_err(Error::invalid)?;
         let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings: settings.clone() };
         let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
         let tree = Tree::new(dict, file_id, 0, file, settings, cmp, ctx);
@@ -785,6 +796,14 @@ impl Tree {
                 return Err(Error::invalid(message::missing_fn(m.fn_id())));
             }
         }
+        // Every entry point checked its keys and values already; this is
+        // the one place every logged write passes, before anything is
+        // copied, so no record can outgrow `MAX_BATCH_BYTES` (and its
+        // u32 length). A replay (no log yet) is not checked: it applies
+        // records already written.
+        if log.is_some() {
+            crate::limits::check_msgs(msgs)?;
+        }
         let record = log.map(|_| encode_write(self.file_id, msgs, stamp));
         // Clean-up messages are never refused: a transaction whose commit
         // is logged must be able to finish.
@@ -816,6 +835,21 @@ impl Tree {
                 held.push(root);
                 continue;
             }
+            // A root buffer's arena is indexed by u32 offsets (`buffer.rs`).
+            // Back-pressure keeps the root's buffers near
+            // `WRITER_HELPS_AT_NODES` node sizes, but writers that all
+            // passed it at once could each add a batch: refuse a write
+            // that would take them past `MAX_ROOT_BUFFER_BYTES`, before
+            // it is logged. (A root leaf's basements check their own
+            // offsets, and a failure there fails the tree, below.)
+            let incoming: usize = msgs.iter().map(|m| m.key().len() + m.val().len() + 32).sum();
+            if !g.is_leaf() && g.buffer_bytes().saturating_add(incoming) > MAX_ROOT_BUFFER_BYTES {
+                return Err(Error::TooLarge {
+                    what: "root buffers (the cleaner is behind; retry)",
+                    len: (g.buffer_bytes() + incoming) as u64,
+                    limit: MAX_ROOT_BUFFER_BYTES as u64,
+                });
+            }
             self.cow(root_bn, &mut g);
             // Logged under the root lock, so the log's order is the MSN order.
             if let (Some(log), Some(rec)) = (log, &record) {
@@ -827,7 +861,13 @@ impl Tree {
                 let bodies: Vec<MsgBody<&[u8]>> = msgs.iter().map(|m| m.stamped(stamp)).collect();
                 let mut sorted: Vec<flush::PointMsg<&[u8]>> =
                     (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, &bodies[i])).collect();
-                flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
+                // The record is logged: a failure here leaves the leaf
+                // partly changed, so the tree takes no more writes and no
+                // checkpoint; a restart replays the log.
+                if let Err(r) = flush::apply_to_leaf(self, &mut g, &mut sorted) {
+                    self.fail(format!("applying a write to the root leaf failed: {r}"));
+                    return Err(self.corrupt(root_bn, r));
+                }
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
             } else {
                 let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
