@@ -19,11 +19,30 @@ use super::Comparator;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
 /// A sorted run of leafentries in packed form.
+///
+/// Invariant: `data` is at most `MAX_PACKED_BYTES` (u32::MAX) long, so
+/// every entry's offset and the packed length (a partition's `raw_len` on
+/// disk) fit a u32. Every way bytes get in checks it (`push_raw`,
+/// `apply_one`, `from_packed`; `append` joins two small ones). Keys and
+/// values are bounded (`limits.rs`), but the versions MVCC keeps for live
+/// snapshots are not: one key's leafentry can grow past 4 GiB, and that is
+/// an error from the message application, never a wrapped offset.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Basement {
     data: Vec<u8>,
     /// Start of each entry in `data`.
     offs: Vec<u32>,
+}
+
+/// The longest a basement's packed form may be (see `Basement`).
+const MAX_PACKED_BYTES: usize = u32::MAX as usize;
+
+/// The error for a basement that would pass `MAX_PACKED_BYTES`.
+fn too_large(len: usize) -> String {
+    format!(
+        "a basement would hold {len} bytes, past the {MAX_PACKED_BYTES} its format allows \
+         (a key's versions kept for live snapshots grew too large)"
+    )
 }
 
 /// Memory a basement costs beyond its packed bytes, per entry (the offset).
@@ -57,7 +76,11 @@ impl Basement {
         let mut offs = Vec::new();
         let mut r = Reader::new(&data);
         let mut prev: Option<&[u8]> = None;
+        if data.len() > MAX_PACKED_BYTES {
+            return Err(too_large(data.len()));
+        }
         while !r.is_empty() {
+            // Below `data.len()`, checked above.
             offs.push(r.pos() as u32);
             let key = r.bytes()?;
             let le = r.bytes()?;
@@ -146,19 +169,27 @@ impl Basement {
         self.search(key, cmp).ok().map(|i| self.leafentry(i))
     }
 
-    fn push_raw(&mut self, key: &[u8], le: &[u8]) {
+    /// Appends an entry; refused if the basement would pass `MAX_PACKED_BYTES`.
+    fn push_raw(&mut self, key: &[u8], le: &[u8]) -> Result<(), String> {
+        // Two varints of at most 10 bytes each.
+        let end = self.data.len() + key.len() + le.len() + 20;
+        if end > MAX_PACKED_BYTES {
+            return Err(too_large(end));
+        }
+        // Below `end`, checked above.
         self.offs.push(self.data.len() as u32);
         put_varint(&mut self.data, key.len() as u64);
         self.data.extend_from_slice(key);
         put_varint(&mut self.data, le.len() as u64);
         self.data.extend_from_slice(le);
+        Ok(())
     }
 
     #[cfg(test)]
     fn push_value(&mut self, key: &[u8], value: &[u8]) {
         let mut le = Vec::new();
         encode_value(&mut le, value);
-        self.push_raw(key, &le);
+        self.push_raw(key, &le).unwrap();
     }
 
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
@@ -188,7 +219,7 @@ impl Basement {
             // Copy the untouched entries before this message's key.
             while i < self.len() && cmp(self.key(i), key) == Ordering::Less {
                 let (k, le) = self.entry(i);
-                out.push_raw(k, le);
+                out.push_raw(k, le)?;
                 i += 1;
             }
             let old = if i < self.len() && cmp(self.key(i), key) == Ordering::Equal {
@@ -203,12 +234,12 @@ impl Basement {
             }
             le.clear();
             if merge_key(key, old, msgs[first..m].iter().map(|x| x.1), fns, horizon, &mut le)? {
-                out.push_raw(key, &le);
+                out.push_raw(key, &le)?;
             }
         }
         while i < self.len() {
             let (k, le) = self.entry(i);
-            out.push_raw(k, le);
+            out.push_raw(k, le)?;
             i += 1;
         }
         out.compact();
@@ -242,6 +273,10 @@ impl Basement {
             put_varint(&mut entry, le.len() as u64);
             entry.extend_from_slice(&le);
         }
+        let new_len = self.data.len() - old_len + entry.len();
+        if new_len > MAX_PACKED_BYTES {
+            return Err(too_large(new_len));
+        }
         let delta = entry.len() as i64 - old_len as i64;
         self.data.splice(start..start + old_len, entry);
         match (present, keep) {
@@ -249,13 +284,16 @@ impl Basement {
             (true, false) => {
                 self.offs.remove(idx);
             }
+            // At most the old length, which fit.
             (false, true) => self.offs.insert(idx, start as u32),
             (false, false) => return Ok(()),
         }
         let first_after = if keep { idx + 1 } else { idx };
+        // Every moved offset is below `new_len`, checked above.
         for o in &mut self.offs[first_after..] {
             *o = (*o as i64 + delta) as u32;
         }
+        debug_assert!(self.offs.last().is_none_or(|&o| (o as usize) < self.data.len()));
         Ok(())
     }
 
@@ -273,7 +311,7 @@ impl Basement {
             let (k, old) = self.entry(i);
             le.clear();
             if merge_key(k, Some(old), std::iter::once(body), fns, horizon, &mut le)? {
-                out.push_raw(k, &le);
+                out.push_raw(k, &le)?;
             }
         }
         *self = out;
@@ -293,7 +331,7 @@ impl Basement {
         for i in 0..self.len() {
             let (k, old) = self.entry(i);
             if old.first() != Some(&leafentry::LE_MVCC) {
-                out.push_raw(k, old);
+                out.push_raw(k, old)?;
                 continue;
             }
             let mut e = Entry::decode(old)?;
@@ -301,7 +339,7 @@ impl Basement {
             if !e.is_empty() {
                 le.clear();
                 e.encode(&mut le);
-                out.push_raw(k, &le);
+                out.push_raw(k, &le)?;
             }
         }
         Ok(Some(out.data))
@@ -312,14 +350,21 @@ impl Basement {
         if at >= self.len() {
             return Basement::new();
         }
-        let cut = self.offs[at] as usize;
-        let data = self.data.split_off(cut);
-        let offs = self.offs.split_off(at).into_iter().map(|o| o - cut as u32).collect();
+        let cut = self.offs[at];
+        let data = self.data.split_off(cut as usize);
+        let offs = self.offs.split_off(at).into_iter().map(|o| o - cut).collect();
         Basement { data, offs }
     }
 
-    /// Appends `other`, whose keys all sort after this basement's.
+    /// Appends `other`, whose keys all sort after this basement's. Only
+    /// small basements are joined (`flush.rs`, `rebalance_basements`: the
+    /// two together at most half a basement size, itself at most
+    /// `MAX_NODE_BYTES`), so the result is far below `MAX_PACKED_BYTES`.
     pub(crate) fn append(&mut self, other: Basement) {
+        assert!(
+            self.data.len() + other.data.len() <= MAX_PACKED_BYTES,
+            "joined basements past 4 GiB: only small ones are joined"
+        );
         let base = self.data.len() as u32;
         self.data.extend_from_slice(&other.data);
         self.offs.extend(other.offs.into_iter().map(|o| o + base));
@@ -406,6 +451,20 @@ mod tests {
             .collect()
     }
 
+    /// A basement never passes 4 GiB, where its u32 offsets would wrap: the
+    /// entry that would take it there is refused, and the basement is left
+    /// as it was. (The huge leafentry is a zeroed allocation the OS maps
+    /// lazily: the check comes before any copy, so it costs no memory.)
+    #[test]
+    fn an_entry_past_4_gib_is_refused_not_wrapped() {
+        let mut b = Basement::new();
+        b.push_raw(b"a", &[1, 2]).unwrap();
+        let before = b.packed().to_vec();
+        let huge = vec![0u8; MAX_PACKED_BYTES - 10];
+        assert!(b.push_raw(b"b", &huge).is_err());
+        assert_eq!((b.packed(), b.len()), (&before[..], 1));
+    }
+
     /// The unchecked accessors read what the checked reader reads, for
     /// lengths of one, two and three varint bytes.
     #[test]
@@ -413,7 +472,7 @@ mod tests {
         let mut b = Basement::new();
         for (i, len) in [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000].into_iter().enumerate() {
             let key = vec![b'a' + i as u8; len.min(200) + 1];
-            b.push_raw(&key, &vec![7u8; len + 1]);
+            b.push_raw(&key, &vec![7u8; len + 1]).unwrap();
         }
         let rebuilt = Basement::from_packed(b.packed().to_vec(), bytewise).unwrap();
         let mut r = Reader::new(rebuilt.packed());

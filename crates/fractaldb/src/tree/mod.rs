@@ -676,7 +676,11 @@ impl Tree {
             .map(|(_, p)| u64::from(p.offset) + u64::from(p.disk_len))
             .max()
             .expect("a partition");
-        let decoded = self.file.read_range(e.bn, ext, lo, (hi - u64::from(lo)) as u32).and_then(|bytes| {
+        // `parse_header` checked each partition lies inside the block, whose
+        // length is a u32.
+        let span =
+            u32::try_from(hi - u64::from(lo)).map_err(|_| self.corrupt(e.bn, "partitions past 4 GiB"))?;
+        let decoded = self.file.read_range(e.bn, ext, lo, span).and_then(|bytes| {
             let mut out = Vec::with_capacity(infos.len());
             for (i, info) in &infos {
                 let at = (info.offset - lo) as usize;
@@ -1139,12 +1143,13 @@ impl Tree {
             return Err(e);
         }
         for (bn, node) in clones {
-            let s = serialize::serialize(
+            let written = serialize::serialize(
                 &node,
                 self.settings.codec,
                 self.ctx.horizon.load(AtomicOrdering::Acquire),
-            );
-            if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len) {
+            )
+            .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len));
+            if let Err(e) = written {
                 self.abandon_checkpoint(&ckpt);
                 return Err(e);
             }
@@ -1174,6 +1179,13 @@ impl Tree {
         let s =
             serialize::serialize(&snap, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
         drop(snap);
+        let s = match s {
+            Ok(s) => s,
+            Err(err) => {
+                e.node.write().ckpt_writing = false;
+                return Err(err);
+            }
+        };
         let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len);
         let mut g = e.node.write();
         let unchanged = std::mem::replace(&mut g.ckpt_writing, false);
@@ -1223,7 +1235,8 @@ impl Tree {
     /// a checkpoint's begin during it: `g` keeps writers out, so either way
     /// the bytes are the begin-time state) also serves the checkpoint.
     fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
-        let s = serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
+        let s =
+            serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))?;
         let ext = self.file.write_block(e.bn, &s.bytes, s.header_len)?;
         let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
@@ -1280,8 +1293,12 @@ impl Tree {
         } else {
             Box::new([])
         };
+        // A buffer is spilled only while its child's spills stay within
+        // `SPILL_NODES` node sizes (`spill_room`), at most 4 x
+        // `MAX_NODE_BYTES` = 512 MiB (its encoded form is at most its
+        // charge and a count): its length, and its message count, fit a u32.
         let raw_len = u32::try_from(buf.encoded_len()).expect("a spill is far below 4 GiB");
-        let count = buf.len() as u32;
+        let count = u32::try_from(buf.len()).expect("a spill holds fewer messages than bytes");
         let bn = self.file.allocate_blocknum();
         self.pending.add(bn, buf);
         if self.ctx.spill_writer {
@@ -1308,7 +1325,13 @@ impl Tree {
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
         // they are a large part of the file (lz4 spills left a loaded tree's
         // files 6-12% larger).
-        let (bytes, raw_len) = serialize::encode_spill(&claim.buf, self.settings.codec);
+        let (bytes, raw_len) = match serialize::encode_spill(&claim.buf, self.settings.codec) {
+            Ok(spill) => spill,
+            Err(e) => {
+                self.pending.unclaim(claim.bn);
+                return Err(e);
+            }
+        };
         debug_assert_eq!(raw_len as usize, claim.buf.encoded_len());
         match self.file.write_block(claim.bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
             Ok(ext) => {
