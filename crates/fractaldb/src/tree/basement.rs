@@ -23,7 +23,7 @@ use crate::encoding::{put_varint, DecodeResult, Reader};
 /// Invariant: `data` is at most `MAX_PACKED_BYTES` (u32::MAX) long, so
 /// every entry's offset and the packed length (a partition's `raw_len` on
 /// disk) fit a u32. Every way bytes get in checks it (`push_raw`,
-/// `apply_one`, `from_packed`; `append` joins two small ones). Keys and
+/// `stage_one`, `from_packed`; `append` joins two small ones). Keys and
 /// values are bounded (`limits.rs`), but the versions MVCC keeps for live
 /// snapshots are not: one key's leafentry can grow past 4 GiB, and that is
 /// an error from the message application, never a wrapped offset.
@@ -32,6 +32,24 @@ pub(crate) struct Basement {
     data: Vec<u8>,
     /// Start of each entry in `data`.
     offs: Vec<u32>,
+}
+
+/// A basement's new contents, computed and not yet made current
+/// (`Basement::stage_sorted`, then `commit`).
+pub(crate) enum Staged {
+    Unchanged,
+    /// The whole new basement.
+    Replace(Basement),
+    /// One entry's bytes, `start..start + old_len`, become `entry`: entry
+    /// `idx` was there (`present`) and stays (`keep`), or either.
+    Splice {
+        idx: usize,
+        present: bool,
+        keep: bool,
+        start: usize,
+        old_len: usize,
+        entry: Vec<u8>,
+    },
 }
 
 /// The longest a basement's packed form may be (see `Basement`).
@@ -195,6 +213,7 @@ impl Basement {
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
     /// messages leave empty are dropped from the basement; versions below
     /// `horizon` are collected (see `leafentry.rs`).
+    #[cfg(test)]
     pub(crate) fn apply_sorted<V: AsRef<[u8]>>(
         &mut self,
         msgs: &[(&[u8], &MsgBody<V>)],
@@ -202,11 +221,28 @@ impl Basement {
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
+        let staged = self.stage_sorted(msgs, cmp, fns, horizon)?;
+        self.commit(staged);
+        Ok(())
+    }
+
+    /// What `apply_sorted` would make of this basement, without changing
+    /// it: a leaf stages every basement a flush touches and commits them
+    /// only if all succeed (`flush.rs`, `apply_to_leaf`), so an error (an
+    /// update function's, a basement past `MAX_PACKED_BYTES`) leaves the
+    /// whole leaf as it was.
+    pub(crate) fn stage_sorted<V: AsRef<[u8]>>(
+        &self,
+        msgs: &[(&[u8], &MsgBody<V>)],
+        cmp: Comparator,
+        fns: &UpdateFns,
+        horizon: u64,
+    ) -> Result<Staged, String> {
         if msgs.is_empty() {
-            return Ok(());
+            return Ok(Staged::Unchanged);
         }
         if msgs.len() == 1 && self.data.len() > 4096 {
-            return self.apply_one(msgs[0].0, msgs[0].1, cmp, fns, horizon);
+            return self.stage_one(msgs[0].0, msgs[0].1, cmp, fns, horizon);
         }
         let mut out = Basement {
             data: Vec::with_capacity(self.data.len() + msgs.len() * 32),
@@ -243,11 +279,39 @@ impl Basement {
             i += 1;
         }
         out.compact();
-        *self = out;
-        Ok(())
+        Ok(Staged::Replace(out))
     }
 
-    /// Applies one message by splicing the packed bytes.
+    /// Makes what `stage_sorted` staged this basement's contents. Cannot fail.
+    pub(crate) fn commit(&mut self, staged: Staged) {
+        match staged {
+            Staged::Unchanged => {}
+            Staged::Replace(b) => *self = b,
+            Staged::Splice { idx, present, keep, start, old_len, entry } => {
+                let delta = entry.len() as i64 - old_len as i64;
+                self.data.splice(start..start + old_len, entry);
+                match (present, keep) {
+                    (true, true) => {}
+                    (true, false) => {
+                        self.offs.remove(idx);
+                    }
+                    // At most the old length, which fit.
+                    (false, true) => self.offs.insert(idx, start as u32),
+                    (false, false) => unreachable!("staged as Unchanged"),
+                }
+                let first_after = if keep { idx + 1 } else { idx };
+                // Every moved offset is below the new length, which
+                // `stage_one` checked.
+                for o in &mut self.offs[first_after..] {
+                    *o = (*o as i64 + delta) as u32;
+                }
+                debug_assert!(self.data.len() <= MAX_PACKED_BYTES);
+                debug_assert!(self.offs.last().is_none_or(|&o| (o as usize) < self.data.len()));
+            }
+        }
+    }
+
+    #[cfg(test)]
     fn apply_one<V: AsRef<[u8]>>(
         &mut self,
         key: &[u8],
@@ -256,6 +320,20 @@ impl Basement {
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
+        let staged = self.stage_one(key, body, cmp, fns, horizon)?;
+        self.commit(staged);
+        Ok(())
+    }
+
+    /// Stages one message as a splice of the packed bytes.
+    fn stage_one<V: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        body: &MsgBody<V>,
+        cmp: Comparator,
+        fns: &UpdateFns,
+        horizon: u64,
+    ) -> Result<Staged, String> {
         let (idx, present) = match self.search(key, cmp) {
             Ok(i) => (i, true),
             Err(i) => (i, false),
@@ -277,24 +355,10 @@ impl Basement {
         if new_len > MAX_PACKED_BYTES {
             return Err(too_large(new_len));
         }
-        let delta = entry.len() as i64 - old_len as i64;
-        self.data.splice(start..start + old_len, entry);
-        match (present, keep) {
-            (true, true) => {}
-            (true, false) => {
-                self.offs.remove(idx);
-            }
-            // At most the old length, which fit.
-            (false, true) => self.offs.insert(idx, start as u32),
-            (false, false) => return Ok(()),
+        if !present && !keep {
+            return Ok(Staged::Unchanged);
         }
-        let first_after = if keep { idx + 1 } else { idx };
-        // Every moved offset is below `new_len`, checked above.
-        for o in &mut self.offs[first_after..] {
-            *o = (*o as i64 + delta) as u32;
-        }
-        debug_assert!(self.offs.last().is_none_or(|&o| (o as usize) < self.data.len()));
-        Ok(())
+        Ok(Staged::Splice { idx, present, keep, start, old_len, entry })
     }
 
     /// Runs a broadcast update over every entry.

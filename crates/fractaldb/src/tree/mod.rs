@@ -846,13 +846,17 @@ impl Tree {
             // that would take them past `MAX_ROOT_BUFFER_BYTES`, before
             // it is logged. (A root leaf's basements check their own
             // offsets, and a failure there fails the tree, below.)
-            let incoming: usize = msgs.iter().map(|m| m.key().len() + m.val().len() + 32).sum();
-            if !g.is_leaf() && g.buffer_bytes().saturating_add(incoming) > MAX_ROOT_BUFFER_BYTES {
-                return Err(Error::TooLarge {
-                    what: "root buffers (the cleaner is behind; retry)",
-                    len: (g.buffer_bytes() + incoming) as u64,
-                    limit: MAX_ROOT_BUFFER_BYTES as u64,
-                });
+            if !g.is_leaf() {
+                // Each message costs its key, value, head and a slot (< 48).
+                let incoming: usize = msgs.iter().map(|m| m.key().len() + m.val().len() + 48).sum();
+                let after = g.buffer_bytes().saturating_add(incoming);
+                if after > MAX_ROOT_BUFFER_BYTES {
+                    return Err(Error::TooLarge {
+                        what: "root buffers (the cleaner is behind; retry)",
+                        len: after as u64,
+                        limit: MAX_ROOT_BUFFER_BYTES as u64,
+                    });
+                }
             }
             self.cow(root_bn, &mut g);
             // Logged under the root lock, so the log's order is the MSN order.
