@@ -23,6 +23,7 @@ use crate::catalog::{dict_file, Catalog};
 use crate::error::{Error, Result};
 use crate::file::BlockFile;
 use crate::file::{Codec, OsVfs, SpaceStats, Vfs};
+use crate::limits;
 use crate::log::{Log, LogOptions, LogStats};
 use crate::recovery::Record;
 use crate::tree::check::CheckReport;
@@ -138,15 +139,20 @@ impl Default for EnvOptions {
     }
 }
 
-/// Settings of one dictionary, fixed when it is created.
+/// Settings of one dictionary, fixed when it is created. Each has bounds
+/// (`Env::create_dictionary` refuses others with `Error::InvalidArgument`).
 #[derive(Clone, Debug)]
 pub struct DictOptions {
     /// Target size of a node: a leaf splits past it, and an internal node
-    /// flushes once its buffers hold this much.
+    /// flushes once its buffers hold this much. From
+    /// [`MIN_NODE_BYTES`](crate::MIN_NODE_BYTES) to
+    /// [`MAX_NODE_BYTES`](crate::MAX_NODE_BYTES).
     pub node_size_bytes: usize,
-    /// Target size of a basement, the unit a point read fetches.
+    /// Target size of a basement, the unit a point read fetches. From
+    /// [`MIN_BASEMENT_BYTES`](crate::MIN_BASEMENT_BYTES) to the node size.
     pub basement_size_bytes: usize,
-    /// Children per internal node before it splits.
+    /// Children per internal node before it splits. From
+    /// [`MIN_FANOUT`](crate::MIN_FANOUT) to [`MAX_FANOUT`](crate::MAX_FANOUT).
     pub fanout: usize,
     pub codec: Codec,
     /// Name of a comparator registered in `EnvOptions::comparators`; `None`
@@ -508,10 +514,16 @@ impl Env {
         Ok(())
     }
 
-    /// Creates a dictionary. Its name must be new.
+    /// Creates a dictionary. Its name must be new, and its settings within
+    /// the bounds `DictOptions` documents (else `Error::InvalidArgument`, and
+    /// nothing is created).
     pub fn create_dictionary(&self, name: &str, opts: DictOptions) -> Result<Dictionary> {
         self.check_open()?;
         validate_name(name)?;
+        // The same bounds `Meta::decode` checks at open: whatever is
+        // created can be reopened.
+        limits::check_settings(opts.node_size_bytes, opts.basement_size_bytes, opts.fanout)
+            .map_err(Error::invalid)?;
         let cmp =
             match &opts.comparator {
                 None => crate::tree::bytewise as Comparator,
@@ -1086,29 +1098,40 @@ impl Dictionary {
         &self.name
     }
 
-    /// Sets `key` to `value`.
+    /// Sets `key` to `value`. Keys are at most [`MAX_KEY_BYTES`] and values
+    /// [`MAX_VALUE_BYTES`] long (else `Error::TooLarge`, nothing written);
+    /// the empty key is a key like any other.
+    ///
+    /// [`MAX_KEY_BYTES`]: crate::MAX_KEY_BYTES
+    /// [`MAX_VALUE_BYTES`]: crate::MAX_VALUE_BYTES
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        limits::check_change(MsgKind::Insert, key, value)?;
         self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Insert, 0, value))])
     }
 
     /// Removes `key` (nothing happens if it is absent).
     pub fn delete(&self, key: &[u8]) -> Result<()> {
+        limits::check_key(key)?;
         self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Delete, 0, &[]))])
     }
 
     /// Upserts `key` through update function `fn_id` with `arg`, without
     /// reading: the function runs when the message reaches the leaf or a reader.
     pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {
+        limits::check_change(MsgKind::Update, key, arg)?;
         self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Update, fn_id, arg))])
     }
 
     /// Runs update function `fn_id` with `arg` on every key, without reading.
     pub fn broadcast_update(&self, fn_id: u8, arg: &[u8]) -> Result<()> {
+        limits::check_change(MsgKind::Broadcast, &[], arg)?;
         self.txns.autocommit(&self.tree, &[(&[][..], &MsgBody::plain(MsgKind::Broadcast, fn_id, arg))])
     }
 
-    /// Applies a batch of changes as one step.
+    /// Applies a batch of changes as one step. A batch holding a change
+    /// past the limits (see [`WriteBatch`]) is refused whole.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        batch.check()?;
         if batch.ops.is_empty() {
             return Ok(());
         }
@@ -1117,6 +1140,7 @@ impl Dictionary {
 
     /// The value of `key` (its newest committed version), if any.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        limits::check_key(key)?;
         self.txns.read_latest(&self.tree, key)
     }
 
@@ -1154,11 +1178,26 @@ impl Dictionary {
 ///
 /// Keys and values are kept back to back in one buffer, which `clear`
 /// keeps: a batch reused for the next one allocates nothing per change.
+///
+/// Limits: each key and value as for [`Dictionary::put`], and the batch as
+/// a whole at most [`MAX_BATCH_BYTES`] (each change counted as its key, its
+/// value and [`BATCH_BYTES_PER_CHANGE`]). A change past them is not added
+/// (nothing of it is copied) and neither is any later one: writing the
+/// batch then fails with `Error::TooLarge` and writes nothing, until
+/// `clear`.
+///
+/// [`MAX_BATCH_BYTES`]: crate::MAX_BATCH_BYTES
+/// [`BATCH_BYTES_PER_CHANGE`]: crate::BATCH_BYTES_PER_CHANGE
 #[derive(Default, Clone)]
 pub struct WriteBatch {
     /// Each change's key then its value.
     data: Vec<u8>,
     ops: Vec<BatchOp>,
+    /// What the changes count against `MAX_BATCH_BYTES`.
+    counted: usize,
+    /// The first change refused (`Error::TooLarge`'s fields): the batch
+    /// takes no more changes and cannot be written until `clear`.
+    refused: Option<(&'static str, u64, u64)>,
 }
 
 /// One change of a batch: its key at `data[at..at + key_len]`, its value
@@ -1178,6 +1217,23 @@ impl WriteBatch {
     }
 
     fn push(&mut self, kind: MsgKind, fn_id: u8, key: &[u8], val: &[u8]) {
+        // Checked before anything is copied: a 5 GiB value costs nothing.
+        if self.refused.is_some() {
+            return;
+        }
+        let counted = match limits::check_change(kind, key, val) {
+            Ok(n) => self.counted + n,
+            Err(Error::TooLarge { what, len, limit }) => {
+                self.refused = Some((what, len, limit));
+                return;
+            }
+            Err(e) => unreachable!("check_change returns TooLarge only: {e}"),
+        };
+        if counted > limits::MAX_BATCH_BYTES {
+            self.refused = Some(("batch", counted as u64, limits::MAX_BATCH_BYTES as u64));
+            return;
+        }
+        self.counted = counted;
         let at = self.data.len();
         self.data.extend_from_slice(key);
         self.data.extend_from_slice(val);
@@ -1222,6 +1278,16 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.data.clear();
         self.ops.clear();
+        self.counted = 0;
+        self.refused = None;
+    }
+
+    /// `Err(TooLarge)` if a change was refused (see the type's documentation).
+    pub(crate) fn check(&self) -> Result<()> {
+        match self.refused {
+            Some((what, len, limit)) => Err(Error::TooLarge { what, len, limit }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1230,7 +1296,10 @@ impl WriteBatch {
 /// after it is yielded. It reads through a [`Cursor`], so once its
 /// transaction ended, its dictionary was dropped or its environment closed,
 /// it yields one error and ends.
+/// A bound longer than `MAX_KEY_BYTES` is such an error, the first item.
 pub struct Range {
+    /// A bound past the key limit, yielded as the first item.
+    refused: Option<Error>,
     cursor: Cursor,
     cmp: Comparator,
     lo: Option<Vec<u8>>,
@@ -1248,7 +1317,11 @@ impl Range {
         hi: Option<&[u8]>,
         reverse: bool,
     ) -> Range {
+        // Checked before the bounds are copied.
+        let refused = lo.into_iter().chain(hi).find_map(|k| limits::check_key(k).err());
+        let (lo, hi) = if refused.is_some() { (None, None) } else { (lo, hi) };
         Range {
+            refused,
             cursor,
             cmp,
             lo: lo.map(|k| k.to_vec()),
@@ -1287,6 +1360,10 @@ impl Iterator for Range {
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
+        }
+        if let Some(e) = self.refused.take() {
+            self.done = true;
+            return Some(Err(e));
         }
         // The bounds are compared with the dictionary's comparator, which
         // may panic: caught like the cursor's own calls.

@@ -37,6 +37,7 @@ mod encoding;
 mod env;
 mod error;
 mod file;
+mod limits;
 mod log;
 mod recovery;
 mod tree;
@@ -47,6 +48,10 @@ pub use env::{CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvSta
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
 pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};
+pub use limits::{
+    BATCH_BYTES_PER_CHANGE, MAX_BATCH_BYTES, MAX_FANOUT, MAX_KEY_BYTES, MAX_NODE_BYTES, MAX_VALUE_BYTES,
+    MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,
+};
 pub use log::LogStats;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;

@@ -125,6 +125,7 @@ impl BlockFile {
         let table = Translation::default();
         let block = table.encode(1);
         let table_bytes = page_round(block.len() as u64);
+        // An empty table: a few bytes.
         let header =
             Header { seq: 1, table_offset: HEADERS_END, table_len: block.len() as u32, meta: meta.into() };
         write_pages(&*file, HEADERS_END, &block)?;
@@ -401,9 +402,15 @@ impl BlockFile {
             let mut st = self.state.lock();
             let table = st.ckpt.take().expect("finish_checkpoint without begin_checkpoint");
             let block = table.encode(st.seq + 1);
+            // The header stores the table's length as a u32. Checked before
+            // anything is allocated: refused, the checkpoint is abandoned.
+            let Ok(table_len) = u32::try_from(block.len()) else {
+                st.in_flight = None;
+                let (len, limit) = (block.len() as u64, u32::MAX.into());
+                return Err(Error::TooLarge { what: "block translation table", len, limit });
+            };
             let table_offset = st.allocate(page_round(block.len() as u64));
             st.in_flight.as_mut().expect("set at begin").insert(table_offset, page_round(block.len() as u64));
-            let table_len = u32::try_from(block.len()).expect("translation table over 4 GiB");
             (Header { seq: st.seq + 1, table_offset, table_len, meta: meta.into() }, 1 - st.slot, block)
         };
         let res = write_pages(&*self.file, header.table_offset, &block)

@@ -52,6 +52,7 @@ impl Header {
         let mut out = Vec::with_capacity(SLOT_SIZE as usize);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        // `c` and the meta length are at most FIXED + MAX_META (asserted above).
         out.extend_from_slice(&(c as u32).to_le_bytes());
         out.extend_from_slice(&self.seq.to_le_bytes());
         out.extend_from_slice(&self.table_offset.to_le_bytes());

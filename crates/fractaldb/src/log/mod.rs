@@ -572,8 +572,11 @@ impl Log {
     /// Appends a record in memory (no I/O) and returns its LSN. It becomes
     /// durable at the next `sync_to` that covers it.
     pub(crate) fn append(&self, payload: &[u8]) -> Result<u64> {
-        if payload.len() > MAX_PAYLOAD {
-            return Err(Error::invalid(format!("a log record of {} bytes is too large", payload.len())));
+        // `frame` stores the length as a u32: MAX_PAYLOAD keeps it in range.
+        // (Writes are bounded far below it: `limits::MAX_BATCH_BYTES`.)
+        if payload.len() > MAX_PAYLOAD || u32::try_from(payload.len()).is_err() {
+            let (len, limit) = (payload.len() as u64, MAX_PAYLOAD as u64);
+            return Err(Error::TooLarge { what: "log record", len, limit });
         }
         let mut m = self.mem.lock();
         if let Some(why) = &m.failed {

@@ -19,11 +19,48 @@ use super::Comparator;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
 /// A sorted run of leafentries in packed form.
+///
+/// Invariant: `data` is at most `MAX_PACKED_BYTES` (u32::MAX) long, so
+/// every entry's offset and the packed length (a partition's `raw_len` on
+/// disk) fit a u32. Every way bytes get in checks it (`push_raw`,
+/// `stage_one`, `from_packed`; `append` joins two small ones). Keys and
+/// values are bounded (`limits.rs`), but the versions MVCC keeps for live
+/// snapshots are not: one key's leafentry can grow past 4 GiB, and that is
+/// an error from the message application, never a wrapped offset.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Basement {
     data: Vec<u8>,
     /// Start of each entry in `data`.
     offs: Vec<u32>,
+}
+
+/// A basement's new contents, computed and not yet made current
+/// (`Basement::stage_sorted`, then `commit`).
+pub(crate) enum Staged {
+    Unchanged,
+    /// The whole new basement.
+    Replace(Basement),
+    /// One entry's bytes, `start..start + old_len`, become `entry`: entry
+    /// `idx` was there (`present`) and stays (`keep`), or either.
+    Splice {
+        idx: usize,
+        present: bool,
+        keep: bool,
+        start: usize,
+        old_len: usize,
+        entry: Vec<u8>,
+    },
+}
+
+/// The longest a basement's packed form may be (see `Basement`).
+const MAX_PACKED_BYTES: usize = u32::MAX as usize;
+
+/// The error for a basement that would pass `MAX_PACKED_BYTES`.
+fn too_large(len: usize) -> String {
+    format!(
+        "a basement would hold {len} bytes, past the {MAX_PACKED_BYTES} its format allows \
+         (a key's versions kept for live snapshots grew too large)"
+    )
 }
 
 /// Memory a basement costs beyond its packed bytes, per entry (the offset).
@@ -57,7 +94,11 @@ impl Basement {
         let mut offs = Vec::new();
         let mut r = Reader::new(&data);
         let mut prev: Option<&[u8]> = None;
+        if data.len() > MAX_PACKED_BYTES {
+            return Err(too_large(data.len()));
+        }
         while !r.is_empty() {
+            // Below `data.len()`, checked above.
             offs.push(r.pos() as u32);
             let key = r.bytes()?;
             let le = r.bytes()?;
@@ -146,24 +187,33 @@ impl Basement {
         self.search(key, cmp).ok().map(|i| self.leafentry(i))
     }
 
-    fn push_raw(&mut self, key: &[u8], le: &[u8]) {
+    /// Appends an entry; refused if the basement would pass `MAX_PACKED_BYTES`.
+    fn push_raw(&mut self, key: &[u8], le: &[u8]) -> Result<(), String> {
+        // Two varints of at most 10 bytes each.
+        let end = self.data.len() + key.len() + le.len() + 20;
+        if end > MAX_PACKED_BYTES {
+            return Err(too_large(end));
+        }
+        // Below `end`, checked above.
         self.offs.push(self.data.len() as u32);
         put_varint(&mut self.data, key.len() as u64);
         self.data.extend_from_slice(key);
         put_varint(&mut self.data, le.len() as u64);
         self.data.extend_from_slice(le);
+        Ok(())
     }
 
     #[cfg(test)]
     fn push_value(&mut self, key: &[u8], value: &[u8]) {
         let mut le = Vec::new();
         encode_value(&mut le, value);
-        self.push_raw(key, &le);
+        self.push_raw(key, &le).unwrap();
     }
 
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the
     /// messages leave empty are dropped from the basement; versions below
     /// `horizon` are collected (see `leafentry.rs`).
+    #[cfg(test)]
     pub(crate) fn apply_sorted<V: AsRef<[u8]>>(
         &mut self,
         msgs: &[(&[u8], &MsgBody<V>)],
@@ -171,11 +221,28 @@ impl Basement {
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
+        let staged = self.stage_sorted(msgs, cmp, fns, horizon)?;
+        self.commit(staged);
+        Ok(())
+    }
+
+    /// What `apply_sorted` would make of this basement, without changing
+    /// it: a leaf stages every basement a flush touches and commits them
+    /// only if all succeed (`flush.rs`, `apply_to_leaf`), so an error (an
+    /// update function's, a basement past `MAX_PACKED_BYTES`) leaves the
+    /// whole leaf as it was.
+    pub(crate) fn stage_sorted<V: AsRef<[u8]>>(
+        &self,
+        msgs: &[(&[u8], &MsgBody<V>)],
+        cmp: Comparator,
+        fns: &UpdateFns,
+        horizon: u64,
+    ) -> Result<Staged, String> {
         if msgs.is_empty() {
-            return Ok(());
+            return Ok(Staged::Unchanged);
         }
         if msgs.len() == 1 && self.data.len() > 4096 {
-            return self.apply_one(msgs[0].0, msgs[0].1, cmp, fns, horizon);
+            return self.stage_one(msgs[0].0, msgs[0].1, cmp, fns, horizon);
         }
         let mut out = Basement {
             data: Vec::with_capacity(self.data.len() + msgs.len() * 32),
@@ -188,7 +255,7 @@ impl Basement {
             // Copy the untouched entries before this message's key.
             while i < self.len() && cmp(self.key(i), key) == Ordering::Less {
                 let (k, le) = self.entry(i);
-                out.push_raw(k, le);
+                out.push_raw(k, le)?;
                 i += 1;
             }
             let old = if i < self.len() && cmp(self.key(i), key) == Ordering::Equal {
@@ -203,20 +270,48 @@ impl Basement {
             }
             le.clear();
             if merge_key(key, old, msgs[first..m].iter().map(|x| x.1), fns, horizon, &mut le)? {
-                out.push_raw(key, &le);
+                out.push_raw(key, &le)?;
             }
         }
         while i < self.len() {
             let (k, le) = self.entry(i);
-            out.push_raw(k, le);
+            out.push_raw(k, le)?;
             i += 1;
         }
         out.compact();
-        *self = out;
-        Ok(())
+        Ok(Staged::Replace(out))
     }
 
-    /// Applies one message by splicing the packed bytes.
+    /// Makes what `stage_sorted` staged this basement's contents. Cannot fail.
+    pub(crate) fn commit(&mut self, staged: Staged) {
+        match staged {
+            Staged::Unchanged => {}
+            Staged::Replace(b) => *self = b,
+            Staged::Splice { idx, present, keep, start, old_len, entry } => {
+                let delta = entry.len() as i64 - old_len as i64;
+                self.data.splice(start..start + old_len, entry);
+                match (present, keep) {
+                    (true, true) => {}
+                    (true, false) => {
+                        self.offs.remove(idx);
+                    }
+                    // At most the old length, which fit.
+                    (false, true) => self.offs.insert(idx, start as u32),
+                    (false, false) => unreachable!("staged as Unchanged"),
+                }
+                let first_after = if keep { idx + 1 } else { idx };
+                // Every moved offset is below the new length, which
+                // `stage_one` checked.
+                for o in &mut self.offs[first_after..] {
+                    *o = (*o as i64 + delta) as u32;
+                }
+                debug_assert!(self.data.len() <= MAX_PACKED_BYTES);
+                debug_assert!(self.offs.last().is_none_or(|&o| (o as usize) < self.data.len()));
+            }
+        }
+    }
+
+    #[cfg(test)]
     fn apply_one<V: AsRef<[u8]>>(
         &mut self,
         key: &[u8],
@@ -225,6 +320,20 @@ impl Basement {
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
+        let staged = self.stage_one(key, body, cmp, fns, horizon)?;
+        self.commit(staged);
+        Ok(())
+    }
+
+    /// Stages one message as a splice of the packed bytes.
+    fn stage_one<V: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        body: &MsgBody<V>,
+        cmp: Comparator,
+        fns: &UpdateFns,
+        horizon: u64,
+    ) -> Result<Staged, String> {
         let (idx, present) = match self.search(key, cmp) {
             Ok(i) => (i, true),
             Err(i) => (i, false),
@@ -242,21 +351,14 @@ impl Basement {
             put_varint(&mut entry, le.len() as u64);
             entry.extend_from_slice(&le);
         }
-        let delta = entry.len() as i64 - old_len as i64;
-        self.data.splice(start..start + old_len, entry);
-        match (present, keep) {
-            (true, true) => {}
-            (true, false) => {
-                self.offs.remove(idx);
-            }
-            (false, true) => self.offs.insert(idx, start as u32),
-            (false, false) => return Ok(()),
+        let new_len = self.data.len() - old_len + entry.len();
+        if new_len > MAX_PACKED_BYTES {
+            return Err(too_large(new_len));
         }
-        let first_after = if keep { idx + 1 } else { idx };
-        for o in &mut self.offs[first_after..] {
-            *o = (*o as i64 + delta) as u32;
+        if !present && !keep {
+            return Ok(Staged::Unchanged);
         }
-        Ok(())
+        Ok(Staged::Splice { idx, present, keep, start, old_len, entry })
     }
 
     /// Runs a broadcast update over every entry.
@@ -273,7 +375,7 @@ impl Basement {
             let (k, old) = self.entry(i);
             le.clear();
             if merge_key(k, Some(old), std::iter::once(body), fns, horizon, &mut le)? {
-                out.push_raw(k, &le);
+                out.push_raw(k, &le)?;
             }
         }
         *self = out;
@@ -293,7 +395,7 @@ impl Basement {
         for i in 0..self.len() {
             let (k, old) = self.entry(i);
             if old.first() != Some(&leafentry::LE_MVCC) {
-                out.push_raw(k, old);
+                out.push_raw(k, old)?;
                 continue;
             }
             let mut e = Entry::decode(old)?;
@@ -301,7 +403,7 @@ impl Basement {
             if !e.is_empty() {
                 le.clear();
                 e.encode(&mut le);
-                out.push_raw(k, &le);
+                out.push_raw(k, &le)?;
             }
         }
         Ok(Some(out.data))
@@ -312,14 +414,21 @@ impl Basement {
         if at >= self.len() {
             return Basement::new();
         }
-        let cut = self.offs[at] as usize;
-        let data = self.data.split_off(cut);
-        let offs = self.offs.split_off(at).into_iter().map(|o| o - cut as u32).collect();
+        let cut = self.offs[at];
+        let data = self.data.split_off(cut as usize);
+        let offs = self.offs.split_off(at).into_iter().map(|o| o - cut).collect();
         Basement { data, offs }
     }
 
-    /// Appends `other`, whose keys all sort after this basement's.
+    /// Appends `other`, whose keys all sort after this basement's. Only
+    /// small basements are joined (`flush.rs`, `rebalance_basements`: the
+    /// two together at most half a basement size, itself at most
+    /// `MAX_NODE_BYTES`), so the result is far below `MAX_PACKED_BYTES`.
     pub(crate) fn append(&mut self, other: Basement) {
+        assert!(
+            self.data.len() + other.data.len() <= MAX_PACKED_BYTES,
+            "joined basements past 4 GiB: only small ones are joined"
+        );
         let base = self.data.len() as u32;
         self.data.extend_from_slice(&other.data);
         self.offs.extend(other.offs.into_iter().map(|o| o + base));
@@ -406,6 +515,20 @@ mod tests {
             .collect()
     }
 
+    /// A basement never passes 4 GiB, where its u32 offsets would wrap: the
+    /// entry that would take it there is refused, and the basement is left
+    /// as it was. (The huge leafentry is a zeroed allocation the OS maps
+    /// lazily: the check comes before any copy, so it costs no memory.)
+    #[test]
+    fn an_entry_past_4_gib_is_refused_not_wrapped() {
+        let mut b = Basement::new();
+        b.push_raw(b"a", &[1, 2]).unwrap();
+        let before = b.packed().to_vec();
+        let huge = vec![0u8; MAX_PACKED_BYTES - 10];
+        assert!(b.push_raw(b"b", &huge).is_err());
+        assert_eq!((b.packed(), b.len()), (&before[..], 1));
+    }
+
     /// The unchecked accessors read what the checked reader reads, for
     /// lengths of one, two and three varint bytes.
     #[test]
@@ -413,7 +536,7 @@ mod tests {
         let mut b = Basement::new();
         for (i, len) in [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000].into_iter().enumerate() {
             let key = vec![b'a' + i as u8; len.min(200) + 1];
-            b.push_raw(&key, &vec![7u8; len + 1]);
+            b.push_raw(&key, &vec![7u8; len + 1]).unwrap();
         }
         let rebuilt = Basement::from_packed(b.packed().to_vec(), bytewise).unwrap();
         let mut r = Reader::new(rebuilt.packed());

@@ -183,7 +183,15 @@ fn key_order(data: &[u8], s: Slot, p: u64, key: &[u8], order: KeyOrder) -> Order
     s.prefix.cmp(&p).then_with(|| (order.cmp)(key_at(data, s.off).0, key))
 }
 
-/// An arena offset: buffers stay within a few node budgets, far below 4 GiB.
+/// An arena offset. Invariant: every arena stays far below 4 GiB, so its
+/// offsets fit a u32. A root's buffers hold at most
+/// `MAX_ROOT_BUFFER_BYTES` (1 GiB: `Tree::write_msgs` refuses a write past
+/// it before logging it); any other buffer its node's budget plus what one
+/// flush moves in (a parent's buffer); a `Merger` a child's buffer and its
+/// spills (at most `SPILL_NODES` node sizes); and node sizes are at most
+/// `MAX_NODE_BYTES` (128 MiB, `limits.rs`): under 2 GiB. A decoded buffer
+/// is one partition, whose length is a u32. Past it is a bug: panic, never
+/// a wrapped offset.
 fn offset(pos: usize) -> u32 {
     u32::try_from(pos).expect("a message buffer past 4 GiB")
 }

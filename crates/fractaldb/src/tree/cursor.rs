@@ -484,6 +484,7 @@ impl Cursor {
     /// Moves to the first key `>= key`.
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
         self.moving(|c| {
+            crate::limits::check_key(key)?;
             c.load(Target::At(key), 0)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
@@ -494,6 +495,7 @@ impl Cursor {
     /// Moves to the last key `<= key`.
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
         self.moving(|c| {
+            crate::limits::check_key(key)?;
             c.load(Target::At(key), 0)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);

@@ -110,6 +110,10 @@ pub(crate) type PointMsg<'a, V> = (&'a [u8], u64, &'a MsgBody<V>);
 /// (key, MSN, body) in any order; broadcasts have empty keys. Point messages
 /// on different keys commute, so they are applied per basement in key order;
 /// a broadcast is a barrier between the messages older and newer than it.
+///
+/// All or nothing: on an error (an update function's, or a basement that
+/// would pass 4 GiB, `basement.rs`) the leaf is as it was, so the caller
+/// can keep the messages where they were and readers still see them.
 pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     tree: &Tree,
     leaf: &mut Node,
@@ -141,17 +145,31 @@ pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
         keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| by_key_msn(&a.1, &b.1)));
         points = keyed.into_iter().map(|(_, m)| m).collect();
     }
+    // Without broadcasts (nearly always) there is one segment, which
+    // `apply_points` applies all or nothing; with them, segments and
+    // broadcasts take turns, and the basements are copied first to be put
+    // back on an error.
+    let backup = (!broadcasts.is_empty()).then(|| leaf.basements().to_vec());
     let mut lower_msn = 0;
     for barrier in broadcasts.iter().map(|b| Some(*b)).chain(std::iter::once(None)) {
         let upper_msn = barrier.map_or(u64::MAX, |b| b.0);
         let seg: Vec<(&[u8], &MsgBody<V>)> =
             points.iter().filter(|m| m.1 >= lower_msn && m.1 < upper_msn).map(|m| (m.0, m.2)).collect();
-        apply_points(tree, leaf, &seg, horizon)?;
-        if let Some((msn, body)) = barrier {
+        let mut applied = apply_points(tree, leaf, &seg, horizon);
+        if let (Ok(()), Some((msn, body))) = (&applied, barrier) {
             for b in leaf.basements_mut().iter_mut().flatten() {
-                b.apply_broadcast(body, &tree.ctx.fns, horizon)?;
+                applied = b.apply_broadcast(body, &tree.ctx.fns, horizon);
+                if applied.is_err() {
+                    break;
+                }
             }
             lower_msn = msn;
+        }
+        if let Err(e) = applied {
+            if let Some(b) = backup {
+                *leaf.basements_mut() = b;
+            }
+            return Err(e);
         }
     }
     leaf.max_msn = leaf.max_msn.max(max_msn);
@@ -160,7 +178,9 @@ pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     Ok(())
 }
 
-/// Applies key-sorted point messages, each to the basement whose range holds it.
+/// Applies key-sorted point messages, each to the basement whose range
+/// holds it: all or nothing (every touched basement is staged first, and
+/// the staged ones are made current only once all succeeded).
 fn apply_points<V: AsRef<[u8]>>(
     tree: &Tree,
     leaf: &mut Node,
@@ -168,27 +188,26 @@ fn apply_points<V: AsRef<[u8]>>(
     horizon: u64,
 ) -> Result<(), String> {
     let cmp = tree.cmp;
-    let pivots = std::mem::take(&mut leaf.pivots);
     let n = leaf.n_parts();
     let mut start = 0;
-    let mut result = Ok(());
-    for (i, b) in leaf.basements_mut().iter_mut().enumerate() {
+    let mut staged = Vec::new();
+    for (i, b) in leaf.basements().iter().enumerate() {
         let end = if i + 1 < n {
-            start + seg[start..].partition_point(|(k, _)| cmp(k, &pivots[i]) == Ordering::Less)
+            start + seg[start..].partition_point(|(k, _)| cmp(k, &leaf.pivots[i]) == Ordering::Less)
         } else {
             seg.len()
         };
         if end > start {
-            result =
-                b.as_mut().expect("all loaded").apply_sorted(&seg[start..end], cmp, &tree.ctx.fns, horizon);
-            if result.is_err() {
-                break;
-            }
+            let b = b.as_ref().expect("all loaded");
+            staged.push((i, b.stage_sorted(&seg[start..end], cmp, &tree.ctx.fns, horizon)?));
         }
         start = end;
     }
-    leaf.pivots = pivots;
-    result
+    let basements = leaf.basements_mut();
+    for (i, s) in staged {
+        basements[i].as_mut().expect("all loaded").commit(s);
+    }
+    Ok(())
 }
 
 /// Keeps basements near their target size: splits large ones, drops empty
@@ -413,10 +432,15 @@ fn flush_buffer(
         let mut v: Vec<PointMsg<&[u8]>> = decoded.iter().map(|(k, m, b)| (*k, *m, b)).collect();
         v.extend(broadcasts.iter().map(|(m, b)| (&[][..], *m, b)));
         if let Err(reason) = apply_to_leaf(tree, child, &mut v) {
-            // The buffer is taken and the leaf may be half-changed: as
-            // after a panic, the tree must not be read or written again.
+            // The leaf is as it was (`apply_to_leaf` is all or nothing):
+            // the messages go back above it, so readers still see them,
+            // and the tree takes no more writes.
+            drop(v);
+            drop(broadcasts);
+            drop(decoded);
+            parent.children_mut()[c].buf = taken;
             let err = tree.corrupt(child_bn, reason);
-            tree.poison("applying messages to a leaf", &err.to_string());
+            tree.fail(format!("applying messages to a leaf failed: {err}"));
             return Err(err);
         }
     } else {
@@ -953,5 +977,54 @@ impl Tree {
         self.free_node(right_bn);
         debug_assert!(right_bn == child_bn || right_bn == sib_bn);
         Ok(Some(child_survives))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DictOptions, Env, EnvOptions, SimVfs};
+
+    /// A flush's messages meet an error in one basement of a leaf (here an
+    /// update function the environment lacks; in practice a basement that
+    /// would pass 4 GiB, `basement.rs`): every basement is left as it was,
+    /// including those before it, which the messages must not half reach.
+    /// Likewise when a broadcast in between fails after the first segment.
+    #[test]
+    fn a_failed_apply_leaves_the_leaf_as_it_was() {
+        let sim = SimVfs::new(1);
+        let opts =
+            EnvOptions { vfs: sim.boot(), direct_io: false, background_threads: false, ..Default::default() };
+        let env = Env::open("/flush", opts).unwrap();
+        let d = env.create_dictionary("d", DictOptions::default()).unwrap();
+        let tree = d.tree.clone();
+        let old = MsgBody::plain(MsgKind::Insert, 0, b"old");
+        let new = MsgBody::plain(MsgKind::Insert, 0, b"new");
+        let bad_update = MsgBody::plain(MsgKind::Update, 99, b"x");
+        let bad_broadcast = MsgBody::plain(MsgKind::Broadcast, 99, b"x");
+        let cases: [Vec<PointMsg<Box<[u8]>>>; 2] = [
+            vec![(&b"a"[..], 1, &new), (&b"m"[..], 2, &bad_update)],
+            vec![(&b"a"[..], 1, &new), (&b""[..], 2, &bad_broadcast), (&b"m"[..], 3, &new)],
+        ];
+        for mut msgs in cases {
+            let mut leaf = Node::new_leaf();
+            let mut basements = Vec::new();
+            for key in [&b"a"[..], b"m"] {
+                let mut b = Basement::new();
+                b.apply_sorted(&[(key, &old)], tree.cmp, &tree.ctx.fns, 1).unwrap();
+                basements.push(Some(b));
+            }
+            *leaf.basements_mut() = basements;
+            leaf.pivots = vec![b"m".to_vec().into()];
+            let packed = |leaf: &Node| -> Vec<Vec<u8>> {
+                leaf.basements().iter().map(|b| b.as_ref().unwrap().packed().to_vec()).collect()
+            };
+            let before = packed(&leaf);
+            assert!(apply_to_leaf(&tree, &mut leaf, &mut msgs).is_err());
+            assert_eq!(packed(&leaf), before, "{:?}", msgs.iter().map(|m| m.0).collect::<Vec<_>>());
+            assert_eq!(leaf.max_msn, 0);
+        }
+        drop(d);
+        env.close().unwrap();
     }
 }

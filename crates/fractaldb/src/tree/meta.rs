@@ -45,9 +45,14 @@ impl Meta {
         out.extend_from_slice(&self.max_msn.to_le_bytes());
         out.extend_from_slice(&self.ckpt_lsn.to_le_bytes());
         out.extend_from_slice(&self.next_txid.to_le_bytes());
-        out.extend_from_slice(&(s.node_size_bytes as u32).to_le_bytes());
-        out.extend_from_slice(&(s.basement_size_bytes as u32).to_le_bytes());
-        out.extend_from_slice(&(s.fanout as u32).to_le_bytes());
+        // Checked at create (`limits::check_settings`): all fit a u32.
+        let u32_of = |v: usize| u32::try_from(v).expect("settings are checked at create");
+        debug_assert!(
+            crate::limits::check_settings(s.node_size_bytes, s.basement_size_bytes, s.fanout).is_ok()
+        );
+        out.extend_from_slice(&u32_of(s.node_size_bytes).to_le_bytes());
+        out.extend_from_slice(&u32_of(s.basement_size_bytes).to_le_bytes());
+        out.extend_from_slice(&u32_of(s.fanout).to_le_bytes());
         out.push(s.codec as u8);
         put_bytes(&mut out, s.comparator.as_deref().unwrap_or("").as_bytes());
         out
@@ -69,9 +74,11 @@ impl Meta {
         let codec = r.u8()?;
         let codec = Codec::from_u8(codec).ok_or_else(|| format!("unknown codec {codec}"))?;
         let cmp = std::str::from_utf8(r.bytes()?).map_err(|_| "comparator name is not UTF-8".to_string())?;
-        if node_size_bytes == 0 || basement_size_bytes == 0 || fanout < 2 {
-            return Err("impossible dictionary settings".into());
-        }
+        // The bounds create checks (`limits.rs`): a file saying otherwise
+        // is damaged, and a node size past them would overflow the write
+        // path's budgets.
+        crate::limits::check_settings(node_size_bytes, basement_size_bytes, fanout)
+            .map_err(|e| format!("impossible dictionary settings: {e}"))?;
         let comparator = if cmp.is_empty() { None } else { Some(cmp.to_string()) };
         Ok(Meta {
             root,
@@ -106,6 +113,25 @@ mod tests {
         let bytes = m.encode();
         for cut in 0..bytes.len() {
             assert!(Meta::decode(&bytes[..cut]).is_err());
+        }
+        // Settings outside the bounds create checks are refused at open.
+        // Node size is at 33, basement size at 37, fanout at 41.
+        let set = |at: usize, v: u32| {
+            let mut b = bytes.clone();
+            b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            Meta::decode(&b)
+        };
+        assert!(set(33, 4096).is_ok());
+        for (at, v) in [
+            (33, 0),
+            (33, u32::MAX),
+            (33, crate::limits::MAX_NODE_BYTES as u32 + 1),
+            (37, 0),
+            (37, 4097),
+            (41, 1),
+            (41, crate::limits::MAX_FANOUT as u32 + 1),
+        ] {
+            assert!(set(at, v).is_err(), "byte {at} = {v}");
         }
     }
 }

@@ -61,6 +61,12 @@ pub(crate) enum Logging {
 
 /// The reason a poisoned tree gives before the panicking thread recorded its own.
 const POISONED: &str = "a panic interrupted a change to the dictionary in memory";
+/// The most a root's buffers may hold before a write into them is refused
+/// (`write_msgs`): far below the 4 GiB a buffer's u32 offsets reach, even
+/// after a flush adds the whole of it to a child's buffer and spills of up
+/// to `SPILL_NODES` node sizes (`MAX_NODE_BYTES` at most); far above the
+/// `WRITER_HELPS_AT_NODES` node sizes back-pressure keeps it to.
+const MAX_ROOT_BUFFER_BYTES: usize = 1 << 30;
 
 /// Log bytes buffered in memory past which a writer syncs the log even
 /// when it need not wait for its record.
@@ -78,7 +84,8 @@ use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
 /// A log that failed to append or sync: the environment refuses writes.
 pub(crate) fn log_failed(e: Error) -> Error {
     match e {
-        e @ (Error::ReadOnly(_) | Error::NoSpace { .. }) => e,
+        // A refused record is not a failed log: nothing was appended.
+        e @ (Error::ReadOnly(_) | Error::NoSpace { .. } | Error::TooLarge { .. }) => e,
         e => Error::ReadOnly(format!("the log failed: {e}")),
     }
 }
@@ -423,11 +430,14 @@ impl Tree {
         direct_io: bool,
         ctx: Arc<Context>,
     ) -> Result<Arc<Tree>> {
-        if settings.fanout < 2 || settings.node_size_bytes < 256 || settings.basement_size_bytes < 64 {
-            return Err(Error::invalid(
-                "fanout must be >= 2, node size >= 256 bytes, basement size >= 64 bytes",
-            ));
-        }
+        // `Env::create_dictionary` checked them; `Meta::decode` checks them
+        // again at every open.
+        crate::limits::check_settings(
+            settings.node_size_bytes,
+            settings.basement_size_bytes,
+            settings.fanout,
+        )
+        .map_err(Error::invalid)?;
         let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings: settings.clone() };
         let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
         let tree = Tree::new(dict, file_id, 0, file, settings, cmp, ctx);
@@ -831,7 +841,11 @@ impl Tree {
             .map(|(_, p)| u64::from(p.offset) + u64::from(p.disk_len))
             .max()
             .expect("a partition");
-        let decoded = self.file.read_range(e.bn, ext, lo, (hi - u64::from(lo)) as u32).and_then(|bytes| {
+        // `parse_header` checked each partition lies inside the block, whose
+        // length is a u32.
+        let span =
+            u32::try_from(hi - u64::from(lo)).map_err(|_| self.corrupt(e.bn, "partitions past 4 GiB"))?;
+        let decoded = self.file.read_range(e.bn, ext, lo, span).and_then(|bytes| {
             let mut out = Vec::with_capacity(infos.len());
             for (i, info) in &infos {
                 let at = (info.offset - lo) as usize;
@@ -966,6 +980,14 @@ impl Tree {
                 return Err(Error::invalid(message::missing_fn(m.fn_id())));
             }
         }
+        // Every entry point checked its keys and values already; this is
+        // the one place every logged write passes, before anything is
+        // copied, so no record can outgrow `MAX_BATCH_BYTES` (and its
+        // u32 length). A replay (no log yet) is not checked: it applies
+        // records already written.
+        if log.is_some() {
+            crate::limits::check_msgs(msgs)?;
+        }
         let record = log.map(|_| encode_write(self.file_id, msgs, stamp));
         // Clean-up messages are never refused: a transaction whose commit
         // is logged must be able to finish.
@@ -1005,6 +1027,25 @@ impl Tree {
             if self.is_poisoned() {
                 return self.check_writable().map(|()| None);
             }
+            // A root buffer's arena is indexed by u32 offsets (`buffer.rs`).
+            // Back-pressure keeps the root's buffers near
+            // `WRITER_HELPS_AT_NODES` node sizes, but writers that all
+            // passed it at once could each add a batch: refuse a write
+            // that would take them past `MAX_ROOT_BUFFER_BYTES`, before
+            // it is logged. (A root leaf's basements check their own
+            // offsets, and a failure there fails the tree, below.)
+            if !g.is_leaf() {
+                // Each message costs its key, value, head and a slot (< 48).
+                let incoming: usize = msgs.iter().map(|m| m.key().len() + m.val().len() + 48).sum();
+                let after = g.buffer_bytes().saturating_add(incoming);
+                if after > MAX_ROOT_BUFFER_BYTES {
+                    return Err(Error::TooLarge {
+                        what: "root buffers (the cleaner is behind; retry)",
+                        len: after as u64,
+                        limit: MAX_ROOT_BUFFER_BYTES as u64,
+                    });
+                }
+            }
             self.cow(root_bn, &mut g);
             // From here the root changes in place; declared after `g`, so a
             // panic marks the tree before the root's lock is released.
@@ -1019,7 +1060,13 @@ impl Tree {
                 let bodies: Vec<MsgBody<&[u8]>> = msgs.iter().map(|m| m.stamped(stamp)).collect();
                 let mut sorted: Vec<flush::PointMsg<&[u8]>> =
                     (0..msgs.len()).map(|i| (msgs[i].key(), first_msn + i as u64, &bodies[i])).collect();
-                flush::apply_to_leaf(self, &mut g, &mut sorted).map_err(|r| self.corrupt(root_bn, r))?;
+                // The record is logged: a failure here leaves the leaf
+                // partly changed, so the tree takes no more writes and no
+                // checkpoint; a restart replays the log.
+                if let Err(r) = flush::apply_to_leaf(self, &mut g, &mut sorted) {
+                    self.fail(format!("applying a write to the root leaf failed: {r}"));
+                    return Err(self.corrupt(root_bn, r));
+                }
                 self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
             } else {
                 let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
@@ -1315,13 +1362,14 @@ impl Tree {
             return Err(e);
         }
         for (bn, node) in clones {
-            let s = serialize::serialize(
+            let written = serialize::serialize(
                 &node,
                 self.settings.codec,
                 self.ctx.horizon.load(AtomicOrdering::Acquire),
-            );
-            if let Err(e) = self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len) {
-                self.abandon_checkpoint(ckpt);
+            )
+            .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len));
+            if let Err(e) = written {
+                self.abandon_checkpoint(&ckpt);
                 return Err(e);
             }
         }
@@ -1350,6 +1398,13 @@ impl Tree {
         let s =
             serialize::serialize(&snap, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
         drop(snap);
+        let s = match s {
+            Ok(s) => s,
+            Err(err) => {
+                e.node.write().ckpt_writing = false;
+                return Err(err);
+            }
+        };
         let ext = self.file.write_block_for_checkpoint(e.bn, &s.bytes, s.header_len);
         let mut g = e.node.write();
         let unchanged = std::mem::replace(&mut g.ckpt_writing, false);
@@ -1399,7 +1454,8 @@ impl Tree {
     /// a checkpoint's begin during it: `g` keeps writers out, so either way
     /// the bytes are the begin-time state) also serves the checkpoint.
     fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
-        let s = serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire));
+        let s =
+            serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))?;
         let ext = self.file.write_block(e.bn, &s.bytes, s.header_len)?;
         let parts = s.parts;
         let mut w = parking_lot::RwLockUpgradableReadGuard::upgrade(g);
@@ -1457,8 +1513,12 @@ impl Tree {
         } else {
             Box::new([])
         };
+        // A buffer is spilled only while its child's spills stay within
+        // `SPILL_NODES` node sizes (`spill_room`), at most 4 x
+        // `MAX_NODE_BYTES` = 512 MiB (its encoded form is at most its
+        // charge and a count): its length, and its message count, fit a u32.
         let raw_len = u32::try_from(buf.encoded_len()).expect("a spill is far below 4 GiB");
-        let count = buf.len() as u32;
+        let count = u32::try_from(buf.len()).expect("a spill holds fewer messages than bytes");
         let bn = self.file.allocate_blocknum();
         self.pending.add(bn, buf);
         if self.ctx.spill_writer {
@@ -1497,7 +1557,13 @@ impl Tree {
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
         // they are a large part of the file (lz4 spills left a loaded tree's
         // files 6-12% larger).
-        let (bytes, raw_len) = serialize::encode_spill(&claim.buf, self.settings.codec);
+        let (bytes, raw_len) = match serialize::encode_spill(&claim.buf, self.settings.codec) {
+            Ok(spill) => spill,
+            Err(e) => {
+                self.pending.unclaim(claim.bn);
+                return Err(e);
+            }
+        };
         debug_assert_eq!(raw_len as usize, claim.buf.encoded_len());
         match self.file.write_block(claim.bn, &bytes, serialize::SPILL_HEADER_BYTES as u32) {
             Ok(ext) => {

@@ -42,6 +42,7 @@ use super::node::{Body, PartInfo, Spill};
 use super::{basement::Basement, node::Node};
 use super::{Comparator, KeyOrder};
 use crate::encoding::{put_bytes, put_varint, varint_len, Reader};
+use crate::error::{Error, Result as EngineResult};
 use crate::file::{BlockNum, Codec};
 
 pub(crate) const NODE_MAGIC: &[u8; 8] = b"FDBNODE\0";
@@ -84,9 +85,19 @@ pub(crate) struct Header {
     pub parts: Vec<PartInfo>,
 }
 
+/// A length the format stores as a u32, or `TooLarge` naming it. The
+/// limits (`limits.rs`) keep nodes far below 4 GiB; the one thing they do
+/// not bound, the versions MVCC keeps of a key, surfaces here (or earlier,
+/// in `Basement`) as an error instead of a wrapped length.
+fn u32_len(what: &'static str, len: usize) -> EngineResult<u32> {
+    u32::try_from(len).map_err(|_| Error::TooLarge { what, len: len as u64, limit: u32::MAX.into() })
+}
+
 /// Serializes a node whose partitions are all in memory; a leaf's versions
 /// below `horizon` are collected on the way (`Basement::collected`).
-pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
+/// Every length and offset the format stores as a u32 is checked: a node
+/// that does not fit is `TooLarge`, and is not written.
+pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> EngineResult<Serialized> {
     assert!(node.all_loaded(), "serializing a node with evicted partitions");
     let mut compressed: Vec<(Vec<u8>, u32)> = Vec::with_capacity(node.n_parts());
     let mut raw = Vec::new();
@@ -98,7 +109,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
                 c.buf.encode(&mut raw);
                 let mut out = Vec::with_capacity(raw.len() / 2 + 64);
                 codec.for_buffers().compress(&raw, &mut out);
-                compressed.push((out, raw.len() as u32));
+                compressed.push((out, u32_len("node buffer", raw.len())?));
                 put_varint(&mut spills, c.spills.len() as u64);
                 for sp in &c.spills {
                     spills.extend_from_slice(&sp.bn.to_le_bytes());
@@ -121,7 +132,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
                 let packed = gc.as_deref().unwrap_or(b.packed());
                 let mut out = Vec::with_capacity(packed.len() / 2 + 64);
                 codec.compress(packed, &mut out);
-                compressed.push((out, packed.len() as u32));
+                compressed.push((out, u32_len("basement", packed.len())?));
             }
             Vec::new()
         }
@@ -134,10 +145,16 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
         + compressed.len() * PART_ENTRY_BYTES
         + 4;
     let total = header_len + compressed.iter().map(|(c, _)| c.len()).sum::<usize>();
+    // The block's length is a u32 (`BlockFile`); so are the header length,
+    // the part count and every partition's offset and length below it.
+    u32_len("node block", total)?;
+    // A node is at most as tall as the tree: a few levels.
+    debug_assert!(node.height < 64, "a tree {} levels tall", node.height);
     let mut out = Vec::with_capacity(total);
     out.extend_from_slice(NODE_MAGIC);
     out.extend_from_slice(&NODE_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&(node.height as u16).to_le_bytes());
+    // Each part has an entry in the header, which is within `total`.
     out.extend_from_slice(&(node.n_parts() as u32).to_le_bytes());
     out.extend_from_slice(&node.max_msn.to_le_bytes());
     out.extend_from_slice(&(header_len as u32).to_le_bytes());
@@ -151,6 +168,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
     let mut parts = Vec::with_capacity(compressed.len());
     let mut offset = header_len;
     for (c, raw_len) in &compressed {
+        // Both within `total`, checked above.
         let info = PartInfo {
             offset: offset as u32,
             disk_len: c.len() as u32,
@@ -173,7 +191,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> Serialized {
         out.extend_from_slice(c);
     }
     debug_assert_eq!(out.len(), total);
-    Serialized { bytes: out, header_len: header_len as u32, parts }
+    Ok(Serialized { bytes: out, header_len: header_len as u32, parts })
 }
 
 /// Parses and verifies a node header from the first `header_len` bytes of a block.
@@ -274,7 +292,9 @@ pub(crate) fn decode_buffer(info: &PartInfo, disk: &[u8], order: KeyOrder) -> Re
 }
 
 /// A spill block holding `buf`, compressed with `codec`; also its raw length.
-pub(crate) fn encode_spill(buf: &MsgBuffer, codec: Codec) -> (Vec<u8>, u32) {
+/// Its raw and compressed lengths are stored as u32s: `TooLarge` if they
+/// do not fit (spills are at most `SPILL_NODES` node sizes, far below).
+pub(crate) fn encode_spill(buf: &MsgBuffer, codec: Codec) -> EngineResult<(Vec<u8>, u32)> {
     let mut raw = Vec::new();
     buf.encode(&mut raw);
     // The payload is compressed straight after room for the header, which
@@ -289,14 +309,17 @@ pub(crate) fn encode_spill(buf: &MsgBuffer, codec: Codec) -> (Vec<u8>, u32) {
     h.extend_from_slice(SPILL_MAGIC);
     h.extend_from_slice(&SPILL_FORMAT_VERSION.to_le_bytes());
     h.push(codec as u8);
-    h.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    let raw_len = u32_len("spill", raw.len())?;
+    h.extend_from_slice(&raw_len.to_le_bytes());
+    // Below the block's length, which must fit a u32 too.
+    u32_len("spill block", SPILL_HEADER_BYTES + payload.len())?;
     h.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     h.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
     let crc = crc32c::crc32c(&h);
     h.extend_from_slice(&crc.to_le_bytes());
     debug_assert_eq!(h.len(), SPILL_HEADER_BYTES);
     out[..SPILL_HEADER_BYTES].copy_from_slice(&h);
-    (out, raw.len() as u32)
+    Ok((out, raw_len))
 }
 
 /// Verifies and decodes a whole spill block.
@@ -345,6 +368,13 @@ mod tests {
     /// An internal node of a zstd dictionary writes its buffers with lz4
     /// and names lz4 in their entries; they read back as written.
     #[test]
+    fn lengths_past_a_u32_are_too_large() {
+        assert_eq!(u32_len("x", u32::MAX as usize).unwrap(), u32::MAX);
+        let r = u32_len("node block", u32::MAX as usize + 1);
+        assert!(matches!(r, Err(Error::TooLarge { what: "node block", len, .. }) if len == 1 << 32));
+    }
+
+    #[test]
     fn buffers_use_the_fast_codec_and_read_back() {
         let mut internal = Node::new_leaf();
         internal.height = 1;
@@ -357,7 +387,7 @@ mod tests {
         children.iter_mut().for_each(|c| c.loaded = true);
         internal.pivots = vec![b"key00100".to_vec().into()];
         internal.body = Body::Internal(children);
-        let s = serialize(&internal, Codec::Zstd, 0);
+        let s = serialize(&internal, Codec::Zstd, 0).unwrap();
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
         assert_eq!(header.child_bns, vec![7, 9]);
         for (i, info) in header.parts.iter().enumerate() {
@@ -370,13 +400,13 @@ mod tests {
         let spill = Spill { bn: 41, raw_len: 5000, count: 77, bloom: vec![1, 2, 3].into() };
         let other = Spill { bn: 3, bloom: Box::new([]), ..spill.clone() };
         internal.children_mut()[1].spills = vec![spill.clone(), other.clone()];
-        let s = serialize(&internal, Codec::Zstd, 0);
+        let s = serialize(&internal, Codec::Zstd, 0).unwrap();
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
         assert_eq!(header.spills, vec![vec![], vec![spill, other]]);
         // A leaf keeps the dictionary's codec.
         let mut leaf = Node::new_leaf();
         leaf.dirty = true;
-        let s = serialize(&leaf, Codec::Zstd, 0);
+        let s = serialize(&leaf, Codec::Zstd, 0).unwrap();
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
         assert!(header.parts.iter().all(|p| p.codec == Codec::Zstd as u8));
     }
@@ -390,7 +420,7 @@ mod tests {
             let key = format!("k{i:04}").into_bytes();
             buf.insert(insert(u64::from(i) + 10, key, format!("value {i}").into_bytes()), BYTEWISE);
         }
-        let (block, raw_len) = encode_spill(&buf, Codec::Lz4);
+        let (block, raw_len) = encode_spill(&buf, Codec::Lz4).unwrap();
         let mut raw = Vec::new();
         buf.encode(&mut raw);
         assert_eq!(raw_len as usize, raw.len());

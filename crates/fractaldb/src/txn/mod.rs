@@ -550,6 +550,7 @@ impl Txn {
 
     /// Reads `key` as the isolation level says.
     pub fn get(&self, d: &crate::Dictionary, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        crate::limits::check_key(key)?;
         Self::check_live(&self.st.lock())?;
         let m = &self.shared.mgr;
         if self.shared.opts.isolation == Isolation::Serializable {
@@ -562,6 +563,7 @@ impl Txn {
     /// read-modify-write at any level; at repeatable read, a key changed
     /// since the snapshot is a `WriteConflict`).
     pub fn get_for_update(&self, d: &crate::Dictionary, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        crate::limits::check_key(key)?;
         Self::check_live(&self.st.lock())?;
         let m = &self.shared.mgr;
         m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Write, self.timeout())?;
@@ -635,6 +637,7 @@ impl Txn {
     }
 
     fn write(&self, d: &crate::Dictionary, key: &[u8], kind: MsgKind, fn_id: u8, val: &[u8]) -> Result<()> {
+        crate::limits::check_change(kind, key, val)?;
         self.write_ops(d, &[(key, &MsgBody::plain(kind, fn_id, val))])
     }
 
@@ -730,6 +733,7 @@ impl Txn {
     /// one means). The keys are locked one by one, so on an error (a lock
     /// timeout, a deadlock, a write conflict) none of the batch is written.
     pub fn write_batch(&self, d: &crate::Dictionary, batch: &crate::WriteBatch) -> Result<()> {
+        batch.check()?;
         self.write_ops(d, &batch.msgs())
     }
 
