@@ -727,6 +727,9 @@ impl Fuzz {
             self.expect_cursor(&c, &rows, None, "fresh cursor");
         }
         for _ in 0..self.rng.gen_range(1..12) {
+            // A seek to a key past `MAX_KEY_BYTES` is refused, and leaves
+            // the cursor on no key.
+            let mut seek_too_long = false;
             let r = match self.rng.gen_range(0..6) {
                 0 => {
                     pos = (!rows.is_empty()).then_some(0);
@@ -738,11 +741,13 @@ impl Fuzz {
                 }
                 2 => {
                     let k = self.key();
+                    seek_too_long = k.len() > fractaldb::MAX_KEY_BYTES;
                     pos = rows.iter().position(|(rk, _)| !m.less(rk, &k));
                     c.seek_ge(&k)
                 }
                 3 => {
                     let k = self.key();
+                    seek_too_long = k.len() > fractaldb::MAX_KEY_BYTES;
                     pos = rows.iter().rposition(|(rk, _)| !m.less(&k, rk));
                     c.seek_le(&k)
                 }
@@ -765,6 +770,10 @@ impl Fuzz {
                         return;
                     }
                     self.expect_cursor(&c, &rows, pos, "cursor move");
+                }
+                Err(Error::TooLarge { .. }) if seek_too_long => {
+                    pos = None;
+                    self.expect_cursor(&c, &rows, pos, "refused seek");
                 }
                 Err(e) => {
                     self.unexpected("cursor move", &e);
