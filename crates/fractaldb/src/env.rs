@@ -204,6 +204,9 @@ struct Inner {
     shutdown: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Set once `Env::open` has succeeded. Until then `close` writes
+    /// nothing: a failed open leaves the files as it found them.
+    opened: AtomicBool,
     /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
@@ -236,7 +239,6 @@ impl Env {
             return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
         }
         let catalog = Catalog::load(&*vfs, &path)?;
-        remove_orphans(&*vfs, &path, &catalog)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
             log: OnceLock::new(),
@@ -278,6 +280,7 @@ impl Env {
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            opened: AtomicBool::new(false),
             checkpointing: Mutex::new(()),
             checkpoint_log: Mutex::new(Vec::new()),
             checkpoint_log_bytes: opts
@@ -286,14 +289,37 @@ impl Env {
             log_bytes_at_checkpoint: AtomicU64::new(0),
             _lock: lock,
         });
-        let mut threads = Vec::new();
+        // Until recovery has succeeded, nothing may write a header, change
+        // the log or remove a file: if it fails, the next open must find
+        // the files as they were (a header written over a half-replayed
+        // tree would make the next recovery apply records twice). Only the
+        // evictor runs meanwhile, so the replay keeps to the cache budget:
+        // its write-backs go to blocks no durable header names. The
+        // cleaners (which checkpoint after a drain) and the spill writer
+        // start after recovery, and `Inner::close` checkpoints only once
+        // `opened` is set, at the end of a successful open.
         if opts.background_threads {
-            threads.push(spawn_evictor(cache));
+            inner.threads.lock().push(spawn_evictor(cache));
         }
+        let env = Env { inner };
+        env.recover(&opts)?;
+        // Files no dictionary needs: swept only now, so a failed recovery
+        // removes nothing, and before anything can create a file.
+        remove_orphans(&*env.inner.ctx.vfs, &env.inner.path, &env.inner.open.lock().catalog)?;
+        env.spawn_background_threads(&opts)?;
+        env.spawn_durability_threads(&opts)?;
+        env.inner.opened.store(true, Ordering::SeqCst);
+        Ok(env)
+    }
+
+    /// Starts the cleaners and the spill writer (with `background_threads`).
+    fn spawn_background_threads(&self, opts: &EnvOptions) -> Result<()> {
+        let inner = &self.inner;
+        let mut threads = Vec::new();
         let cleaners = if opts.background_threads { opts.cleaner_threads.max(1) } else { 0 };
         let checkpoints = opts.checkpoint_period.is_some_and(|p| !p.is_zero());
         for i in 0..cleaners {
-            let weak = Arc::downgrade(&inner);
+            let weak = Arc::downgrade(inner);
             let shutdown = inner.shutdown.clone();
             let ctx = inner.ctx.clone();
             threads.push(
@@ -304,7 +330,7 @@ impl Env {
             );
         }
         if opts.background_threads {
-            let weak = Arc::downgrade(&inner);
+            let weak = Arc::downgrade(inner);
             let shutdown = inner.shutdown.clone();
             let ctx = inner.ctx.clone();
             threads.push(
@@ -314,11 +340,8 @@ impl Env {
                     .map_err(|e| Error::io(&inner.path, "spawn spill writer thread", e))?,
             );
         }
-        *inner.threads.lock() = threads;
-        let env = Env { inner };
-        env.recover(&opts)?;
-        env.spawn_durability_threads(&opts)?;
-        Ok(env)
+        inner.threads.lock().extend(threads);
+        Ok(())
     }
 
     /// Replays the log into the dictionaries (each record at most once, see
@@ -396,6 +419,10 @@ impl Env {
         }
         inner.txns.set_next_txid(next_txid);
         let _ = inner.ctx.log.set(Arc::new(log));
+        // The replay succeeded: every record is in its tree, so this
+        // checkpoint's headers are right even if it fails halfway (the open
+        // then fails, and the next recovery replays each tree from the
+        // header it has, old or new).
         if replayed > 0 {
             inner.checkpoint()?;
         }
@@ -759,10 +786,13 @@ impl Inner {
         let (begin, keep_from, ckpts) = {
             let _exclusive = self.ctx.checkpoint_lock.write();
             timing.lock_wait = start.elapsed();
-            let begin = match log {
-                Some(log) => log.append(&Record::CheckpointBegin.encode())?,
-                // Before recovery has set up the log: nothing to trim.
-                None => 0,
+            // Never before recovery has set up the log: a header with
+            // `ckpt_lsn` 0 would have the next recovery replay the whole
+            // log into a tree that holds some of it already.
+            let Some(begin) = log.map(|log| log.append(&Record::CheckpointBegin.encode())).transpose()?
+            else {
+                debug_assert!(false, "a checkpoint before recovery set up the log");
+                return Err(Error::invalid("no checkpoint before recovery has finished"));
             };
             // The log is kept from the first record of every transaction
             // unfinished now: their clean-up messages are not in this
@@ -820,8 +850,13 @@ impl Inner {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let mut result = self.checkpoint();
-        if let Some(log) = self.ctx.log.get() {
+        // An environment whose open failed gets no checkpoint and no log
+        // change: its trees may be half-replayed, and a header over them
+        // (with whatever LSN) would make the next recovery skip or repeat
+        // records. The files stay as the failed open found them.
+        let opened = self.opened.load(Ordering::SeqCst);
+        let mut result = if opened { self.checkpoint() } else { Ok(()) };
+        if let Some(log) = self.ctx.log.get().filter(|_| opened) {
             // After a clean close the log holds no writes: the next open
             // replays nothing and reads no dictionary it does not use.
             // (Not if a dictionary failed: the log holds its writes.)
@@ -860,7 +895,7 @@ fn validate_name(name: &str) -> Result<()> {
 
 /// Deletes dictionary files the catalog does not name (left by a crash
 /// between a drop's catalog write and its file removal, or a create's file
-/// creation and catalog write).
+/// creation and catalog write). At open, once recovery has succeeded.
 fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
     let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
     for name in vfs.list(dir)? {
