@@ -238,7 +238,7 @@ impl Env {
         if opts.cache_size_bytes < (256 << 10) {
             return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
         }
-        let catalog = Catalog::load(&*vfs, &path)?;
+        let catalog = Catalog::open(&*vfs, &path)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
             log: OnceLock::new(),
@@ -305,7 +305,7 @@ impl Env {
         env.recover(&opts)?;
         // Files no dictionary needs: swept only now, so a failed recovery
         // removes nothing, and before anything can create a file.
-        remove_orphans(&*env.inner.ctx.vfs, &env.inner.path, &env.inner.open.lock().catalog)?;
+        remove_orphans(&*env.inner.ctx.vfs, &env.inner.path, &mut env.inner.open.lock().catalog)?;
         env.spawn_background_threads(&opts)?;
         env.spawn_durability_threads(&opts)?;
         env.inner.opened.store(true, Ordering::SeqCst);
@@ -617,6 +617,9 @@ impl Env {
             *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
         let mut catalog = open.catalog.clone();
         catalog.dicts.remove(name);
+        // So that after a crash before the file's removal is durable, the
+        // sweep at open knows the file is garbage (`remove_orphans`).
+        catalog.dropped.insert(file_id);
         catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
         open.catalog = catalog;
         self.inner.txns.locks.forget_dict(file_id);
@@ -627,6 +630,8 @@ impl Env {
         let file = dict_file(&self.inner.path, file_id);
         self.inner.ctx.vfs.remove(&file)?;
         self.inner.ctx.vfs.sync_dir(&self.inner.path)?;
+        // The removal is durable: the next catalog write need not list it.
+        open.catalog.dropped.remove(&file_id);
         drop(open);
         drop(_exclusive);
         self.log_ddl(Record::DropDict { file_id, name: name.to_string() })
@@ -893,26 +898,48 @@ fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Deletes dictionary files the catalog does not name (left by a crash
-/// between a drop's catalog write and its file removal, or a create's file
-/// creation and catalog write). At open, once recovery has succeeded.
-fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
-    let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
+/// The sweep at open, once recovery has succeeded: deletes what no one
+/// needs, and only with a positive reason for each file (see `catalog.rs`):
+/// - `txn-<id>.undo`: a transaction's undo scratch, which outlives no process;
+/// - `d<id>.fdb` with `id` in `catalog.dropped`: a drop wrote the catalog and
+///   a crash came before its removal of the file was durable;
+/// - `d<id>.fdb` with `id >= catalog.next_file_id`: a create made the file
+///   and a crash came before its catalog write (nothing in it was ever
+///   acknowledged; the id will be handed out again).
+///
+/// Any other file the catalog does not name is left where it is, with a
+/// warning: without a reason, deleting it could lose a dictionary. Then,
+/// the removals durable, `catalog.dropped` is emptied in memory (the next
+/// catalog write leaves the ids out; until then the list on disk names
+/// files that are gone, which is harmless).
+fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &mut Catalog) -> Result<()> {
+    let live: HashSet<u64> = catalog.dicts.values().copied().collect();
+    let mut removed = false;
     for name in vfs.list(dir)? {
-        // A transaction's undo scratch file outlives no process.
         if name.starts_with("txn-") && name.ends_with(".undo") {
             vfs.remove(&dir.join(&name))?;
+            removed = true;
             continue;
         }
-        let Some(id) =
-            name.strip_prefix('d').and_then(|n| n.strip_suffix(".fdb")).and_then(|n| n.parse().ok())
-        else {
+        let Some(id) = crate::catalog::parse_dict_file(&name) else { continue };
+        if live.contains(&id) {
             continue;
-        };
-        if !live.contains(&id) {
+        }
+        if catalog.dropped.contains(&id) || id >= catalog.next_file_id {
             vfs.remove(&dir.join(&name))?;
+            removed = true;
+        } else {
+            eprintln!(
+                "fractaldb: {}: the catalog names no dictionary in this file and does not list it as \
+                 dropped; left in place",
+                dir.join(&name).display()
+            );
         }
     }
+    if removed {
+        vfs.sync_dir(dir)?;
+    }
+    catalog.dropped.clear();
     Ok(())
 }
 

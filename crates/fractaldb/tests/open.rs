@@ -12,9 +12,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, SimVfs, UpdateFn, Vfs};
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
 
 const DIR: &str = "/db";
 const ADD: u8 = 1;
@@ -142,7 +142,290 @@ fn a_failed_open_leaves_the_files_as_they_were() {
     }
 }
 
-#[allow(dead_code)]
 fn path(name: &str) -> PathBuf {
     Path::new(DIR).join(name)
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{i:05}").into_bytes()
+}
+
+/// The `d<id>.fdb` files of the folder, by name.
+fn dict_files(vfs: &dyn Vfs) -> Vec<String> {
+    let mut v: Vec<String> =
+        vfs.list(Path::new(DIR)).unwrap().into_iter().filter(|n| n.ends_with(".fdb")).collect();
+    v.sort();
+    v
+}
+
+/// Copies a file, durably (a stray dictionary file for the sweep to judge).
+fn copy_file(sim: &SimVfs, from: &str, to: &str) {
+    let bytes = sim.read_file(&path(from)).unwrap().unwrap();
+    let f = sim.open(&path(to), OpenMode::CreateNew, false).unwrap();
+    f.write_at(0, &bytes).unwrap();
+    f.sync().unwrap();
+    sim.sync_dir(Path::new(DIR)).unwrap();
+}
+
+/// A folder that held an environment and lost its catalog is not a new
+/// environment: the open fails, naming the catalog, and deletes nothing
+/// (before, it opened empty and swept away `d1.fdb` and the log).
+#[test]
+fn a_missing_catalog_is_an_error_and_deletes_nothing() {
+    let sim = SimVfs::new(11);
+    let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+    let d = env.create_dictionary("a", small_dict()).unwrap();
+    for i in 0..1000 {
+        d.put(&key(i), b"v").unwrap();
+    }
+    drop(d);
+    env.close().unwrap();
+    let catalog = sim.read_file(&path("catalog")).unwrap().unwrap();
+    sim.remove(&path("catalog")).unwrap();
+    sim.sync_dir(Path::new(DIR)).unwrap();
+    let before = snapshot(&sim);
+    let err = Env::open(DIR, sim_opts(&sim, &[], false)).err().expect("an open without the catalog fails");
+    assert!(
+        matches!(&err, Error::Corrupt { path: p, .. } if p.ends_with("catalog")),
+        "the error names the catalog: {err}"
+    );
+    assert_eq!(snapshot(&sim), before, "the refused open changed the folder");
+
+    // A damaged catalog: refused the same way.
+    let bad = {
+        let mut b = catalog.clone();
+        b[14] ^= 0x40;
+        b
+    };
+    for bytes in [&bad, &catalog] {
+        let f = sim.open(&path("catalog"), OpenMode::CreateOrOpen, false).unwrap();
+        f.set_len(0).unwrap();
+        f.write_at(0, bytes).unwrap();
+        f.sync().unwrap();
+        sim.sync_dir(Path::new(DIR)).unwrap();
+        if bytes == &bad {
+            let before = snapshot(&sim);
+            let err =
+                Env::open(DIR, sim_opts(&sim, &[], false)).err().expect("a damaged catalog fails the open");
+            assert!(err.is_corruption(), "{err}");
+            assert_eq!(snapshot(&sim), before, "the refused open changed the folder");
+        }
+    }
+    // With its catalog back, everything is there.
+    let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+    let d = env.open_dictionary("a").unwrap();
+    assert_eq!(d.range(None, None, false).count(), 1000);
+    drop(d);
+    env.close().unwrap();
+}
+
+/// A folder with no fractaldb files is a new environment: its first open
+/// writes the catalog, so the next open does not take it for a folder that
+/// lost its catalog.
+#[test]
+fn a_new_folder_gets_its_catalog_at_first_open() {
+    let sim = SimVfs::new(12);
+    Env::open(DIR, sim_opts(&sim, &[], false)).unwrap().close().unwrap();
+    assert!(sim.read_durable(&path("catalog")).is_some(), "the first open wrote no durable catalog");
+    let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+    assert!(env.list_dictionaries().is_empty());
+    env.create_dictionary("a", small_dict()).unwrap();
+    env.close().unwrap();
+}
+
+/// The sweep at open deletes a dictionary file only with a reason: its id
+/// is in the catalog's dropped list (a drop that did not get to remove it),
+/// or at or above `next_file_id` (a create cut short before its catalog
+/// write). Any other file the catalog does not name stays.
+#[test]
+fn the_sweep_deletes_only_files_it_has_a_reason_to() {
+    let sim = SimVfs::new(13);
+    let hook = HookVfs::new(sim.boot());
+    let opts = || EnvOptions { vfs: Arc::new(hook.clone()), ..sim_opts(&sim, &[], false) };
+    let env = Env::open(DIR, opts()).unwrap();
+    for name in ["a", "b", "c"] {
+        let d = env.create_dictionary(name, small_dict()).unwrap();
+        for i in 0..200 {
+            d.put(&key(i), name.as_bytes()).unwrap();
+        }
+    }
+    // The drop of "c" (d3.fdb) fails to remove the file, after its catalog write.
+    hook.set(Some(Arc::new(|op, p: &Path| match op {
+        "remove" if p.ends_with("d3.fdb") => {
+            Err(Error::Io { path: p.into(), op: "remove", source: std::io::Error::other("injected") })
+        }
+        _ => Ok(()),
+    })));
+    assert!(env.drop_dictionary("c").is_err());
+    hook.set(None);
+    env.close().unwrap();
+    assert_eq!(dict_files(&*sim), ["d1.fdb", "d2.fdb", "d3.fdb"]);
+    // A create cut short (id 9 >= next_file_id 4), and a file nothing
+    // accounts for (id 0, below next_file_id, neither named nor dropped).
+    copy_file(&sim, "d1.fdb", "d9.fdb");
+    copy_file(&sim, "d1.fdb", "d0.fdb");
+
+    let env = Env::open(DIR, opts()).unwrap();
+    assert_eq!(env.list_dictionaries(), ["a", "b"]);
+    assert_eq!(dict_files(&*sim), ["d0.fdb", "d1.fdb", "d2.fdb"], "what the sweep deleted and kept");
+    // Ids are not handed out again: a new dictionary gets a new file.
+    let d = env.create_dictionary("d", small_dict()).unwrap();
+    d.put(b"x", b"y").unwrap();
+    drop(d);
+    for name in ["a", "b"] {
+        let d = env.open_dictionary(name).unwrap();
+        assert_eq!(d.range(None, None, false).count(), 200);
+        assert_eq!(d.get(&key(7)).unwrap().as_deref(), Some(name.as_bytes()));
+    }
+    env.close().unwrap();
+    assert_eq!(dict_files(&*sim), ["d0.fdb", "d1.fdb", "d2.fdb", "d4.fdb"]);
+}
+
+/// A crash at any point of a drop leaves either the dictionary, whole, or
+/// no dictionary, and no dictionary file the catalog does not name once
+/// the next open has swept.
+#[test]
+fn a_crash_anywhere_in_a_drop_leaves_the_dictionary_or_nothing() {
+    let mut n = 0;
+    loop {
+        let sim = SimVfs::new(100 + n);
+        let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+        for name in ["a", "b"] {
+            let d = env.create_dictionary(name, small_dict()).unwrap();
+            for i in 0..300 {
+                d.put(&key(i), name.as_bytes()).unwrap();
+            }
+        }
+        let crashes = sim.crash_count();
+        sim.crash_after(Some(n));
+        let dropped = env.drop_dictionary("b");
+        let crashed = sim.crash_count() > crashes;
+        sim.crash_after(None);
+        if !crashed {
+            dropped.unwrap();
+            sim.crash();
+        }
+        drop(env);
+        let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+        let names = env.list_dictionaries();
+        match &names[..] {
+            [a] if a == "a" => assert_eq!(dict_files(&*sim), ["d1.fdb"], "crash at op {n}: a file left"),
+            [a, b] if a == "a" && b == "b" => {
+                assert!(crashed, "the drop returned Ok but the dictionary is back");
+                let d = env.open_dictionary("b").unwrap();
+                assert_eq!(d.range(None, None, false).count(), 300, "crash at op {n}");
+                d.check().unwrap();
+                assert_eq!(dict_files(&*sim), ["d1.fdb", "d2.fdb"]);
+            }
+            other => panic!("crash at op {n}: dictionaries {other:?}"),
+        }
+        let d = env.open_dictionary("a").unwrap();
+        assert_eq!(d.range(None, None, false).count(), 300);
+        drop(d);
+        env.close().unwrap();
+        if !crashed {
+            break;
+        }
+        n += 1;
+        assert!(n < 1000, "the drop never finished");
+    }
+    assert!(n >= 4, "the crashes covered only {n} operations of the drop");
+}
+
+type Hook = Arc<dyn Fn(&'static str, &Path) -> fractaldb::Result<()> + Send + Sync>;
+
+/// A `Vfs` that runs a hook before each sync, folder sync, rename and
+/// removal (an error from it fails the call), then passes the call on.
+#[derive(Clone)]
+struct HookVfs {
+    inner: Arc<dyn Vfs>,
+    hook: Arc<Mutex<Option<Hook>>>,
+}
+
+impl std::fmt::Debug for HookVfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HookVfs({:?})", self.inner)
+    }
+}
+
+impl HookVfs {
+    fn new(inner: Arc<dyn Vfs>) -> HookVfs {
+        HookVfs { inner, hook: Arc::default() }
+    }
+
+    fn set(&self, hook: Option<Hook>) {
+        *self.hook.lock().unwrap() = hook;
+    }
+
+    fn call(&self, op: &'static str, path: &Path) -> fractaldb::Result<()> {
+        let hook = self.hook.lock().unwrap().clone();
+        hook.map_or(Ok(()), |h| h(op, path))
+    }
+}
+
+impl Vfs for HookVfs {
+    fn open(&self, path: &Path, mode: OpenMode, direct: bool) -> fractaldb::Result<Arc<dyn VfsFile>> {
+        let inner = self.inner.open(path, mode, direct)?;
+        Ok(Arc::new(HookFile { inner, vfs: self.clone() }))
+    }
+    fn read_file(&self, path: &Path) -> fractaldb::Result<Option<Vec<u8>>> {
+        self.inner.read_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> fractaldb::Result<()> {
+        self.call("rename", to)?;
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> fractaldb::Result<()> {
+        self.call("remove", path)?;
+        self.inner.remove(path)
+    }
+    fn list(&self, dir: &Path) -> fractaldb::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> fractaldb::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> fractaldb::Result<()> {
+        self.call("fsync folder", dir)?;
+        self.inner.sync_dir(dir)
+    }
+    fn free_bytes(&self, dir: &Path) -> Option<u64> {
+        self.inner.free_bytes(dir)
+    }
+    fn lock(&self, path: &Path) -> fractaldb::Result<Box<dyn Send + Sync>> {
+        self.inner.lock(path)
+    }
+}
+
+struct HookFile {
+    inner: Arc<dyn VfsFile>,
+    vfs: HookVfs,
+}
+
+impl VfsFile for HookFile {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn direct_io(&self) -> bool {
+        self.inner.direct_io()
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> fractaldb::Result<()> {
+        self.inner.read_at(off, buf)
+    }
+    fn write_at(&self, off: u64, data: &[u8]) -> fractaldb::Result<()> {
+        self.inner.write_at(off, data)
+    }
+    fn sync(&self) -> fractaldb::Result<()> {
+        self.vfs.call("fdatasync", self.inner.path())?;
+        self.inner.sync()
+    }
+    fn len(&self) -> fractaldb::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> fractaldb::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn punch_hole(&self, off: u64, len: u64) -> fractaldb::Result<()> {
+        self.inner.punch_hole(off, len)
+    }
 }
