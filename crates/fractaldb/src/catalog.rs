@@ -169,6 +169,12 @@ impl Catalog {
 
     /// Durably replaces the catalog of `dir`.
     pub(crate) fn store(&self, vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+        // What `decode` checks: a catalog it would refuse is never written.
+        debug_assert!(
+            self.dicts.values().chain(&self.dropped).all(|&id| id < self.next_file_id)
+                && self.dicts.values().all(|id| !self.dropped.contains(id)),
+            "file ids below next_file_id, none both named and dropped: {self:?}"
+        );
         let tmp = dir.join("catalog.tmp");
         let path = dir.join("catalog");
         let bytes = self.encode();

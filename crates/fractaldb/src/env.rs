@@ -609,31 +609,47 @@ impl Env {
     }
 
     /// Drops a dictionary and deletes its file. Handles to it fail afterwards.
+    ///
+    /// Order, and why (a crash at any point leaves either the dictionary or
+    /// no dictionary, and no file the sweep at open cannot account for):
+    /// 1. Write the catalog without the name and with the id in its dropped
+    ///    list (durable: fsyncs), and take the tree out of the open set.
+    ///    Under the `open` mutex, which serialises catalog writes, not
+    ///    under the checkpoint lock: writers of other dictionaries go on.
+    ///    Before it is durable the dictionary is whole; after, the sweep
+    ///    deletes its file (a dropped id).
+    /// 2. Detach the tree under the exclusive checkpoint lock, for an
+    ///    instant with no I/O: no writer or cleaner step is inside it, and
+    ///    afterwards each sees `dropped` and stops; its nodes leave the
+    ///    cache. (A checkpoint already past its begin may still write to
+    ///    the file: harmless, the catalog no longer names it.)
+    /// 3. Remove the file and sync the folder (no lock held), then forget
+    ///    the id from the dropped list in memory: its removal is durable,
+    ///    so the next catalog write need not carry it.
+    /// 4. Log the drop (the catalog already made it durable).
     pub fn drop_dictionary(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        let _exclusive = self.inner.ctx.checkpoint_lock.write();
-        let mut open = self.inner.open.lock();
-        let file_id =
-            *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
-        let mut catalog = open.catalog.clone();
-        catalog.dicts.remove(name);
-        // So that after a crash before the file's removal is durable, the
-        // sweep at open knows the file is garbage (`remove_orphans`).
-        catalog.dropped.insert(file_id);
-        catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
-        open.catalog = catalog;
-        self.inner.txns.locks.forget_dict(file_id);
-        if let Some(tree) = open.trees.remove(name) {
+        let inner = &self.inner;
+        let (file_id, tree) = {
+            let mut open = inner.open.lock();
+            let file_id =
+                *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
+            let mut catalog = open.catalog.clone();
+            catalog.dicts.remove(name);
+            catalog.dropped.insert(file_id);
+            catalog.store(&*inner.ctx.vfs, &inner.path)?;
+            open.catalog = catalog;
+            (file_id, open.trees.remove(name))
+        };
+        if let Some(tree) = tree {
+            let _exclusive = inner.ctx.checkpoint_lock.write();
             tree.dropped.store(true, Ordering::Relaxed);
-            self.inner.ctx.cache.remove_dict(tree.dict);
+            inner.ctx.cache.remove_dict(tree.dict);
         }
-        let file = dict_file(&self.inner.path, file_id);
-        self.inner.ctx.vfs.remove(&file)?;
-        self.inner.ctx.vfs.sync_dir(&self.inner.path)?;
-        // The removal is durable: the next catalog write need not list it.
-        open.catalog.dropped.remove(&file_id);
-        drop(open);
-        drop(_exclusive);
+        inner.txns.locks.forget_dict(file_id);
+        inner.ctx.vfs.remove(&dict_file(&inner.path, file_id))?;
+        inner.ctx.vfs.sync_dir(&inner.path)?;
+        inner.open.lock().catalog.dropped.remove(&file_id);
         self.log_ddl(Record::DropDict { file_id, name: name.to_string() })
     }
 

@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
 
@@ -330,6 +331,61 @@ fn a_crash_anywhere_in_a_drop_leaves_the_dictionary_or_nothing() {
         assert!(n < 1000, "the drop never finished");
     }
     assert!(n >= 4, "the crashes covered only {n} operations of the drop");
+}
+
+/// While a drop does its fsyncs, a writer of another dictionary is not
+/// held: at every sync, folder sync, rename and removal the drop makes, a
+/// write to another dictionary, on another thread, completes. (The wait
+/// for it is bounded only so that a writer held by the drop fails the test
+/// instead of hanging it; nothing is timed.)
+#[test]
+fn a_drop_does_not_hold_writers_of_other_dictionaries_across_its_io() {
+    let sim = SimVfs::new(14);
+    let hook = HookVfs::new(sim.boot());
+    let opts = EnvOptions { vfs: Arc::new(hook.clone()), ..sim_opts(&sim, &[], false) };
+    let env = Env::open(DIR, opts).unwrap();
+    let a = env.create_dictionary("a", small_dict()).unwrap();
+    let b = env.create_dictionary("b", small_dict()).unwrap();
+    for i in 0..500 {
+        a.put(&key(i), b"a").unwrap();
+        b.put(&key(i), b"b").unwrap();
+    }
+    thread_local!(static WRITER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let (seen2, b2) = (seen.clone(), b.clone());
+    let written = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    hook.set(Some(Arc::new(move |op, p: &Path| {
+        let name = p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        if WRITER.with(|w| w.get()) || name.starts_with("log-") {
+            return Ok(());
+        }
+        let (tx, rx) = mpsc::channel();
+        let (b, i) = (b2.clone(), written.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        std::thread::spawn(move || {
+            WRITER.with(|w| w.set(true));
+            let k = format!("during-drop-{i}").into_bytes();
+            let r = b.put(&k, b"x").and_then(|()| b.get(&k));
+            let _ = tx.send(r.map(|v| v.is_some()));
+        });
+        let done = matches!(rx.recv_timeout(Duration::from_secs(20)), Ok(Ok(true)));
+        seen2.lock().unwrap().push((format!("{op} {name}"), done));
+        Ok(())
+    })));
+    env.drop_dictionary("a").unwrap();
+    hook.set(None);
+    let seen = seen.lock().unwrap().clone();
+    let held: Vec<_> = seen.iter().filter(|(_, done)| !done).map(|(op, _)| op.clone()).collect();
+    assert!(
+        held.is_empty(),
+        "a writer of another dictionary was held across the drop's {held:?} (of {seen:?})"
+    );
+    for op in ["fdatasync catalog.tmp", "rename catalog", "fsync folder db", "remove d1.fdb"] {
+        assert!(seen.iter().any(|(o, _)| o == op), "the drop did no {op:?}: {seen:?}");
+    }
+    assert!(a.put(b"x", b"y").is_err(), "a dropped dictionary's handle must fail");
+    assert_eq!(b.range(None, None, false).count(), 500 + seen.len());
+    drop((a, b));
+    env.close().unwrap();
 }
 
 type Hook = Arc<dyn Fn(&'static str, &Path) -> fractaldb::Result<()> + Send + Sync>;
