@@ -227,6 +227,14 @@ pub struct Env {
 
 impl Env {
     /// Opens the environment in `path`, creating the folder if needed.
+    ///
+    /// A folder with no catalog is a new environment only if it holds no
+    /// dictionary file and no log file; a folder that does, or whose
+    /// catalog cannot be read, is refused (`Error::Corrupt` naming the
+    /// catalog). If the open fails, it has written no header, appended
+    /// nothing to the log and removed no file, so a later open (say with
+    /// the update function or comparator that was missing) recovers as if
+    /// this one had not happened.
     pub fn open(path: impl AsRef<Path>, opts: EnvOptions) -> Result<Env> {
         let path = path.as_ref().to_path_buf();
         let vfs = opts.vfs.clone();
@@ -289,8 +297,8 @@ impl Env {
             log_bytes_at_checkpoint: AtomicU64::new(0),
             _lock: lock,
         });
-        // Until recovery has succeeded, nothing may write a header, change
-        // the log or remove a file: if it fails, the next open must find
+        // Until recovery has succeeded, nothing may write a header, append
+        // to the log or remove a file: if it fails, the next open must find
         // the files as they were (a header written over a half-replayed
         // tree would make the next recovery apply records twice). Only the
         // evictor runs meanwhile, so the replay keeps to the cache budget:
