@@ -228,6 +228,9 @@ struct Inner {
     shutdown: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     closed: AtomicBool,
+    /// Set once `Env::open` has succeeded. Until then `close` writes
+    /// nothing: a failed open leaves the files as it found them.
+    opened: AtomicBool,
     /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
@@ -248,6 +251,14 @@ pub struct Env {
 
 impl Env {
     /// Opens the environment in `path`, creating the folder if needed.
+    ///
+    /// A folder with no catalog is a new environment only if it holds no
+    /// dictionary file and no log file; a folder that does, or whose
+    /// catalog cannot be read, is refused (`Error::Corrupt` naming the
+    /// catalog). If the open fails, it has written no header, appended
+    /// nothing to the log and removed no file, so a later open (say with
+    /// the update function or comparator that was missing) recovers as if
+    /// this one had not happened.
     pub fn open(path: impl AsRef<Path>, opts: EnvOptions) -> Result<Env> {
         let path = path.as_ref().to_path_buf();
         let vfs = opts.vfs.clone();
@@ -259,8 +270,7 @@ impl Env {
         if opts.cache_size_bytes < (256 << 10) {
             return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
         }
-        let catalog = Catalog::load(&*vfs, &path)?;
-        remove_orphans(&*vfs, &path, &catalog)?;
+        let catalog = Catalog::open(&*vfs, &path)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
             log: OnceLock::new(),
@@ -302,6 +312,7 @@ impl Env {
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            opened: AtomicBool::new(false),
             checkpointing: Mutex::new(()),
             checkpoint_log: Mutex::new(Vec::new()),
             checkpoint_log_bytes: opts
@@ -310,14 +321,37 @@ impl Env {
             log_bytes_at_checkpoint: AtomicU64::new(0),
             _lock: lock,
         });
-        let mut threads = Vec::new();
+        // Until recovery has succeeded, nothing may write a header, append
+        // to the log or remove a file: if it fails, the next open must find
+        // the files as they were (a header written over a half-replayed
+        // tree would make the next recovery apply records twice). Only the
+        // evictor runs meanwhile, so the replay keeps to the cache budget:
+        // its write-backs go to blocks no durable header names. The
+        // cleaners (which checkpoint after a drain) and the spill writer
+        // start after recovery, and `Inner::close` checkpoints only once
+        // `opened` is set, at the end of a successful open.
         if opts.background_threads {
-            threads.push(spawn_evictor(cache));
+            inner.threads.lock().push(spawn_evictor(cache));
         }
+        let env = Env { inner };
+        env.recover(&opts)?;
+        // Files no dictionary needs: swept only now, so a failed recovery
+        // removes nothing, and before anything can create a file.
+        remove_orphans(&*env.inner.ctx.vfs, &env.inner.path, &mut env.inner.open.lock().catalog)?;
+        env.spawn_background_threads(&opts)?;
+        env.spawn_durability_threads(&opts)?;
+        env.inner.opened.store(true, Ordering::SeqCst);
+        Ok(env)
+    }
+
+    /// Starts the cleaners and the spill writer (with `background_threads`).
+    fn spawn_background_threads(&self, opts: &EnvOptions) -> Result<()> {
+        let inner = &self.inner;
+        let mut threads = Vec::new();
         let cleaners = if opts.background_threads { opts.cleaner_threads.max(1) } else { 0 };
         let checkpoints = opts.checkpoint_period.is_some_and(|p| !p.is_zero());
         for i in 0..cleaners {
-            let weak = Arc::downgrade(&inner);
+            let weak = Arc::downgrade(inner);
             let shutdown = inner.shutdown.clone();
             let ctx = inner.ctx.clone();
             threads.push(
@@ -328,7 +362,7 @@ impl Env {
             );
         }
         if opts.background_threads {
-            let weak = Arc::downgrade(&inner);
+            let weak = Arc::downgrade(inner);
             let shutdown = inner.shutdown.clone();
             let ctx = inner.ctx.clone();
             threads.push(
@@ -338,11 +372,8 @@ impl Env {
                     .map_err(|e| Error::io(&inner.path, "spawn spill writer thread", e))?,
             );
         }
-        *inner.threads.lock() = threads;
-        let env = Env { inner };
-        env.recover(&opts)?;
-        env.spawn_durability_threads(&opts)?;
-        Ok(env)
+        inner.threads.lock().extend(threads);
+        Ok(())
     }
 
     /// Replays the log into the dictionaries (each record at most once, see
@@ -420,6 +451,10 @@ impl Env {
         }
         inner.txns.set_next_txid(next_txid);
         let _ = inner.ctx.log.set(Arc::new(log));
+        // The replay succeeded: every record is in its tree, so this
+        // checkpoint's headers are right even if it fails halfway (the open
+        // then fails, and the next recovery replays each tree from the
+        // header it has, old or new).
         if replayed > 0 {
             inner.checkpoint()?;
         }
@@ -612,26 +647,47 @@ impl Env {
     }
 
     /// Drops a dictionary and deletes its file. Handles to it fail afterwards.
+    ///
+    /// Order, and why (a crash at any point leaves either the dictionary or
+    /// no dictionary, and no file the sweep at open cannot account for):
+    /// 1. Write the catalog without the name and with the id in its dropped
+    ///    list (durable: fsyncs), and take the tree out of the open set.
+    ///    Under the `open` mutex, which serialises catalog writes, not
+    ///    under the checkpoint lock: writers of other dictionaries go on.
+    ///    Before it is durable the dictionary is whole; after, the sweep
+    ///    deletes its file (a dropped id).
+    /// 2. Detach the tree under the exclusive checkpoint lock, for an
+    ///    instant with no I/O: no writer or cleaner step is inside it, and
+    ///    afterwards each sees `dropped` and stops; its nodes leave the
+    ///    cache. (A checkpoint already past its begin may still write to
+    ///    the file: harmless, the catalog no longer names it.)
+    /// 3. Remove the file and sync the folder (no lock held), then forget
+    ///    the id from the dropped list in memory: its removal is durable,
+    ///    so the next catalog write need not carry it.
+    /// 4. Log the drop (the catalog already made it durable).
     pub fn drop_dictionary(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        let _exclusive = self.inner.ctx.checkpoint_lock.write();
-        let mut open = self.inner.open.lock();
-        let file_id =
-            *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
-        let mut catalog = open.catalog.clone();
-        catalog.dicts.remove(name);
-        catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
-        open.catalog = catalog;
-        self.inner.txns.locks.forget_dict(file_id);
-        if let Some(tree) = open.trees.remove(name) {
+        let inner = &self.inner;
+        let (file_id, tree) = {
+            let mut open = inner.open.lock();
+            let file_id =
+                *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
+            let mut catalog = open.catalog.clone();
+            catalog.dicts.remove(name);
+            catalog.dropped.insert(file_id);
+            catalog.store(&*inner.ctx.vfs, &inner.path)?;
+            open.catalog = catalog;
+            (file_id, open.trees.remove(name))
+        };
+        if let Some(tree) = tree {
+            let _exclusive = inner.ctx.checkpoint_lock.write();
             tree.dropped.store(true, Ordering::Relaxed);
-            self.inner.ctx.cache.remove_dict(tree.dict);
+            inner.ctx.cache.remove_dict(tree.dict);
         }
-        let file = dict_file(&self.inner.path, file_id);
-        self.inner.ctx.vfs.remove(&file)?;
-        self.inner.ctx.vfs.sync_dir(&self.inner.path)?;
-        drop(open);
-        drop(_exclusive);
+        inner.txns.locks.forget_dict(file_id);
+        inner.ctx.vfs.remove(&dict_file(&inner.path, file_id))?;
+        inner.ctx.vfs.sync_dir(&inner.path)?;
+        inner.open.lock().catalog.dropped.remove(&file_id);
         self.log_ddl(Record::DropDict { file_id, name: name.to_string() })
     }
 
@@ -789,10 +845,13 @@ impl Inner {
         let (begin, keep_from, ckpts) = {
             let _exclusive = self.ctx.checkpoint_lock.write();
             timing.lock_wait = start.elapsed();
-            let begin = match log {
-                Some(log) => log.append(&Record::CheckpointBegin.encode())?,
-                // Before recovery has set up the log: nothing to trim.
-                None => 0,
+            // Never before recovery has set up the log: a header with
+            // `ckpt_lsn` 0 would have the next recovery replay the whole
+            // log into a tree that holds some of it already.
+            let Some(begin) = log.map(|log| log.append(&Record::CheckpointBegin.encode())).transpose()?
+            else {
+                debug_assert!(false, "a checkpoint before recovery set up the log");
+                return Err(Error::invalid("no checkpoint before recovery has finished"));
             };
             // The log is kept from the first record of every transaction
             // unfinished now: their clean-up messages are not in this
@@ -850,8 +909,13 @@ impl Inner {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let mut result = self.checkpoint();
-        if let Some(log) = self.ctx.log.get() {
+        // An environment whose open failed gets no checkpoint and no log
+        // change: its trees may be half-replayed, and a header over them
+        // (with whatever LSN) would make the next recovery skip or repeat
+        // records. The files stay as the failed open found them.
+        let opened = self.opened.load(Ordering::SeqCst);
+        let mut result = if opened { self.checkpoint() } else { Ok(()) };
+        if let Some(log) = self.ctx.log.get().filter(|_| opened) {
             // After a clean close the log holds no writes: the next open
             // replays nothing and reads no dictionary it does not use.
             // (Not if a dictionary failed: the log holds its writes.)
@@ -888,26 +952,48 @@ fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Deletes dictionary files the catalog does not name (left by a crash
-/// between a drop's catalog write and its file removal, or a create's file
-/// creation and catalog write).
-fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &Catalog) -> Result<()> {
-    let live: std::collections::HashSet<u64> = catalog.dicts.values().copied().collect();
+/// The sweep at open, once recovery has succeeded: deletes what no one
+/// needs, and only with a positive reason for each file (see `catalog.rs`):
+/// - `txn-<id>.undo`: a transaction's undo scratch, which outlives no process;
+/// - `d<id>.fdb` with `id` in `catalog.dropped`: a drop wrote the catalog and
+///   a crash came before its removal of the file was durable;
+/// - `d<id>.fdb` with `id >= catalog.next_file_id`: a create made the file
+///   and a crash came before its catalog write (nothing in it was ever
+///   acknowledged; the id will be handed out again).
+///
+/// Any other file the catalog does not name is left where it is, with a
+/// warning: without a reason, deleting it could lose a dictionary. Then,
+/// the removals durable, `catalog.dropped` is emptied in memory (the next
+/// catalog write leaves the ids out; until then the list on disk names
+/// files that are gone, which is harmless).
+fn remove_orphans(vfs: &dyn Vfs, dir: &Path, catalog: &mut Catalog) -> Result<()> {
+    let live: HashSet<u64> = catalog.dicts.values().copied().collect();
+    let mut removed = false;
     for name in vfs.list(dir)? {
-        // A transaction's undo scratch file outlives no process.
         if name.starts_with("txn-") && name.ends_with(".undo") {
             vfs.remove(&dir.join(&name))?;
+            removed = true;
             continue;
         }
-        let Some(id) =
-            name.strip_prefix('d').and_then(|n| n.strip_suffix(".fdb")).and_then(|n| n.parse().ok())
-        else {
+        let Some(id) = crate::catalog::parse_dict_file(&name) else { continue };
+        if live.contains(&id) {
             continue;
-        };
-        if !live.contains(&id) {
+        }
+        if catalog.dropped.contains(&id) || id >= catalog.next_file_id {
             vfs.remove(&dir.join(&name))?;
+            removed = true;
+        } else {
+            eprintln!(
+                "fractaldb: {}: the catalog names no dictionary in this file and does not list it as \
+                 dropped; left in place",
+                dir.join(&name).display()
+            );
         }
     }
+    if removed {
+        vfs.sync_dir(dir)?;
+    }
+    catalog.dropped.clear();
     Ok(())
 }
 

@@ -12,6 +12,17 @@
 //! with one extra key written under a savepoint and rolled back: that key
 //! must never appear, and a transaction open at the kill must leave nothing.
 //!
+//! One more thread (`COUNTER_THREAD`) writes counters by upserts (an update
+//! function adding its argument, registered in the child and the verifier):
+//! each of its batches adds known amounts to a few counters and puts its
+//! number, and it reports each batch as soon as it is acknowledged, before
+//! writing the next. After recovery each counter must equal the total of
+//! the batches up to the number found, which must be the last acknowledged
+//! or the one after it (in flight, whole or not at all): an upsert replayed
+//! twice, or lost, shows. Every other round, an open without the update
+//! function comes first; it fails when the log has upserts to replay, and
+//! must leave the files as they were.
+//!
 //! The child is this test binary itself, started with `FRACTALDB_CRASH_CHILD`
 //! set. Small nodes, a small cache, a 100 ms checkpoint period and 64 KiB log
 //! files make kills land mid-flush, mid-split, mid-checkpoint and
@@ -28,13 +39,28 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Isolation, WriteBatch};
+use fractaldb::{Codec, DictOptions, Env, EnvOptions, Isolation, UpdateFn, WriteBatch};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 const THREADS: u64 = 3;
+/// The thread writing counters by upserts reports its batches as this thread.
+const COUNTER_THREAD: u64 = THREADS;
+const COUNTERS: usize = 12;
+/// The update function: adds its argument to the value (both u64 LE, an
+/// absent value is 0).
+const ADD: u8 = 1;
+
+fn add_fn() -> UpdateFn {
+    std::sync::Arc::new(|_k: &[u8], old: Option<&[u8]>, arg: &[u8]| {
+        let old = old.map_or(0, |o| u64::from_le_bytes(o.try_into().expect("a counter is 8 bytes")));
+        let arg = u64::from_le_bytes(arg.try_into().expect("an amount is 8 bytes"));
+        Some((old + arg).to_le_bytes().to_vec())
+    })
+}
 
 fn env_opts() -> EnvOptions {
     EnvOptions {
+        update_fns: vec![(ADD, add_fn())],
         cache_size_bytes: 1 << 20,
         commit_sync: true,
         checkpoint_period: Some(Duration::from_millis(100)),
@@ -82,6 +108,58 @@ fn junk_key(t: u64, i: u64) -> Vec<u8> {
     format!("junk-{t}-{i:07}").into_bytes()
 }
 
+fn counter_key(c: usize) -> Vec<u8> {
+    format!("ctr-{c:02}").into_bytes()
+}
+/// Put by every counter batch: the number of the last one applied.
+const COUNTER_LATEST: &[u8] = b"ctr-latest";
+
+/// The upserts of counter batch `i`: (counter, amount).
+fn counter_batch(i: u64) -> Vec<(usize, u64)> {
+    (0..1 + i % 4).map(|j| (((i * 7 + j * 5) % COUNTERS as u64) as usize, 1 + (i * 31 + j) % 97)).collect()
+}
+
+/// Each counter's total over counter batches `0..=upto`, kept as batches
+/// are added (the batch found after a kill only grows from round to round).
+#[derive(Default)]
+struct Tally {
+    next: u64,
+    totals: [u64; COUNTERS],
+}
+
+impl Tally {
+    fn upto(&mut self, last: u64) -> [u64; COUNTERS] {
+        assert!(self.next <= last + 1, "counter batch {last} found after batch {} was", self.next - 1);
+        for i in self.next..=last {
+            for (c, amount) in counter_batch(i) {
+                self.totals[c] += amount;
+            }
+        }
+        self.next = last + 1;
+        self.totals
+    }
+}
+
+/// Writes counter batches, reporting each on stdout once acknowledged and
+/// before the next is written, so at most one is in flight at a kill.
+fn counter_writer(d: fractaldb::Dictionary) {
+    use std::io::Write;
+    let start = d.get(COUNTER_LATEST).unwrap().map_or(0, |v| parse_latest(&v) + 1);
+    let mut b = WriteBatch::new();
+    for i in start.. {
+        b.clear();
+        b.put(COUNTER_LATEST, i.to_string().as_bytes());
+        for (c, amount) in counter_batch(i) {
+            b.update(&counter_key(c), ADD, &amount.to_le_bytes());
+        }
+        d.write(&b).unwrap();
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "{COUNTER_THREAD} {i}").and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
+}
+
 fn child(dir: &Path) {
     let env = std::sync::Arc::new(Env::open(dir, env_opts()).unwrap());
     let d = match env.open_dictionary("crash") {
@@ -91,6 +169,8 @@ fn child(dir: &Path) {
     // Continue each thread's numbering after what survived.
     let (tx, rx) = mpsc::channel::<String>();
     let mut handles = Vec::new();
+    let counters = d.clone();
+    handles.push(std::thread::spawn(move || counter_writer(counters)));
     for t in 0..THREADS {
         let d = d.clone();
         let tx = tx.clone();
@@ -150,7 +230,7 @@ fn parse_latest(v: &[u8]) -> u64 {
 
 /// Opens the environment after a kill and checks everything; returns the
 /// highest batch present per thread.
-fn verify(dir: &Path, acked: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
+fn verify(dir: &Path, acked: &BTreeMap<u64, u64>, tally: &mut Tally) -> BTreeMap<u64, u64> {
     let env = Env::open(dir, env_opts()).expect("recovery after a kill");
     let mut present = BTreeMap::new();
     let Ok(d) = env.open_dictionary("crash") else {
@@ -187,6 +267,25 @@ fn verify(dir: &Path, acked: &BTreeMap<u64, u64>) -> BTreeMap<u64, u64> {
         }
         present.insert(t, last);
     }
+    // The counters: exactly the totals of the batches up to the last one
+    // present, which is the last acknowledged or the one in flight.
+    let last = d.get(COUNTER_LATEST).unwrap().map(|v| parse_latest(&v));
+    let floor = acked.get(&COUNTER_THREAD).copied();
+    let ok = match (floor, last) {
+        (Some(a), Some(l)) => l == a || l == a + 1,
+        (None, l) => l.is_none_or(|l| l == 0),
+        (Some(_), None) => false,
+    };
+    assert!(ok, "counter batches: {floor:?} acknowledged (or one more in flight), {last:?} present");
+    let want = last.map_or([0; COUNTERS], |l| tally.upto(l));
+    for (c, &want) in want.iter().enumerate() {
+        let got =
+            d.get(&counter_key(c)).unwrap().map_or(0, |v| u64::from_le_bytes(v[..].try_into().unwrap()));
+        assert_eq!(got, want, "counter {c} after counter batch {last:?} (an upsert lost or applied twice)");
+    }
+    if let Some(l) = last {
+        present.insert(COUNTER_THREAD, l);
+    }
     env.close().unwrap();
     present
 }
@@ -205,6 +304,7 @@ fn killed_writers_lose_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut acked: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut tally = Tally::default();
     let started = Instant::now();
     for round in 0..kills {
         let mut child = Command::new(&exe)
@@ -253,7 +353,18 @@ fn killed_writers_lose_nothing_acknowledged() {
             let a = acked.entry(t).or_insert(i);
             *a = (*a).max(i);
         }
-        let present = verify(dir.path(), &acked);
+        if round % 2 == 1 {
+            // An open without the update function first: it fails if the
+            // log has upserts to replay, and must then change nothing (a
+            // failed open that wrote headers made the next one apply
+            // upserts twice). If it succeeds there were none to replay.
+            let opts = EnvOptions { update_fns: Vec::new(), ..env_opts() };
+            match Env::open(dir.path(), opts) {
+                Err(e) => eprintln!("round {round}: an open without the update function failed: {e}"),
+                Ok(env) => drop(env),
+            }
+        }
+        let present = verify(dir.path(), &acked, &mut tally);
         eprintln!("round {round}: acknowledged {acked:?}, present {present:?}");
         // What survived beyond the acknowledged is durable now (recovery checkpointed it).
         acked = present;
