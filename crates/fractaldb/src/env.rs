@@ -267,9 +267,7 @@ impl Env {
             Error::Locked(_) => Error::Locked(path.clone()),
             e => e,
         })?;
-        if opts.cache_size_bytes < (256 << 10) {
-            return Err(Error::invalid("cache_size_bytes must be at least 256 KiB"));
-        }
+        validate_env_options(&opts)?;
         let catalog = Catalog::open(&*vfs, &path)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
@@ -944,6 +942,65 @@ const CHECKPOINT_LOG_CACHE_MULTIPLE: u64 = 16;
 /// unnecessary are in older files and its trim deletes them, instead of
 /// waiting in the current file until it fills.
 const LOG_ROLL_AT_CHECKPOINT_BYTES: u64 = 1 << 20;
+
+/// The bounds `Env::open` holds `EnvOptions` to (see `validate_env_options`).
+const MIN_CACHE_BYTES: usize = 256 << 10;
+/// The cache's arithmetic (budget plus slack, 16 times the budget for the
+/// log trigger) stays far from overflow, and no machine this runs on has
+/// more memory.
+const MAX_CACHE_BYTES: usize = 1 << 40;
+/// A log file holds at least one page of records before it rolls; smaller,
+/// an empty file would roll into a new one of the same name (named by
+/// its first LSN).
+const MIN_LOG_FILE_BYTES: u64 = 4 << 10;
+/// Log files are read whole at recovery (`Log::recover`).
+const MAX_LOG_FILE_BYTES: u64 = 1 << 30;
+/// More cleaner threads than this is a mistake, not a setting.
+const MAX_CLEANER_THREADS: usize = 64;
+/// Admission control's limit (`tree::Gate`); 0 means twice the cores.
+const MAX_ACTIVE_THREADS: usize = 1 << 16;
+/// Periods and timeouts are added to `Instant::now()`.
+const MAX_PERIOD: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Refuses settings the engine cannot run with, each with the bound it
+/// broke, before anything is opened: so no setting can overflow the
+/// cache's or a thread's arithmetic later.
+fn validate_env_options(opts: &EnvOptions) -> Result<()> {
+    let bad = |what: &str, v: String, lo: String, hi: String| {
+        Err(Error::invalid(format!("EnvOptions::{what} is {v}; it must be from {lo} to {hi}")))
+    };
+    if !(MIN_CACHE_BYTES..=MAX_CACHE_BYTES).contains(&opts.cache_size_bytes) {
+        let (v, lo, hi) = (opts.cache_size_bytes, MIN_CACHE_BYTES, MAX_CACHE_BYTES);
+        return bad("cache_size_bytes", v.to_string(), lo.to_string(), hi.to_string());
+    }
+    if !(MIN_LOG_FILE_BYTES..=MAX_LOG_FILE_BYTES).contains(&opts.log_file_size_bytes) {
+        let (v, lo, hi) = (opts.log_file_size_bytes, MIN_LOG_FILE_BYTES, MAX_LOG_FILE_BYTES);
+        return bad("log_file_size_bytes", v.to_string(), lo.to_string(), hi.to_string());
+    }
+    if opts.cleaner_threads > MAX_CLEANER_THREADS {
+        return bad(
+            "cleaner_threads",
+            opts.cleaner_threads.to_string(),
+            "0".into(),
+            MAX_CLEANER_THREADS.to_string(),
+        );
+    }
+    if opts.max_active_threads > MAX_ACTIVE_THREADS {
+        let v = opts.max_active_threads.to_string();
+        return bad("max_active_threads", v, "0".into(), MAX_ACTIVE_THREADS.to_string());
+    }
+    let periods = [
+        ("checkpoint_period", opts.checkpoint_period.unwrap_or_default()),
+        ("lock_timeout", opts.lock_timeout),
+        ("fsync_log_period_ms", Duration::from_millis(opts.fsync_log_period_ms)),
+    ];
+    for (what, p) in periods {
+        if p > MAX_PERIOD {
+            return bad(what, format!("{p:?}"), "0".into(), format!("{MAX_PERIOD:?}"));
+        }
+    }
+    Ok(())
+}
 
 fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 255 || name.contains('\0') {

@@ -486,3 +486,48 @@ fn dictionary_settings_are_checked_at_create() {
     env.create_dictionary("x", base).unwrap();
     env.close().unwrap();
 }
+
+/// Settings of an environment past what the engine can run with are refused
+/// at open with the bound they broke, before anything is created: a cache of
+/// `usize::MAX` bytes overflowed the cache's arithmetic, and log files of 0
+/// or 1 byte rolled into a file of the same name and turned the environment
+/// read-only.
+#[test]
+fn env_options_out_of_bounds_are_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, EnvOptions)> = vec![
+        ("cache_size_bytes", EnvOptions { cache_size_bytes: usize::MAX, ..EnvOptions::default() }),
+        ("cache_size_bytes", EnvOptions { cache_size_bytes: 1024, ..EnvOptions::default() }),
+        ("log_file_size_bytes", EnvOptions { log_file_size_bytes: 0, ..EnvOptions::default() }),
+        ("log_file_size_bytes", EnvOptions { log_file_size_bytes: 1, ..EnvOptions::default() }),
+        ("log_file_size_bytes", EnvOptions { log_file_size_bytes: u64::MAX, ..EnvOptions::default() }),
+        ("cleaner_threads", EnvOptions { cleaner_threads: usize::MAX, ..EnvOptions::default() }),
+        ("max_active_threads", EnvOptions { max_active_threads: usize::MAX, ..EnvOptions::default() }),
+        (
+            "checkpoint_period",
+            EnvOptions { checkpoint_period: Some(std::time::Duration::MAX), ..EnvOptions::default() },
+        ),
+        ("lock_timeout", EnvOptions { lock_timeout: std::time::Duration::MAX, ..EnvOptions::default() }),
+        ("fsync_log_period_ms", EnvOptions { fsync_log_period_ms: u64::MAX, ..EnvOptions::default() }),
+    ];
+    for (what, opts) in cases {
+        let sub = dir.path().join(what);
+        match Env::open(&sub, opts) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(what), "{what}: {m}"),
+            Err(e) => panic!("{what}: {e}"),
+            Ok(_) => panic!("{what}: accepted"),
+        }
+        // Refused before anything was created but the folder and its lock.
+        let names: Vec<_> = std::fs::read_dir(&sub).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(names.iter().all(|n| n == "LOCK"), "{what}: {names:?}");
+    }
+    // The bounds themselves open.
+    let opts =
+        EnvOptions { log_file_size_bytes: 4 << 10, cache_size_bytes: 256 << 10, ..EnvOptions::default() };
+    let env = Env::open(dir.path().join("ok"), opts).unwrap();
+    let d = env.create_dictionary("d", DictOptions::default()).unwrap();
+    for i in 0..200u32 {
+        d.put(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+    }
+    env.close().unwrap();
+}
