@@ -1369,7 +1369,7 @@ impl Tree {
             )
             .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len));
             if let Err(e) = written {
-                self.abandon_checkpoint(&ckpt);
+                self.abandon_checkpoint(ckpt);
                 return Err(e);
             }
         }
