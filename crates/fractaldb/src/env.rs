@@ -223,7 +223,16 @@ struct Inner {
     ctx: Arc<Context>,
     txns: Arc<TxnManager>,
     comparators: HashMap<String, Comparator>,
+    /// Held only for in-memory reads and swaps of the catalog and the
+    /// open trees, never across I/O that waits for the disk: a checkpoint
+    /// takes it under the exclusive checkpoint lock (`Inner::trees`), so
+    /// every writer would wait for whoever holds it.
     open: Mutex<Open>,
+    /// Serialises catalog changes (create, drop, rename) across their
+    /// catalog writes and fsyncs, so `open` can be let go meanwhile: the
+    /// catalog changes only under this lock, and a change reads it and
+    /// swaps in the new one under the same hold.
+    ddl: Mutex<()>,
     next_dict: AtomicU32,
     shutdown: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -306,6 +315,7 @@ impl Env {
             txns,
             comparators: opts.comparators.iter().cloned().collect(),
             open: Mutex::new(Open { catalog, trees: HashMap::default() }),
+            ddl: Mutex::new(()),
             next_dict: AtomicU32::new(1),
             shutdown: Arc::new(AtomicBool::new(false)),
             threads: Mutex::new(Vec::new()),
@@ -564,11 +574,12 @@ impl Env {
                     Error::invalid(format!("comparator {c:?} is not registered in EnvOptions"))
                 })?,
             };
-        let mut open = self.inner.open.lock();
-        if open.catalog.dicts.contains_key(name) {
+        let _ddl = self.inner.ddl.lock();
+        let mut catalog = self.inner.open.lock().catalog.clone();
+        if catalog.dicts.contains_key(name) {
             return Err(Error::DictionaryExists(name.to_string()));
         }
-        let file_id = open.catalog.next_file_id;
+        let file_id = catalog.next_file_id;
         let settings = Settings {
             node_size_bytes: opts.node_size_bytes,
             basement_size_bytes: opts.basement_size_bytes,
@@ -580,7 +591,6 @@ impl Env {
         let file = dict_file(&self.inner.path, file_id);
         let tree =
             Tree::create(&file, dict, file_id, settings, cmp, self.inner.direct_io, self.inner.ctx.clone())?;
-        let mut catalog = open.catalog.clone();
         catalog.dicts.insert(name.to_string(), file_id);
         catalog.next_file_id = file_id + 1;
         if let Err(e) = catalog.store(&*self.inner.ctx.vfs, &self.inner.path) {
@@ -589,10 +599,14 @@ impl Env {
             let _ = self.inner.ctx.vfs.remove(&file);
             return Err(e);
         }
+        // Nothing was written to the tree yet (no handle exists), so no
+        // checkpoint missed it while it was not among the open trees.
+        let mut open = self.inner.open.lock();
         open.catalog = catalog;
         open.trees.insert(name.to_string(), tree.clone());
         drop(open);
         self.log_ddl(Record::CreateDict { file_id, name: name.to_string() })?;
+        drop(_ddl);
         Ok(Dictionary { tree, name: name.to_string(), txns: self.inner.txns.clone() })
     }
 
@@ -666,14 +680,15 @@ impl Env {
     pub fn drop_dictionary(&self, name: &str) -> Result<()> {
         self.check_open()?;
         let inner = &self.inner;
+        let _ddl = inner.ddl.lock();
         let (file_id, tree) = {
-            let mut open = inner.open.lock();
+            let mut catalog = inner.open.lock().catalog.clone();
             let file_id =
-                *open.catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
-            let mut catalog = open.catalog.clone();
+                *catalog.dicts.get(name).ok_or_else(|| Error::NoSuchDictionary(name.to_string()))?;
             catalog.dicts.remove(name);
             catalog.dropped.insert(file_id);
             catalog.store(&*inner.ctx.vfs, &inner.path)?;
+            let mut open = inner.open.lock();
             open.catalog = catalog;
             (file_id, open.trees.remove(name))
         };
@@ -693,14 +708,15 @@ impl Env {
     pub fn rename_dictionary(&self, from: &str, to: &str) -> Result<()> {
         self.check_open()?;
         validate_name(to)?;
-        let mut open = self.inner.open.lock();
-        if open.catalog.dicts.contains_key(to) {
+        let _ddl = self.inner.ddl.lock();
+        let mut catalog = self.inner.open.lock().catalog.clone();
+        if catalog.dicts.contains_key(to) {
             return Err(Error::DictionaryExists(to.to_string()));
         }
-        let mut catalog = open.catalog.clone();
         let id = catalog.dicts.remove(from).ok_or_else(|| Error::NoSuchDictionary(from.to_string()))?;
         catalog.dicts.insert(to.to_string(), id);
         catalog.store(&*self.inner.ctx.vfs, &self.inner.path)?;
+        let mut open = self.inner.open.lock();
         open.catalog = catalog;
         if let Some(t) = open.trees.remove(from) {
             open.trees.insert(to.to_string(), t);

@@ -388,6 +388,67 @@ fn a_drop_does_not_hold_writers_of_other_dictionaries_across_its_io() {
     env.close().unwrap();
 }
 
+/// A catalog change (create, rename, drop) holds no lock a checkpoint needs
+/// across its catalog fsyncs: a checkpoint begun meanwhile takes the list of
+/// open dictionaries under its exclusive lock, and if a catalog change held
+/// that list across its fsync, every writer would wait behind the
+/// checkpoint for the fsync. At the catalog's fsync in each change, a
+/// checkpoint starts on one thread and, a moment later, a write to another
+/// dictionary on another; the write must complete while the fsync is held.
+/// (If the checkpoint has not reached its exclusive lock by then the check
+/// is vacuous for that change; the waits are bounded only so a held writer
+/// fails the test instead of hanging it.)
+#[test]
+fn a_checkpoint_during_a_catalog_change_does_not_hold_writers() {
+    let sim = SimVfs::new(15);
+    let hook = HookVfs::new(sim.boot());
+    let opts = EnvOptions { vfs: Arc::new(hook.clone()), ..sim_opts(&sim, &[], false) };
+    let env = Arc::new(Env::open(DIR, opts).unwrap());
+    let b = env.create_dictionary("b", small_dict()).unwrap();
+    for i in 0..200 {
+        b.put(&key(i), b"b").unwrap();
+    }
+    thread_local!(static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let (seen2, b2, env2) = (seen.clone(), b.clone(), Arc::downgrade(&env));
+    hook.set(Some(Arc::new(move |op, p: &Path| {
+        let name = p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        if INSIDE.with(|w| w.get()) || name != "catalog.tmp" || op != "fdatasync" {
+            return Ok(());
+        }
+        let Some(env) = env2.upgrade() else { return Ok(()) };
+        let checkpoint = std::thread::spawn(move || {
+            INSIDE.with(|w| w.set(true));
+            env.checkpoint()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel();
+        let b = b2.clone();
+        std::thread::spawn(move || {
+            INSIDE.with(|w| w.set(true));
+            let _ = tx.send(b.put(b"during-ddl", b"x").is_ok());
+        });
+        let done = matches!(rx.recv_timeout(Duration::from_secs(20)), Ok(true));
+        seen2.lock().unwrap().push((format!("{op} {name}"), done));
+        // Let the checkpoint finish before the change goes on (it does, now
+        // or once the change lets go of what it holds).
+        drop(checkpoint);
+        Ok(())
+    })));
+    env.create_dictionary("a", small_dict()).unwrap();
+    env.rename_dictionary("a", "a2").unwrap();
+    env.drop_dictionary("a2").unwrap();
+    hook.set(None);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "one catalog fsync per change: {seen:?}");
+    assert!(
+        seen.iter().all(|(_, done)| *done),
+        "a writer was held behind a checkpoint across a catalog fsync: {seen:?}"
+    );
+    drop(b);
+    Arc::try_unwrap(env).ok().expect("no other handle").close().unwrap();
+}
+
 type Hook = Arc<dyn Fn(&'static str, &Path) -> fractaldb::Result<()> + Send + Sync>;
 
 /// A `Vfs` that runs a hook before each sync, folder sync, rename and
