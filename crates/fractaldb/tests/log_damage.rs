@@ -263,3 +263,36 @@ fn flipped_bits_in_the_log_are_reported_or_lose_at_most_the_last_put() {
     assert_eq!(d.get(&key(PUTS - 2)).unwrap(), Some(value(PUTS - 2)));
     assert_eq!(d.get(&key(PUTS - 1)).unwrap(), None);
 }
+
+/// A log file gets its name only once its header is durable, so a newest
+/// log file cut to nothing, cut inside its header or with its header
+/// damaged is an error naming it (its acknowledged records are gone), with
+/// the file left as it was: never an environment that opens without them.
+#[test]
+fn a_newest_log_file_cut_to_nothing_or_with_a_bad_header_is_an_error_naming_it() {
+    for (what, seed) in [("cut to 0", 11), ("cut inside its header", 12), ("header bit flipped", 13)] {
+        let sim = crashed_env(seed);
+        let (path, before) = log_file(&sim);
+        match what {
+            "header bit flipped" => sim.corrupt(&path, 14, 0x01),
+            _ => {
+                let f = sim.boot().open(&path, fractaldb::OpenMode::Existing, false).unwrap();
+                f.set_len(if what == "cut to 0" { 0 } else { 10 }).unwrap();
+                f.sync().unwrap();
+            }
+        }
+        let damaged = sim.read_durable(&path).unwrap();
+        assert_ne!(damaged, before);
+        let err = match Env::open(DIR, opts(&sim, true)) {
+            Err(e) => e,
+            Ok(env) => {
+                let d = env.open_dictionary("t").unwrap();
+                let lost = (0..PUTS).filter(|&i| d.get(&key(i)).unwrap().is_none()).count();
+                panic!("{what}: opened, {lost} of {PUTS} acknowledged puts lost");
+            }
+        };
+        assert!(err.is_corruption(), "{what}: {err:?}");
+        assert!(err.to_string().contains(&*path.to_string_lossy()), "{what}: {err}");
+        assert_eq!(sim.read_durable(&path), Some(damaged), "{what}: the log file changed");
+    }
+}

@@ -34,9 +34,20 @@
 //!   record's `synced` is the `durable_lsn` when it was appended, so it
 //!   never claims more than the disk held.
 //! - A file is rolled only at a record boundary, and only after its records
-//!   are fsynced, so only the newest file can end in a torn record. The new
-//!   file's header is fsynced and the folder synced before any record goes
-//!   into it, so a newest file with a bad header holds nothing acknowledged.
+//!   are fsynced, so only the newest file can end in a torn record.
+//! - Every file with a log file name has a durable, valid header: a file is
+//!   created under a temporary name (`log-<first LSN>.fdl.tmp`), its header
+//!   written and fsynced, then renamed to its name and the folder synced,
+//!   all before any record goes into it (`create_file`). So a log file with
+//!   a bad header, the newest included, is damage, `Error::Corrupt` naming
+//!   it: it may have held acknowledged records. A crash during a creation
+//!   leaves at most the temporary file, which holds nothing and is removed
+//!   once recovery succeeded (`Pending::remove`). (Builds before this wrote
+//!   the header under the final name, and a crash could leave a newest file
+//!   with a torn header and nothing after it. That cannot be told from a
+//!   file truncated or zeroed after its records were acknowledged, so it is
+//!   refused too, the error saying that it holds no records: an operator
+//!   who knows an older build crashed can remove it.)
 //! - With O_DIRECT (`LogOptions::direct_io`, where the file system allows
 //!   it) every write is whole pages: it rewrites the file's last, partial
 //!   page (kept in `Files::tail`) with the new records after it, padded
@@ -63,7 +74,7 @@
 //! last group commits before a crash are acknowledged but vouched for by
 //! no later record; damage to them cannot be told from a torn write.)
 //! Recovery changes no file while it reads: the cut of the torn tail (and
-//! the removal of a newest file with a torn header) waits in
+//! the removal of temporary files left by a crash) waits in
 //! `Files::pending` until `finish_recovery`, which the first write of the
 //! log also runs, so no new record is written over or before the old
 //! bytes. In the environment the log is first written by the checkpoint
@@ -128,6 +139,11 @@ pub struct LogStats {
 /// The name of the log file whose first record is `first_lsn`.
 pub(crate) fn file_name(first_lsn: u64) -> String {
     format!("log-{first_lsn:020}.fdl")
+}
+
+/// The name a log file is created under until its header is durable.
+fn tmp_file_name(first_lsn: u64) -> String {
+    format!("{}.tmp", file_name(first_lsn))
 }
 
 /// The first LSN of a log file, from its name; None if it is not one.
@@ -284,8 +300,9 @@ fn frame(buf: &mut Vec<u8>, lsn: u64, synced: u64, payload: &[u8]) {
 /// succeeded (`Log::finish_recovery`): until then no file is changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Pending {
-    /// A newest file with a torn header and nothing after it, to remove.
-    pub remove: Option<PathBuf>,
+    /// Temporary files a crash left while creating a log file (each holds
+    /// at most a header), to remove.
+    pub remove: Vec<PathBuf>,
     /// The current file's length on disk: longer than `Files::current_len`
     /// by a torn tail (or O_DIRECT padding) to cut.
     pub disk_len: u64,
@@ -352,9 +369,8 @@ impl Log {
     /// files, their records must reach at least `min_next_lsn - 1` (a
     /// checkpoint recorded that LSN, so the log had made it durable).
     ///
-    /// No file is changed (but for a lone newest file with a torn header
-    /// and nothing after it, which is removed so a first file can be
-    /// created in its place): what recovery would cut or remove waits in
+    /// No file is changed (but for the first log file, created if there is
+    /// none): what recovery would cut or remove waits in
     /// `pending()` until `finish_recovery`, which the caller runs once its
     /// own recovery succeeded, and the log's first write runs if the
     /// caller did not.
@@ -366,13 +382,21 @@ impl Log {
         replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<Log> {
         let min_next_lsn = min_next_lsn.max(1);
-        let mut firsts: Vec<u64> = vfs.list(dir)?.iter().filter_map(|n| parse_file_name(n)).collect();
+        let names = vfs.list(dir)?;
+        let mut firsts: Vec<u64> = names.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
+        // Left by a crash while a file was created: removed once recovery
+        // succeeded (a first file created below may reuse one of them).
+        let tmps = names
+            .iter()
+            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some())
+            .map(|n| dir.join(n))
+            .collect();
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
         let mut last_page = Vec::new();
-        let mut pending = Pending { remove: None, disk_len: 0, old_version: false };
+        let mut pending = Pending { remove: tmps, disk_len: 0, old_version: false };
         for (i, &first) in firsts.iter().enumerate() {
             let last_file = i + 1 == firsts.len();
             let path = dir.join(file_name(first));
@@ -384,19 +408,17 @@ impl Log {
                     return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
                 }
                 Err(why) => {
-                    // A file whose creation a crash cut short: its header was
-                    // never fsynced, so nothing was written after it.
-                    if last_file && bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
-                        if kept.is_empty() {
-                            // The only file: a new first file takes its name.
-                            vfs.remove(&path)?;
-                            vfs.sync_dir(dir)?;
-                        } else {
-                            pending.remove = Some(path);
+                    // A log file's header is durable before the file gets
+                    // its name (`create_file`): this is damage, and the file
+                    // may have held acknowledged records, the newest too.
+                    let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
+                        true => {
+                            "; the file holds no records (as a file an older build was creating at a \
+                             crash would)"
                         }
-                        break;
-                    }
-                    return Err(Error::corrupt(&path, None, why));
+                        false => "",
+                    };
+                    return Err(Error::corrupt(&path, None, format!("bad log file header: {why}{hint}")));
                 }
             };
             if let Some(expected) = next_lsn {
@@ -447,8 +469,12 @@ impl Log {
             pending.disk_len = bytes.len() as u64;
             pending.old_version = version != VERSION;
         }
-        // A file just created has nothing to cut and its header is synced.
-        let pending = next_lsn.is_some().then_some(pending);
+        // A file just created has nothing to cut and its header is synced;
+        // only temporary files may be left to remove.
+        if next_lsn.is_none() {
+            pending.disk_len = FILE_HEADER_LEN as u64;
+        }
+        let pending = (next_lsn.is_some() || !pending.remove.is_empty()).then_some(pending);
         let (current, current_len, next_lsn) = match next_lsn {
             Some(next) => {
                 if next < min_next_lsn {
@@ -507,14 +533,14 @@ impl Log {
     }
 
     /// What recovery left to do to the files (None once done): a torn tail
-    /// to cut, a newest file with a torn header to remove.
+    /// to cut, temporary files to remove.
     #[cfg(test)]
     pub(crate) fn pending(&self) -> Option<Pending> {
         self.files.lock().pending.clone()
     }
 
     /// Does what recovery left to do, once the caller's recovery has
-    /// succeeded: removes a newest file with a torn header, cuts the
+    /// succeeded: removes temporary files left by a crash, cuts the
     /// current file back to its last record (a torn tail, O_DIRECT
     /// padding), fsyncs it so that every recovered record is durable (new
     /// records say so in their `synced`), and starts a version-2 file after
@@ -537,8 +563,14 @@ impl Log {
     /// files).
     fn finish_pending(&self, f: &mut Files, next: u64) -> Result<()> {
         let Some(p) = f.pending.take() else { return Ok(()) };
-        if let Some(path) = &p.remove {
-            self.vfs.remove(path)?;
+        if !p.remove.is_empty() {
+            for path in &p.remove {
+                match self.vfs.remove(path) {
+                    // A first file created at recovery may have reused it.
+                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    res => res?,
+                }
+            }
             self.vfs.sync_dir(&self.dir)?;
         }
         if p.disk_len != f.current_len {
@@ -874,9 +906,13 @@ fn write_records(f: &mut Files, records: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Creates the log file starting at `first_lsn`: header written and
-/// fsynced, then the folder synced, so the file is durable before any
-/// record goes into it. Returns the file and its header.
+/// Creates the log file starting at `first_lsn`, so that its name never
+/// names a file without a durable, valid header (see the module's
+/// invariants): the header is written under a temporary name and fsynced,
+/// then the file is renamed to its name and the folder synced, before any
+/// record goes into it. A crash leaves the file under its name with its
+/// header, or at most the temporary file. Returns the file (opened under its
+/// name) and its header.
 fn create_file(
     vfs: &dyn Vfs,
     dir: &Path,
@@ -884,7 +920,18 @@ fn create_file(
     direct: bool,
 ) -> Result<(Arc<dyn VfsFile>, [u8; FILE_HEADER_LEN])> {
     let path = dir.join(file_name(first_lsn));
-    let f = vfs.open(&path, OpenMode::CreateNew, direct)?;
+    // A rename would replace a file of that name: refuse, as creating it would.
+    match vfs.open(&path, OpenMode::Existing, false) {
+        Ok(_) => return Err(Error::io(&path, "create", std::io::ErrorKind::AlreadyExists.into())),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let tmp = dir.join(tmp_file_name(first_lsn));
+    let f = vfs.open(&tmp, OpenMode::CreateOrOpen, direct)?;
+    if f.len()? > 0 {
+        // Left by a crash during an earlier attempt: it holds at most a header.
+        f.set_len(0)?;
+    }
     let header = encode_file_header(first_lsn);
     if f.direct_io() {
         let mut page = AlignedBuf::zeroed(PAGE as usize);
@@ -894,7 +941,10 @@ fn create_file(
         f.write_at(0, &header)?;
     }
     f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &path)?;
     vfs.sync_dir(dir)?;
+    let f = vfs.open(&path, OpenMode::Existing, direct)?;
     Ok((f, header))
 }
 
