@@ -4,8 +4,9 @@
 //!
 //! ## Format (version 2)
 //!
-//! LSNs are record numbers 1, 2, 3, ... with no gaps. A log file is named
-//! `log-<first LSN, 20 decimal digits>.fdl` and starts with a 24-byte header:
+//! LSNs are record numbers 1, 2, 3, ... with no gaps, below `MAX_LSN`. A log
+//! file is named `log-<first LSN, 20 decimal digits>.fdl` and starts with a
+//! 24-byte header:
 //!
 //! ```text
 //! magic "FDBLOG01" (8) | version u32 (2) | first LSN u64 | crc32c u32 of the first 20 bytes
@@ -111,6 +112,10 @@ pub(crate) const RECORD_HEADER_LEN: usize = 24;
 const RECORD_HEADER_LEN_V1: usize = 16;
 /// The largest payload accepted (a bigger `len` on disk is damage).
 const MAX_PAYLOAD: usize = 1 << 30;
+/// LSNs are below this (a billion records a second would take 146 years to
+/// get there): a file header or checkpoint naming one at or past it is
+/// damage, and `lsn + 1` never overflows.
+pub(crate) const MAX_LSN: u64 = 1 << 62;
 
 /// Settings of the log.
 #[derive(Clone, Copy, Debug)]
@@ -382,6 +387,10 @@ impl Log {
         replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<Log> {
         let min_next_lsn = min_next_lsn.max(1);
+        if min_next_lsn >= MAX_LSN {
+            let why = format!("a checkpoint recorded LSN {}, past any LSN the log reaches", min_next_lsn - 1);
+            return Err(Error::corrupt(dir, None, why));
+        }
         let names = vfs.list(dir)?;
         let mut firsts: Vec<u64> = names.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
@@ -403,7 +412,7 @@ impl Log {
             let bytes = vfs.read_file(&path)?.unwrap_or_default();
             let version = match decode_file_header(&bytes) {
                 // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
-                Ok((f, version)) if f == first && f > 0 => version,
+                Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => version,
                 Ok((f, _)) => {
                     return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
                 }
@@ -435,7 +444,14 @@ impl Log {
             let mut lsn = first;
             while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
                 off += fr.len;
-                lsn += 1;
+                lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
+                    Some(n) => n,
+                    None => {
+                        let why =
+                            format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
+                        return Err(Error::corrupt(&path, None, why));
+                    }
+                };
             }
             if off < bytes.len() {
                 if !last_file {
@@ -612,6 +628,8 @@ impl Log {
             return Err(Error::ReadOnly(why.clone()));
         }
         let lsn = m.next_lsn;
+        // Recovery starts below MAX_LSN; 2^62 appends are out of reach.
+        debug_assert!(lsn < MAX_LSN, "LSN {lsn}");
         m.next_lsn += 1;
         // What the disk holds now: this record vouches for it (see the
         // module's "Recovery"), at no cost beyond 8 bytes.

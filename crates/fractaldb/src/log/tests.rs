@@ -823,3 +823,30 @@ fn a_leftover_temporary_file_is_removed_once_recovery_succeeded() {
         assert_eq!(frames_of(&bytes_of(&sim, &path_of(40))).len(), 1);
     });
 }
+
+/// A crafted file whose LSNs reach the end of the u64 range is `Corrupt`
+/// naming it, not an overflow; so is a checkpoint LSN there.
+#[test]
+fn lsns_at_the_end_of_the_range_are_corruption_not_an_overflow() {
+    for first in [u64::MAX, u64::MAX - 1, MAX_LSN - 1, MAX_LSN] {
+        let sim = SimVfs::new(24);
+        let v: Arc<dyn Vfs> = sim.boot();
+        v.create_dir_all(dir()).unwrap();
+        let mut bytes = encode_file_header(first).to_vec();
+        for lsn in [first, first.wrapping_add(1)].into_iter().filter(|&l| l > 0) {
+            frame(&mut bytes, lsn, 0, b"x");
+        }
+        let f = v.open(&path_of(first), OpenMode::CreateNew, false).unwrap();
+        f.write_at(0, &bytes).unwrap();
+        f.sync().unwrap();
+        v.sync_dir(dir()).unwrap();
+        let err = open(&sim, 1 << 20, 1).err().unwrap_or_else(|| panic!("first LSN {first} opened"));
+        assert!(err.is_corruption(), "{first}: {err}");
+        assert!(err.to_string().contains(&file_name(first)), "{first}: {err}");
+    }
+    let sim = SimVfs::new(25);
+    for min_next in [u64::MAX, MAX_LSN] {
+        let err = open(&sim, 1 << 20, min_next).err().expect("a checkpoint LSN past the range");
+        assert!(err.is_corruption(), "{err}");
+    }
+}
