@@ -28,6 +28,11 @@
 //! starts a version-2 file before appending after a version-1 one (or, if
 //! that file holds no records, rewrites its header as version 2).
 //!
+//! Besides the log files, `log.trim` (20 bytes: magic "FDBTRIM1" | u64 |
+//! crc32c u32 of the 16 bytes before) names the first LSN of the oldest
+//! log file the last trim kept; it does not exist until a trim deleted a
+//! file.
+//!
 //! ## Invariants
 //!
 //! - Records reach the files in LSN order and a record is durable only once
@@ -49,6 +54,16 @@
 //!   file truncated or zeroed after its records were acknowledged, so it is
 //!   refused too, the error saying that it holds no records: an operator
 //!   who knows an older build crashed can remove it.)
+//! - Files are deleted only from the front, by `trim`, and only after
+//!   `log.trim` durably names the oldest file kept (written under a
+//!   temporary name, fsynced, renamed, the folder synced): the oldest log
+//!   file starts at or before what `log.trim` says. So an oldest file that
+//!   starts after it means log files were lost, whose records a
+//!   dictionary's checkpoint may need: `Error::Corrupt` (a check that does
+//!   not depend on the dictionaries' `ckpt_lsn`s, which a dictionary not
+//!   opened for a while keeps old legitimately). A log never trimmed has no
+//!   `log.trim`, and losing its oldest file is not detected; nor is losing
+//!   the newest file, which is the same as losing its tail.
 //! - With O_DIRECT (`LogOptions::direct_io`, where the file system allows
 //!   it) every write is whole pages: it rewrites the file's last, partial
 //!   page (kept in `Files::tail`) with the new records after it, padded
@@ -144,6 +159,31 @@ pub struct LogStats {
 /// The name of the log file whose first record is `first_lsn`.
 pub(crate) fn file_name(first_lsn: u64) -> String {
     format!("log-{first_lsn:020}.fdl")
+}
+
+/// The file saying how far the log was trimmed (see `Log::trim`).
+pub(crate) const TRIM_FILE: &str = "log.trim";
+const TRIM_MAGIC: &[u8; 8] = b"FDBTRIM1";
+
+/// `log.trim`'s 20 bytes: magic "FDBTRIM1" | first LSN of the oldest log
+/// file kept, u64 | crc32c u32 of the 16 bytes before.
+fn encode_trim(first: u64) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    b[..8].copy_from_slice(TRIM_MAGIC);
+    b[8..16].copy_from_slice(&first.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..16]);
+    b[16..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn decode_trim(b: &[u8]) -> std::result::Result<u64, String> {
+    if b.len() != 20 || &b[..8] != TRIM_MAGIC {
+        return Err(format!("not a trim record ({} bytes)", b.len()));
+    }
+    if crc32c::crc32c(&b[..16]).to_le_bytes() != b[16..20] {
+        return Err("trim record checksum mismatch".into());
+    }
+    Ok(u64::from_le_bytes(b[8..16].try_into().unwrap()))
 }
 
 /// The name a log file is created under until its header is durable.
@@ -396,11 +436,34 @@ impl Log {
         firsts.sort_unstable();
         // Left by a crash while a file was created: removed once recovery
         // succeeded (a first file created below may reuse one of them).
+        let tmp_trim = format!("{TRIM_FILE}.tmp");
         let tmps = names
             .iter()
-            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some())
+            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
             .map(|n| dir.join(n))
             .collect();
+        // Files are only ever deleted from the front, after `log.trim` durably
+        // said which file is then the oldest: an oldest file past it means
+        // files were lost (their records may be needed by a checkpoint).
+        let trim_path = dir.join(TRIM_FILE);
+        if let Some(b) = vfs.read_file(&trim_path)? {
+            let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
+            match firsts.first() {
+                Some(&oldest) if oldest <= kept => {}
+                Some(&oldest) => {
+                    let why = format!(
+                        "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
+                         file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
+                        oldest - 1
+                    );
+                    return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
+                }
+                None => {
+                    let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
+                    return Err(Error::corrupt(&trim_path, None, why));
+                }
+            }
+        }
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
@@ -802,21 +865,25 @@ impl Log {
 
     /// Deletes the log files whose records are all before `keep_from_lsn`
     /// (a checkpoint made them unnecessary). The current file is never
-    /// deleted.
+    /// deleted. Before any file goes, `log.trim` durably names the first
+    /// LSN of the oldest file kept, so recovery can tell a trimmed log from
+    /// one whose oldest files were lost (invariant: the oldest log file
+    /// starts at or before what `log.trim` says).
     pub(crate) fn trim(&self, keep_from_lsn: u64) -> Result<()> {
         let mut f = self.files.lock();
-        let mut removed = false;
         // File i holds LSNs [first_i, first_{i+1}); it can go if first_{i+1} <= keep.
-        while f.first_lsns.len() >= 2 && f.first_lsns[1] <= keep_from_lsn {
+        let n = (1..f.first_lsns.len()).take_while(|&i| f.first_lsns[i] <= keep_from_lsn).count();
+        if n == 0 {
+            return Ok(());
+        }
+        write_trim_file(&*self.vfs, &self.dir, f.first_lsns[n])?;
+        for _ in 0..n {
             let first = f.first_lsns[0];
             self.vfs.remove(&self.dir.join(file_name(first)))?;
             f.first_lsns.pop_front();
             self.files_deleted.fetch_add(1, Ordering::Relaxed);
-            removed = true;
         }
-        if removed {
-            self.vfs.sync_dir(&self.dir)?;
-        }
+        self.vfs.sync_dir(&self.dir)?;
         Ok(())
     }
 
@@ -922,6 +989,21 @@ fn write_records(f: &mut Files, records: &[u8]) -> Result<()> {
     debug_assert_eq!(tail.len(), new_tail);
     *current_len += records.len() as u64;
     Ok(())
+}
+
+/// Durably replaces `log.trim` with `first` (a temporary file, fsynced,
+/// renamed, the folder synced), before the files before `first` are deleted.
+fn write_trim_file(vfs: &dyn Vfs, dir: &Path, first: u64) -> Result<()> {
+    let tmp = dir.join(format!("{TRIM_FILE}.tmp"));
+    let f = vfs.open(&tmp, OpenMode::CreateOrOpen, false)?;
+    if f.len()? > 0 {
+        f.set_len(0)?;
+    }
+    f.write_at(0, &encode_trim(first))?;
+    f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &dir.join(TRIM_FILE))?;
+    vfs.sync_dir(dir)
 }
 
 /// Creates the log file starting at `first_lsn`, so that its name never

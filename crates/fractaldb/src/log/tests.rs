@@ -850,3 +850,68 @@ fn lsns_at_the_end_of_the_range_are_corruption_not_an_overflow() {
         assert!(err.is_corruption(), "{err}");
     }
 }
+
+/// Once the log was trimmed, `log.trim` names its oldest file: an oldest
+/// file missing (or every file) is `Corrupt`, not a log that silently
+/// starts later, while a log trimmed as far is read as usual.
+#[test]
+fn a_lost_oldest_log_file_is_told_from_a_trimmed_log() {
+    let (sim, files) = several_files(26);
+    let v: Arc<dyn Vfs> = sim.boot();
+    let trim = dir().join(TRIM_FILE);
+    // Never trimmed: nothing says how far the log reaches (as before).
+    assert_eq!(v.read_file(&trim).unwrap(), None);
+    let (log, _) = open(&sim, 400, 1).unwrap();
+    log.trim(files[1] + 1).unwrap();
+    drop(log);
+    assert_eq!(log_files(&sim), files[1..].to_vec());
+    assert_eq!(decode_trim(&v.read_file(&trim).unwrap().unwrap()), Ok(files[1]));
+    let (_, recs) = open(&sim, 400, 1).unwrap();
+    assert_eq!(recs.first().unwrap().0, files[1]);
+    // The oldest file removed: the next one starts after the trim point.
+    let oldest = path_of(files[1]);
+    let before = bytes_of(&sim, &oldest);
+    v.remove(&oldest).unwrap();
+    v.sync_dir(dir()).unwrap();
+    let err = open(&sim, 400, 1).err().expect("a log missing its oldest file opened");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("missing") && err.to_string().contains(&file_name(files[2])), "{err}");
+    // Every file removed.
+    for &first in &files[2..] {
+        v.remove(&path_of(first)).unwrap();
+    }
+    let err = open(&sim, 400, 1).err().expect("a log with no file left opened");
+    assert!(err.is_corruption() && err.to_string().contains(TRIM_FILE), "{err}");
+    // A damaged log.trim is Corrupt naming it.
+    let f = v.open(&oldest, OpenMode::CreateNew, false).unwrap();
+    f.write_at(0, &before).unwrap();
+    f.sync().unwrap();
+    sim.corrupt(&trim, 9, 0x10);
+    let err = open(&sim, 400, 1).err().expect("a damaged log.trim opened");
+    assert!(err.is_corruption() && err.to_string().contains(TRIM_FILE), "{err}");
+}
+
+/// A crash at every step of a trim (log.trim written under a temporary
+/// name, fsynced, renamed, the folder synced, files removed, the folder
+/// synced) leaves a log that opens with every record from the trim point.
+#[test]
+fn a_crash_at_any_step_of_a_trim_leaves_a_log_that_opens() {
+    for n in 0..16 {
+        let (sim, files) = several_files(200 + n);
+        let (log, _) = open(&sim, 400, 1).unwrap();
+        sim.crash_after(Some(n));
+        let _ = log.trim(files[2]);
+        sim.crash_after(None);
+        if sim.crash_count() == 1 {
+            sim.crash();
+        }
+        drop(log);
+        let (log, recs) = open(&sim, 400, 1).unwrap_or_else(|e| panic!("crash before op {n}: {e}"));
+        assert!(recs.first().unwrap().0 <= files[2], "crash before op {n}");
+        assert_eq!(recs.last().unwrap().0, 33, "crash before op {n}");
+        log.append(b"x").unwrap();
+        log.sync_all().unwrap();
+        let v: Arc<dyn Vfs> = sim.boot();
+        assert!(!v.list(dir()).unwrap().iter().any(|f| f.ends_with(".tmp")), "crash before op {n}");
+    }
+}
