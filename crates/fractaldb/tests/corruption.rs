@@ -120,13 +120,13 @@ fn a_newer_format_version_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let (_model, file) = build(dir.path());
     let mut bytes = fs::read(&file).unwrap();
-    // Rewrite both header slots as version 2 with valid checksums.
-    for slot in [0usize, 4096] {
+    // Rewrite every header copy as version 3 with valid checksums.
+    for slot in [0usize, 4096, 8192, 12288] {
         let h = &mut bytes[slot..slot + 4096];
         if &h[..8] != b"FDBHEADR" {
             continue;
         }
-        h[8..12].copy_from_slice(&2u32.to_le_bytes());
+        h[8..12].copy_from_slice(&3u32.to_le_bytes());
         let c = u32::from_le_bytes(h[12..16].try_into().unwrap()) as usize;
         let crc = crc32c::crc32c(&h[..c]);
         h[c..c + 4].copy_from_slice(&crc.to_le_bytes());
@@ -134,8 +134,36 @@ fn a_newer_format_version_is_refused_by_name() {
     fs::write(&file, &bytes).unwrap();
     let env = Env::open(dir.path(), opts()).unwrap();
     match env.open_dictionary("t") {
-        Err(Error::UnsupportedVersion { found: 2, .. }) => {}
+        Err(Error::UnsupportedVersion { found: 3, .. }) => {}
         other => panic!("expected UnsupportedVersion, got {:?}", other.err()),
+    }
+}
+
+/// Damage to the header of the newest checkpoint after it was durable (a
+/// flipped bit, a zeroed range; each header is written twice, at offsets
+/// 8192 apart) must not make the dictionary open an older checkpoint,
+/// whose rows are stale and whose writes the log no longer holds: the
+/// other copy is read.
+#[test]
+fn a_damaged_newest_header_does_not_fall_back_to_stale_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, file) = build(dir.path());
+    let pristine = fs::read(&file).unwrap();
+    let mut flipped = pristine.clone();
+    flipped[0] ^= 4;
+    let mut damaged = vec![flipped];
+    for (at, len) in
+        [(0, 1296), (0, 4096), (4096, 4096), (0, 8192), (1850, 2974), (8192, 4096), (12288, 4096)]
+    {
+        let mut b = pristine.clone();
+        b[at..at + len].fill(0);
+        damaged.push(b);
+    }
+    for (i, bytes) in damaged.iter().enumerate() {
+        fs::write(&file, bytes).unwrap();
+        if let Err(e) = read_all(dir.path(), &model) {
+            panic!("damage {i}: {e}");
+        }
     }
 }
 

@@ -263,3 +263,90 @@ fn flipped_bits_in_the_log_are_reported_or_lose_at_most_the_last_put() {
     assert_eq!(d.get(&key(PUTS - 2)).unwrap(), Some(value(PUTS - 2)));
     assert_eq!(d.get(&key(PUTS - 1)).unwrap(), None);
 }
+
+/// A log file gets its name only once its header is durable, so a newest
+/// log file cut to nothing, cut inside its header or with its header
+/// damaged is an error naming it (its acknowledged records are gone), with
+/// the file left as it was: never an environment that opens without them.
+#[test]
+fn a_newest_log_file_cut_to_nothing_or_with_a_bad_header_is_an_error_naming_it() {
+    for (what, seed) in [("cut to 0", 11), ("cut inside its header", 12), ("header bit flipped", 13)] {
+        let sim = crashed_env(seed);
+        let (path, before) = log_file(&sim);
+        match what {
+            "header bit flipped" => sim.corrupt(&path, 14, 0x01),
+            _ => {
+                let f = sim.boot().open(&path, fractaldb::OpenMode::Existing, false).unwrap();
+                f.set_len(if what == "cut to 0" { 0 } else { 10 }).unwrap();
+                f.sync().unwrap();
+            }
+        }
+        let damaged = sim.read_durable(&path).unwrap();
+        assert_ne!(damaged, before);
+        let err = match Env::open(DIR, opts(&sim, true)) {
+            Err(e) => e,
+            Ok(env) => {
+                let d = env.open_dictionary("t").unwrap();
+                let lost = (0..PUTS).filter(|&i| d.get(&key(i)).unwrap().is_none()).count();
+                panic!("{what}: opened, {lost} of {PUTS} acknowledged puts lost");
+            }
+        };
+        assert!(err.is_corruption(), "{what}: {err:?}");
+        assert!(err.to_string().contains(&*path.to_string_lossy()), "{what}: {err}");
+        assert_eq!(sim.read_durable(&path), Some(damaged), "{what}: the log file changed");
+    }
+}
+
+fn log_name(first: u64) -> String {
+    format!("log-{first:020}.fdl")
+}
+
+/// After a checkpoint trimmed the log, the oldest log file left holds
+/// records the dictionaries' checkpoints need: removing it is an error,
+/// not an environment that opens without them. (`log.trim` says which
+/// file the log was trimmed to.)
+#[test]
+fn a_removed_oldest_log_file_is_an_error() {
+    let sim = SimVfs::new(31);
+    let opts = || EnvOptions { log_file_size_bytes: 16 << 10, ..opts(&sim, true) };
+    let env = Env::open(DIR, opts()).unwrap();
+    let d = env
+        .create_dictionary("t", DictOptions { comparator: Some("reverse".into()), ..Default::default() })
+        .unwrap();
+    for round in 0..4 {
+        for i in 0..PUTS {
+            d.put(&key(i), &value(i + round)).unwrap();
+        }
+    }
+    env.checkpoint().unwrap();
+    // New keys: every put after the checkpoint shows.
+    let after: Vec<u32> = (PUTS..3 * PUTS).collect();
+    for &i in &after {
+        d.put(&key(i), &value(i)).unwrap();
+    }
+    sim.crash();
+    drop(d);
+    drop(env);
+    let mut logs: Vec<PathBuf> = sim
+        .files()
+        .into_iter()
+        .filter(|f| f.len.is_some() && f.path.extension().is_some_and(|e| e == "fdl"))
+        .map(|f| f.path)
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3 && !logs[0].ends_with(log_name(1)), "the checkpoint trimmed the log: {logs:?}");
+    let v = sim.boot();
+    v.remove(&logs[0]).unwrap();
+    v.sync_dir(Path::new(DIR)).unwrap();
+    match Env::open(DIR, opts()) {
+        Err(e) => {
+            assert!(e.is_corruption(), "{e:?}");
+            assert!(e.to_string().contains("missing"), "{e}");
+        }
+        Ok(env) => {
+            let d = env.open_dictionary("t").unwrap();
+            let lost = after.iter().filter(|&&i| d.get(&key(i)).unwrap() != Some(value(i))).count();
+            panic!("opened without {}: {lost} of {} acknowledged puts lost", logs[0].display(), after.len());
+        }
+    }
+}

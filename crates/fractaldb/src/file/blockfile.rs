@@ -6,7 +6,10 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::alloc::Allocator;
-use super::header::{Header, HEADERS_END, MAX_META, SLOT_SIZE};
+use super::header::{
+    copy_offsets, headers_end, slot_of, Header, FORMAT_VERSION, HEADERS_END_V1, MAX_META, SLOT_SIZE,
+    VERSION_1,
+};
 use super::io::{is_truncation, page_round, write_pages};
 use super::translation::{BlockNum, Extent, Translation};
 use super::vfs::{OpenMode, Vfs, VfsFile};
@@ -54,6 +57,10 @@ enum Place {
 
 /// The mutable bookkeeping of a [`BlockFile`].
 struct State {
+    /// The file's format version: 2 (each header written twice, blocks from
+    /// `HEADERS_END`) or 1 (one copy, blocks from `HEADERS_END_V1`; a file
+    /// keeps its version).
+    version: u32,
     table: Translation,
     alloc: Allocator,
     /// Sequence number and slot (0 = A, 1 = B) of the last durable checkpoint.
@@ -102,6 +109,9 @@ impl State {
     fn allocate(&mut self, len: u64) -> u64 {
         let off = self.alloc.alloc(len);
         debug_assert!(!self.protected(off, len), "handed out [{off}, +{len}), which a checkpoint uses");
+        // The allocator's space starts after the header copies (`open`,
+        // `create`): no block or table is ever written over a mirror.
+        debug_assert!(off >= headers_end(self.version), "handed out [{off}, +{len}) among the header copies");
         off
     }
 
@@ -118,28 +128,46 @@ impl State {
 
 impl BlockFile {
     /// Creates a new file (error if it exists) and durably writes checkpoint #1 with an
-    /// empty table and `meta` in slot A; slot B is zeroed.
+    /// empty table and `meta` in slot A (both copies); slot B is zeroed.
     pub fn create(vfs: &dyn Vfs, path: &Path, direct_io: bool, meta: &[u8]) -> Result<BlockFile> {
+        Self::create_version(vfs, path, direct_io, meta, FORMAT_VERSION)
+    }
+
+    /// `create` in format `version` (1 only for tests of old files).
+    fn create_version(
+        vfs: &dyn Vfs,
+        path: &Path,
+        direct_io: bool,
+        meta: &[u8],
+        version: u32,
+    ) -> Result<BlockFile> {
         check_meta(meta)?;
         let file = vfs.open(path, OpenMode::CreateNew, direct_io)?;
         let table = Translation::default();
         let block = table.encode(1);
         let table_bytes = page_round(block.len() as u64);
         // An empty table: a few bytes.
+        let start = headers_end(version);
         let header =
-            Header { seq: 1, table_offset: HEADERS_END, table_len: block.len() as u32, meta: meta.into() };
-        write_pages(&*file, HEADERS_END, &block)?;
-        write_pages(&*file, SLOT_SIZE, &[])?;
-        write_pages(&*file, 0, &header.encode())?;
+            Header { version, seq: 1, table_offset: start, table_len: block.len() as u32, meta: meta.into() };
+        // Every header copy: slot A's hold checkpoint 1, slot B's are zero.
+        let mut copies = vec![0; start as usize];
+        let encoded = header.encode();
+        for off in copy_offsets(version, 0) {
+            copies[off as usize..(off + SLOT_SIZE) as usize].copy_from_slice(&encoded);
+        }
+        write_pages(&*file, start, &block)?;
+        write_pages(&*file, 0, &copies)?;
         file.sync()?;
         vfs.sync_dir(path.parent().unwrap_or(Path::new("")))?;
         let state = State {
+            version,
             table,
-            alloc: Allocator::new(HEADERS_END + table_bytes),
+            alloc: Allocator::new(start + table_bytes),
             seq: 1,
             slot: 0,
-            table_extent: (HEADERS_END, table_bytes),
-            durable: Ranges::from([(HEADERS_END, table_bytes)]),
+            table_extent: (start, table_bytes),
+            durable: Ranges::from([(start, table_bytes)]),
             in_flight: None,
             ckpt: None,
             pending: Vec::new(),
@@ -148,33 +176,15 @@ impl BlockFile {
         Ok(BlockFile { file, state: Mutex::new(state) })
     }
 
-    /// Opens: reads both header slots, picks the valid one with the highest checkpoint
-    /// sequence, loads its translation table, rebuilds the free map. Returns the meta blob.
+    /// Opens: reads every header copy, picks the valid one with the highest checkpoint
+    /// sequence (see `newest_header`), loads its translation table, rebuilds the free
+    /// map. Returns the meta blob.
     /// Errors: no valid header -> Corrupt(None); newer version -> UnsupportedVersion;
     /// table checksum bad / beyond EOF -> Corrupt.
     pub fn open(vfs: &dyn Vfs, path: &Path, direct_io: bool) -> Result<(BlockFile, Vec<u8>)> {
         let file = vfs.open(path, OpenMode::Existing, direct_io)?;
-        let read_slot = |slot: u64| {
-            let mut buf = vec![0; SLOT_SIZE as usize];
-            match file.read_at(slot * SLOT_SIZE, &mut buf) {
-                Ok(()) => Ok(Header::decode(path, &buf)),
-                Err(e) if is_truncation(&e) => {
-                    Ok(Err(Error::corrupt(path, None, "file too short for a header")))
-                }
-                Err(e) => Err(e),
-            }
-        };
-        let (slot, header) = match (read_slot(0)?, read_slot(1)?) {
-            // A newer build wrote here: falling back to an older checkpoint would silently lose its work.
-            (Err(e @ Error::UnsupportedVersion { .. }), _)
-            | (_, Err(e @ Error::UnsupportedVersion { .. })) => return Err(e),
-            (Ok(a), Ok(b)) if b.seq > a.seq => (1, b),
-            (Ok(a), _) => (0, a),
-            (Err(_), Ok(b)) => (1, b),
-            (Err(a), Err(b)) => {
-                return Err(Error::corrupt(path, None, format!("no valid header (slot A: {a}; slot B: {b})")))
-            }
-        };
+        let (slot, header) = newest_header(&*file, path)?;
+        let start = headers_end(header.version);
         let file_len = file.len()?;
         let beyond_eof = || Error::corrupt(path, None, "translation table lies beyond the end of the file");
         if header.table_offset.saturating_add(u64::from(header.table_len)) > file_len {
@@ -188,7 +198,7 @@ impl BlockFile {
                 e
             }
         })?;
-        let table = Translation::decode(path, &block, header.seq, HEADERS_END)?;
+        let table = Translation::decode(path, &block, header.seq, start)?;
         let table_bytes = page_round(u64::from(header.table_len));
 
         // Everything the checkpoint refers to is in use and protected; the gaps are free.
@@ -197,7 +207,9 @@ impl BlockFile {
         used.sort_unstable();
         let end = used.iter().map(|&(o, l, _)| o + l).max().unwrap_or(0).max(page_round(file_len));
         let mut alloc = Allocator::new(end);
-        let (mut prev_end, mut prev_bn) = (HEADERS_END, None);
+        // The allocator's space starts after the header copies: [0, start) is
+        // never free, so no block or table is written over a header or mirror.
+        let (mut prev_end, mut prev_bn) = (start, None);
         for &(off, len, bn) in &used {
             if off < prev_end {
                 let name =
@@ -214,6 +226,7 @@ impl BlockFile {
             alloc.free(prev_end, end - prev_end);
         }
         let state = State {
+            version: header.version,
             table,
             alloc,
             seq: header.seq,
@@ -411,11 +424,23 @@ impl BlockFile {
             };
             let table_offset = st.allocate(page_round(block.len() as u64));
             st.in_flight.as_mut().expect("set at begin").insert(table_offset, page_round(block.len() as u64));
-            (Header { seq: st.seq + 1, table_offset, table_len, meta: meta.into() }, 1 - st.slot, block)
+            let header =
+                Header { version: st.version, seq: st.seq + 1, table_offset, table_len, meta: meta.into() };
+            (header, 1 - st.slot, block)
         };
+        debug_assert_eq!(slot, slot_of(header.seq), "checkpoint {} in slot {slot}", header.seq);
+        // Both copies of the slot (version 2), then the one fsync: a crash
+        // before it may tear both, and the other slot holds the newest
+        // durable checkpoint; damage after it hits one copy, and the other
+        // is read (`newest_header`).
+        let encoded = header.encode();
         let res = write_pages(&*self.file, header.table_offset, &block)
             .and_then(|()| self.file.sync())
-            .and_then(|()| write_pages(&*self.file, slot * SLOT_SIZE, &header.encode()))
+            .and_then(|()| {
+                copy_offsets(header.version, slot)
+                    .into_iter()
+                    .try_for_each(|off| write_pages(&*self.file, off, &encoded))
+            })
             .and_then(|()| self.file.sync());
 
         let mut st = self.state.lock();
@@ -477,10 +502,83 @@ impl BlockFile {
         let blocks: u64 = st.table.extents().map(|(_, e)| e.alloc_len()).sum();
         SpaceStats {
             file_bytes: st.alloc.end(),
-            live_bytes: HEADERS_END + st.table_extent.1 + blocks,
+            live_bytes: headers_end(st.version) + st.table_extent.1 + blocks,
             punched_bytes: st.alloc.punched_bytes(),
         }
     }
+}
+
+/// Reads the header copies of a file and returns the newest valid one and its
+/// slot (0 = A, 1 = B).
+///
+/// A version-2 file has four copies: the primaries of slots A and B at 0 and
+/// 4096, their mirrors at 8192 and 12288. A checkpoint writes both copies of
+/// one slot, then fsyncs. A crash during that can tear both copies of that
+/// slot, and then the newest valid copy is the other slot's, the newest
+/// durable checkpoint; damage after the fsync hits one copy, and the other
+/// copy of the same checkpoint is read. So the newest checkpoint among all
+/// valid copies is the right one, unless both copies of the newest slot
+/// were damaged after it was durable: that falls back to the older slot
+/// (whose blocks may have been reused since) and cannot be told from a crash.
+///
+/// A version-1 file has only the primaries (its blocks start at 8192, so its
+/// mirror offsets hold blocks and are not read): it behaves as it always did.
+/// The primaries tell the version; if neither is valid, the mirrors are read
+/// as version 2 copies. Any copy of a newer version is `UnsupportedVersion`,
+/// rather than a silent fall back to an older checkpoint.
+fn newest_header(file: &dyn VfsFile, path: &Path) -> Result<(u64, Header)> {
+    let read_copy = |off: u64| {
+        let mut buf = vec![0; SLOT_SIZE as usize];
+        match file.read_at(off, &mut buf) {
+            Ok(()) => Ok(Header::decode(path, &buf)),
+            Err(e) if is_truncation(&e) => Ok(Err(Error::corrupt(path, None, "file too short for a header"))),
+            Err(e) => Err(e),
+        }
+    };
+    let mut copies: Vec<(u64, u64, Result<Header>)> = Vec::with_capacity(4);
+    for slot in 0..2 {
+        copies.push((slot, slot * SLOT_SIZE, read_copy(slot * SLOT_SIZE)?));
+    }
+    let versions: Vec<u32> =
+        copies.iter().filter_map(|(_, _, h)| h.as_ref().ok().map(|h| h.version)).collect();
+    let version = match versions[..] {
+        [] => FORMAT_VERSION,
+        [v] => v,
+        [a, b] if a == b => a,
+        _ => return Err(Error::corrupt(path, None, "header slots A and B are of format versions 1 and 2")),
+    };
+    if version != VERSION_1 {
+        for slot in 0..2 {
+            let off = HEADERS_END_V1 + slot * SLOT_SIZE;
+            copies.push((slot, off, read_copy(off)?));
+        }
+    }
+    let mut newest: Option<(u64, Header)> = None;
+    let mut why = Vec::new();
+    for (slot, off, copy) in copies {
+        let copy = copy.and_then(|h| {
+            if h.version != version {
+                Err(Error::corrupt(
+                    path,
+                    None,
+                    format!("a version {} header in a version {version} file", h.version),
+                ))
+            } else if version != VERSION_1 && slot_of(h.seq) != slot {
+                Err(Error::corrupt(path, None, format!("checkpoint {} in slot {slot}", h.seq)))
+            } else {
+                Ok(h)
+            }
+        });
+        match copy {
+            // A newer build wrote here: falling back to an older checkpoint would silently lose its work.
+            Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
+            Err(e) => why.push(format!("copy at {off}: {e}")),
+            // The first copy of the newest checkpoint, primaries first.
+            Ok(h) if newest.as_ref().is_none_or(|(_, n)| h.seq > n.seq) => newest = Some((slot, h)),
+            Ok(_) => {}
+        }
+    }
+    newest.ok_or_else(|| Error::corrupt(path, None, format!("no valid header ({})", why.join("; "))))
 }
 
 fn check_meta(meta: &[u8]) -> Result<()> {
@@ -493,6 +591,7 @@ fn check_meta(meta: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::header::HEADERS_END;
     use crate::file::vfs::OsVfs;
     use std::fs::OpenOptions;
     use std::os::unix::fs::FileExt;
@@ -523,7 +622,7 @@ mod tests {
         let (_d, path) = tmp();
         let f = BlockFile::create(&OsVfs, &path, true, b"meta-1").unwrap();
         assert_eq!(f.path(), path);
-        assert_eq!(f.space(), SpaceStats { file_bytes: 3 * 4096, live_bytes: 3 * 4096, punched_bytes: 0 });
+        assert_eq!(f.space(), SpaceStats { file_bytes: 5 * 4096, live_bytes: 5 * 4096, punched_bytes: 0 });
         drop(f);
         assert!(matches!(BlockFile::create(&OsVfs, &path, true, b""), Err(Error::Io { .. })));
         let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();
@@ -558,26 +657,113 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_torn_or_garbled_newer_header_falls_back_to_the_older_checkpoint() {
-        let (_d, path) = tmp();
-        let f = BlockFile::create(&OsVfs, &path, false, b"one").unwrap();
+    /// Checkpoints 1 ("one", slot A), 2 ("two", B) and 3 ("three", A) of
+    /// one block; returns the block number and its extents at 2 and 3.
+    fn three_checkpoints(path: &Path, version: u32) -> (BlockNum, Extent, Extent) {
+        let f = BlockFile::create_version(&OsVfs, path, false, b"one", version).unwrap();
         let bn = f.allocate_blocknum();
-        let first = f.write_block(bn, &node(1, 5000), 0).unwrap();
+        let second = f.write_block(bn, &node(1, 5000), 0).unwrap();
         f.checkpoint(b"two").unwrap(); // seq 2, slot B
-        f.write_block(bn, &node(2, 5000), 0).unwrap();
+        let third = f.write_block(bn, &node(2, 5000), 0).unwrap();
         f.checkpoint(b"three").unwrap(); // seq 3, slot A
-        drop(f);
-        scribble(&path, 20, &[0xEE; 300]); // a torn write of slot A
-        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
-        assert_eq!(meta, b"two");
-        assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(Extent { stamp: 0, ..first }), node(1, 5000)));
+        (bn, Extent { stamp: 0, ..second }, Extent { stamp: 0, ..third })
+    }
+
+    fn read_at(path: &Path, off: u64, len: usize) -> Vec<u8> {
+        let mut b = vec![0; len];
+        OpenOptions::new().read(true).open(path).unwrap().read_exact_at(&mut b, off).unwrap();
+        b
+    }
+
+    #[test]
+    fn a_crash_tearing_both_copies_of_the_newer_slot_falls_back_to_the_older_checkpoint() {
+        let (_d, path) = tmp();
+        drop(BlockFile::create(&OsVfs, &path, false, b"one").unwrap());
+        let one = read_at(&path, 0, 4096); // checkpoint 1, slot A
+        std::fs::remove_file(&path).unwrap();
+        let (bn, second, _) = three_checkpoints(&path, FORMAT_VERSION);
+        let three = read_at(&path, 0, 4096);
+        // A crash while checkpoint 3 was written over checkpoint 1: the
+        // primary torn, the mirror not written yet (or torn too).
+        for mirror in [one.clone(), [&one[..100], &[0xEE; 3996][..]].concat(), vec![0; 4096]] {
+            scribble(&path, 0, &three);
+            scribble(&path, 20, &[0xEE; 300]);
+            scribble(&path, 8192, &mirror);
+            let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
+            assert_eq!(meta, b"two");
+            assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(second), node(1, 5000)));
+        }
         // The next checkpoint goes to the damaged slot, never over the one just loaded.
+        let (f, _) = BlockFile::open(&OsVfs, &path, false).unwrap();
         f.checkpoint(b"three again").unwrap();
         drop(f);
         assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"three again");
+    }
+
+    /// Damage to one copy of the newest checkpoint's header, after it was
+    /// durable (a flipped bit, a zeroed range as in the corruption sweep),
+    /// is read past: the other copy of the same checkpoint is used, not
+    /// the older checkpoint, whose blocks may be gone and whose data is
+    /// stale. Only damage to both copies falls back (undetectable).
+    #[test]
+    fn damage_to_one_copy_of_the_newest_header_reads_the_other_copy() {
+        let (_d, path) = tmp();
+        let (bn, _, third) = three_checkpoints(&path, FORMAT_VERSION);
+        let pristine = std::fs::read(&path).unwrap();
+        let damages: [(u64, Vec<u8>); 6] = [
+            (0, vec![pristine[0] ^ 4]),      // a bit of the primary's magic
+            (0, vec![0; 1296]),              // the primary's first 1296 bytes
+            (30, vec![pristine[30] ^ 0x80]), // the primary's table offset
+            (8192, vec![0; 4096]),           // the mirror
+            (8192 + 17, vec![pristine[8192 + 17] ^ 1]),
+            (1850, vec![0; 2974]), // A's primary and B's, as in the sweep
+        ];
+        for (off, bytes) in damages {
+            std::fs::write(&path, &pristine).unwrap();
+            scribble(&path, off, &bytes);
+            let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
+            assert_eq!(meta, b"three", "damage at {off}");
+            assert_eq!((f.extent(bn), read_all(&f, bn)), (Some(third), node(2, 5000)), "damage at {off}");
+        }
+        // The same for the newest checkpoint in slot B.
+        std::fs::write(&path, &pristine).unwrap();
+        let f = BlockFile::open(&OsVfs, &path, false).unwrap().0;
+        f.checkpoint(b"four").unwrap(); // seq 4, slot B
+        drop(f);
+        for (off, len) in [(4096, 4096), (12288, 4096), (1850, 2974), (4000, 200)] {
+            let before = read_at(&path, off, len);
+            scribble(&path, off, &vec![0; len]);
+            assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"four", "zeroed {off}+{len}");
+            scribble(&path, off, &before);
+        }
+        // Both copies of slot B damaged: indistinguishable from a crash
+        // while it was written, the older checkpoint is read.
+        scribble(&path, 4096, &[0; 4096]);
+        scribble(&path, 12288 + 8, &[9]);
+        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"three");
+    }
+
+    /// A version-1 file (one copy per slot, blocks from 8192) is read and
+    /// written in its own layout: its mirror offsets hold blocks, which are
+    /// never taken for headers, and header damage falls back as it always did.
+    #[test]
+    fn a_version_1_file_keeps_its_layout() {
+        let (_d, path) = tmp();
+        let (bn, second, third) = three_checkpoints(&path, VERSION_1);
+        assert_eq!(second.offset, 8192 + 4096, "version 1 blocks start at 8192 (the table took 8192)");
+        let (f, meta) = BlockFile::open(&OsVfs, &path, false).unwrap();
+        assert_eq!((meta, f.extent(bn), read_all(&f, bn)), (b"three".to_vec(), Some(third), node(2, 5000)));
+        f.checkpoint(b"four").unwrap();
+        drop(f);
+        assert_eq!(read_at(&path, 8, 4), 1u32.to_le_bytes(), "still version 1");
+        assert_eq!(read_at(&path, 4096 + 8, 4), 1u32.to_le_bytes(), "still version 1");
+        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"four");
+        scribble(&path, 4096 + 20, &[0xEE; 300]);
+        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"three");
+        // With both primaries gone, the blocks at the mirror offsets are no header.
         scribble(&path, 0, &[0; 4096]);
-        assert_eq!(BlockFile::open(&OsVfs, &path, false).unwrap().1, b"two");
+        let err = BlockFile::open(&OsVfs, &path, false).err().unwrap();
+        assert!(matches!(err, Error::Corrupt { block: None, .. }), "{err}");
     }
 
     #[test]
@@ -586,16 +772,17 @@ mod tests {
         BlockFile::create(&OsVfs, &path, false, b"x").unwrap();
         let mut slot = vec![0; 4096];
         OpenOptions::new().read(true).open(&path).unwrap().read_exact_at(&mut slot, 0).unwrap();
-        slot[8] = 2; // version 2, checksum fixed up: a valid header from a newer build
+        slot[8] = 3; // version 3, checksum fixed up: a valid header from a newer build
         let c = 40 + 1;
         let crc = crc32c::crc32c(&slot[..c]);
         slot[c..c + 4].copy_from_slice(&crc.to_le_bytes());
         scribble(&path, 0, &slot);
         assert!(matches!(
             BlockFile::open(&OsVfs, &path, false),
-            Err(Error::UnsupportedVersion { found: 2, .. })
+            Err(Error::UnsupportedVersion { found: 3, .. })
         ));
         scribble(&path, 20, &[1]);
+        scribble(&path, 8192 + 20, &[1]);
         let err = BlockFile::open(&OsVfs, &path, false).err().unwrap();
         assert!(matches!(err, Error::Corrupt { block: None, .. }), "{err}");
         std::fs::write(&path, b"short").unwrap();
@@ -644,7 +831,7 @@ mod tests {
         }
         assert_eq!(f.space().file_bytes, end, "rewrites recycle space instead of growing the file");
         let live = f.space().live_bytes;
-        assert_eq!(live, 2 * 4096 + 4096 + 8192 + 4096);
+        assert_eq!(live, 4 * 4096 + 4096 + 8192 + 4096);
     }
 
     #[test]

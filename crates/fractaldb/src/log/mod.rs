@@ -4,8 +4,9 @@
 //!
 //! ## Format (version 2)
 //!
-//! LSNs are record numbers 1, 2, 3, ... with no gaps. A log file is named
-//! `log-<first LSN, 20 decimal digits>.fdl` and starts with a 24-byte header:
+//! LSNs are record numbers 1, 2, 3, ... with no gaps, below `MAX_LSN`. A log
+//! file is named `log-<first LSN, 20 decimal digits>.fdl` and starts with a
+//! 24-byte header:
 //!
 //! ```text
 //! magic "FDBLOG01" (8) | version u32 (2) | first LSN u64 | crc32c u32 of the first 20 bytes
@@ -27,6 +28,11 @@
 //! starts a version-2 file before appending after a version-1 one (or, if
 //! that file holds no records, rewrites its header as version 2).
 //!
+//! Besides the log files, `log.trim` (20 bytes: magic "FDBTRIM1" | u64 |
+//! crc32c u32 of the 16 bytes before) names the first LSN of the oldest
+//! log file the last trim kept; it does not exist until a trim deleted a
+//! file.
+//!
 //! ## Invariants
 //!
 //! - Records reach the files in LSN order and a record is durable only once
@@ -34,9 +40,30 @@
 //!   record's `synced` is the `durable_lsn` when it was appended, so it
 //!   never claims more than the disk held.
 //! - A file is rolled only at a record boundary, and only after its records
-//!   are fsynced, so only the newest file can end in a torn record. The new
-//!   file's header is fsynced and the folder synced before any record goes
-//!   into it, so a newest file with a bad header holds nothing acknowledged.
+//!   are fsynced, so only the newest file can end in a torn record.
+//! - Every file with a log file name has a durable, valid header: a file is
+//!   created under a temporary name (`log-<first LSN>.fdl.tmp`), its header
+//!   written and fsynced, then renamed to its name and the folder synced,
+//!   all before any record goes into it (`create_file`). So a log file with
+//!   a bad header, the newest included, is damage, `Error::Corrupt` naming
+//!   it: it may have held acknowledged records. A crash during a creation
+//!   leaves at most the temporary file, which holds nothing and is removed
+//!   once recovery succeeded (`Pending::remove`). (Builds before this wrote
+//!   the header under the final name, and a crash could leave a newest file
+//!   with a torn header and nothing after it. That cannot be told from a
+//!   file truncated or zeroed after its records were acknowledged, so it is
+//!   refused too, the error saying that it holds no records: an operator
+//!   who knows an older build crashed can remove it.)
+//! - Files are deleted only from the front, by `trim`, and only after
+//!   `log.trim` durably names the oldest file kept (written under a
+//!   temporary name, fsynced, renamed, the folder synced): the oldest log
+//!   file starts at or before what `log.trim` says. So an oldest file that
+//!   starts after it means log files were lost, whose records a
+//!   dictionary's checkpoint may need: `Error::Corrupt` (a check that does
+//!   not depend on the dictionaries' `ckpt_lsn`s, which a dictionary not
+//!   opened for a while keeps old legitimately). A log never trimmed has no
+//!   `log.trim`, and losing its oldest file is not detected; nor is losing
+//!   the newest file, which is the same as losing its tail.
 //! - With O_DIRECT (`LogOptions::direct_io`, where the file system allows
 //!   it) every write is whole pages: it rewrites the file's last, partial
 //!   page (kept in `Files::tail`) with the new records after it, padded
@@ -63,7 +90,7 @@
 //! last group commits before a crash are acknowledged but vouched for by
 //! no later record; damage to them cannot be told from a torn write.)
 //! Recovery changes no file while it reads: the cut of the torn tail (and
-//! the removal of a newest file with a torn header) waits in
+//! the removal of temporary files left by a crash) waits in
 //! `Files::pending` until `finish_recovery`, which the first write of the
 //! log also runs, so no new record is written over or before the old
 //! bytes. In the environment the log is first written by the checkpoint
@@ -100,6 +127,10 @@ pub(crate) const RECORD_HEADER_LEN: usize = 24;
 const RECORD_HEADER_LEN_V1: usize = 16;
 /// The largest payload accepted (a bigger `len` on disk is damage).
 const MAX_PAYLOAD: usize = 1 << 30;
+/// LSNs are below this (a billion records a second would take 146 years to
+/// get there): a file header or checkpoint naming one at or past it is
+/// damage, and `lsn + 1` never overflows.
+pub(crate) const MAX_LSN: u64 = 1 << 62;
 
 /// Settings of the log.
 #[derive(Clone, Copy, Debug)]
@@ -128,6 +159,36 @@ pub struct LogStats {
 /// The name of the log file whose first record is `first_lsn`.
 pub(crate) fn file_name(first_lsn: u64) -> String {
     format!("log-{first_lsn:020}.fdl")
+}
+
+/// The file saying how far the log was trimmed (see `Log::trim`).
+pub(crate) const TRIM_FILE: &str = "log.trim";
+const TRIM_MAGIC: &[u8; 8] = b"FDBTRIM1";
+
+/// `log.trim`'s 20 bytes: magic "FDBTRIM1" | first LSN of the oldest log
+/// file kept, u64 | crc32c u32 of the 16 bytes before.
+fn encode_trim(first: u64) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    b[..8].copy_from_slice(TRIM_MAGIC);
+    b[8..16].copy_from_slice(&first.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..16]);
+    b[16..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn decode_trim(b: &[u8]) -> std::result::Result<u64, String> {
+    if b.len() != 20 || &b[..8] != TRIM_MAGIC {
+        return Err(format!("not a trim record ({} bytes)", b.len()));
+    }
+    if crc32c::crc32c(&b[..16]).to_le_bytes() != b[16..20] {
+        return Err("trim record checksum mismatch".into());
+    }
+    Ok(u64::from_le_bytes(b[8..16].try_into().unwrap()))
+}
+
+/// The name a log file is created under until its header is durable.
+fn tmp_file_name(first_lsn: u64) -> String {
+    format!("{}.tmp", file_name(first_lsn))
 }
 
 /// The first LSN of a log file, from its name; None if it is not one.
@@ -284,8 +345,9 @@ fn frame(buf: &mut Vec<u8>, lsn: u64, synced: u64, payload: &[u8]) {
 /// succeeded (`Log::finish_recovery`): until then no file is changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Pending {
-    /// A newest file with a torn header and nothing after it, to remove.
-    pub remove: Option<PathBuf>,
+    /// Temporary files a crash left while creating a log file (each holds
+    /// at most a header), to remove.
+    pub remove: Vec<PathBuf>,
     /// The current file's length on disk: longer than `Files::current_len`
     /// by a torn tail (or O_DIRECT padding) to cut.
     pub disk_len: u64,
@@ -352,9 +414,8 @@ impl Log {
     /// files, their records must reach at least `min_next_lsn - 1` (a
     /// checkpoint recorded that LSN, so the log had made it durable).
     ///
-    /// No file is changed (but for a lone newest file with a torn header
-    /// and nothing after it, which is removed so a first file can be
-    /// created in its place): what recovery would cut or remove waits in
+    /// No file is changed (but for the first log file, created if there is
+    /// none): what recovery would cut or remove waits in
     /// `pending()` until `finish_recovery`, which the caller runs once its
     /// own recovery succeeded, and the log's first write runs if the
     /// caller did not.
@@ -366,37 +427,70 @@ impl Log {
         replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<Log> {
         let min_next_lsn = min_next_lsn.max(1);
-        let mut firsts: Vec<u64> = vfs.list(dir)?.iter().filter_map(|n| parse_file_name(n)).collect();
+        if min_next_lsn >= MAX_LSN {
+            let why = format!("a checkpoint recorded LSN {}, past any LSN the log reaches", min_next_lsn - 1);
+            return Err(Error::corrupt(dir, None, why));
+        }
+        let names = vfs.list(dir)?;
+        let mut firsts: Vec<u64> = names.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
+        // Left by a crash while a file was created: removed once recovery
+        // succeeded (a first file created below may reuse one of them).
+        let tmp_trim = format!("{TRIM_FILE}.tmp");
+        let tmps = names
+            .iter()
+            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
+            .map(|n| dir.join(n))
+            .collect();
+        // Files are only ever deleted from the front, after `log.trim` durably
+        // said which file is then the oldest: an oldest file past it means
+        // files were lost (their records may be needed by a checkpoint).
+        let trim_path = dir.join(TRIM_FILE);
+        if let Some(b) = vfs.read_file(&trim_path)? {
+            let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
+            match firsts.first() {
+                Some(&oldest) if oldest <= kept => {}
+                Some(&oldest) => {
+                    let why = format!(
+                        "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
+                         file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
+                        oldest - 1
+                    );
+                    return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
+                }
+                None => {
+                    let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
+                    return Err(Error::corrupt(&trim_path, None, why));
+                }
+            }
+        }
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
         let mut last_page = Vec::new();
-        let mut pending = Pending { remove: None, disk_len: 0, old_version: false };
+        let mut pending = Pending { remove: tmps, disk_len: 0, old_version: false };
         for (i, &first) in firsts.iter().enumerate() {
             let last_file = i + 1 == firsts.len();
             let path = dir.join(file_name(first));
             let bytes = vfs.read_file(&path)?.unwrap_or_default();
             let version = match decode_file_header(&bytes) {
                 // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
-                Ok((f, version)) if f == first && f > 0 => version,
+                Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => version,
                 Ok((f, _)) => {
                     return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
                 }
                 Err(why) => {
-                    // A file whose creation a crash cut short: its header was
-                    // never fsynced, so nothing was written after it.
-                    if last_file && bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
-                        if kept.is_empty() {
-                            // The only file: a new first file takes its name.
-                            vfs.remove(&path)?;
-                            vfs.sync_dir(dir)?;
-                        } else {
-                            pending.remove = Some(path);
+                    // A log file's header is durable before the file gets
+                    // its name (`create_file`): this is damage, and the file
+                    // may have held acknowledged records, the newest too.
+                    let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
+                        true => {
+                            "; the file holds no records (as a file an older build was creating at a \
+                             crash would)"
                         }
-                        break;
-                    }
-                    return Err(Error::corrupt(&path, None, why));
+                        false => "",
+                    };
+                    return Err(Error::corrupt(&path, None, format!("bad log file header: {why}{hint}")));
                 }
             };
             if let Some(expected) = next_lsn {
@@ -413,7 +507,14 @@ impl Log {
             let mut lsn = first;
             while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
                 off += fr.len;
-                lsn += 1;
+                lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
+                    Some(n) => n,
+                    None => {
+                        let why =
+                            format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
+                        return Err(Error::corrupt(&path, None, why));
+                    }
+                };
             }
             if off < bytes.len() {
                 if !last_file {
@@ -447,8 +548,12 @@ impl Log {
             pending.disk_len = bytes.len() as u64;
             pending.old_version = version != VERSION;
         }
-        // A file just created has nothing to cut and its header is synced.
-        let pending = next_lsn.is_some().then_some(pending);
+        // A file just created has nothing to cut and its header is synced;
+        // only temporary files may be left to remove.
+        if next_lsn.is_none() {
+            pending.disk_len = FILE_HEADER_LEN as u64;
+        }
+        let pending = (next_lsn.is_some() || !pending.remove.is_empty()).then_some(pending);
         let (current, current_len, next_lsn) = match next_lsn {
             Some(next) => {
                 if next < min_next_lsn {
@@ -507,14 +612,14 @@ impl Log {
     }
 
     /// What recovery left to do to the files (None once done): a torn tail
-    /// to cut, a newest file with a torn header to remove.
+    /// to cut, temporary files to remove.
     #[cfg(test)]
     pub(crate) fn pending(&self) -> Option<Pending> {
         self.files.lock().pending.clone()
     }
 
     /// Does what recovery left to do, once the caller's recovery has
-    /// succeeded: removes a newest file with a torn header, cuts the
+    /// succeeded: removes temporary files left by a crash, cuts the
     /// current file back to its last record (a torn tail, O_DIRECT
     /// padding), fsyncs it so that every recovered record is durable (new
     /// records say so in their `synced`), and starts a version-2 file after
@@ -537,8 +642,14 @@ impl Log {
     /// files).
     fn finish_pending(&self, f: &mut Files, next: u64) -> Result<()> {
         let Some(p) = f.pending.take() else { return Ok(()) };
-        if let Some(path) = &p.remove {
-            self.vfs.remove(path)?;
+        if !p.remove.is_empty() {
+            for path in &p.remove {
+                match self.vfs.remove(path) {
+                    // A first file created at recovery may have reused it.
+                    Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                    res => res?,
+                }
+            }
             self.vfs.sync_dir(&self.dir)?;
         }
         if p.disk_len != f.current_len {
@@ -583,6 +694,8 @@ impl Log {
             return Err(Error::ReadOnly(why.clone()));
         }
         let lsn = m.next_lsn;
+        // Recovery starts below MAX_LSN; 2^62 appends are out of reach.
+        debug_assert!(lsn < MAX_LSN, "LSN {lsn}");
         m.next_lsn += 1;
         // What the disk holds now: this record vouches for it (see the
         // module's "Recovery"), at no cost beyond 8 bytes.
@@ -755,21 +868,25 @@ impl Log {
 
     /// Deletes the log files whose records are all before `keep_from_lsn`
     /// (a checkpoint made them unnecessary). The current file is never
-    /// deleted.
+    /// deleted. Before any file goes, `log.trim` durably names the first
+    /// LSN of the oldest file kept, so recovery can tell a trimmed log from
+    /// one whose oldest files were lost (invariant: the oldest log file
+    /// starts at or before what `log.trim` says).
     pub(crate) fn trim(&self, keep_from_lsn: u64) -> Result<()> {
         let mut f = self.files.lock();
-        let mut removed = false;
         // File i holds LSNs [first_i, first_{i+1}); it can go if first_{i+1} <= keep.
-        while f.first_lsns.len() >= 2 && f.first_lsns[1] <= keep_from_lsn {
+        let n = (1..f.first_lsns.len()).take_while(|&i| f.first_lsns[i] <= keep_from_lsn).count();
+        if n == 0 {
+            return Ok(());
+        }
+        write_trim_file(&*self.vfs, &self.dir, f.first_lsns[n])?;
+        for _ in 0..n {
             let first = f.first_lsns[0];
             self.vfs.remove(&self.dir.join(file_name(first)))?;
             f.first_lsns.pop_front();
             self.files_deleted.fetch_add(1, Ordering::Relaxed);
-            removed = true;
         }
-        if removed {
-            self.vfs.sync_dir(&self.dir)?;
-        }
+        self.vfs.sync_dir(&self.dir)?;
         Ok(())
     }
 
@@ -877,9 +994,28 @@ fn write_records(f: &mut Files, records: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Creates the log file starting at `first_lsn`: header written and
-/// fsynced, then the folder synced, so the file is durable before any
-/// record goes into it. Returns the file and its header.
+/// Durably replaces `log.trim` with `first` (a temporary file, fsynced,
+/// renamed, the folder synced), before the files before `first` are deleted.
+fn write_trim_file(vfs: &dyn Vfs, dir: &Path, first: u64) -> Result<()> {
+    let tmp = dir.join(format!("{TRIM_FILE}.tmp"));
+    let f = vfs.open(&tmp, OpenMode::CreateOrOpen, false)?;
+    if f.len()? > 0 {
+        f.set_len(0)?;
+    }
+    f.write_at(0, &encode_trim(first))?;
+    f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &dir.join(TRIM_FILE))?;
+    vfs.sync_dir(dir)
+}
+
+/// Creates the log file starting at `first_lsn`, so that its name never
+/// names a file without a durable, valid header (see the module's
+/// invariants): the header is written under a temporary name and fsynced,
+/// then the file is renamed to its name and the folder synced, before any
+/// record goes into it. A crash leaves the file under its name with its
+/// header, or at most the temporary file. Returns the file (opened under its
+/// name) and its header.
 fn create_file(
     vfs: &dyn Vfs,
     dir: &Path,
@@ -887,7 +1023,18 @@ fn create_file(
     direct: bool,
 ) -> Result<(Arc<dyn VfsFile>, [u8; FILE_HEADER_LEN])> {
     let path = dir.join(file_name(first_lsn));
-    let f = vfs.open(&path, OpenMode::CreateNew, direct)?;
+    // A rename would replace a file of that name: refuse, as creating it would.
+    match vfs.open(&path, OpenMode::Existing, false) {
+        Ok(_) => return Err(Error::io(&path, "create", std::io::ErrorKind::AlreadyExists.into())),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let tmp = dir.join(tmp_file_name(first_lsn));
+    let f = vfs.open(&tmp, OpenMode::CreateOrOpen, direct)?;
+    if f.len()? > 0 {
+        // Left by a crash during an earlier attempt: it holds at most a header.
+        f.set_len(0)?;
+    }
     let header = encode_file_header(first_lsn);
     if f.direct_io() {
         let mut page = AlignedBuf::zeroed(PAGE as usize);
@@ -897,7 +1044,10 @@ fn create_file(
         f.write_at(0, &header)?;
     }
     f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &path)?;
     vfs.sync_dir(dir)?;
+    let f = vfs.open(&path, OpenMode::Existing, direct)?;
     Ok((f, header))
 }
 
