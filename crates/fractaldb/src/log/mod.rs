@@ -48,12 +48,12 @@
 //!   a bad header, the newest included, is damage, `Error::Corrupt` naming
 //!   it: it may have held acknowledged records. A crash during a creation
 //!   leaves at most the temporary file, which holds nothing and is removed
-//!   once recovery succeeded (`Pending::remove`). (Builds before this wrote
-//!   the header under the final name, and a crash could leave a newest file
+//!   once recovery succeeded (`Pending::remove`). (A build that wrote the
+//!   header under the final name could leave, at a crash, a newest file
 //!   with a torn header and nothing after it. That cannot be told from a
 //!   file truncated or zeroed after its records were acknowledged, so it is
 //!   refused too, the error saying that it holds no records: an operator
-//!   who knows an older build crashed can remove it.)
+//!   who knows such a build crashed can remove it.)
 //! - Files are deleted only from the front, by `trim`, and only after
 //!   `log.trim` durably names the oldest file kept (written under a
 //!   temporary name, fsynced, renamed, the folder synced): the oldest log
