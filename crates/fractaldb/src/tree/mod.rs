@@ -68,6 +68,10 @@ const POISONED: &str = "a panic interrupted a change to the dictionary in memory
 /// `WRITER_HELPS_AT_NODES` node sizes back-pressure keeps it to.
 const MAX_ROOT_BUFFER_BYTES: usize = 1 << 30;
 
+/// The most cleaner steps a writer runs before its write when the root is
+/// over `flush::WRITER_HELPS_AT_NODES` node sizes (back-pressure).
+const WRITER_HELP_STEPS: usize = 64;
+
 /// Log bytes buffered in memory past which a writer syncs the log even
 /// when it need not wait for its record.
 const LOG_BUFFER_BYTES: usize = 4 << 20;
@@ -998,10 +1002,15 @@ impl Tree {
         // Back-pressure: while the root is over `WRITER_HELPS_AT_NODES` node
         // sizes the writer does the cleaner's work instead of letting the
         // buffers grow.
-        while self.root_pressure_bytes.load(AtomicOrdering::Relaxed)
-            > flush::WRITER_HELPS_AT_NODES * self.settings.node_size_bytes
-        {
-            if !self.clean_step()? {
+        // Bounded, so the write always goes on: a root no step can bring
+        // under (a root leaf holding one entry larger than the threshold
+        // cannot split) must not hold its writer forever. The root's
+        // buffers stay bounded by `MAX_ROOT_BUFFER_BYTES` below.
+        for _ in 0..WRITER_HELP_STEPS {
+            if self.root_pressure_bytes.load(AtomicOrdering::Relaxed)
+                <= flush::WRITER_HELPS_AT_NODES * self.settings.node_size_bytes
+                || !self.clean_step()?
+            {
                 break;
             }
         }
