@@ -394,7 +394,9 @@ impl Env {
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes, direct_io: opts.direct_io };
         let mut ckpt_lsns = self.ckpt_lsns()?;
         let min_next_lsn =
-            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0) + 1;
+            // Saturating: a header claiming LSN u64::MAX is refused by
+            // `Log::recover` (past `MAX_LSN`), not an overflow here.
+            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0).saturating_add(1);
         let mut next_txid =
             ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.1)).max().unwrap_or(0).max(1);
         // Every record is decoded: besides the writes to replay (those at or
@@ -412,7 +414,7 @@ impl Env {
                 }
                 Record::Write { file_id, msgs } => {
                     for (k, b) in &msgs {
-                        next_txid = next_txid.max(b.txid + 1);
+                        next_txid = next_txid.max(b.txid.saturating_add(1));
                         if b.provisional {
                             txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
                         }
@@ -440,7 +442,7 @@ impl Env {
             };
             // A commit or abort: its clean-up messages again (they are
             // idempotent), to every key the transaction wrote.
-            next_txid = next_txid.max(txid + 1);
+            next_txid = next_txid.max(txid.saturating_add(1));
             // A rollback to a savepoint leaves the transaction open.
             let ends = body.kind == MsgKind::Commit || body.abort_range() == Ok((0, u32::MAX));
             let keys = match ends {
