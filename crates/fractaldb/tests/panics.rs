@@ -45,6 +45,18 @@ fn calm(a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
 
+/// Options for a test on one thread with `cmp` registered as "touchy".
+fn with_comparator(cmp: fractaldb::Comparator) -> EnvOptions {
+    EnvOptions {
+        cache_size_bytes: 1 << 20,
+        background_threads: false,
+        checkpoint_period: None,
+        comparators: vec![("touchy".into(), cmp)],
+        reserve_free_bytes: 0,
+        ..Default::default()
+    }
+}
+
 fn small() -> DictOptions {
     DictOptions {
         node_size_bytes: 4096,
@@ -229,14 +241,7 @@ fn an_update_function_panicking_in_a_root_leaf_write_fails_it_and_the_dictionary
 #[test]
 fn a_panicking_comparator_fails_reads_cursors_and_writes_and_reopen_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = |cmp: fractaldb::Comparator| EnvOptions {
-        cache_size_bytes: 1 << 20,
-        background_threads: false,
-        checkpoint_period: None,
-        comparators: vec![("touchy".into(), cmp)],
-        reserve_free_bytes: 0,
-        ..Default::default()
-    };
+    let opts = with_comparator;
     let env = Env::open(dir.path(), opts(touchy)).unwrap();
     let d = env.create_dictionary("c", DictOptions { comparator: Some("touchy".into()), ..small() }).unwrap();
     let mut model = Model::new();
@@ -305,14 +310,7 @@ fn a_panicking_comparator_fails_reads_cursors_and_writes_and_reopen_recovers() {
 #[test]
 fn a_panicking_comparator_in_a_transactions_write_fails_it_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = |cmp: fractaldb::Comparator| EnvOptions {
-        cache_size_bytes: 1 << 20,
-        background_threads: false,
-        checkpoint_period: None,
-        comparators: vec![("touchy".into(), cmp)],
-        reserve_free_bytes: 0,
-        ..Default::default()
-    };
+    let opts = with_comparator;
     let env = Env::open(dir.path(), opts(touchy)).unwrap();
     let d = env.create_dictionary("c", DictOptions { comparator: Some("touchy".into()), ..small() }).unwrap();
     let other = env.create_dictionary("other", small()).unwrap();
