@@ -1,0 +1,60 @@
+//! fractaldb-sql: MySQL's dialect of SQL over tables kept in fractaldb.
+//!
+//! Layers, top down (see `docs/ARCHITECTURE.md`, "SQL"):
+//! - `lex`: MySQL's lexical quirks in front of `sqlparser` (statement
+//!   splitting, `/*!NNNNN ... */` comments, byte-string literals);
+//! - `session`: one client's state (current database, transaction,
+//!   variables) and the statement dispatcher;
+//! - `ddl`, `dml`, `query`, `show`: the statement families;
+//! - `expr`, `func`: expressions bound to columns, and their evaluation
+//!   with MySQL's conversions;
+//! - `catalog`, `table`: the schema kept in the engine, and rows and
+//!   index entries written through engine transactions;
+//! - `keycodec`, `rowcodec`, `collation`: the byte formats.
+//!
+//! ```no_run
+//! use fractaldb_sql::{Database, DbOptions, Outcome};
+//! let db = Database::open("/tmp/sqldb", DbOptions::default())?;
+//! let mut s = db.session();
+//! s.execute(b"CREATE DATABASE shop")?;
+//! s.execute(b"USE shop")?;
+//! s.execute(b"CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20))")?;
+//! s.execute(b"INSERT INTO t VALUES (1, 'a'), (2, 'b')")?;
+//! if let Outcome::Rows(rs) = s.execute(b"SELECT name FROM t WHERE id = 2")? {
+//!     assert_eq!(rs.rows[0][0].render(), "b");
+//! }
+//! drop(s);
+//! db.close()?;
+//! # Ok::<(), fractaldb_sql::SqlError>(())
+//! ```
+
+pub mod catalog;
+pub mod collation;
+mod db;
+mod ddl;
+mod dml;
+pub mod error;
+mod expr;
+mod func;
+pub mod keycodec;
+pub mod lex;
+mod query;
+mod rowcodec;
+mod session;
+mod show;
+mod table;
+mod temporal;
+pub mod types;
+pub mod value;
+
+pub use db::{Database, DbOptions};
+pub use error::{SqlError, SqlResult};
+pub use session::{ColumnMeta, Outcome, ResultSet, Session};
+pub use types::{Charset, Collation, SqlType, StrKind};
+pub use value::{Temporal, TemporalKind, Value};
+
+/// The version this server reports (`SELECT VERSION()`, and the number
+/// `/*!NNNNN ... */` comments are compared with): MariaDB 10.11's.
+pub const SERVER_VERSION: &str = "10.11.99-fractaldb";
+/// `/*!NNNNN ... */` runs when NNNNN is at most this.
+pub const VERSION_ID: u32 = 101199;
