@@ -1,1 +1,173 @@
-//! (in progress)
+//! The schema: databases, tables, columns, indexes, and where each table's
+//! dictionaries are.
+//!
+//! Kept in one engine dictionary, [`CATALOG_DICT`], as JSON records:
+//! `db/<name>` → [`DbDef`], `table/<db>/<name>` → [`TableDef`], and
+//! `next_id` → the next table id. Every DDL statement changes these records
+//! in one engine transaction, so a crash leaves the old schema or the new
+//! one. The table's dictionaries are created before that transaction
+//! commits and dropped after it: a crash between leaves dictionaries no
+//! record names, which `Database::open` drops (see `db.rs`).
+//!
+//! A table's dictionaries are named as TokuDB named its files:
+//! `<db>/<table>/main` (primary key → row), `<db>/<table>/key-<index>` per
+//! secondary index, `<db>/<table>/status` (row count deltas,
+//! auto-increment). The names are recorded in the `TableDef`, and the
+//! records, not the names, say which table a dictionary belongs to: a
+//! RENAME TABLE changes the record only, and a name already taken (by a
+//! renamed table, or by the new dictionaries of a TRUNCATE) gets a `~<n>`
+//! suffix.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Collation, SqlType};
+
+/// The engine dictionary holding the catalog.
+pub const CATALOG_DICT: &str = "__sql/catalog";
+
+/// Longest database, table, column or index name, in characters.
+pub const MAX_IDENT_CHARS: usize = 64;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DbDef {
+    pub name: String,
+    pub collation: Collation,
+}
+
+/// What a column's DEFAULT is.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum DefaultSpec {
+    /// No DEFAULT clause on a NOT NULL column: an INSERT must name it (1364
+    /// in strict mode).
+    None,
+    Null,
+    /// A constant, kept as text and converted to the column's type when
+    /// used (as MySQL's .frm keeps the converted record).
+    Literal(Vec<u8>),
+    /// CURRENT_TIMESTAMP[(fsp)].
+    CurrentTimestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    pub default: DefaultSpec,
+    pub auto_increment: bool,
+    /// ON UPDATE CURRENT_TIMESTAMP.
+    pub on_update_now: bool,
+    pub comment: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum IndexKind {
+    Primary,
+    Unique,
+    Plain,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IndexPart {
+    /// Position in `TableDef::columns`.
+    pub col: usize,
+    /// A prefix length in characters (bytes for binary strings).
+    pub prefix: Option<u32>,
+    pub desc: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    pub kind: IndexKind,
+    /// A TokuDB clustering index: its entries carry the whole row.
+    pub clustering: bool,
+    pub parts: Vec<IndexPart>,
+    /// The engine dictionary holding it (for the primary key: the table's
+    /// main dictionary).
+    pub dict: String,
+    pub comment: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TableDef {
+    /// Unique over the life of the folder; never reused.
+    pub id: u64,
+    pub db: String,
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// The primary key: `Some(i)` into `indexes` (always 0 when present), or
+    /// `None` for a table without one, keyed by a hidden 8-byte row id.
+    pub primary: Option<usize>,
+    /// Every index, the primary key (if any) first.
+    pub indexes: Vec<IndexDef>,
+    pub main_dict: String,
+    pub status_dict: String,
+    pub collation: Collation,
+    pub comment: String,
+    /// AUTO_INCREMENT=n given at CREATE or ALTER: the next value is at least this.
+    pub auto_increment_start: u64,
+    /// Bumped by every change of the row format; rows carry it.
+    pub schema_version: u32,
+    /// The CREATE time, seconds since the epoch (SHOW TABLE STATUS).
+    pub created: i64,
+}
+
+impl TableDef {
+    pub fn col_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn index_by_name(&self, name: &str) -> Option<usize> {
+        self.indexes.iter().position(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The AUTO_INCREMENT column, if any.
+    pub fn auto_col(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.auto_increment)
+    }
+
+    /// The secondary indexes: every index but the primary key.
+    pub fn secondary(&self) -> impl Iterator<Item = (usize, &IndexDef)> {
+        self.indexes.iter().enumerate().filter(|(_, i)| i.kind != IndexKind::Primary)
+    }
+}
+
+/// Catalog record keys.
+pub fn db_key(db: &str) -> Vec<u8> {
+    format!("db/{db}").into_bytes()
+}
+
+pub fn table_key(db: &str, table: &str) -> Vec<u8> {
+    format!("table/{db}/{table}").into_bytes()
+}
+
+pub const NEXT_ID_KEY: &[u8] = b"next_id";
+
+/// Checks a database, table, column or index name as MySQL does.
+pub fn check_ident(name: &str, what: Ident) -> crate::SqlResult<()> {
+    use crate::SqlError;
+    let bad = name.is_empty() || name.ends_with(' ') || name.contains('\0');
+    if name.chars().count() > MAX_IDENT_CHARS {
+        return Err(SqlError::ident_too_long(name));
+    }
+    if bad
+        || (what != Ident::Column
+            && (name.contains('/') || name.contains('\\') || name == "." || name == ".."))
+    {
+        return Err(match what {
+            Ident::Db => SqlError::wrong_db_name(name),
+            Ident::Table => SqlError::wrong_table_name(name),
+            Ident::Column | Ident::Index => SqlError::wrong_column_name(name),
+        });
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Ident {
+    Db,
+    Table,
+    Column,
+    Index,
+}

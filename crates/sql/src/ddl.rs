@@ -1,1 +1,575 @@
-//! (in progress)
+//! CREATE/DROP DATABASE, CREATE/DROP/TRUNCATE TABLE.
+//!
+//! Every change is one engine transaction on the catalog dictionary; new
+//! dictionaries are created before it commits and old ones dropped after
+//! (see `catalog.rs` for why a crash between is harmless).
+
+use std::sync::Arc;
+
+use fractaldb::{DictOptions, Isolation};
+use sqlparser::ast;
+
+use crate::catalog::{
+    self, check_ident, Column, DbDef, DefaultSpec, Ident, IndexDef, IndexKind, IndexPart, TableDef,
+};
+use crate::error::{SqlError, SqlResult};
+use crate::expr::ident_name;
+use crate::session::{Outcome, Session};
+use crate::types::{Charset, Collation, SqlType, StrKind};
+use crate::value::Value;
+
+pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
+    use ast::Statement as S;
+    let inner = s.inner.clone();
+    let _g = inner.ddl.lock();
+    match stmt {
+        S::CreateDatabase { db_name, if_not_exists, default_charset, default_collation, .. } => {
+            let name = ident_name(db_name).join(".");
+            check_ident(&name, Ident::Db)?;
+            if s.inner.schema.read().dbs.contains_key(&name) {
+                if *if_not_exists {
+                    s.warnings.push(crate::error::Warning::note(1007, SqlError::db_exists(&name).message));
+                    return Ok(Outcome::done(0));
+                }
+                return Err(SqlError::db_exists(&name));
+            }
+            let coll = pick_collation(
+                default_charset.as_deref(),
+                default_collation.as_deref(),
+                Collation::Utf8mb4GeneralCi,
+            )?;
+            let def = DbDef { name: name.clone(), collation: coll };
+            let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+            txn.put(
+                &s.inner.catalog,
+                &catalog::db_key(&name),
+                &serde_json::to_vec(&def).expect("serialisable"),
+            )?;
+            txn.commit()?;
+            s.inner.schema.write().dbs.insert(name, def);
+            Ok(Outcome::done(1))
+        }
+        S::CreateSchema { schema_name, if_not_exists, .. } => {
+            let name = schema_name.to_string().trim_matches('`').to_string();
+            let stmt = format!(
+                "CREATE DATABASE {}`{}`",
+                if *if_not_exists { "IF NOT EXISTS " } else { "" },
+                name.replace('`', "``")
+            );
+            drop(_g);
+            s.execute(stmt.as_bytes())
+        }
+        S::Drop { object_type, if_exists, names, .. } => match object_type {
+            ast::ObjectType::Schema | ast::ObjectType::Database => {
+                let name = ident_name(&names[0]).join(".");
+                drop_database(s, &name, *if_exists)
+            }
+            ast::ObjectType::Table => {
+                let mut missing = Vec::new();
+                for n in names {
+                    let (db, t) = qualify(s, n)?;
+                    match s.inner.table(&db, &t) {
+                        Ok(_) => drop_table(s, &db, &t)?,
+                        Err(_) => missing.push(format!("{db}.{t}")),
+                    }
+                }
+                if !missing.is_empty() {
+                    if *if_exists {
+                        for m in missing {
+                            s.warnings
+                                .push(crate::error::Warning::note(1051, format!("Unknown table '{m}'")));
+                        }
+                    } else {
+                        return Err(SqlError::new(
+                            1051,
+                            "42S02",
+                            format!("Unknown table '{}'", missing.join(",")),
+                        ));
+                    }
+                }
+                Ok(Outcome::done(0))
+            }
+            ast::ObjectType::View => Err(SqlError::unsupported("views")),
+            other => Err(SqlError::unsupported(format!("DROP {other}"))),
+        },
+        S::CreateTable(ct) => create_table(s, ct),
+        S::Truncate(tr) => {
+            for t in &tr.table_names {
+                let (db, name) = qualify(s, &t.name)?;
+                truncate(s, &db, &name)?;
+            }
+            Ok(Outcome::done(0))
+        }
+        _ => Err(SqlError::unsupported(format!(
+            "{}",
+            stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+        ))),
+    }
+}
+
+fn pick_collation(cs: Option<&str>, coll: Option<&str>, default: Collation) -> SqlResult<Collation> {
+    if let Some(c) = coll {
+        return Collation::by_name(c)
+            .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{c}'")));
+    }
+    if let Some(c) = cs {
+        return Charset::by_name(c)
+            .map(|c| c.default_collation())
+            .ok_or_else(|| SqlError::new(1115, "42000", format!("Unknown character set: '{c}'")));
+    }
+    Ok(default)
+}
+
+pub fn qualify(s: &Session, n: &ast::ObjectName) -> SqlResult<(String, String)> {
+    let parts = ident_name(n);
+    match parts.as_slice() {
+        [t] => Ok((s.db.clone().ok_or_else(SqlError::no_db)?, t.clone())),
+        [d, t] => Ok((d.clone(), t.clone())),
+        _ => Err(SqlError::syntax(format!("'{n}'"))),
+    }
+}
+
+fn drop_database(s: &mut Session, name: &str, if_exists: bool) -> SqlResult<Outcome> {
+    if !s.inner.schema.read().dbs.contains_key(name) {
+        if if_exists {
+            s.warnings.push(crate::error::Warning::note(1008, SqlError::db_drop_missing(name).message));
+            return Ok(Outcome::done(0));
+        }
+        return Err(SqlError::db_drop_missing(name));
+    }
+    let tables: Vec<String> =
+        s.inner.schema.read().tables.keys().filter(|(d, _)| d == name).map(|(_, t)| t.clone()).collect();
+    let n = tables.len();
+    for t in tables {
+        drop_table(s, name, &t)?;
+    }
+    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+    txn.delete(&s.inner.catalog, &catalog::db_key(name))?;
+    txn.commit()?;
+    s.inner.schema.write().dbs.remove(name);
+    if s.db.as_deref() == Some(name) {
+        s.db = None;
+    }
+    Ok(Outcome::done(n as u64))
+}
+
+fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
+    let t = s.inner.table(db, name)?;
+    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+    txn.delete(&s.inner.catalog, &catalog::table_key(db, name))?;
+    txn.commit()?;
+    s.inner.schema.write().tables.remove(&(db.to_string(), name.to_string()));
+    let dicts = dict_names(&t.def);
+    drop(t);
+    for d in dicts {
+        s.inner.env.drop_dictionary(&d)?;
+    }
+    Ok(())
+}
+
+fn dict_names(def: &TableDef) -> Vec<String> {
+    let mut v = vec![def.main_dict.clone(), def.status_dict.clone()];
+    v.extend(def.indexes.iter().filter(|i| i.kind != IndexKind::Primary).map(|i| i.dict.clone()));
+    v
+}
+
+/// TRUNCATE: new empty dictionaries swapped in by one catalog change, in
+/// constant time; the old ones are dropped after.
+fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
+    let t = s.inner.table(db, name)?;
+    let mut def = t.def.clone();
+    create_dicts(s, &mut def)?;
+    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+    txn.put(
+        &s.inner.catalog,
+        &catalog::table_key(db, name),
+        &serde_json::to_vec(&def).expect("serialisable"),
+    )?;
+    txn.commit()?;
+    let opened = s.inner.open_table(def)?;
+    s.inner.schema.write().tables.insert((db.to_string(), name.to_string()), Arc::new(opened));
+    let old = dict_names(&t.def);
+    drop(t);
+    for d in old {
+        s.inner.env.drop_dictionary(&d)?;
+    }
+    Ok(())
+}
+
+/// Gives `def` fresh dictionaries (named `<db>/<table>/main` etc., with a
+/// suffix where the name is taken) and creates them.
+fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
+    let base = format!("{}/{}", def.db, def.name);
+    def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
+    s.inner.env.create_dictionary(&def.main_dict, DictOptions::default())?;
+    def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
+    s.inner.env.create_dictionary(&def.status_dict, DictOptions::default())?;
+    for ix in def.indexes.iter_mut() {
+        if ix.kind == IndexKind::Primary {
+            ix.dict = def.main_dict.clone();
+        } else {
+            ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
+            s.inner.env.create_dictionary(&ix.dict, DictOptions::default())?;
+        }
+    }
+    Ok(())
+}
+
+fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
+    let (db, name) = qualify(s, &ct.name)?;
+    check_ident(&name, Ident::Table)?;
+    if !s.inner.schema.read().dbs.contains_key(&db) {
+        return Err(SqlError::unknown_db(&db));
+    }
+    if s.inner.table(&db, &name).is_ok() {
+        if ct.if_not_exists {
+            s.warnings.push(crate::error::Warning::note(1050, SqlError::table_exists(&name).message));
+            return Ok(Outcome::done(0));
+        }
+        return Err(SqlError::table_exists(&name));
+    }
+    if ct.query.is_some() || ct.like.is_some() {
+        return Err(SqlError::unsupported("CREATE TABLE ... SELECT / LIKE"));
+    }
+    if ct.temporary {
+        return Err(SqlError::unsupported("temporary tables"));
+    }
+    if ct.columns.is_empty() {
+        return Err(SqlError::table_needs_column());
+    }
+    let table_coll = s.inner.db_collation(&db);
+    let mut columns: Vec<Column> = Vec::new();
+    let mut indexes: Vec<IndexDef> = Vec::new();
+    let mut pk: Option<Vec<IndexPart>> = None;
+    for cd in &ct.columns {
+        let cname = cd.name.value.clone();
+        check_ident(&cname, Ident::Column)?;
+        if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&cname)) {
+            return Err(SqlError::dup_column(&cname));
+        }
+        let mut coll_name = None;
+        let mut cs_name = None;
+        for o in &cd.options {
+            match &o.option {
+                ast::ColumnOption::Collation(c) => coll_name = Some(ident_name(c).join(".")),
+                ast::ColumnOption::CharacterSet(c) => cs_name = Some(ident_name(c).join(".")),
+                _ => {}
+            }
+        }
+        let coll = pick_collation(cs_name.as_deref(), coll_name.as_deref(), table_coll)?;
+        let ty = map_type(&cd.data_type, coll, &cname)?;
+        ty.validate(&cname)?;
+        let mut col = Column {
+            name: cname.clone(),
+            ty,
+            nullable: true,
+            default: DefaultSpec::Null,
+            auto_increment: false,
+            on_update_now: false,
+            comment: String::new(),
+        };
+        let mut explicit_null = false;
+        for o in &cd.options {
+            match &o.option {
+                ast::ColumnOption::Null => explicit_null = true,
+                ast::ColumnOption::NotNull => col.nullable = false,
+                ast::ColumnOption::Default(e) => col.default = default_spec(s, e, &cname)?,
+                ast::ColumnOption::Comment(c) => col.comment = c.clone(),
+                ast::ColumnOption::OnUpdate(_) => col.on_update_now = true,
+                ast::ColumnOption::PrimaryKey(_) => {
+                    if pk.is_some() {
+                        return Err(SqlError::multiple_primary_keys());
+                    }
+                    pk = Some(vec![IndexPart { col: columns.len(), prefix: None, desc: false }]);
+                    col.nullable = false;
+                }
+                ast::ColumnOption::Unique(_) => indexes.push(IndexDef {
+                    name: cname.clone(),
+                    kind: IndexKind::Unique,
+                    clustering: false,
+                    parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
+                    dict: String::new(),
+                    comment: String::new(),
+                }),
+                ast::ColumnOption::DialectSpecific(toks) => {
+                    let t: String =
+                        toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+                    if t.contains("AUTO_INCREMENT") {
+                        col.auto_increment = true;
+                    }
+                }
+                ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
+                    return Err(SqlError::unsupported("CHECK and FOREIGN KEY constraints"));
+                }
+                _ => {}
+            }
+        }
+        if explicit_null && !col.nullable {
+            return Err(SqlError::syntax("'NULL'"));
+        }
+        if !col.nullable && col.default == DefaultSpec::Null {
+            col.default = DefaultSpec::None;
+        }
+        if matches!(col.ty, SqlType::Timestamp { .. }) && col.default == DefaultSpec::Null && !explicit_null {
+            col.nullable = explicit_null;
+            if !col.nullable && columns.iter().all(|c| !matches!(c.ty, SqlType::Timestamp { .. })) {
+                col.default = DefaultSpec::CurrentTimestamp;
+                col.on_update_now = true;
+            } else if !col.nullable {
+                col.default = DefaultSpec::None;
+            }
+        }
+        columns.push(col);
+    }
+    let find = |n: &str, cols: &[Column]| cols.iter().position(|c| c.name.eq_ignore_ascii_case(n));
+    let parts_of = |ics: &[ast::IndexColumn], cols: &[Column]| -> SqlResult<Vec<IndexPart>> {
+        let mut v = Vec::new();
+        for ic in ics {
+            let desc = matches!(ic.column.options.sort, Some(ast::OrderBySort::Desc));
+            let (n, prefix) = match &ic.column.expr {
+                ast::Expr::Identifier(i) => (i.value.clone(), None),
+                ast::Expr::Function(f) => {
+                    let n = ident_name(&f.name).join(".");
+                    let len = match &f.args {
+                        ast::FunctionArguments::List(l) => match l.args.first() {
+                            Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                                ast::Expr::Value(v),
+                            ))) => v.value.to_string().parse::<u32>().ok(),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    (n, Some(len.ok_or_else(|| SqlError::syntax("'('"))?))
+                }
+                other => return Err(SqlError::syntax(format!("'{other}'"))),
+            };
+            let c = find(&n, cols).ok_or_else(|| SqlError::key_column_missing(&n))?;
+            v.push(IndexPart { col: c, prefix, desc });
+        }
+        Ok(v)
+    };
+    for c in &ct.constraints {
+        match c {
+            ast::TableConstraint::PrimaryKey(p) => {
+                if pk.is_some() {
+                    return Err(SqlError::multiple_primary_keys());
+                }
+                let parts = parts_of(&p.columns, &columns)?;
+                for part in &parts {
+                    columns[part.col].nullable = false;
+                    if columns[part.col].default == DefaultSpec::Null {
+                        columns[part.col].default = DefaultSpec::None;
+                    }
+                }
+                pk = Some(parts);
+            }
+            ast::TableConstraint::Unique(u) => {
+                let parts = parts_of(&u.columns, &columns)?;
+                let name = u
+                    .name
+                    .as_ref()
+                    .or(u.index_name.as_ref())
+                    .map(|i| i.value.clone())
+                    .unwrap_or_else(|| columns[parts[0].col].name.clone());
+                indexes.push(IndexDef {
+                    name,
+                    kind: IndexKind::Unique,
+                    clustering: false,
+                    parts,
+                    dict: String::new(),
+                    comment: String::new(),
+                });
+            }
+            ast::TableConstraint::Index(ix) => {
+                let parts = parts_of(&ix.columns, &columns)?;
+                let name = ix
+                    .name
+                    .as_ref()
+                    .map(|i| i.value.clone())
+                    .unwrap_or_else(|| columns[parts[0].col].name.clone());
+                indexes.push(IndexDef {
+                    name,
+                    kind: IndexKind::Plain,
+                    clustering: false,
+                    parts,
+                    dict: String::new(),
+                    comment: String::new(),
+                });
+            }
+            ast::TableConstraint::ForeignKey(_) | ast::TableConstraint::Check(_) => {
+                return Err(SqlError::unsupported("CHECK and FOREIGN KEY constraints"));
+            }
+            _ => return Err(SqlError::unsupported("this table constraint")),
+        }
+    }
+    // Unnamed indexes named after their first column get _2, _3 ... on a clash.
+    let mut seen: Vec<String> = Vec::new();
+    for ix in indexes.iter_mut() {
+        let base = ix.name.clone();
+        let mut n = 2;
+        while seen.iter().any(|s| s.eq_ignore_ascii_case(&ix.name)) {
+            ix.name = format!("{base}_{n}");
+            n += 1;
+        }
+        if ix.name.eq_ignore_ascii_case("PRIMARY") {
+            return Err(SqlError::new(1280, "42000", format!("Incorrect index name '{}'", ix.name)));
+        }
+        seen.push(ix.name.clone());
+    }
+    for ix in &indexes {
+        for p in &ix.parts {
+            if columns[p.col].ty.is_lob() && p.prefix.is_none() {
+                return Err(SqlError::blob_key_without_length(&columns[p.col].name));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    let primary = pk.map(|parts| {
+        all.push(IndexDef {
+            name: "PRIMARY".into(),
+            kind: IndexKind::Primary,
+            clustering: true,
+            parts,
+            dict: String::new(),
+            comment: String::new(),
+        });
+        0
+    });
+    if let Some(p) = primary {
+        for part in &all[p].parts {
+            if columns[part.col].ty.is_lob() && part.prefix.is_none() {
+                return Err(SqlError::blob_key_without_length(&columns[part.col].name));
+            }
+        }
+    }
+    all.extend(indexes);
+    let autos = columns.iter().filter(|c| c.auto_increment).count();
+    if autos > 1 {
+        return Err(SqlError::bad_auto_increment());
+    }
+    if let Some(a) = columns.iter().position(|c| c.auto_increment) {
+        if !all.iter().any(|ix| ix.parts.first().is_some_and(|p| p.col == a)) {
+            return Err(SqlError::bad_auto_increment());
+        }
+        columns[a].default = DefaultSpec::Null;
+    }
+    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+    let id = s.inner.next_table_id(&txn)?;
+    let mut def = TableDef {
+        id,
+        db: db.clone(),
+        name: name.clone(),
+        columns,
+        primary,
+        indexes: all,
+        main_dict: String::new(),
+        status_dict: String::new(),
+        collation: table_coll,
+        comment: String::new(),
+        auto_increment_start: 1,
+        schema_version: 1,
+        created: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
+    create_dicts(s, &mut def)?;
+    txn.put(
+        &s.inner.catalog,
+        &catalog::table_key(&db, &name),
+        &serde_json::to_vec(&def).expect("serialisable"),
+    )?;
+    txn.commit()?;
+    let t = s.inner.open_table(def)?;
+    s.inner.schema.write().tables.insert((db, name), Arc::new(t));
+    Ok(Outcome::done(0))
+}
+
+fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {
+    let text = e.to_string().to_ascii_uppercase();
+    if text.starts_with("CURRENT_TIMESTAMP") || text.starts_with("NOW(") || text.starts_with("LOCALTIMESTAMP")
+    {
+        return Ok(DefaultSpec::CurrentTimestamp);
+    }
+    match s.eval_const(e) {
+        Ok(Value::Null) => Ok(DefaultSpec::Null),
+        Ok(v) => Ok(DefaultSpec::Literal(v.to_bytes().unwrap_or_default())),
+        Err(_) => Err(SqlError::invalid_default(col)),
+    }
+}
+
+/// MySQL's column types from sqlparser's.
+pub fn map_type(t: &ast::DataType, coll: Collation, col: &str) -> SqlResult<SqlType> {
+    use ast::DataType as D;
+    let text = t.to_string().to_ascii_uppercase();
+    let unsigned = text.contains("UNSIGNED");
+    let int = |bytes: u8| SqlType::Int { bytes, unsigned };
+    let len = |n: &Option<ast::CharacterLength>, dflt: u64| match n {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => *length,
+        Some(ast::CharacterLength::Max) => 65535,
+        None => dflt,
+    };
+    let fsp = |p: &Option<u64>| p.unwrap_or(0).min(255) as u8;
+    Ok(match t {
+        D::TinyInt(_) | D::TinyIntUnsigned(_) | D::Bool | D::Boolean => int(1),
+        D::SmallInt(_) | D::SmallIntUnsigned(_) => int(2),
+        D::MediumInt(_) | D::MediumIntUnsigned(_) => int(3),
+        D::Int(_) | D::Integer(_) | D::IntUnsigned(_) | D::IntegerUnsigned(_) => int(4),
+        D::BigInt(_) | D::BigIntUnsigned(_) => int(8),
+        D::Decimal(i) | D::Numeric(i) | D::Dec(i) | D::DecimalUnsigned(i) | D::DecUnsigned(i) => {
+            let (p, s) = match i {
+                ast::ExactNumberInfo::None => (10, 0),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s as u64),
+            };
+            if p > 65 {
+                return Err(SqlError::too_big_precision(p, col, 65));
+            }
+            SqlType::Decimal { precision: p.max(1) as u8, scale: s.min(255) as u8, unsigned }
+        }
+        D::Float(_) | D::FloatUnsigned(_) | D::Real => SqlType::Float { unsigned },
+        D::Double(_) | D::DoublePrecision | D::DoubleUnsigned(_) | D::DoublePrecisionUnsigned => {
+            SqlType::Double { unsigned }
+        }
+        D::Bit(n) => SqlType::Bit { bits: n.unwrap_or(1).min(255) as u8 },
+        D::Char(n) | D::Character(n) => SqlType::Str { kind: StrKind::Fixed, len: len(n, 1), coll },
+        D::Varchar(n) | D::CharacterVarying(n) | D::Nvarchar(n) => {
+            if n.is_none() {
+                return Err(SqlError::syntax("')'"));
+            }
+            SqlType::Str { kind: StrKind::Var, len: len(n, 0), coll }
+        }
+        D::Binary(n) => SqlType::Str { kind: StrKind::Fixed, len: n.unwrap_or(1), coll: Collation::Binary },
+        D::Varbinary(n) => SqlType::Str {
+            kind: StrKind::Var,
+            len: match n {
+                Some(ast::BinaryLength::IntegerLength { length }) => *length,
+                _ => return Err(SqlError::syntax("')'")),
+            },
+            coll: Collation::Binary,
+        },
+        D::TinyText => SqlType::Str { kind: StrKind::Lob, len: 255, coll },
+        D::Text => SqlType::Str { kind: StrKind::Lob, len: 65535, coll },
+        D::MediumText => SqlType::Str { kind: StrKind::Lob, len: 16777215, coll },
+        D::LongText => SqlType::Str { kind: StrKind::Lob, len: 4294967295, coll },
+        D::TinyBlob => SqlType::Str { kind: StrKind::Lob, len: 255, coll: Collation::Binary },
+        D::Blob(_) => SqlType::Str { kind: StrKind::Lob, len: 65535, coll: Collation::Binary },
+        D::MediumBlob => SqlType::Str { kind: StrKind::Lob, len: 16777215, coll: Collation::Binary },
+        D::LongBlob => SqlType::Str { kind: StrKind::Lob, len: 4294967295, coll: Collation::Binary },
+        D::Enum(members, _) => SqlType::Enum { values: members.iter().map(enum_member).collect(), coll },
+        D::Set(members) => SqlType::Set { values: members.clone(), coll },
+        D::Date => SqlType::Date,
+        D::Time(p, _) => SqlType::Time { fsp: fsp(p) },
+        D::Datetime(p) => SqlType::DateTime { fsp: fsp(p) },
+        D::Timestamp(p, _) => SqlType::Timestamp { fsp: fsp(p) },
+        D::JSON => SqlType::Json,
+        _ if text.starts_with("YEAR") => SqlType::Year,
+        _ => return Err(SqlError::syntax(format!("'{text}'"))),
+    })
+}
+
+fn enum_member(m: &ast::EnumMember) -> String {
+    match m {
+        ast::EnumMember::Name(n) => n.clone(),
+        ast::EnumMember::NamedValue(n, _) => n.clone(),
+    }
+}

@@ -1,1 +1,521 @@
-//! (in progress)
+//! INSERT, REPLACE, UPDATE, DELETE.
+
+use std::sync::Arc;
+
+use fractaldb::Txn;
+use sqlparser::ast;
+
+use crate::bind::Binder;
+use crate::coerce::{self, StoreCtx};
+use crate::error::{SqlError, SqlResult, Warning};
+use crate::expr::Expr;
+use crate::query::{resolve_table, scope_of, Source};
+use crate::session::{Outcome, Session};
+use crate::table::{self, Table};
+use crate::value::Value;
+
+fn now_value(s: &Session) -> Value {
+    let mut w = Vec::new();
+    let mut cx = s.eval_ctx(&mut w);
+    Expr::Func("NOW".into(), vec![], vec![]).eval(&[], &mut cx).unwrap_or(Value::Null)
+}
+
+pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let t = resolve_table(s, name)?;
+    let def = &t.def;
+    // Target columns.
+    let cols: Vec<usize> = if ins.columns.is_empty() {
+        (0..def.columns.len()).collect()
+    } else {
+        let mut v = Vec::new();
+        for c in &ins.columns {
+            let n = crate::expr::ident_name(c).pop().unwrap_or_default();
+            let i = def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "field list"))?;
+            if v.contains(&i) {
+                return Err(SqlError::new(1110, "42000", format!("Column '{n}' specified twice")));
+            }
+            v.push(i);
+        }
+        v
+    };
+    let source = ins.source.as_ref().ok_or_else(|| SqlError::unsupported("INSERT ... SET"))?;
+    let selected = match source.body.as_ref() {
+        ast::SetExpr::Values(_) => None,
+        _ => Some(crate::query::select(s, txn, source, false)?),
+    };
+    let sysvar = |n: &str| s.sysvar(n);
+    let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+        Err(SqlError::unsupported("subqueries in VALUES"))
+    };
+    let mut warnings: Vec<Warning> = Vec::new();
+    let input: Vec<Vec<Value>> = match source.body.as_ref() {
+        ast::SetExpr::Values(vals) => {
+            let mut rows = Vec::with_capacity(vals.rows.len());
+            let mut cx = s.eval_ctx(&mut warnings);
+            for (ri, r) in vals.rows.iter().enumerate() {
+                let r = &r.content;
+                if r.len() != cols.len() && !(r.is_empty() && ins.columns.is_empty()) {
+                    return Err(SqlError::column_count(ri + 1));
+                }
+                let mut out = Vec::with_capacity(r.len());
+                for e in r {
+                    if let ast::Expr::Identifier(id) = e {
+                        if id.value.eq_ignore_ascii_case("DEFAULT") && id.quote_style.is_none() {
+                            out.push(None);
+                            continue;
+                        }
+                    }
+                    let (x, _) = Binder {
+                        scope: &[],
+                        aggs: None,
+                        agg_base: 0,
+                        sysvar: &sysvar,
+                        subquery: &mut no_sub,
+                        aliases: &[],
+                        insert_cols: &[],
+                        place: "field list",
+                    }
+                    .bind(e)?;
+                    out.push(Some(x.eval(&[], &mut cx)?));
+                }
+                rows.push(out.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
+            }
+            rows
+        }
+        _ => {
+            let rs = selected.expect("selected above");
+            if rs.columns.len() != cols.len() {
+                return Err(SqlError::column_count(1));
+            }
+            rs.rows
+        }
+    };
+    // ON DUPLICATE KEY UPDATE assignments, bound over the existing row.
+    let scope = scope_of(&[Source { table: t.clone(), alias: def.name.clone() }]);
+    let insert_cols: Vec<(String, usize)> =
+        def.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
+    let mut upd: Vec<(usize, Expr)> = Vec::new();
+    if let Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) = &ins.on {
+        for a in assigns {
+            let i = assign_col(&t, a)?;
+            let (x, _) = Binder {
+                scope: &scope,
+                aggs: None,
+                agg_base: 0,
+                sysvar: &sysvar,
+                subquery: &mut no_sub,
+                aliases: &[],
+                insert_cols: &insert_cols,
+                place: "field list",
+            }
+            .bind(&a.value)?;
+            upd.push((i, x));
+        }
+    }
+    let strict = s.strict && !ins.ignore;
+    let now = now_value(s);
+    let mut affected = 0u64;
+    let mut delta = 0i64;
+    let mut first_id: Option<u64> = None;
+    let mut dups = 0u64;
+    let n_rows = input.len();
+    for (ri, vals) in input.into_iter().enumerate() {
+        let rownum = ri + 1;
+        let mut row = vec![None; def.columns.len()];
+        for (v, &c) in vals.into_iter().zip(&cols) {
+            let is_default = matches!(&v, Value::Str(b) if b == b"\0DEFAULT");
+            row[c] = if is_default { None } else { Some(v) };
+        }
+        let mut full = Vec::with_capacity(def.columns.len());
+        for (i, col) in def.columns.iter().enumerate() {
+            let v = match row[i].take() {
+                Some(v) => v,
+                None if col.auto_increment => Value::Null,
+                None => match coerce::default_value(col, Some(now.clone()))? {
+                    Some(v) => v,
+                    None => {
+                        let e = SqlError::no_default(&col.name);
+                        if strict {
+                            return Err(e);
+                        }
+                        warnings.push(Warning::from_error(&e));
+                        coerce::implicit_default(&col.ty)
+                    }
+                },
+            };
+            let mut cx = StoreCtx { strict, row: rownum, warnings: &mut warnings };
+            let mut v = coerce::store(v, col, &mut cx)?;
+            if col.auto_increment && (v.is_null() || v.to_i64() == Some(0)) {
+                let id = next_autoinc(&t, txn)?;
+                first_id.get_or_insert(id);
+                v = coerce::store(Value::UInt(id), col, &mut cx)?;
+            } else if col.auto_increment {
+                note_autoinc(&t, txn, &v)?;
+            }
+            if v.is_null() && !col.nullable {
+                let e = SqlError::null_column(&col.name);
+                if strict || n_rows == 1 {
+                    return Err(e);
+                }
+                warnings.push(Warning::from_error(&e));
+                v = coerce::implicit_default(&col.ty);
+            }
+            full.push(v);
+        }
+        let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
+        let pk = t.pk(&full, hidden)?;
+        match t.find_duplicate(txn, &full, &pk, None)? {
+            None => {
+                t.write_new(txn, &full, &pk)?;
+                affected += 1;
+                delta += 1;
+            }
+            Some(d) => {
+                let old = table::fetch(&t, txn, &d.existing_pk, true)?.ok_or_else(table::damaged)?;
+                if ins.replace_into {
+                    t.remove(txn, &old, &d.existing_pk)?;
+                    // Another unique index may collide too: remove those rows as well.
+                    while let Some(d2) = t.find_duplicate(txn, &full, &pk, None)? {
+                        let o2 = table::fetch(&t, txn, &d2.existing_pk, true)?.ok_or_else(table::damaged)?;
+                        t.remove(txn, &o2, &d2.existing_pk)?;
+                        affected += 1;
+                        delta -= 1;
+                    }
+                    t.write_new(txn, &full, &pk)?;
+                    affected += 2;
+                } else if !upd.is_empty() {
+                    let mut new = old.clone();
+                    {
+                        let mut cx = s.eval_ctx(&mut warnings);
+                        cx.insert_row = Some(&full);
+                        cx.strict_dml = strict;
+                        let mut computed = Vec::new();
+                        for (i, e) in &upd {
+                            computed.push((*i, e.eval(&new, &mut cx)?));
+                            // Later assignments see earlier ones, as in MySQL.
+                            let (ci, v) = computed.last().cloned().expect("just pushed");
+                            new[ci] = v;
+                        }
+                    }
+                    for (i, col) in def.columns.iter().enumerate() {
+                        let mut cx = StoreCtx { strict, row: rownum, warnings: &mut warnings };
+                        new[i] = coerce::store(std::mem::replace(&mut new[i], Value::Null), col, &mut cx)?;
+                        if new[i].is_null() && !col.nullable {
+                            return Err(SqlError::null_column(&col.name));
+                        }
+                    }
+                    if changed(&old, &new) {
+                        let new_pk = t.pk(&new, None)?;
+                        if let Some(d2) = t.find_duplicate(txn, &new, &new_pk, Some(&d.existing_pk))? {
+                            return Err(t.dup_error(&d2, &new));
+                        }
+                        t.replace(txn, &old, &d.existing_pk, &new, &new_pk)?;
+                        affected += 2;
+                    }
+                } else if ins.ignore {
+                    warnings.push(Warning::from_error(&t.dup_error(&d, &full)));
+                    dups += 1;
+                } else {
+                    return Err(t.dup_error(&d, &full));
+                }
+            }
+        }
+        s.check_killed()?;
+    }
+    t.add_rows(txn, s.slot, delta)?;
+    if let Some(id) = first_id {
+        s.last_insert_id = id;
+    }
+    let nwarn = warnings.len();
+    s.warnings.extend(warnings);
+    let info = (n_rows > 1
+        || ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))))
+    .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
+    Ok(Outcome::Done { affected, last_insert_id: first_id.unwrap_or(0), info })
+}
+
+fn changed(a: &[Value], b: &[Value]) -> bool {
+    a.iter().zip(b).any(|(x, y)| match (x, y) {
+        (Value::Null, Value::Null) => false,
+        (Value::Null, _) | (_, Value::Null) => true,
+        _ => x.to_bytes() != y.to_bytes() || std::mem::discriminant(x) != std::mem::discriminant(y),
+    })
+}
+
+fn assign_col(t: &Table, a: &ast::Assignment) -> SqlResult<usize> {
+    let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+        return Err(SqlError::syntax("'('"));
+    };
+    let n = crate::expr::ident_name(n).pop().unwrap_or_default();
+    t.def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "field list"))
+}
+
+/// The next AUTO_INCREMENT value: one past the largest value in the
+/// table, read once (from the end of the primary key when the column
+/// leads it, else by a scan) and then counted in memory; values are not
+/// given back on rollback, as in MySQL.
+fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
+    let mut g = t.autoinc.lock();
+    if g.is_none() {
+        *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
+    }
+    let v = g.expect("set above");
+    *g = Some(v + 1);
+    Ok(v)
+}
+
+fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
+    let mut g = t.autoinc.lock();
+    if g.is_none() {
+        *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
+    }
+    let n = match v {
+        Value::Int(i) if *i > 0 => *i as u64,
+        Value::UInt(u) => *u,
+        _ => return Ok(()),
+    };
+    if n >= g.expect("set above") {
+        *g = Some(n.saturating_add(1));
+    }
+    Ok(())
+}
+
+fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
+    let Some(col) = t.def.auto_col() else { return Ok(1) };
+    let mut max = 0u64;
+    for kv in txn.range(&t.main, None, None, false) {
+        let (_, v) = kv?;
+        let row = t.decode_row(&v)?;
+        match &row[col] {
+            Value::Int(i) if *i > 0 => max = max.max(*i as u64),
+            Value::UInt(u) => max = max.max(*u),
+            _ => {}
+        }
+    }
+    Ok(max + 1)
+}
+
+/// The rows of `t` matching `selection`, with their primary keys, read
+/// at the latest committed version under write locks.
+fn matching(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    selection: Option<&ast::Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&ast::Expr>,
+) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
+    let scope = scope_of(&[Source { table: t.clone(), alias: t.def.name.clone() }]);
+    let sysvar = |n: &str| s.sysvar(n);
+    let inner = s.inner.clone();
+    let db = s.db.clone();
+    let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+        let mut sub = Session::new(inner.clone());
+        sub.db = db.clone();
+        crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
+    };
+    let filter = match selection {
+        Some(w) => Some(
+            Binder {
+                scope: &scope,
+                aggs: None,
+                agg_base: 0,
+                sysvar: &sysvar,
+                subquery: &mut subq,
+                aliases: &[],
+                insert_cols: &[],
+                place: "where clause",
+            }
+            .bind(w)?
+            .0,
+        ),
+        None => None,
+    };
+    let mut order = Vec::new();
+    for o in order_by {
+        let (e, ty) = Binder {
+            scope: &scope,
+            aggs: None,
+            agg_base: 0,
+            sysvar: &sysvar,
+            subquery: &mut subq,
+            aliases: &[],
+            insert_cols: &[],
+            place: "order clause",
+        }
+        .bind(&o.expr)?;
+        order.push((e, ty, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+    }
+    let mut w = Vec::new();
+    let mut out = Vec::new();
+    {
+        let mut cx = s.eval_ctx(&mut w);
+        let (lo, hi) = match (&filter, t.def.primary) {
+            (Some(f), Some(p)) => crate::query::pk_range(t, &t.def.indexes[p], f, 0, &mut cx)?,
+            _ => (None, None),
+        };
+        for kv in txn.range(&t.main, lo.as_deref(), hi.as_deref(), false) {
+            let (k, v) = kv?;
+            let row = t.decode_row(&v)?;
+            if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
+                out.push((k, row));
+            }
+        }
+        if !order.is_empty() {
+            let mut keyed = Vec::new();
+            for (k, r) in out {
+                let mut ks = Vec::new();
+                for (e, _, _) in &order {
+                    ks.push(e.eval(&r, &mut cx)?);
+                }
+                keyed.push((ks, k, r));
+            }
+            keyed.sort_by(|a, b| {
+                for (i, (_, ty, desc)) in order.iter().enumerate() {
+                    let kind = match ty {
+                        crate::expr::Ty::Str(c) => crate::expr::CmpKind::Str(*c),
+                        crate::expr::Ty::Temporal(k) => crate::expr::CmpKind::Temporal(*k),
+                        _ => crate::expr::CmpKind::Numeric,
+                    };
+                    let o = match (a.0[i].is_null(), b.0[i].is_null()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Less,
+                        (false, true) => std::cmp::Ordering::Greater,
+                        _ => {
+                            crate::expr::compare(&a.0[i], &b.0[i], kind).unwrap_or(std::cmp::Ordering::Equal)
+                        }
+                    };
+                    if o != std::cmp::Ordering::Equal {
+                        return if *desc { o.reverse() } else { o };
+                    }
+                }
+                std::cmp::Ordering::Equal
+            });
+            out = keyed.into_iter().map(|(_, k, r)| (k, r)).collect();
+        }
+    }
+    s.warnings.extend(w);
+    if let Some(l) = limit {
+        let n = match s.eval_const(l)? {
+            Value::Int(i) if i >= 0 => i as usize,
+            Value::UInt(u) => u as usize,
+            _ => return Err(SqlError::syntax(format!("'{l}'"))),
+        };
+        out.truncate(n);
+    }
+    // Lock and re-read each row at its newest committed version.
+    let mut locked = Vec::with_capacity(out.len());
+    for (k, _) in out {
+        if let Some(row) = table::fetch(t, txn, &k, true)? {
+            locked.push((k, row));
+        }
+    }
+    Ok(locked)
+}
+
+pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
+    if !up.table.joins.is_empty() || up.from.is_some() {
+        return Err(SqlError::unsupported("multi-table UPDATE"));
+    }
+    let ast::TableFactor::Table { name, .. } = &up.table.relation else {
+        return Err(SqlError::unsupported("this UPDATE target"));
+    };
+    let t = resolve_table(s, name)?;
+    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref())?;
+    let scope = scope_of(&[Source { table: t.clone(), alias: t.def.name.clone() }]);
+    let sysvar = |n: &str| s.sysvar(n);
+    let mut no_sub =
+        |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in SET")) };
+    let mut sets = Vec::new();
+    for a in &up.assignments {
+        let i = assign_col(&t, a)?;
+        let (x, _) = Binder {
+            scope: &scope,
+            aggs: None,
+            agg_base: 0,
+            sysvar: &sysvar,
+            subquery: &mut no_sub,
+            aliases: &[],
+            insert_cols: &[],
+            place: "field list",
+        }
+        .bind(&a.value)?;
+        sets.push((i, x));
+    }
+    let strict = s.strict;
+    let now = now_value(s);
+    let mut warnings = Vec::new();
+    let (mut matched, mut affected) = (0u64, 0u64);
+    for (ri, (pk, old)) in rows.into_iter().enumerate() {
+        matched += 1;
+        let mut new = old.clone();
+        {
+            let mut cx = s.eval_ctx(&mut warnings);
+            cx.strict_dml = strict;
+            for (i, e) in &sets {
+                new[*i] = e.eval(&new, &mut cx)?;
+            }
+        }
+        let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
+        explicitly.sort_unstable();
+        for (i, col) in t.def.columns.iter().enumerate() {
+            let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
+            new[i] = coerce::store(std::mem::replace(&mut new[i], Value::Null), col, &mut cx)?;
+            if new[i].is_null() && !col.nullable {
+                let e = SqlError::null_column(&col.name);
+                if strict {
+                    return Err(e);
+                }
+                warnings.push(Warning::from_error(&e));
+                new[i] = coerce::implicit_default(&col.ty);
+            }
+        }
+        if !changed(&old, &new) {
+            continue;
+        }
+        for (i, col) in t.def.columns.iter().enumerate() {
+            if col.on_update_now && explicitly.binary_search(&i).is_err() {
+                let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
+                new[i] = coerce::store(now.clone(), col, &mut cx)?;
+            }
+        }
+        let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
+        if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
+            return Err(t.dup_error(&d, &new));
+        }
+        t.replace(txn, &old, &pk, &new, &new_pk)?;
+        affected += 1;
+        s.check_killed()?;
+    }
+    let nwarn = warnings.len();
+    s.warnings.extend(warnings);
+    Ok(Outcome::Done {
+        affected,
+        last_insert_id: 0,
+        info: Some(format!("Rows matched: {matched}  Changed: {affected}  Warnings: {nwarn}")),
+    })
+}
+
+pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcome> {
+    let from = match &del.from {
+        ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
+    };
+    if from.len() != 1 || !from[0].joins.is_empty() || !del.tables.is_empty() || del.using.is_some() {
+        return Err(SqlError::unsupported("multi-table DELETE"));
+    }
+    let ast::TableFactor::Table { name, .. } = &from[0].relation else {
+        return Err(SqlError::unsupported("this DELETE target"));
+    };
+    let t = resolve_table(s, name)?;
+    let rows = matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref())?;
+    let n = rows.len() as u64;
+    for (pk, row) in rows {
+        t.remove(txn, &row, &pk)?;
+        s.check_killed()?;
+    }
+    t.add_rows(txn, s.slot, -(n as i64))?;
+    Ok(Outcome::done(n))
+}

@@ -11,8 +11,31 @@ pub fn encode_part(
     desc: bool,
     prefix_chars: Option<u32>,
 ) -> SqlResult<()> {
-    let _ = (out, v, ty, desc, prefix_chars);
-    todo!()
+    // Interim (replaced by the real codec): ints and bytes only.
+    let _ = (ty, desc, prefix_chars);
+    match v {
+        Value::Null => out.push(0),
+        Value::Int(i) => {
+            out.push(1);
+            out.extend_from_slice(&((*i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        Value::UInt(u) => {
+            out.push(1);
+            out.extend_from_slice(&u.to_be_bytes());
+        }
+        other => {
+            out.push(1);
+            for b in other.to_bytes().unwrap_or_default() {
+                if b == 0 {
+                    out.extend_from_slice(&[0, 1]);
+                } else {
+                    out.push(b);
+                }
+            }
+            out.extend_from_slice(&[0, 0]);
+        }
+    }
+    Ok(())
 }
 
 /// Steps over one key part at the front of `buf`.

@@ -48,6 +48,7 @@ pub struct ShowStmt {
 pub enum ShowKind {
     Databases,
     Tables,
+    Warnings,
 }
 
 /// Parses one statement (stub).

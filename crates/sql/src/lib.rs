@@ -28,7 +28,9 @@
 //! # Ok::<(), fractaldb_sql::SqlError>(())
 //! ```
 
+mod bind;
 pub mod catalog;
+mod coerce;
 pub mod collation;
 mod db;
 mod ddl;
@@ -49,7 +51,7 @@ pub mod value;
 
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
-pub use session::{ColumnMeta, Outcome, ResultSet, Session};
+pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, Session};
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};
 

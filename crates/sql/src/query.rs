@@ -1,1 +1,808 @@
-//! (in progress)
+//! SELECT: access paths, filtering, grouping, ordering, projection.
+//!
+//! The first slice runs every query the same way: each table in FROM is
+//! read through one access path (a point read or a range of its primary
+//! key when WHERE pins the key's leading columns, else a full scan), the
+//! tables are joined by nested loops, then WHERE filters, GROUP BY
+//! aggregates (in memory), HAVING, DISTINCT, ORDER BY (in memory) and
+//! LIMIT apply.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use fractaldb::Txn;
+use sqlparser::ast;
+
+use crate::bind::{AggSpec, Binder};
+use crate::error::{SqlError, SqlResult, Warning};
+use crate::expr::{AggFn, CmpKind, CmpOp, Expr, ScopeCol, Ty};
+use crate::session::{ColumnMeta, ResultSet, Session};
+use crate::table::Table;
+use crate::value::Value;
+
+/// A table in FROM, with the alias its columns are reached by.
+pub struct Source {
+    pub table: Arc<Table>,
+    pub alias: String,
+}
+
+pub fn resolve_table(s: &Session, name: &ast::ObjectName) -> SqlResult<Arc<Table>> {
+    let parts = crate::expr::ident_name(name);
+    let (db, t) = match parts.as_slice() {
+        [t] => (s.db.clone().ok_or_else(SqlError::no_db)?, t.clone()),
+        [d, t] => (d.clone(), t.clone()),
+        _ => return Err(SqlError::syntax(format!("'{name}'"))),
+    };
+    s.inner.table(&db, &t)
+}
+
+pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
+    let mut v = Vec::new();
+    for s in sources {
+        for c in &s.table.def.columns {
+            v.push(ScopeCol {
+                table: s.alias.clone(),
+                name: c.name.clone(),
+                db: s.table.def.db.clone(),
+                org_table: s.table.def.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            });
+        }
+    }
+    v
+}
+
+/// Runs a query and returns its rows.
+pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlResult<ResultSet> {
+    let _ = locking;
+    if q.with.is_some() {
+        return Err(SqlError::unsupported("WITH"));
+    }
+    let sel = match q.body.as_ref() {
+        ast::SetExpr::Select(sel) => sel,
+        ast::SetExpr::Query(inner) => return select(s, txn, inner, locking),
+        ast::SetExpr::SetOperation { .. } => return Err(SqlError::unsupported("UNION")),
+        _ => return Err(SqlError::unsupported("this query form")),
+    };
+    let mut sources = Vec::new();
+    let mut join_conds: Vec<ast::Expr> = Vec::new();
+    for twj in &sel.from {
+        add_source(s, &twj.relation, &mut sources)?;
+        for j in &twj.joins {
+            add_source(s, &j.relation, &mut sources)?;
+            use ast::JoinOperator as J;
+            match &j.join_operator {
+                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => match c {
+                    ast::JoinConstraint::On(e) => join_conds.push(e.clone()),
+                    ast::JoinConstraint::None | ast::JoinConstraint::Natural => {}
+                    _ => return Err(SqlError::unsupported("JOIN ... USING")),
+                },
+                _ => return Err(SqlError::unsupported("outer joins")),
+            }
+        }
+    }
+    let scope = scope_of(&sources);
+    let sysvar = |n: &str| s.sysvar(n);
+    let inner = s.inner.clone();
+    let db = s.db.clone();
+    let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+        // Uncorrelated subqueries run in the same transaction.
+        let mut sub = SubSession { inner: inner.clone(), db: db.clone() };
+        sub.run(txn, q)
+    };
+    // WHERE.
+    let mut filter: Option<Expr> = None;
+    let mut conds: Vec<&ast::Expr> = join_conds.iter().collect();
+    if let Some(w) = &sel.selection {
+        conds.push(w);
+    }
+    for c in conds {
+        let mut b = Binder {
+            scope: &scope,
+            aggs: None,
+            agg_base: 0,
+            sysvar: &sysvar,
+            subquery: &mut subq,
+            aliases: &[],
+            insert_cols: &[],
+            place: "where clause",
+        };
+        let (e, _) = b.bind(c)?;
+        filter = Some(match filter {
+            None => e,
+            Some(f) => Expr::And(Box::new(f), Box::new(e)),
+        });
+    }
+    // The select list, GROUP BY, HAVING, ORDER BY, with aggregates.
+    let n = scope.len();
+    let mut aggs: Vec<AggSpec> = Vec::new();
+    let mut items: Vec<(Expr, Ty, ColumnMeta)> = Vec::new();
+    for item in &sel.projection {
+        match item {
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                let only = match item {
+                    ast::SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(o),
+                        _,
+                    ) => crate::expr::ident_name(o).last().cloned(),
+                    _ => None,
+                };
+                if sources.is_empty() {
+                    return Err(SqlError::new(1096, "HY000", "No tables used"));
+                }
+                for (i, c) in scope.iter().enumerate() {
+                    if only.as_ref().is_some_and(|t| *t != c.table) {
+                        continue;
+                    }
+                    items.push((Expr::Col(i), Ty::of(&c.ty), col_meta(c, &c.name)));
+                }
+            }
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut b = Binder {
+                    scope: &scope,
+                    aggs: Some(&mut aggs),
+                    agg_base: n,
+                    sysvar: &sysvar,
+                    subquery: &mut subq,
+                    aliases: &[],
+                    insert_cols: &[],
+                    place: "field list",
+                };
+                let (x, t) = b.bind(e)?;
+                let name = match item {
+                    ast::SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                    _ => expr_name(e),
+                };
+                let meta = match &x {
+                    Expr::Col(i) if *i < n => {
+                        let mut m = col_meta(&scope[*i], &name);
+                        m.name = name;
+                        m
+                    }
+                    _ => ColumnMeta::expr(name, t.sql_type()),
+                };
+                items.push((x, t, meta));
+            }
+            ast::SelectItem::ExprWithAliases { .. } => return Err(SqlError::syntax("'AS ('")),
+        }
+    }
+    let aliases: Vec<(String, Expr, Ty)> =
+        items.iter().map(|(e, t, m)| (m.name.clone(), e.clone(), *t)).collect();
+    let group_exprs: Vec<ast::Expr> = match &sel.group_by {
+        ast::GroupByExpr::Expressions(v, mods) => {
+            if !mods.is_empty() {
+                return Err(SqlError::unsupported("WITH ROLLUP"));
+            }
+            v.clone()
+        }
+        ast::GroupByExpr::All(_) => return Err(SqlError::syntax("'ALL'")),
+    };
+    let mut groups = Vec::new();
+    for g in &group_exprs {
+        groups.push(bind_item_ref(
+            g,
+            &items,
+            &scope,
+            &aliases,
+            &sysvar,
+            &mut subq,
+            &mut None,
+            n,
+            "group statement",
+        )?);
+    }
+    let having = match &sel.having {
+        Some(h) => {
+            let mut b = Binder {
+                scope: &scope,
+                aggs: Some(&mut aggs),
+                agg_base: n,
+                sysvar: &sysvar,
+                subquery: &mut subq,
+                aliases: &aliases,
+                insert_cols: &[],
+                place: "having clause",
+            };
+            Some(b.bind(h)?.0)
+        }
+        None => None,
+    };
+    let mut order: Vec<(Expr, Ty, bool)> = Vec::new();
+    if let Some(ob) = &q.order_by {
+        if let ast::OrderByKind::Expressions(list) = &ob.kind {
+            for o in list {
+                let mut ag = Some(&mut aggs);
+                let (e, t) = bind_item_ref(
+                    &o.expr,
+                    &items,
+                    &scope,
+                    &aliases,
+                    &sysvar,
+                    &mut subq,
+                    &mut ag,
+                    n,
+                    "order clause",
+                )
+                .map(|e| (e.0, e.1))?;
+                order.push((e, t, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+            }
+        }
+    }
+    let (limit, offset) = limits(s, &q.limit_clause)?;
+    let grouped = !aggs.is_empty() || !groups.is_empty();
+
+    // Read the rows.
+    let mut warnings: Vec<Warning> = Vec::new();
+    let rows = {
+        let mut cx = s.eval_ctx(&mut warnings);
+        let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
+        for (si, src) in sources.iter().enumerate() {
+            let base = rows.first().map_or(0, |r| r.len());
+            let _ = base;
+            let mut next = Vec::new();
+            let table_rows = scan(txn, &src.table, filter.as_ref(), si, &sources, &mut cx)?;
+            for left in &rows {
+                for r in &table_rows {
+                    let mut joined = left.clone();
+                    joined.extend(r.iter().cloned());
+                    next.push(joined);
+                }
+            }
+            rows = next;
+        }
+        if sources.is_empty() && sel.selection.is_none() {
+            rows
+        } else {
+            let mut kept = Vec::new();
+            for r in rows {
+                if filter
+                    .as_ref()
+                    .map_or(Ok(true), |f| f.eval(&r, &mut cx).map(|v| v.truth() == Some(true)))?
+                {
+                    kept.push(r);
+                }
+            }
+            kept
+        }
+    };
+    let mut cx = s.eval_ctx(&mut warnings);
+    // Group.
+    let mut rows = if grouped {
+        let mut map: BTreeMap<Vec<u8>, (Vec<Value>, Vec<AggState>)> = BTreeMap::new();
+        for r in &rows {
+            let mut key = Vec::new();
+            for (g, t) in &groups {
+                let v = g.eval(r, &mut cx)?;
+                group_key(&v, *t, &mut key);
+            }
+            let entry =
+                map.entry(key).or_insert_with(|| (r.clone(), aggs.iter().map(AggState::new).collect()));
+            for (st, spec) in entry.1.iter_mut().zip(&aggs) {
+                let v = match &spec.arg {
+                    Some(a) => Some(a.eval(r, &mut cx)?),
+                    None => None,
+                };
+                st.add(spec, v)?;
+            }
+        }
+        if map.is_empty() && groups.is_empty() {
+            let blank: Vec<Value> = vec![Value::Null; n];
+            map.insert(Vec::new(), (blank, aggs.iter().map(AggState::new).collect()));
+        }
+        let mut out = Vec::new();
+        for (_, (mut first, states)) in map {
+            first.truncate(n);
+            first.resize(n, Value::Null);
+            for (st, spec) in states.into_iter().zip(&aggs) {
+                first.push(st.finish(spec));
+            }
+            out.push(first);
+        }
+        out
+    } else {
+        rows
+    };
+    if let Some(h) = &having {
+        let mut kept = Vec::new();
+        for r in rows {
+            if h.eval(&r, &mut cx)?.truth() == Some(true) {
+                kept.push(r);
+            }
+        }
+        rows = kept;
+    }
+    // Project, keeping the sort keys beside each output row.
+    let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut o = Vec::with_capacity(items.len());
+        for (e, _, _) in &items {
+            o.push(e.eval(r, &mut cx)?);
+        }
+        let mut k = Vec::with_capacity(order.len());
+        for (e, _, _) in &order {
+            k.push(e.eval(r, &mut cx)?);
+        }
+        out.push((o, k));
+    }
+    drop(cx);
+    if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|(o, _)| {
+            let mut key = Vec::new();
+            for (v, (_, t, _)) in o.iter().zip(&items) {
+                group_key(v, *t, &mut key);
+            }
+            seen.insert(key)
+        });
+    }
+    if !order.is_empty() {
+        let kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
+        out.sort_by(|a, b| {
+            for (i, (k, desc)) in kinds.iter().enumerate() {
+                let o = sort_cmp(&a.1[i], &b.1[i], *k);
+                if o != Ordering::Equal {
+                    return if *desc { o.reverse() } else { o };
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let rows: Vec<Vec<Value>> = out
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit.unwrap_or(u64::MAX) as usize)
+        .map(|(o, _)| o)
+        .collect();
+    s.warnings.extend(warnings);
+    Ok(ResultSet { columns: items.into_iter().map(|i| i.2).collect(), rows })
+}
+
+/// A session view for running subqueries while the outer query holds the session.
+struct SubSession {
+    inner: Arc<crate::db::Inner>,
+    db: Option<String>,
+}
+
+impl SubSession {
+    fn run(&mut self, txn: &Txn, q: &ast::Query) -> SqlResult<Vec<Vec<Value>>> {
+        let mut s = Session::new(self.inner.clone());
+        s.db = self.db.clone();
+        let r = select(&mut s, txn, q, false);
+        r.map(|rs| rs.rows)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bind_item_ref(
+    e: &ast::Expr,
+    items: &[(Expr, Ty, ColumnMeta)],
+    scope: &[ScopeCol],
+    aliases: &[(String, Expr, Ty)],
+    sysvar: &dyn Fn(&str) -> SqlResult<Value>,
+    subq: &mut dyn FnMut(&ast::Query) -> SqlResult<Vec<Vec<Value>>>,
+    aggs: &mut Option<&mut Vec<AggSpec>>,
+    n: usize,
+    place: &'static str,
+) -> SqlResult<(Expr, Ty)> {
+    // ORDER BY 2 / GROUP BY 1: a position in the select list.
+    if let ast::Expr::Value(v) = e {
+        if let ast::Value::Number(num, _) = &v.value {
+            let pos: i64 = num.to_string().parse().unwrap_or(0);
+            if pos < 1 || pos as usize > items.len() {
+                return Err(SqlError::unknown_position(pos, place));
+            }
+            let (x, t, _) = &items[pos as usize - 1];
+            return Ok((x.clone(), *t));
+        }
+    }
+    // A bare name that is a select-list alias and not a column.
+    if let ast::Expr::Identifier(id) = e {
+        let is_col = scope.iter().any(|c| c.name.eq_ignore_ascii_case(&id.value));
+        if !is_col {
+            if let Some((_, x, t)) = aliases.iter().find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value)) {
+                return Ok((x.clone(), *t));
+            }
+        }
+    }
+    let mut b = Binder {
+        scope,
+        aggs: aggs.as_deref_mut(),
+        agg_base: n,
+        sysvar,
+        subquery: subq,
+        aliases,
+        insert_cols: &[],
+        place,
+    };
+    b.bind(e)
+}
+
+fn add_source(s: &Session, f: &ast::TableFactor, out: &mut Vec<Source>) -> SqlResult<()> {
+    match f {
+        ast::TableFactor::Table { name, alias, .. } => {
+            let parts = crate::expr::ident_name(name);
+            if parts.len() == 1 && parts[0].eq_ignore_ascii_case("dual") {
+                return Ok(());
+            }
+            let table = resolve_table(s, name)?;
+            let alias =
+                alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.def.name.clone());
+            if out.iter().any(|o| o.alias == alias) {
+                return Err(SqlError::nonunique_table(&alias));
+            }
+            out.push(Source { table, alias });
+            Ok(())
+        }
+        _ => Err(SqlError::unsupported("derived tables")),
+    }
+}
+
+fn col_meta(c: &ScopeCol, name: &str) -> ColumnMeta {
+    ColumnMeta {
+        name: name.to_string(),
+        org_name: c.name.clone(),
+        table: c.table.clone(),
+        org_table: c.org_table.clone(),
+        db: c.db.clone(),
+        ty: c.ty.clone(),
+        nullable: c.nullable,
+    }
+}
+
+/// The name MySQL gives an unaliased select item: its text.
+pub fn expr_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::Null => "NULL".into(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+pub fn limits(s: &mut Session, l: &Option<ast::LimitClause>) -> SqlResult<(Option<u64>, u64)> {
+    let mut num = |e: &ast::Expr| -> SqlResult<u64> {
+        match s.eval_const(e)? {
+            Value::Int(i) if i >= 0 => Ok(i as u64),
+            Value::UInt(u) => Ok(u),
+            _ => Err(SqlError::syntax(format!("'{e}'"))),
+        }
+    };
+    Ok(match l {
+        None => (None, 0),
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+            let lim = match limit {
+                Some(e) => Some(num(e)?),
+                None => None,
+            };
+            let off = match offset {
+                Some(o) => num(&o.value)?,
+                None => 0,
+            };
+            (lim, off)
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(num(limit)?), num(offset)?),
+    })
+}
+
+/// Reads the rows of source `si`, through a primary-key range when the
+/// filter pins the key's first column to a constant (or a constant range).
+fn scan(
+    txn: &Txn,
+    t: &Table,
+    filter: Option<&Expr>,
+    si: usize,
+    sources: &[Source],
+    cx: &mut crate::expr::EvalCtx,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let offset: usize = sources[..si].iter().map(|s| s.table.def.columns.len()).sum();
+    let (lo, hi) = match (filter, t.def.primary) {
+        (Some(f), Some(p)) => pk_range(t, &t.def.indexes[p], f, offset, cx)?,
+        _ => (None, None),
+    };
+    let mut out = Vec::new();
+    for kv in txn.range(&t.main, lo.as_deref(), hi.as_deref(), false) {
+        let (_, v) = kv?;
+        out.push(t.decode_row(&v)?);
+    }
+    Ok(out)
+}
+
+/// Key bounds `[lo, hi)` on the primary key from conjuncts `col = const`,
+/// `col <op> const` and `col BETWEEN` on its first column.
+pub fn pk_range(
+    t: &Table,
+    ix: &crate::catalog::IndexDef,
+    f: &Expr,
+    offset: usize,
+    cx: &mut crate::expr::EvalCtx,
+) -> SqlResult<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    let first = &ix.parts[0];
+    if first.prefix.is_some() || first.desc {
+        return Ok((None, None));
+    }
+    let col = first.col + offset;
+    let ty = &t.def.columns[first.col].ty;
+    // Only numeric and temporal first columns: their key order is the
+    // comparison's order whatever the constant's type once converted.
+    if !matches!(ty, crate::types::SqlType::Int { .. }) {
+        return Ok((None, None));
+    }
+    let mut conj = Vec::new();
+    conjuncts(f, &mut conj);
+    let mut lo: Option<i128> = None;
+    let mut hi: Option<i128> = None;
+    let bound = |e: &Expr, cx: &mut crate::expr::EvalCtx| -> SqlResult<Option<i128>> {
+        if !e.is_constant() {
+            return Ok(None);
+        }
+        Ok(match e.eval(&[], cx)? {
+            Value::Int(i) => Some(i as i128),
+            Value::UInt(u) => Some(u as i128),
+            _ => None,
+        })
+    };
+    for c in conj {
+        if let Expr::Cmp(op, CmpKind::Numeric, a, b) = c {
+            let (op, other) = match (a.as_ref(), b.as_ref()) {
+                (Expr::Col(i), o) if *i == col => (*op, o),
+                (o, Expr::Col(i)) if *i == col => (flip(*op), o),
+                _ => continue,
+            };
+            let Some(v) = bound(other, cx)? else { continue };
+            match op {
+                CmpOp::Eq => {
+                    lo = Some(lo.map_or(v, |l| l.max(v)));
+                    hi = Some(hi.map_or(v + 1, |h| h.min(v + 1)));
+                }
+                CmpOp::Gt => lo = Some(lo.map_or(v + 1, |l| l.max(v + 1))),
+                CmpOp::Ge => lo = Some(lo.map_or(v, |l| l.max(v))),
+                CmpOp::Lt => hi = Some(hi.map_or(v, |h| h.min(v))),
+                CmpOp::Le => hi = Some(hi.map_or(v + 1, |h| h.min(v + 1))),
+                _ => {}
+            }
+        }
+        if let Expr::Between(e, CmpKind::Numeric, l, h, false) = c {
+            if matches!(e.as_ref(), Expr::Col(i) if *i == col) {
+                if let (Some(a), Some(b)) = (bound(l, cx)?, bound(h, cx)?) {
+                    lo = Some(lo.map_or(a, |x| x.max(a)));
+                    hi = Some(hi.map_or(b + 1, |x| x.min(b + 1)));
+                }
+            }
+        }
+    }
+    let enc = |v: i128| -> SqlResult<Option<Vec<u8>>> {
+        let unsigned = matches!(ty, crate::types::SqlType::Int { unsigned: true, .. });
+        let (min, max) =
+            if unsigned { (0i128, u64::MAX as i128) } else { (i64::MIN as i128, i64::MAX as i128) };
+        if v > max {
+            // Past every key: an empty range after the largest value.
+            let mut k = Vec::new();
+            let top = if unsigned { Value::UInt(u64::MAX) } else { Value::Int(i64::MAX) };
+            crate::keycodec::encode_part(&mut k, &top, ty, false, None)?;
+            k.push(0xff);
+            return Ok(Some(k));
+        }
+        let v = v.max(min);
+        let val = if unsigned { Value::UInt(v as u64) } else { Value::Int(v as i64) };
+        let mut k = Vec::new();
+        crate::keycodec::encode_part(&mut k, &val, ty, false, None)?;
+        Ok(Some(k))
+    };
+    let lo = match lo {
+        Some(v) => enc(v)?,
+        None => None,
+    };
+    let hi = match hi {
+        Some(v) => enc(v)?,
+        None => None,
+    };
+    Ok((lo, hi))
+}
+
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::Le => CmpOp::Ge,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::Ge => CmpOp::Le,
+        o => o,
+    }
+}
+
+pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    if let Expr::And(a, b) = e {
+        conjuncts(a, out);
+        conjuncts(b, out);
+    } else {
+        out.push(e);
+    }
+}
+
+/// Appends a byte string that is equal for values GROUP BY / DISTINCT
+/// treat as equal.
+pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
+    match v {
+        Value::Null => out.push(0),
+        _ => {
+            out.push(1);
+            match t {
+                Ty::Str(c) => {
+                    crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out);
+                }
+                Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double => {
+                    let s = match v {
+                        Value::Double(d) => crate::value::format_double(*d),
+                        other => other.to_decimal().map(|d| d.normalized().to_string()).unwrap_or_default(),
+                    };
+                    out.extend_from_slice(s.as_bytes());
+                    out.push(0);
+                }
+                _ => {
+                    out.extend_from_slice(&v.to_bytes().unwrap_or_default());
+                    out.push(0);
+                }
+            }
+        }
+    }
+}
+
+fn sort_kind(t: Ty) -> CmpKind {
+    match t {
+        Ty::Str(c) => CmpKind::Str(c),
+        Ty::Temporal(k) => CmpKind::Temporal(k),
+        _ => CmpKind::Numeric,
+    }
+}
+
+/// ORDER BY's order: NULLs first, then by the kind's comparison.
+fn sort_cmp(a: &Value, b: &Value, k: CmpKind) -> Ordering {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => crate::expr::compare(a, b, k).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// One aggregate's running state.
+enum AggState {
+    Count(i64),
+    Sum { sum: Option<Value>, n: i64 },
+    MinMax(Option<Value>),
+    Bits(u64),
+    Concat(Option<Vec<u8>>),
+    Distinct(std::collections::BTreeSet<Vec<u8>>, Vec<Value>),
+}
+
+impl AggState {
+    fn new(spec: &AggSpec) -> AggState {
+        if spec.distinct {
+            return AggState::Distinct(Default::default(), Vec::new());
+        }
+        match spec.func {
+            AggFn::CountStar | AggFn::Count => AggState::Count(0),
+            AggFn::Sum | AggFn::Avg => AggState::Sum { sum: None, n: 0 },
+            AggFn::Min | AggFn::Max => AggState::MinMax(None),
+            AggFn::BitAnd => AggState::Bits(u64::MAX),
+            AggFn::BitOr | AggFn::BitXor => AggState::Bits(0),
+            AggFn::GroupConcat => AggState::Concat(None),
+        }
+    }
+
+    fn add(&mut self, spec: &AggSpec, v: Option<Value>) -> SqlResult<()> {
+        match self {
+            AggState::Distinct(seen, vals) => {
+                if let Some(v) = v {
+                    if !v.is_null() {
+                        let mut k = Vec::new();
+                        group_key(&v, spec.arg_ty, &mut k);
+                        if seen.insert(k) {
+                            vals.push(v);
+                        }
+                    }
+                }
+            }
+            AggState::Count(n) => {
+                if spec.func == AggFn::CountStar || v.is_some_and(|v| !v.is_null()) {
+                    *n += 1;
+                }
+            }
+            AggState::Sum { sum, n } => {
+                let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(()) };
+                let v = match (&v, spec.arg_ty) {
+                    (_, Ty::Double | Ty::Str(_)) => Value::Double(v.to_f64().unwrap_or(0.0)),
+                    _ => Value::Decimal(v.to_decimal().unwrap_or_default()),
+                };
+                *n += 1;
+                *sum = Some(match sum.take() {
+                    None => v,
+                    Some(Value::Double(a)) => Value::Double(a + v.to_f64().unwrap_or(0.0)),
+                    Some(a) => Value::Decimal(
+                        a.to_decimal().unwrap_or_default() + v.to_decimal().unwrap_or_default(),
+                    ),
+                });
+            }
+            AggState::MinMax(cur) => {
+                let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(()) };
+                let k = sort_kind(spec.arg_ty);
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let o = sort_cmp(&v, c, k);
+                        if spec.func == AggFn::Min {
+                            o == Ordering::Less
+                        } else {
+                            o == Ordering::Greater
+                        }
+                    }
+                };
+                if replace {
+                    *cur = Some(v);
+                }
+            }
+            AggState::Bits(b) => {
+                let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(()) };
+                let x = match v {
+                    Value::Int(i) => i as u64,
+                    Value::UInt(u) => u,
+                    o => o.to_i64().unwrap_or(0) as u64,
+                };
+                match spec.func {
+                    AggFn::BitAnd => *b &= x,
+                    AggFn::BitOr => *b |= x,
+                    _ => *b ^= x,
+                }
+            }
+            AggState::Concat(acc) => {
+                let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(()) };
+                let bytes = v.to_bytes().unwrap_or_default();
+                match acc {
+                    None => *acc = Some(bytes),
+                    Some(a) => {
+                        a.extend_from_slice(&spec.sep);
+                        a.extend_from_slice(&bytes);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, spec: &AggSpec) -> Value {
+        match self {
+            AggState::Distinct(_, vals) => {
+                let mut st = AggState::new(&AggSpec { distinct: false, ..spec.clone() });
+                for v in vals {
+                    let _ = st.add(spec, Some(v));
+                }
+                st.finish(spec)
+            }
+            AggState::Count(n) => Value::Int(n),
+            AggState::Sum { sum, n } => match (spec.func, sum) {
+                (_, None) => Value::Null,
+                (AggFn::Avg, Some(Value::Double(d))) => Value::Double(d / n as f64),
+                (AggFn::Avg, Some(v)) => {
+                    let d = v.to_decimal().unwrap_or_default();
+                    let scale = match spec.arg_ty {
+                        Ty::Decimal(s) => s as i64 + 4,
+                        _ => 4,
+                    };
+                    Value::Decimal(
+                        (d / bigdecimal::BigDecimal::from(n))
+                            .with_scale_round(scale, bigdecimal::RoundingMode::HalfUp),
+                    )
+                }
+                (_, Some(v)) => v,
+            },
+            AggState::MinMax(v) => v.unwrap_or(Value::Null),
+            AggState::Bits(b) => Value::UInt(b),
+            AggState::Concat(a) => a.map(Value::Str).unwrap_or(Value::Null),
+        }
+    }
+}

@@ -1,7 +1,24 @@
 //! One client's session: current database, transaction, variables, and the
 //! statement dispatcher.
+//!
+//! Transactions: with autocommit on and no BEGIN, each statement runs in
+//! an engine transaction of its own, committed at its end. Inside BEGIN ...
+//! COMMIT, each statement runs under an engine savepoint, and a failing
+//! statement rolls back to it: statements are atomic, the transaction
+//! goes on (as InnoDB does). A DDL statement commits the open transaction
+//! first, as MySQL's implicit commit does.
 
-use crate::error::{SqlResult, Warning};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fractaldb::{Isolation, Txn, TxnOptions};
+use sqlparser::ast;
+
+use crate::db::Inner;
+use crate::error::{SqlError, SqlResult, Warning};
+use crate::expr::EvalCtx;
+use crate::lex::{Parsed, Special};
 use crate::types::SqlType;
 use crate::value::Value;
 
@@ -19,6 +36,20 @@ pub struct ColumnMeta {
     /// The value's type, as the protocol reports it.
     pub ty: SqlType,
     pub nullable: bool,
+}
+
+impl ColumnMeta {
+    pub fn expr(name: impl Into<String>, ty: SqlType) -> ColumnMeta {
+        ColumnMeta {
+            name: name.into(),
+            org_name: String::new(),
+            table: String::new(),
+            org_table: String::new(),
+            db: String::new(),
+            ty,
+            nullable: true,
+        }
+    }
 }
 
 /// The rows a statement returned.
@@ -39,17 +70,96 @@ pub enum Outcome {
     Done { affected: u64, last_insert_id: u64, info: Option<String> },
 }
 
-/// A connection's state.
-pub struct Session {
-    pub(crate) warnings: Vec<Warning>,
-    pub(crate) db: Option<String>,
+impl Outcome {
+    pub fn done(affected: u64) -> Outcome {
+        Outcome::Done { affected, last_insert_id: 0, info: None }
+    }
 }
 
+/// A connection's state.
+pub struct Session {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) warnings: Vec<Warning>,
+    pub(crate) db: Option<String>,
+    /// The open engine transaction: a BEGIN's, or (autocommit off) the
+    /// implicit one.
+    pub(crate) txn: Option<Txn>,
+    pub(crate) explicit: bool,
+    pub(crate) autocommit: bool,
+    pub(crate) isolation: Isolation,
+    /// SET TRANSACTION ISOLATION LEVEL without SESSION: the next one only.
+    pub(crate) next_isolation: Option<Isolation>,
+    pub(crate) strict: bool,
+    pub(crate) sql_mode: String,
+    pub(crate) time_zone: String,
+    pub(crate) user_vars: HashMap<String, Value>,
+    pub(crate) vars: HashMap<String, Value>,
+    pub(crate) last_insert_id: u64,
+    pub(crate) conn_id: u64,
+    /// This session's row-count slot (see `table.rs`).
+    pub(crate) slot: u32,
+    pub(crate) savepoints: Vec<(String, fractaldb::Savepoint)>,
+    /// The statement's start, for NOW().
+    pub(crate) now_micros: i64,
+    /// Set by [`KillHandle::kill`]: the running statement stops between rows.
+    pub(crate) killed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Stops a session's running statement from another thread (KILL QUERY).
+#[derive(Clone)]
+pub struct KillHandle(Arc<std::sync::atomic::AtomicBool>);
+
+impl KillHandle {
+    pub fn kill(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+const DEFAULT_SQL_MODE: &str =
+    "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION";
+
 impl Session {
+    pub(crate) fn new(inner: Arc<Inner>) -> Session {
+        let conn_id = inner.next_conn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let slot = inner.alloc_slot();
+        Session {
+            inner,
+            warnings: Vec::new(),
+            db: None,
+            txn: None,
+            explicit: false,
+            autocommit: true,
+            isolation: Isolation::RepeatableRead,
+            next_isolation: None,
+            strict: true,
+            sql_mode: DEFAULT_SQL_MODE.into(),
+            time_zone: "SYSTEM".into(),
+            user_vars: HashMap::new(),
+            vars: HashMap::new(),
+            last_insert_id: 0,
+            conn_id,
+            slot,
+            savepoints: Vec::new(),
+            now_micros: 0,
+            killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
-        let _ = sql;
-        todo!()
+        let parsed = crate::lex::parse(sql)?;
+        self.now_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+        // SHOW WARNINGS reads the previous statement's warnings.
+        let keep_warnings =
+            matches!(&parsed, Parsed::Special(Special::Show(s)) if s.kind == crate::lex::ShowKind::Warnings);
+        if !keep_warnings {
+            self.warnings.clear();
+        }
+        match parsed {
+            Parsed::Empty => Err(SqlError::empty_query()),
+            Parsed::Special(s) => self.special(s),
+            Parsed::Std(stmt, flags) => self.statement(&stmt, &flags),
+        }
     }
 
     /// Runs a script: every statement in order, stopping at the first
@@ -71,4 +181,483 @@ impl Session {
     pub fn current_db(&self) -> Option<&str> {
         self.db.as_deref()
     }
+
+    /// True inside BEGIN ... COMMIT (or with autocommit off after a statement).
+    pub fn in_transaction(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// A handle that interrupts this session's statements (error 1317).
+    pub fn kill_handle(&self) -> KillHandle {
+        KillHandle(self.killed.clone())
+    }
+
+    /// Fails with 1317 once the statement was killed.
+    pub(crate) fn check_killed(&self) -> SqlResult<()> {
+        if self.killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SqlError::interrupted());
+        }
+        Ok(())
+    }
+
+    pub fn connection_id(&self) -> u64 {
+        self.conn_id
+    }
+
+    fn statement(&mut self, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
+        use ast::Statement as S;
+        match stmt {
+            S::Query(q) => {
+                let locking = flags.lock_in_share_mode || !q.locks.is_empty();
+                self.in_txn(false, |s, txn| crate::query::select(s, txn, q, locking).map(Outcome::Rows))
+            }
+            S::Insert(ins) => self.in_txn(true, |s, txn| crate::dml::insert(s, txn, ins)),
+            S::Update(up) => self.in_txn(true, |s, txn| crate::dml::update(s, txn, up)),
+            S::Delete(del) => self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del)),
+            S::StartTransaction { modes, .. } => {
+                self.commit_open()?;
+                let mut iso = self.next_isolation.take().unwrap_or(self.isolation);
+                for m in modes {
+                    if let ast::TransactionMode::IsolationLevel(l) = m {
+                        iso = isolation_of(l);
+                    }
+                }
+                self.txn =
+                    Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+                self.explicit = true;
+                Ok(Outcome::done(0))
+            }
+            S::Commit { .. } => {
+                self.commit_open()?;
+                Ok(Outcome::done(0))
+            }
+            S::Rollback { savepoint: Some(name), .. } => {
+                let name = name.value.to_ascii_lowercase();
+                let Some(pos) = self.savepoints.iter().rposition(|(n, _)| *n == name) else {
+                    return Err(SqlError::no_savepoint(&name));
+                };
+                let sp = self.savepoints[pos].1;
+                self.savepoints.truncate(pos + 1);
+                let txn = self.txn.as_ref().ok_or_else(|| SqlError::no_savepoint(&name))?;
+                txn.rollback_to(sp)?;
+                // The savepoint stays usable, as in MySQL.
+                let again = txn.savepoint()?;
+                self.savepoints[pos].1 = again;
+                Ok(Outcome::done(0))
+            }
+            S::Rollback { .. } => {
+                self.savepoints.clear();
+                if let Some(t) = self.txn.take() {
+                    t.abort()?;
+                }
+                self.explicit = false;
+                Ok(Outcome::done(0))
+            }
+            S::Savepoint { name } => {
+                if self.txn.is_none() {
+                    // Outside a transaction MySQL accepts and forgets it.
+                    if self.autocommit {
+                        return Ok(Outcome::done(0));
+                    }
+                    self.begin_implicit()?;
+                }
+                let name = name.value.to_ascii_lowercase();
+                self.savepoints.retain(|(n, _)| *n != name);
+                let sp = self.txn.as_ref().expect("open").savepoint()?;
+                self.savepoints.push((name, sp));
+                Ok(Outcome::done(0))
+            }
+            S::ReleaseSavepoint { name } => {
+                let name = name.value.to_ascii_lowercase();
+                let Some(pos) = self.savepoints.iter().rposition(|(n, _)| *n == name) else {
+                    return Err(SqlError::no_savepoint(&name));
+                };
+                self.savepoints.truncate(pos);
+                Ok(Outcome::done(0))
+            }
+            S::Use(u) => {
+                let name = match u {
+                    ast::Use::Database(n)
+                    | ast::Use::Schema(n)
+                    | ast::Use::Object(n)
+                    | ast::Use::Catalog(n) => crate::expr::ident_name(n).join("."),
+                    _ => return Err(SqlError::syntax("'USE'")),
+                };
+                if !self.inner.schema.read().dbs.contains_key(&name) {
+                    return Err(SqlError::unknown_db(&name));
+                }
+                self.db = Some(name);
+                Ok(Outcome::done(0))
+            }
+            S::Set(set) => self.set(set),
+            S::CreateDatabase { .. }
+            | S::CreateSchema { .. }
+            | S::CreateTable(_)
+            | S::Drop { .. }
+            | S::Truncate(_)
+            | S::CreateIndex(_)
+            | S::AlterTable(_)
+            | S::RenameTable(_) => {
+                self.commit_open()?;
+                crate::ddl::execute(self, stmt)
+            }
+            S::CreateView(_) => Err(SqlError::unsupported("views")),
+            S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
+            S::CreateProcedure { .. } | S::CreateFunction(_) => Err(SqlError::unsupported("stored routines")),
+            S::Explain { .. } | S::ExplainTable { .. } => crate::show::explain(self, stmt),
+            other => Err(SqlError::unsupported(format!("{}", first_words(&other.to_string())))),
+        }
+    }
+
+    fn special(&mut self, s: Special) -> SqlResult<Outcome> {
+        match s {
+            Special::Show(show) => crate::show::show(self, &show),
+        }
+    }
+
+    fn set(&mut self, set: &ast::Set) -> SqlResult<Outcome> {
+        match set {
+            ast::Set::SingleAssignment { variable, values, scope, .. } => {
+                let name = crate::expr::ident_name(variable).join(".");
+                let global = matches!(scope, Some(ast::ContextModifier::Global));
+                self.set_var(&name, values.first().ok_or_else(|| SqlError::syntax("''"))?, global)?;
+            }
+            ast::Set::MultipleAssignments { assignments } => {
+                for a in assignments {
+                    let name = crate::expr::ident_name(&a.name).join(".");
+                    let global = matches!(a.scope, Some(ast::ContextModifier::Global));
+                    self.set_var(&name, &a.value, global)?;
+                }
+            }
+            ast::Set::ParenthesizedAssignments { variables, values } => {
+                for (v, e) in variables.iter().zip(values) {
+                    self.set_var(&crate::expr::ident_name(v).join("."), e, false)?;
+                }
+            }
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {}
+            ast::Set::SetTimeZone { value, .. } => {
+                let v = self.eval_const(value)?;
+                self.time_zone = v.render();
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                for m in modes {
+                    if let ast::TransactionMode::IsolationLevel(l) = m {
+                        if *session {
+                            self.isolation = isolation_of(l);
+                        } else {
+                            self.next_isolation = Some(isolation_of(l));
+                        }
+                    }
+                }
+            }
+            _ => return Err(SqlError::unsupported("this SET")),
+        }
+        Ok(Outcome::done(0))
+    }
+
+    fn set_var(&mut self, name: &str, value: &ast::Expr, _global: bool) -> SqlResult<()> {
+        let v = self.eval_const(value)?;
+        if let Some(u) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
+            self.user_vars.insert(u.to_ascii_lowercase(), v);
+            return Ok(());
+        }
+        let n = name.trim_start_matches("@@").to_ascii_lowercase();
+        let n = n
+            .strip_prefix("session.")
+            .or_else(|| n.strip_prefix("global."))
+            .or_else(|| n.strip_prefix("local."))
+            .unwrap_or(&n)
+            .to_string();
+        let as_bool = |v: &Value| -> SqlResult<bool> {
+            match v {
+                Value::Str(s) => match String::from_utf8_lossy(s).to_ascii_uppercase().as_str() {
+                    "ON" | "TRUE" | "1" => Ok(true),
+                    "OFF" | "FALSE" | "0" => Ok(false),
+                    _ => Err(SqlError::wrong_value_for_var(&n, &v.render())),
+                },
+                other => Ok(other.truth().unwrap_or(false)),
+            }
+        };
+        match n.as_str() {
+            "autocommit" => {
+                let on = as_bool(&v)?;
+                if on && !self.autocommit {
+                    self.commit_open()?;
+                }
+                self.autocommit = on;
+            }
+            "sql_mode" => {
+                let mode = v.render().to_ascii_uppercase();
+                self.strict = mode.contains("STRICT_TRANS_TABLES")
+                    || mode.contains("STRICT_ALL_TABLES")
+                    || mode.contains("TRADITIONAL");
+                self.sql_mode = mode;
+            }
+            "time_zone" => self.time_zone = v.render(),
+            "transaction_isolation" | "tx_isolation" => {
+                self.isolation = match v.render().to_ascii_uppercase().replace(' ', "-").as_str() {
+                    "READ-UNCOMMITTED" => Isolation::ReadUncommitted,
+                    "READ-COMMITTED" => Isolation::ReadCommitted,
+                    "REPEATABLE-READ" => Isolation::RepeatableRead,
+                    "SERIALIZABLE" => Isolation::Serializable,
+                    _ => return Err(SqlError::wrong_value_for_var(&n, &v.render())),
+                }
+            }
+            "names"
+            | "character_set_client"
+            | "character_set_results"
+            | "character_set_connection"
+            | "collation_connection"
+            | "foreign_key_checks"
+            | "unique_checks"
+            | "sql_notes"
+            | "note_verbosity"
+            | "sql_quote_show_create"
+            | "net_write_timeout"
+            | "net_read_timeout"
+            | "wait_timeout"
+            | "interactive_timeout"
+            | "max_allowed_packet"
+            | "sql_log_bin"
+            | "sql_safe_updates"
+            | "sql_auto_is_null"
+            | "group_concat_max_len"
+            | "sql_select_limit"
+            | "lock_wait_timeout"
+            | "innodb_lock_wait_timeout"
+            | "tokudb_lock_timeout"
+            | "character_set_server"
+            | "collation_server"
+            | "optimizer_switch"
+            | "long_query_time"
+            | "profiling"
+            | "old_passwords"
+            | "storage_engine"
+            | "default_storage_engine"
+            | "insert_id"
+            | "timestamp"
+            | "big_tables"
+            | "sql_big_selects"
+            | "check_constraint_checks"
+            | "enforce_storage_engine"
+            | "session_track_schema"
+            | "session_track_system_variables"
+            | "session_track_state_change"
+            | "transaction_read_only"
+            | "tx_read_only"
+            | "time_zone_name" => {
+                self.vars.insert(n, v);
+            }
+            _ => return Err(SqlError::unknown_variable(&n)),
+        }
+        Ok(())
+    }
+
+    /// Evaluates an expression that reads no table.
+    pub(crate) fn eval_const(&mut self, e: &ast::Expr) -> SqlResult<Value> {
+        // A bare word (SET autocommit = ON) is a string.
+        if let ast::Expr::Identifier(id) = e {
+            if id.quote_style.is_none() && !id.value.starts_with('@') {
+                return Ok(Value::str(&id.value));
+            }
+        }
+        let sysvar = |n: &str| self.sysvar(n);
+        let mut no_sub =
+            |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries here")) };
+        let (x, _) = crate::bind::Binder {
+            scope: &[],
+            aggs: None,
+            agg_base: 0,
+            sysvar: &sysvar,
+            subquery: &mut no_sub,
+            aliases: &[],
+            insert_cols: &[],
+            place: "field list",
+        }
+        .bind(e)?;
+        let mut w = Vec::new();
+        let v = x.eval(&[], &mut self.eval_ctx(&mut w))?;
+        self.warnings.extend(w);
+        Ok(v)
+    }
+
+    pub(crate) fn eval_ctx<'a>(&'a self, warnings: &'a mut Vec<Warning>) -> EvalCtx<'a> {
+        EvalCtx {
+            now_micros: self.now_micros,
+            time_zone: &self.time_zone,
+            warnings,
+            database: self.db.as_deref(),
+            last_insert_id: self.last_insert_id,
+            connection_id: self.conn_id,
+            user_vars: &self.user_vars,
+            insert_row: None,
+            strict_dml: false,
+        }
+    }
+
+    /// Reads system variable `name` (`@@name`, `@@session.name`).
+    pub(crate) fn sysvar(&self, name: &str) -> SqlResult<Value> {
+        let n = name.to_ascii_lowercase();
+        let n = n
+            .strip_prefix("session.")
+            .or_else(|| n.strip_prefix("global."))
+            .or_else(|| n.strip_prefix("local."))
+            .unwrap_or(&n);
+        if let Some(v) = self.vars.get(n) {
+            return Ok(v.clone());
+        }
+        let iso = |i: Isolation| match i {
+            Isolation::ReadUncommitted => "READ-UNCOMMITTED",
+            Isolation::ReadCommitted => "READ-COMMITTED",
+            Isolation::RepeatableRead => "REPEATABLE-READ",
+            Isolation::Serializable => "SERIALIZABLE",
+        };
+        Ok(match n {
+            "version" => Value::str(crate::SERVER_VERSION),
+            "version_comment" => Value::str("fractaldb"),
+            "version_compile_os" => Value::str("Linux"),
+            "version_compile_machine" => Value::str("x86_64"),
+            "autocommit" => Value::Int(self.autocommit as i64),
+            "sql_mode" => Value::str(&self.sql_mode),
+            "time_zone" => Value::str(&self.time_zone),
+            "system_time_zone" => Value::str("UTC"),
+            "transaction_isolation" | "tx_isolation" => Value::str(iso(self.isolation)),
+            "character_set_client"
+            | "character_set_connection"
+            | "character_set_results"
+            | "character_set_server"
+            | "character_set_database" => Value::str("utf8mb4"),
+            "collation_connection" | "collation_server" | "collation_database" => {
+                Value::str("utf8mb4_general_ci")
+            }
+            "max_allowed_packet" => Value::Int(16 << 20),
+            "lower_case_table_names" => Value::Int(0),
+            "sql_auto_is_null" | "sql_safe_updates" => Value::Int(0),
+            "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" => Value::Int(1),
+            "wait_timeout" | "interactive_timeout" => Value::Int(28800),
+            "net_write_timeout" => Value::Int(60),
+            "net_read_timeout" => Value::Int(30),
+            "lock_wait_timeout" => Value::Int(86400),
+            "innodb_lock_wait_timeout" | "tokudb_lock_timeout" => Value::Int(4),
+            "default_storage_engine" | "storage_engine" => Value::str("FractalDB"),
+            "port" => Value::Int(3306),
+            "hostname" => Value::str("localhost"),
+            "license" => Value::str("Apache-2.0"),
+            "max_connections" => Value::Int(151),
+            "group_concat_max_len" => Value::Int(1 << 20),
+            "sql_select_limit" => Value::UInt(u64::MAX),
+            "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
+            "warning_count" => Value::Int(self.warnings.iter().filter(|w| w.level != "Note").count() as i64),
+            "error_count" => Value::Int(self.warnings.iter().filter(|w| w.level == "Error").count() as i64),
+            "tokudb_cache_size" => Value::Int(0),
+            "performance_schema" | "have_ssl" | "read_only" | "transaction_read_only" | "tx_read_only" => {
+                if n == "have_ssl" {
+                    Value::str("DISABLED")
+                } else {
+                    Value::Int(0)
+                }
+            }
+            "server_id" => Value::Int(1),
+            "auto_increment_increment" | "auto_increment_offset" => Value::Int(1),
+            "div_precision_increment" => Value::Int(4),
+            "default_week_format" => Value::Int(0),
+            "protocol_version" => Value::Int(10),
+            _ => return Err(SqlError::unknown_variable(n)),
+        })
+    }
+
+    fn begin_implicit(&mut self) -> SqlResult<()> {
+        let iso = self.next_isolation.take().unwrap_or(self.isolation);
+        self.txn = Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+        Ok(())
+    }
+
+    /// Commits the open transaction, if any.
+    pub(crate) fn commit_open(&mut self) -> SqlResult<()> {
+        self.savepoints.clear();
+        self.explicit = false;
+        if let Some(t) = self.txn.take() {
+            t.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` in the session's transaction (opening one if none is open),
+    /// atomically: a failure undoes just this statement. Without an open
+    /// transaction and with autocommit, the statement's own transaction
+    /// commits at its end.
+    pub(crate) fn in_txn<T>(
+        &mut self,
+        writes: bool,
+        f: impl FnOnce(&mut Session, &Txn) -> SqlResult<T>,
+    ) -> SqlResult<T> {
+        let _ = writes;
+        let own = self.txn.is_none() && self.autocommit;
+        if self.txn.is_none() {
+            self.begin_implicit()?;
+        }
+        let txn = self.txn.take().expect("open");
+        if own {
+            let r = f(self, &txn);
+            match r {
+                Ok(v) => {
+                    txn.commit()?;
+                    Ok(v)
+                }
+                Err(e) => {
+                    let _ = txn.abort();
+                    Err(e)
+                }
+            }
+        } else {
+            let sp = txn.savepoint();
+            let r = match sp {
+                Ok(sp) => {
+                    let r = f(self, &txn);
+                    match &r {
+                        Ok(_) => {
+                            let _ = txn.release(sp);
+                        }
+                        Err(e) => {
+                            // A deadlock victim loses its whole transaction, as in InnoDB.
+                            if e.code == 1213 {
+                                let _ = txn.abort();
+                                self.savepoints.clear();
+                                self.explicit = false;
+                                return r;
+                            }
+                            txn.rollback_to(sp)?;
+                        }
+                    }
+                    r
+                }
+                Err(e) => Err(e.into()),
+            };
+            self.txn = Some(txn);
+            r
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(t) = self.txn.take() {
+            let _ = t.abort();
+        }
+        self.inner.free_slot(self.slot);
+    }
+}
+
+fn isolation_of(l: &ast::TransactionIsolationLevel) -> Isolation {
+    match l {
+        ast::TransactionIsolationLevel::ReadUncommitted => Isolation::ReadUncommitted,
+        ast::TransactionIsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+        ast::TransactionIsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+        ast::TransactionIsolationLevel::Serializable => Isolation::Serializable,
+        _ => Isolation::RepeatableRead,
+    }
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
 }

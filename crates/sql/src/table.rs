@@ -1,1 +1,284 @@
-//! (in progress)
+//! A table's rows and index entries in its engine dictionaries.
+//!
+//! - main dictionary: primary key → row (`rowcodec`); a table without a
+//!   primary key uses a hidden 8-byte big-endian row id.
+//! - each secondary index: key = the index's parts (`keycodec`), followed
+//!   by the primary key unless the index is unique and no part is NULL;
+//!   value = the primary key (so a lookup needs no key parsing), or the
+//!   whole row for a clustering index.
+//!   A unique index's key without NULLs is its parts alone, so two equal
+//!   entries are the same engine key: the unique check is one locked point
+//!   read of the index it guards (`Txn::get_for_update`), which also keeps a
+//!   concurrent transaction from inserting the same value until this one ends.
+//! - status dictionary: `rows` + 4-byte slot → i64 row-count delta (LE);
+//!   the row count is the sum. Each session writes its own slot through an
+//!   upsert (`ADD_I64`), so concurrent writers of a table never lock the
+//!   same status key, and the count a snapshot sees is exact at any
+//!   isolation level (the deltas are versions like any other).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fractaldb::{Dictionary, Txn};
+use parking_lot::Mutex;
+
+use crate::catalog::{IndexDef, IndexKind, TableDef};
+use crate::error::{SqlError, SqlResult};
+use crate::keycodec;
+use crate::rowcodec;
+use crate::types::SqlType;
+use crate::value::Value;
+
+/// The engine update function adding a little-endian i64 to a value.
+pub const ADD_I64: u8 = 1;
+
+pub fn add_i64(_key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
+    let get = |b: Option<&[u8]>| b.and_then(|b| b.try_into().ok()).map(i64::from_le_bytes).unwrap_or(0);
+    Some(get(old).wrapping_add(get(Some(arg))).to_le_bytes().to_vec())
+}
+
+pub const ROWS_PREFIX: &[u8] = b"rows";
+
+/// An open table: its definition and dictionaries.
+pub struct Table {
+    pub def: TableDef,
+    pub main: Dictionary,
+    /// One per index in `def.indexes`; `None` for the primary key.
+    pub sec: Vec<Option<Dictionary>>,
+    pub status: Dictionary,
+    /// The next AUTO_INCREMENT value, read from the table on first use.
+    pub autoinc: Mutex<Option<u64>>,
+    /// The next hidden row id, for tables without a primary key.
+    pub next_row_id: AtomicU64,
+}
+
+/// A failed unique check: which index.
+pub struct Duplicate {
+    pub index: usize,
+    /// The primary key of the row already there.
+    pub existing_pk: Vec<u8>,
+}
+
+impl Table {
+    pub fn types(&self) -> Vec<&SqlType> {
+        self.def.columns.iter().map(|c| &c.ty).collect()
+    }
+
+    pub fn decode_row(&self, bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        Ok(rowcodec::decode(&self.types(), bytes)?.1)
+    }
+
+    pub fn encode_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {
+        let mut out = Vec::new();
+        rowcodec::encode(self.def.schema_version, &self.types(), row, &mut out)?;
+        Ok(out)
+    }
+
+    /// The key parts of index `ix` for `row`; also whether any part is NULL.
+    pub fn index_key(&self, ix: &IndexDef, row: &[Value]) -> SqlResult<(Vec<u8>, bool)> {
+        let mut out = Vec::new();
+        let mut null = false;
+        for p in &ix.parts {
+            let col = &self.def.columns[p.col];
+            let v = key_form(&row[p.col], &col.ty);
+            null |= v.is_null();
+            keycodec::encode_part(&mut out, &v, &col.ty, p.desc, p.prefix)?;
+        }
+        Ok((out, null))
+    }
+
+    /// The primary key of a row (`hidden` for tables without one).
+    pub fn pk(&self, row: &[Value], hidden: Option<u64>) -> SqlResult<Vec<u8>> {
+        match self.def.primary {
+            Some(i) => Ok(self.index_key(&self.def.indexes[i], row)?.0),
+            None => {
+                Ok(hidden.expect("a hidden row id for a table without a primary key").to_be_bytes().to_vec())
+            }
+        }
+    }
+
+    /// A secondary index entry for a row with primary key `pk`.
+    fn sec_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
+        let ix = &self.def.indexes[i];
+        let (mut key, null) = self.index_key(ix, row)?;
+        if ix.kind != IndexKind::Unique || null {
+            key.extend_from_slice(pk);
+        }
+        let val = if ix.clustering { self.encode_row(row)? } else { pk.to_vec() };
+        Ok((key, val))
+    }
+
+    /// Checks every unique index for `row` (under write locks); the first
+    /// index holding a different row with the same key is returned. `own`
+    /// is the row's current primary key when it is being updated.
+    pub fn find_duplicate(
+        &self,
+        txn: &Txn,
+        row: &[Value],
+        pk: &[u8],
+        own: Option<&[u8]>,
+    ) -> SqlResult<Option<Duplicate>> {
+        if self.def.primary.is_some() && own != Some(pk) && txn.get_for_update(&self.main, pk)?.is_some() {
+            return Ok(Some(Duplicate { index: 0, existing_pk: pk.to_vec() }));
+        }
+        for (i, ix) in self.def.secondary() {
+            if ix.kind != IndexKind::Unique {
+                continue;
+            }
+            let (key, null) = self.index_key(ix, row)?;
+            if null {
+                continue;
+            }
+            let d = self.sec[i].as_ref().expect("secondary dictionary");
+            if let Some(v) = txn.get_for_update(d, &key)? {
+                let existing = if ix.clustering { self.pk_of_clustered(&v)? } else { v };
+                if Some(existing.as_slice()) != own {
+                    return Ok(Some(Duplicate { index: i, existing_pk: existing }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn pk_of_clustered(&self, row_bytes: &[u8]) -> SqlResult<Vec<u8>> {
+        let row = self.decode_row(row_bytes)?;
+        self.pk(&row, None)
+    }
+
+    /// Writes a new row and its index entries (the caller checked uniqueness).
+    pub fn write_new(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
+        txn.put(&self.main, pk, &self.encode_row(row)?)?;
+        for (i, _) in self.def.secondary() {
+            let (k, v) = self.sec_entry(i, row, pk)?;
+            txn.put(self.sec[i].as_ref().expect("secondary dictionary"), &k, &v)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a row and its index entries.
+    pub fn remove(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
+        txn.delete(&self.main, pk)?;
+        for (i, _) in self.def.secondary() {
+            let (k, _) = self.sec_entry(i, row, pk)?;
+            txn.delete(self.sec[i].as_ref().expect("secondary dictionary"), &k)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces `old` (at `old_pk`) by `new` (at `new_pk`), touching only
+    /// the index entries whose keys changed.
+    pub fn replace(
+        &self,
+        txn: &Txn,
+        old: &[Value],
+        old_pk: &[u8],
+        new: &[Value],
+        new_pk: &[u8],
+    ) -> SqlResult<()> {
+        if old_pk != new_pk {
+            self.remove(txn, old, old_pk)?;
+            return self.write_new(txn, new, new_pk);
+        }
+        txn.put(&self.main, new_pk, &self.encode_row(new)?)?;
+        for (i, ix) in self.def.secondary() {
+            let (ok, ov) = self.sec_entry(i, old, old_pk)?;
+            let (nk, nv) = self.sec_entry(i, new, new_pk)?;
+            let d = self.sec[i].as_ref().expect("secondary dictionary");
+            if ok != nk {
+                txn.delete(d, &ok)?;
+                txn.put(d, &nk, &nv)?;
+            } else if ix.clustering && ov != nv {
+                txn.put(d, &nk, &nv)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `delta` to the row count through `slot`.
+    pub fn add_rows(&self, txn: &Txn, slot: u32, delta: i64) -> SqlResult<()> {
+        if delta != 0 {
+            let mut key = ROWS_PREFIX.to_vec();
+            key.extend_from_slice(&slot.to_be_bytes());
+            txn.update(&self.status, &key, ADD_I64, &delta.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The exact row count as `txn` sees it.
+    pub fn row_count(&self, txn: &Txn) -> SqlResult<u64> {
+        let mut hi = ROWS_PREFIX.to_vec();
+        *hi.last_mut().expect("not empty") += 1;
+        let mut n: i64 = 0;
+        for kv in txn.range(&self.status, Some(ROWS_PREFIX), Some(&hi), false) {
+            let (_, v) = kv?;
+            n = n.wrapping_add(v.as_slice().try_into().map(i64::from_le_bytes).unwrap_or(0));
+        }
+        Ok(n.max(0) as u64)
+    }
+
+    /// Formats index `ix`'s values of `row` as MySQL's duplicate-key message
+    /// shows them ('1-abc').
+    pub fn dup_entry_text(&self, ix: usize, row: &[Value]) -> String {
+        let parts: Vec<String> = self.def.indexes[ix]
+            .parts
+            .iter()
+            .map(|p| {
+                let s = row[p.col].render();
+                match p.prefix {
+                    Some(n) => s.chars().take(n as usize).collect(),
+                    None => s,
+                }
+            })
+            .collect();
+        parts.join("-")
+    }
+
+    pub fn dup_error(&self, d: &Duplicate, row: &[Value]) -> SqlError {
+        let name = &self.def.indexes[d.index].name;
+        let key = if self.def.indexes[d.index].kind == IndexKind::Primary {
+            format!("{}.PRIMARY", self.def.name)
+        } else {
+            format!("{}.{name}", self.def.name)
+        };
+        SqlError::dup_entry(&self.dup_entry_text(d.index, row), &key)
+    }
+
+    pub fn next_row_id(&self) -> u64 {
+        self.next_row_id.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+/// A value as the key codec takes it: ENUM as its 1-based index, SET as
+/// its bit mask (both order that way in MySQL).
+pub fn key_form(v: &Value, ty: &SqlType) -> Value {
+    match (ty, v) {
+        (SqlType::Enum { values, .. }, Value::Str(s)) => {
+            Value::UInt(values.iter().position(|e| e.as_bytes() == &s[..]).map_or(0, |i| i as u64 + 1))
+        }
+        (SqlType::Set { values, .. }, Value::Str(s)) => {
+            let mut mask = 0u64;
+            if !s.is_empty() {
+                for part in s.split(|b| *b == b',') {
+                    if let Some(i) = values.iter().position(|e| e.as_bytes() == part) {
+                        mask |= 1 << i;
+                    }
+                }
+            }
+            Value::UInt(mask)
+        }
+        _ => v.clone(),
+    }
+}
+
+/// Reads the row at `pk`.
+pub fn fetch(t: &Table, txn: &Txn, pk: &[u8], for_update: bool) -> SqlResult<Option<Vec<Value>>> {
+    let bytes = if for_update { txn.get_for_update(&t.main, pk)? } else { txn.get(&t.main, pk)? };
+    match bytes {
+        Some(b) => Ok(Some(t.decode_row(&b)?)),
+        None => Ok(None),
+    }
+}
+
+/// Placeholder error for a damaged secondary entry.
+pub fn damaged() -> SqlError {
+    SqlError::engine("an index entry points at a missing row")
+}

@@ -1,5 +1,7 @@
 //! Column types and collations: what a column holds and how its values order.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{SqlError, SqlResult};
 
 /// A collation: a character set and the order of its strings.
@@ -7,7 +9,7 @@ use crate::error::{SqlError, SqlResult};
 /// Text is kept in UTF-8 inside fractaldb whatever the column's character
 /// set (latin1 and utf8mb3 columns refuse what their set cannot hold); the
 /// collation decides comparison and key order (see `collation.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Collation {
     /// Bytes compared as bytes, no padding: BINARY, VARBINARY, BLOB.
     Binary,
@@ -153,7 +155,7 @@ impl Charset {
 }
 
 /// How a string column keeps its length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StrKind {
     /// CHAR(n) / BINARY(n): padded to n (CHAR strips the padding on read).
     Fixed,
@@ -165,7 +167,7 @@ pub enum StrKind {
 }
 
 /// The type of a column.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SqlType {
     /// TINYINT (1 byte), SMALLINT (2), MEDIUMINT (3), INT (4), BIGINT (8).
     Int {
