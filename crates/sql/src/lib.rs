@@ -35,7 +35,7 @@ mod ddl;
 mod dml;
 pub mod error;
 mod expr;
-mod func;
+pub mod func;
 pub mod keycodec;
 pub mod lex;
 mod query;
@@ -43,7 +43,7 @@ mod rowcodec;
 mod session;
 mod show;
 mod table;
-mod temporal;
+pub mod temporal;
 pub mod types;
 pub mod value;
 
