@@ -37,7 +37,7 @@ mod ddl;
 mod dml;
 pub mod error;
 mod expr;
-mod func;
+pub mod func;
 pub mod keycodec;
 pub mod lex;
 mod query;
@@ -45,7 +45,7 @@ mod rowcodec;
 mod session;
 mod show;
 mod table;
-mod temporal;
+pub mod temporal;
 pub mod types;
 pub mod value;
 
