@@ -1107,19 +1107,3 @@ mod tests {
     }
 }
 
-/// MySQL LIKE (stub: byte-wise, case-sensitive).
-pub fn like(coll: Collation, text: &[u8], pattern: &[u8], escape: u8) -> bool {
-    let _ = coll;
-    fn go(t: &[u8], p: &[u8], esc: u8) -> bool {
-        match p.split_first() {
-            None => t.is_empty(),
-            Some((&b'%', rest)) => (0..=t.len()).any(|i| go(&t[i..], rest, esc)),
-            Some((&b'_', rest)) => !t.is_empty() && go(&t[1..], rest, esc),
-            Some((&c, rest)) if c == esc && !rest.is_empty() => {
-                t.first() == Some(&rest[0]) && go(&t[1..], &rest[1..], esc)
-            }
-            Some((&c, rest)) => t.first() == Some(&c) && go(&t[1..], rest, esc),
-        }
-    }
-    go(text, pattern, escape)
-}
