@@ -913,8 +913,11 @@ fn emit(s: &[u8], toks: &[Tok]) -> (String, Vec<usize>) {
             }
             K::Str { bytes, .. } | K::Hex(bytes) => {
                 out.push_str("X'");
-                for b in bytes {
-                    out.push_str(&format!("{b:02X}"));
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.reserve(bytes.len() * 2 + 1);
+                for &b in bytes {
+                    out.push(HEX[usize::from(b >> 4)] as char);
+                    out.push(HEX[usize::from(b & 15)] as char);
                 }
                 out.push('\'');
             }

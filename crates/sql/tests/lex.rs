@@ -1000,3 +1000,24 @@ fn truncations_of_the_corpus() {
         }
     }
 }
+
+#[test]
+fn large_binary_insert() {
+    // A dumped BLOB of every byte value, a few MB: the rewrite is linear.
+    let blob: Vec<u8> = (0..4 << 20).map(|i| (i * 7 % 256) as u8).collect();
+    let mut sql = b"INSERT INTO t VALUES (_binary '".to_vec();
+    for &b in &blob {
+        match b {
+            0 => sql.extend_from_slice(b"\\0"),
+            b'\'' => sql.extend_from_slice(b"\\'"),
+            b'\\' => sql.extend_from_slice(b"\\\\"),
+            _ => sql.push(b),
+        }
+    }
+    sql.extend_from_slice(b"')");
+    let (st, _) = std(&sql);
+    let Statement::Insert(ins) = st else { panic!() };
+    let SetExpr::Values(v) = &*ins.source.unwrap().body else { panic!() };
+    let Expr::Value(b) = &v.rows[0][0] else { panic!() };
+    assert_eq!(lit_bytes(&b.value), blob);
+}
