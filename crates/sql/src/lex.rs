@@ -1,19 +1,387 @@
-//! MySQL's lexical layer in front of sqlparser. (Stub: helper owns it.)
-use crate::error::{SqlError, SqlResult};
+//! MySQL's lexical layer in front of sqlparser.
+//!
+//! Two jobs live here:
+//!
+//! - [`Splitter`] / [`split_script`] cut a script into statements the way the
+//!   `mariadb` command-line client does, on bytes: a mysqldump file may hold
+//!   BLOBs dumped raw, so it need not be UTF-8.
+//! - [`parse`] turns one statement into a sqlparser [`Statement`], or into a
+//!   [`Special`] for what `MySqlDialect` (0.64) rejects or misreads. Before
+//!   sqlparser sees the text it is rewritten: comments go, `/*!NNNNN ... */`
+//!   version comments are expanded or dropped, and every string literal is
+//!   decoded with MySQL's escape rules and re-emitted in a form sqlparser
+//!   reads back byte for byte (or as `X'..'` when the bytes are not UTF-8).
 
-/// Splits a script into statements (stub).
+use crate::error::{SqlError, SqlResult};
+use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+use sqlparser::dialect::MySqlDialect;
+
+// ---------------------------------------------------------------------------
+// Splitting
+// ---------------------------------------------------------------------------
+
+/// Splits a whole script into statements (see [`Splitter`]).
 pub fn split_script(input: &[u8]) -> Vec<Vec<u8>> {
-    input
-        .split(|b| *b == b';')
-        .filter(|s| !s.iter().all(|b| b.is_ascii_whitespace()))
-        .map(|s| s.to_vec())
-        .collect()
+    let mut s = Splitter::new();
+    let mut out = s.push(input);
+    out.extend(s.finish());
+    out
 }
 
+/// Where the scanner is inside the current statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Normal,
+    /// Inside a quoted string or identifier; the byte is the quote.
+    Quote(u8),
+    /// `#` or `-- ` up to the end of the line.
+    LineComment,
+    /// `/* ... */` (not a version comment).
+    BlockComment,
+}
+
+/// An incremental statement splitter with the `mariadb` client's rules.
+///
+/// The delimiter (`;` unless a `DELIMITER xx` line changed it) ends a
+/// statement outside quotes (`'..'`, `".."` with backslash escapes,
+/// `` `..` ``) and comments (`#`, `-- `, `/* */`). Text inside a
+/// `/*!NNNNN ... */` or `/*M! ... */` version comment is statement text, but
+/// the delimiter does not end a statement there: dumps wrap whole trigger
+/// bodies in them. `\g` and `\G` also end a statement. Statements made only
+/// of whitespace and comments are dropped; leading comments are cut off.
+///
+/// Bytes may arrive in pieces cut anywhere (an interactive shell pushes one
+/// line at a time); the scan state is kept between pushes so a long
+/// statement is scanned once.
+#[derive(Clone, Debug)]
+pub struct Splitter {
+    buf: Vec<u8>,
+    /// Start of the current statement in `buf`.
+    start: usize,
+    /// Next byte to scan.
+    pos: usize,
+    /// First byte of the current statement that is not whitespace or an
+    /// ordinary comment.
+    content_at: Option<usize>,
+    mode: Mode,
+    /// Inside an expanded `/*! ... */`: its `*/` must be found.
+    in_version: bool,
+    delimiter: Vec<u8>,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Splitter::new()
+    }
+}
+
+/// What one scanning step decided.
+enum Step {
+    /// Keep scanning.
+    Go,
+    /// More bytes are needed to decide about the byte at `pos`.
+    Wait,
+    /// A statement ends at `pos`; the terminator is this many bytes.
+    End(usize),
+}
+
+impl Splitter {
+    pub fn new() -> Splitter {
+        Splitter {
+            buf: Vec::new(),
+            start: 0,
+            pos: 0,
+            content_at: None,
+            mode: Mode::Normal,
+            in_version: false,
+            delimiter: b";".to_vec(),
+        }
+    }
+
+    /// Adds bytes; returns the statements they completed.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        self.buf.extend_from_slice(bytes);
+        let out = self.scan(false);
+        self.compact();
+        out
+    }
+
+    /// Whether an unfinished statement is buffered (the shell's `->`).
+    pub fn pending(&self) -> bool {
+        self.content_at.is_some()
+            || self.in_version
+            || matches!(self.mode, Mode::Quote(_) | Mode::BlockComment)
+    }
+
+    /// What the input is inside, for a continuation prompt as the client
+    /// shows it: `'`, `"` or `` ` `` for an open quote, `*` for an open
+    /// comment, `-` for a statement that is merely unfinished.
+    pub fn open_quote(&self) -> Option<u8> {
+        match self.mode {
+            Mode::Quote(q) => Some(q),
+            Mode::BlockComment => Some(b'*'),
+            _ if self.in_version => Some(b'*'),
+            _ if self.content_at.is_some() => Some(b'-'),
+            _ => None,
+        }
+    }
+
+    /// The current delimiter (`;` unless a `DELIMITER` line changed it).
+    pub fn delimiter(&self) -> &[u8] {
+        &self.delimiter
+    }
+
+    /// Ends the input: returns what is left as a last statement, if it has
+    /// any content. The splitter is then empty again (the delimiter stays).
+    pub fn finish(&mut self) -> Option<Vec<u8>> {
+        let mut out = self.scan(true);
+        let last = self.content_at.map(|c| trim(&self.buf[c..]).to_vec());
+        self.buf.clear();
+        self.start = 0;
+        self.pos = 0;
+        self.content_at = None;
+        self.mode = Mode::Normal;
+        self.in_version = false;
+        out.extend(last.filter(|s| !s.is_empty()));
+        // `push` only leaves bytes unscanned when it needs to look past the
+        // end of the input, so the end of input completes at most one
+        // statement.
+        debug_assert!(out.len() <= 1);
+        out.into_iter().next()
+    }
+
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.pos -= self.start;
+            if let Some(c) = &mut self.content_at {
+                *c -= self.start;
+            }
+            self.start = 0;
+        }
+    }
+
+    fn scan(&mut self, eof: bool) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while self.pos < self.buf.len() {
+            match self.step(eof) {
+                Step::Go => {}
+                Step::Wait => break,
+                Step::End(len) => {
+                    if let Some(c) = self.content_at {
+                        let s = trim(&self.buf[c..self.pos]);
+                        if !s.is_empty() {
+                            out.push(s.to_vec());
+                        }
+                    }
+                    self.pos += len;
+                    self.start = self.pos;
+                    self.content_at = None;
+                }
+            }
+        }
+        out
+    }
+
+    fn mark_content(&mut self) {
+        if self.content_at.is_none() {
+            self.content_at = Some(self.pos);
+        }
+    }
+
+    /// Looks at `buf[pos]` and advances past what it can decide.
+    fn step(&mut self, eof: bool) -> Step {
+        let buf = &self.buf;
+        let pos = self.pos;
+        let c = buf[pos];
+        let next = buf.get(pos + 1).copied();
+        match self.mode {
+            Mode::Quote(q) => {
+                if c == b'\\' && q != b'`' {
+                    if next.is_none() && !eof {
+                        return Step::Wait;
+                    }
+                    self.pos += 2.min(buf.len() - pos);
+                } else {
+                    if c == q {
+                        // A doubled quote closes and reopens: same state.
+                        self.mode = Mode::Normal;
+                    }
+                    self.pos += 1;
+                }
+                Step::Go
+            }
+            Mode::LineComment => {
+                if c == b'\n' {
+                    self.mode = Mode::Normal;
+                }
+                self.pos += 1;
+                Step::Go
+            }
+            Mode::BlockComment => {
+                if c == b'*' {
+                    match next {
+                        None if !eof => return Step::Wait,
+                        Some(b'/') => {
+                            self.mode = Mode::Normal;
+                            self.pos += 2;
+                            return Step::Go;
+                        }
+                        _ => {}
+                    }
+                }
+                self.pos += 1;
+                Step::Go
+            }
+            Mode::Normal => self.step_normal(eof),
+        }
+    }
+
+    fn step_normal(&mut self, eof: bool) -> Step {
+        let buf = &self.buf;
+        let pos = self.pos;
+        let rest = &buf[pos..];
+        let c = rest[0];
+        if !self.in_version {
+            if rest.starts_with(&self.delimiter) {
+                return Step::End(self.delimiter.len());
+            }
+            if !eof && self.delimiter.starts_with(rest) {
+                return Step::Wait;
+            }
+            if self.content_at.is_none() && (c == b'd' || c == b'D') {
+                const CMD: &[u8] = b"delimiter";
+                let n = rest.len().min(CMD.len());
+                if rest[..n].eq_ignore_ascii_case(&CMD[..n]) {
+                    if rest.len() <= CMD.len() {
+                        if !eof {
+                            return Step::Wait;
+                        }
+                    } else if rest[CMD.len()] == b' ' || rest[CMD.len()] == b'\t' {
+                        let line_end = rest.iter().position(|&b| b == b'\n');
+                        if line_end.is_none() && !eof {
+                            return Step::Wait;
+                        }
+                        let line_end = line_end.unwrap_or(rest.len());
+                        let arg = delimiter_arg(&rest[CMD.len()..line_end]);
+                        if !arg.is_empty() {
+                            self.delimiter = arg;
+                        }
+                        self.pos += line_end + usize::from(line_end < rest.len());
+                        self.start = self.pos;
+                        return Step::Go;
+                    }
+                }
+            }
+        }
+        let next = rest.get(1).copied();
+        match c {
+            b'\'' | b'"' | b'`' => {
+                self.mark_content();
+                self.mode = Mode::Quote(c);
+                self.pos += 1;
+            }
+            b'#' => {
+                self.mode = Mode::LineComment;
+                self.pos += 1;
+            }
+            b'\\' => {
+                if next.is_none() && !eof {
+                    return Step::Wait;
+                }
+                if matches!(next, Some(b'g' | b'G')) && !self.in_version {
+                    return Step::End(2);
+                }
+                self.mark_content();
+                self.pos += 1;
+            }
+            b'-' if next == Some(b'-') || (next.is_none() && !eof) => {
+                match rest.get(2) {
+                    None if !eof => return Step::Wait,
+                    None => self.mode = Mode::LineComment,
+                    Some(&b) if b <= b' ' => self.mode = Mode::LineComment,
+                    Some(_) => self.mark_content(),
+                }
+                self.pos += if self.mode == Mode::LineComment { 2 } else { 1 };
+            }
+            b'/' if next == Some(b'*') || (next.is_none() && !eof) => {
+                if next.is_none() {
+                    return Step::Wait;
+                }
+                match rest.get(2) {
+                    None if !eof => return Step::Wait,
+                    Some(b'!') => {
+                        self.mark_content();
+                        self.in_version = true;
+                        self.pos += 3;
+                    }
+                    Some(b'M') => match rest.get(3) {
+                        None if !eof => return Step::Wait,
+                        Some(b'!') => {
+                            self.mark_content();
+                            self.in_version = true;
+                            self.pos += 4;
+                        }
+                        _ => {
+                            self.mode = Mode::BlockComment;
+                            self.pos += 2;
+                        }
+                    },
+                    _ => {
+                        self.mode = Mode::BlockComment;
+                        self.pos += 2;
+                    }
+                }
+            }
+            b'*' if self.in_version && (next == Some(b'/') || (next.is_none() && !eof)) => {
+                if next.is_none() {
+                    return Step::Wait;
+                }
+                self.in_version = false;
+                self.pos += 2;
+            }
+            _ => {
+                if !c.is_ascii_whitespace() {
+                    self.mark_content();
+                }
+                self.pos += 1;
+            }
+        }
+        Step::Go
+    }
+}
+
+/// The argument of a `DELIMITER` line: its first word, unquoted.
+fn delimiter_arg(rest: &[u8]) -> Vec<u8> {
+    let rest = trim(rest);
+    if let Some(&q) = rest.first() {
+        if q == b'\'' || q == b'"' || q == b'`' {
+            if let Some(end) = rest[1..].iter().position(|&b| b == q) {
+                return rest[1..1 + end].to_vec();
+            }
+        }
+    }
+    let end = rest.iter().position(|b| b.is_ascii_whitespace()).unwrap_or(rest.len());
+    rest[..end].to_vec()
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let a = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let z = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(a, |z| z + 1);
+    &s[a..z]
+}
+
+// ---------------------------------------------------------------------------
+// Public parse results
+// ---------------------------------------------------------------------------
+
 /// What one statement parsed into.
+// One value per statement, moved once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Parsed {
     /// A statement sqlparser understands, with what the rewrite removed.
-    Std(Box<sqlparser::ast::Statement>, Flags),
+    Std(Box<Statement>, Flags),
     /// Statements parsed here.
     Special(Special),
     /// Only comments / whitespace.
@@ -25,42 +393,1465 @@ pub enum Parsed {
 pub struct Flags {
     /// `... LOCK IN SHARE MODE` was removed from the end of a SELECT.
     pub lock_in_share_mode: bool,
+    /// TokuDB's `CLUSTERING` was removed from these indexes (in CREATE
+    /// INDEX, CREATE TABLE or ALTER TABLE ADD); they are otherwise normal
+    /// indexes in the statement. An unnamed one was given the name MySQL
+    /// gives it (its first column, `_2`, `_3`... on a clash within the
+    /// statement), and that name was written into the statement.
+    pub clustering_indexes: Vec<String>,
+    /// Table options of an ALTER TABLE that mixes them with other changes
+    /// (`ENGINE`, `COMMENT`, `[DEFAULT] CHARSET`, `[DEFAULT] COLLATE`,
+    /// `ROW_FORMAT`, ...), which sqlparser 0.64 rejects in ALTER TABLE:
+    /// upper-cased name (`CHARSET` for all charset spellings) and value
+    /// (unquoted).
+    pub table_options: Vec<(String, String)>,
 }
 
-/// Statements parsed by our own code.
+/// A table reference as written: `t` or `db.t`, unquoted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableName {
+    pub db: Option<String>,
+    pub name: String,
+}
+
+/// One table of LOCK TABLES.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockTarget {
+    pub table: TableName,
+    pub alias: Option<String>,
+    /// WRITE (else READ).
+    pub write: bool,
+    /// READ LOCAL.
+    pub local: bool,
+    /// LOW_PRIORITY WRITE.
+    pub low_priority: bool,
+}
+
+/// The table maintenance statements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaintenanceOp {
+    Optimize,
+    Check,
+    Analyze,
+    Repair,
+    Checksum,
+}
+
+/// Statements parsed by our own code, because sqlparser 0.64 with
+/// `MySqlDialect` rejects or misreads them.
+// One value per statement, moved once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Special {
     Show(ShowStmt),
+    /// `START TRANSACTION` with `WITH CONSISTENT SNAPSHOT` (mysqldump
+    /// `--single-transaction` sends it); plain forms stay `Std`.
+    Begin {
+        consistent_snapshot: bool,
+        read_only: bool,
+    },
+    /// `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS`.
+    AlterKeys {
+        db: Option<String>,
+        table: String,
+        enable: bool,
+    },
+    /// An ALTER TABLE made only of table options (`ENGINE=X`,
+    /// `COMMENT='..'`, `CONVERT TO CHARACTER SET x` gives `CONVERT`, ...);
+    /// the options are as in [`Flags::table_options`].
+    AlterTableOptions {
+        db: Option<String>,
+        table: String,
+        options: Vec<(String, String)>,
+    },
+    /// `OPTIMIZE|CHECK|ANALYZE|REPAIR|CHECKSUM TABLE t1, t2 ...` (trailing
+    /// options such as QUICK or EXTENDED are ignored).
+    Maintenance {
+        op: MaintenanceOp,
+        tables: Vec<TableName>,
+    },
+    LockTables(Vec<LockTarget>),
+    UnlockTables,
+    /// Account management (CREATE/DROP/ALTER/RENAME USER, GRANT, REVOKE,
+    /// SET PASSWORD, roles, FLUSH PRIVILEGES): the statement's text with
+    /// comments removed.
+    Account(String),
+    /// `DO expr, ...`
+    Do(Vec<Expr>),
+    /// A statement this server knows and refuses (error 1235 with this
+    /// name): "XA", "LOAD DATA", "LOAD XML", "partitioning",
+    /// "CREATE TRIGGER", "CREATE PROCEDURE", "CREATE FUNCTION",
+    /// "CREATE EVENT".
+    Unsupported(&'static str),
 }
 
+/// A SHOW statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ShowStmt {
     pub kind: ShowKind,
+    /// FULL (TABLES, COLUMNS, PROCESSLIST).
     pub full: bool,
+    /// GLOBAL (VARIABLES, STATUS); SESSION and LOCAL give false.
     pub global: bool,
+    /// FROM/IN db, or the db of `db.t`; the database of SHOW CREATE
+    /// DATABASE.
     pub db: Option<String>,
+    /// The table (COLUMNS, INDEX, CREATE TABLE), or the object of SHOW
+    /// CREATE VIEW/TRIGGER/PROCEDURE/FUNCTION/EVENT.
     pub table: Option<String>,
+    /// LIKE 'pattern', as bytes.
     pub like: Option<Vec<u8>>,
-    pub filter: Option<sqlparser::ast::Expr>,
+    /// WHERE expr.
+    pub filter: Option<Expr>,
+    /// The engine of SHOW ENGINE x ...; the account of SHOW GRANTS FOR /
+    /// SHOW CREATE USER as written (`'u'@'%'`, `CURRENT_USER`).
+    pub name: Option<String>,
+    /// LIMIT [offset,] count of SHOW WARNINGS / ERRORS: (offset, count).
+    pub limit: Option<(u64, u64)>,
+    /// SHOW CREATE DATABASE IF NOT EXISTS.
+    pub if_not_exists: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShowKind {
     Databases,
     Tables,
+    CreateTable,
+    CreateDatabase,
+    CreateView,
+    CreateTrigger,
+    CreateProcedure,
+    CreateFunction,
+    CreateEvent,
+    CreateUser,
+    Columns,
+    Index,
+    Engines,
+    Collation,
+    Charset,
+    Variables,
+    Status,
     Warnings,
+    Errors,
+    /// SHOW COUNT(*) WARNINGS
+    WarningCount,
+    /// SHOW COUNT(*) ERRORS
+    ErrorCount,
+    TableStatus,
+    ProcessList,
+    Grants,
+    EngineStatus,
+    EngineMutex,
+    EngineLogs,
+    MasterStatus,
+    SlaveStatus,
+    BinaryLogs,
+    Triggers,
+    ProcedureStatus,
+    FunctionStatus,
+    Events,
+    Plugins,
+    OpenTables,
+    Privileges,
+    Profiles,
 }
 
-/// Parses one statement (stub).
+impl ShowStmt {
+    fn new(kind: ShowKind) -> ShowStmt {
+        ShowStmt {
+            kind,
+            full: false,
+            global: false,
+            db: None,
+            table: None,
+            like: None,
+            filter: None,
+            name: None,
+            limit: None,
+            if_not_exists: false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tokens
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+enum K {
+    /// Letters, digits, `_`, `$` and non-ASCII bytes; emitted as written.
+    Word,
+    /// `` `x` ``, decoded; emitted as written.
+    QIdent(String),
+    /// A string literal's bytes. `binary` (from `_binary`) emits X'..'.
+    Str { bytes: Vec<u8>, binary: bool, introduced: bool },
+    /// `X'..'`, `0x..`, `b'..'`, `0b..`: emitted as X'..'.
+    Hex(Vec<u8>),
+    /// One ASCII byte of punctuation; emitted as written.
+    Punct,
+    /// Text put in by a rewrite.
+    Raw(String),
+}
+
+#[derive(Clone, Debug)]
+struct Tok {
+    k: K,
+    /// Byte range in the statement (for a `Raw` token: what it replaced).
+    start: usize,
+    end: usize,
+    /// Whitespace or a comment came before it.
+    gap: bool,
+}
+
+impl Tok {
+    fn raw(s: &str, at: usize) -> Tok {
+        Tok { k: K::Raw(s.to_string()), start: at, end: at, gap: true }
+    }
+}
+
+/// A 1064 error quoting the statement from byte `at` on, as MySQL does
+/// (80 characters at most, and the line it is on).
+fn syntax_at(stmt: &[u8], at: usize) -> SqlError {
+    let at = at.min(stmt.len());
+    let near: String = String::from_utf8_lossy(&stmt[at..]).chars().take(80).collect();
+    let line = 1 + stmt[..at].iter().filter(|&&b| b == b'\n').count();
+    SqlError::syntax(format!("'{near}' at line {line}"))
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Character sets whose name may introduce a literal (`_latin1'..'`).
+const CHARSETS: &[&str] = &[
+    "armscii8", "ascii", "big5", "binary", "cp1250", "cp1251", "cp1256", "cp1257", "cp850", "cp852", "cp866",
+    "cp932", "dec8", "eucjpms", "euckr", "filename", "gb2312", "gbk", "geostd8", "greek", "hebrew", "hp8",
+    "keybcs2", "koi8r", "koi8u", "latin1", "latin2", "latin5", "latin7", "macce", "macroman", "sjis", "swe7",
+    "tis620", "ucs2", "ujis", "utf16", "utf16le", "utf32", "utf8", "utf8mb3", "utf8mb4",
+];
+
+/// Reads a quoted string starting at the quote `s[i]`, with MySQL's
+/// escapes; returns its bytes and the index after the closing quote.
+fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
+    let q = s[i];
+    let mut out = Vec::new();
+    let mut j = i + 1;
+    while j < s.len() {
+        let c = s[j];
+        if c == b'\\' {
+            let n = *s.get(j + 1)?;
+            match n {
+                b'0' => out.push(0),
+                b'b' => out.push(8),
+                b'n' => out.push(b'\n'),
+                b'r' => out.push(b'\r'),
+                b't' => out.push(b'\t'),
+                b'Z' => out.push(26),
+                // Kept for LIKE: `\%` and `\_` match a literal % and _.
+                b'%' | b'_' => out.extend_from_slice(&[b'\\', n]),
+                _ => out.push(n),
+            }
+            j += 2;
+        } else if c == q {
+            if s.get(j + 1) == Some(&q) {
+                out.push(q);
+                j += 2;
+            } else {
+                return Some((out, j + 1));
+            }
+        } else {
+            out.push(c);
+            j += 1;
+        }
+    }
+    None
+}
+
+fn hex_digits(h: &[u8]) -> Option<Vec<u8>> {
+    if h.len() % 2 == 1 {
+        return None;
+    }
+    h.chunks(2)
+        .map(|p| {
+            let d = |c: u8| (c as char).to_digit(16);
+            Some((d(p[0])? * 16 + d(p[1])?) as u8)
+        })
+        .collect()
+}
+
+fn bit_digits(b: &[u8]) -> Option<Vec<u8>> {
+    if !b.iter().all(|&c| c == b'0' || c == b'1') {
+        return None;
+    }
+    let nbytes = b.len().div_ceil(8);
+    let mut out = vec![0u8; nbytes];
+    for (k, &c) in b.iter().rev().enumerate() {
+        if c == b'1' {
+            out[nbytes - 1 - k / 8] |= 1 << (k % 8);
+        }
+    }
+    Some(out)
+}
+
+/// Splits a statement into tokens, dropping comments and expanding or
+/// dropping version comments.
+fn lex(s: &[u8]) -> SqlResult<Vec<Tok>> {
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut i = 0;
+    let mut gap = false;
+    let mut in_version = false;
+    // Past the `*/` closing the comment opened at `open`.
+    let skip_comment = |open: usize, from: usize| -> SqlResult<usize> {
+        match s[from..].windows(2).position(|w| w == b"*/") {
+            Some(p) => Ok(from + p + 2),
+            None => Err(syntax_at(s, open)),
+        }
+    };
+    while i < s.len() {
+        let c = s[i];
+        let next = s.get(i + 1).copied();
+        if c.is_ascii_whitespace() {
+            gap = true;
+            i += 1;
+            continue;
+        }
+        if c == b'#' || (c == b'-' && next == Some(b'-') && s.get(i + 2).is_none_or(|&b| b <= b' ')) {
+            i = s[i..].iter().position(|&b| b == b'\n').map_or(s.len(), |p| i + p + 1);
+            gap = true;
+            continue;
+        }
+        if c == b'/' && next == Some(b'*') {
+            gap = true;
+            if s.get(i + 2) == Some(&b'!') {
+                let d = s[i + 3..].iter().take(6).take_while(|b| b.is_ascii_digit()).count();
+                if d >= 5 {
+                    let v: u32 = std::str::from_utf8(&s[i + 3..i + 3 + d]).unwrap().parse().unwrap();
+                    if v > crate::VERSION_ID {
+                        i = skip_comment(i, i + 3)?;
+                        continue;
+                    }
+                    i += 3 + d;
+                } else {
+                    i += 3;
+                }
+                if in_version {
+                    // MySQL does not nest them either.
+                    return Err(syntax_at(s, i));
+                }
+                in_version = true;
+                continue;
+            }
+            // Ordinary comments, and MariaDB's `/*M!` which is dropped
+            // whole.
+            i = skip_comment(i, i + 2)?;
+            continue;
+        }
+        if c == b'*' && next == Some(b'/') && in_version {
+            in_version = false;
+            gap = true;
+            i += 2;
+            continue;
+        }
+        let start = i;
+        let tok = |k: K, end: usize, gap: bool| Tok { k, start, end, gap };
+        if c == b'\'' || c == b'"' {
+            let (bytes, end) = read_string(s, i).ok_or_else(|| syntax_at(s, i))?;
+            toks.push(tok(K::Str { bytes, binary: false, introduced: false }, end, gap));
+            i = end;
+        } else if c == b'`' {
+            let mut j = i + 1;
+            let mut name = Vec::new();
+            loop {
+                match s.get(j) {
+                    None => return Err(syntax_at(s, i)),
+                    Some(b'`') if s.get(j + 1) == Some(&b'`') => {
+                        name.push(b'`');
+                        j += 2;
+                    }
+                    Some(b'`') => break,
+                    Some(&b) => {
+                        name.push(b);
+                        j += 1;
+                    }
+                }
+            }
+            let name = String::from_utf8(name).map_err(|_| syntax_at(s, i))?;
+            toks.push(tok(K::QIdent(name), j + 1, gap));
+            i = j + 1;
+        } else if is_word_byte(c) {
+            let mut j = i;
+            while j < s.len() && is_word_byte(s[j]) {
+                j += 1;
+            }
+            let w = &s[i..j];
+            let quote_next = s.get(j) == Some(&b'\'');
+            let lw = w.to_ascii_lowercase();
+            if quote_next && (lw == b"x" || lw == b"b") {
+                let (body, end) = read_string(s, j).ok_or_else(|| syntax_at(s, j))?;
+                let bytes = if lw == b"x" { hex_digits(&body) } else { bit_digits(&body) };
+                let bytes = bytes.ok_or_else(|| syntax_at(s, i))?;
+                toks.push(tok(K::Hex(bytes), end, gap));
+                i = end;
+            } else if quote_next && lw == b"n" {
+                let (bytes, end) = read_string(s, j).ok_or_else(|| syntax_at(s, j))?;
+                toks.push(tok(K::Str { bytes, binary: false, introduced: true }, end, gap));
+                i = end;
+            } else if w.len() > 2 && w.starts_with(b"0x") && w[2..].iter().all(u8::is_ascii_hexdigit) {
+                let mut h = w[2..].to_vec();
+                if h.len() % 2 == 1 {
+                    h.insert(0, b'0');
+                }
+                toks.push(tok(K::Hex(hex_digits(&h).unwrap()), j, gap));
+                i = j;
+            } else if w.len() > 2 && w.starts_with(b"0b") && w[2..].iter().all(|&b| b == b'0' || b == b'1') {
+                toks.push(tok(K::Hex(bit_digits(&w[2..]).unwrap()), j, gap));
+                i = j;
+            } else if lw.first() == Some(&b'_')
+                && CHARSETS.iter().any(|cs| cs.as_bytes() == &lw[1..])
+                && introduced_literal(s, j).is_some()
+            {
+                let k = introduced_literal(s, j).unwrap();
+                let binary = &lw[1..] == b"binary";
+                match s[k] {
+                    b'\'' | b'"' => {
+                        let (bytes, end) = read_string(s, k).ok_or_else(|| syntax_at(s, k))?;
+                        toks.push(tok(K::Str { bytes, binary, introduced: true }, end, gap));
+                        i = end;
+                    }
+                    _ => {
+                        // `_cs X'..'` / `_cs 0x..` / `_cs b'..'`: lex the
+                        // literal on its own, the introducer changes
+                        // nothing we keep.
+                        gap = true;
+                        i = k;
+                        continue;
+                    }
+                }
+            } else {
+                if std::str::from_utf8(w).is_err() {
+                    return Err(syntax_at(s, i));
+                }
+                toks.push(tok(K::Word, j, gap));
+                i = j;
+            }
+        } else {
+            toks.push(tok(K::Punct, i + 1, gap));
+            i += 1;
+        }
+        gap = false;
+    }
+    // An expanded comment left open at the end is accepted, as MySQL does.
+    Ok(merge_strings(toks))
+}
+
+/// After an introducer ending at `j`: where its literal starts, if one
+/// follows.
+fn introduced_literal(s: &[u8], j: usize) -> Option<usize> {
+    let k = j + s[j..].iter().take_while(|b| b.is_ascii_whitespace()).count();
+    match s.get(k)? {
+        b'\'' | b'"' => Some(k),
+        b'x' | b'X' | b'b' | b'B' if s.get(k + 1) == Some(&b'\'') => Some(k),
+        b'0' if matches!(s.get(k + 1), Some(b'x' | b'b')) => Some(k),
+        _ => None,
+    }
+}
+
+/// MySQL concatenates adjacent string literals: `'a' 'b'` is `'ab'`.
+fn merge_strings(toks: Vec<Tok>) -> Vec<Tok> {
+    let mut out: Vec<Tok> = Vec::with_capacity(toks.len());
+    for t in toks {
+        if let (Some(prev), K::Str { bytes: more, introduced: false, .. }) = (out.last_mut(), &t.k) {
+            if let K::Str { bytes, .. } = &mut prev.k {
+                bytes.extend_from_slice(more);
+                prev.end = t.end;
+                continue;
+            }
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// The text sqlparser is given for these tokens, and where each token
+/// starts in it.
+fn emit(s: &[u8], toks: &[Tok]) -> (String, Vec<usize>) {
+    let mut out = String::new();
+    let mut at = Vec::with_capacity(toks.len());
+    let mut prev_word = false;
+    for t in toks {
+        let literal = matches!(t.k, K::Str { .. } | K::Hex(_));
+        if !out.is_empty() && (t.gap || (literal && prev_word)) {
+            out.push(' ');
+        }
+        at.push(out.len());
+        match &t.k {
+            K::Word if s[t.start..].starts_with(b"0x") || s[t.start..].starts_with(b"0b") => {
+                // Not a literal (`lex` took those), so an identifier as in
+                // MySQL; sqlparser would read `0x` as an empty X''.
+                out.push('`');
+                out.push_str(std::str::from_utf8(&s[t.start..t.end]).unwrap_or("?"));
+                out.push('`');
+            }
+            K::Word | K::QIdent(_) | K::Punct => {
+                // Checked to be UTF-8 by `lex`.
+                out.push_str(std::str::from_utf8(&s[t.start..t.end]).unwrap_or("?"));
+            }
+            K::Raw(r) => out.push_str(r),
+            K::Str { bytes, binary: false, .. } if std::str::from_utf8(bytes).is_ok() => {
+                // Only `'` and `\` are special to sqlparser's MySQL
+                // tokenizer once escaped this way; every other byte,
+                // control characters included, is taken as it is.
+                out.push('\'');
+                for ch in std::str::from_utf8(bytes).unwrap().chars() {
+                    match ch {
+                        '\'' => out.push_str("''"),
+                        '\\' => out.push_str("\\\\"),
+                        c => out.push(c),
+                    }
+                }
+                out.push('\'');
+            }
+            K::Str { bytes, .. } | K::Hex(bytes) => {
+                out.push_str("X'");
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.reserve(bytes.len() * 2 + 1);
+                for &b in bytes {
+                    out.push(HEX[usize::from(b >> 4)] as char);
+                    out.push(HEX[usize::from(b & 15)] as char);
+                }
+                out.push('\'');
+            }
+        }
+        prev_word = matches!(t.k, K::Word | K::Raw(_));
+    }
+    (out, at)
+}
+
+/// Runs sqlparser over the tokens; its errors become 1064 quoting the
+/// original text from the failing token on.
+fn sqlparse(s: &[u8], toks: &[Tok]) -> SqlResult<Vec<Statement>> {
+    let (text, at) = emit(s, toks);
+    sqlparser::parser::Parser::parse_sql(&MySqlDialect {}, &text).map_err(|e| {
+        let msg = e.to_string();
+        let off = error_offset(&msg, &text);
+        let orig = match off {
+            None => s.len(),
+            Some(off) => {
+                let k = at.partition_point(|&a| a <= off);
+                if k == 0 {
+                    toks.first().map_or(0, |t| t.start)
+                } else {
+                    toks[k - 1].start
+                }
+            }
+        };
+        syntax_at(s, orig)
+    })
+}
+
+/// The byte offset in `text` of sqlparser's " at Line: L, Column: C".
+fn error_offset(msg: &str, text: &str) -> Option<usize> {
+    let p = msg.rfind(" at Line: ")?;
+    let rest = &msg[p + " at Line: ".len()..];
+    let (l, c) = rest.split_once(", Column: ")?;
+    let line: usize = l.trim().parse().ok()?;
+    let col: usize = c.trim().parse().ok()?;
+    let (mut cl, mut cc) = (1, 1);
+    for (i, ch) in text.char_indices() {
+        if cl == line && cc == col {
+            return Some(i);
+        }
+        if ch == '\n' {
+            cl += 1;
+            cc = 1;
+        } else {
+            cc += 1;
+        }
+    }
+    Some(text.len())
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+/// A cursor over the tokens for the statements parsed here.
+struct Cur<'a> {
+    s: &'a [u8],
+    t: &'a [Tok],
+    i: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn word_at(&self, i: usize) -> Option<&'a str> {
+        let t = self.t.get(i)?;
+        match t.k {
+            K::Word => std::str::from_utf8(&self.s[t.start..t.end]).ok(),
+            _ => None,
+        }
+    }
+
+    fn is_kw_at(&self, i: usize, kw: &str) -> bool {
+        self.word_at(i).is_some_and(|w| w.eq_ignore_ascii_case(kw))
+    }
+
+    fn peek_kw(&self, kw: &str) -> bool {
+        self.is_kw_at(self.i, kw)
+    }
+
+    fn kw(&mut self, kw: &str) -> bool {
+        let ok = self.peek_kw(kw);
+        if ok {
+            self.i += 1;
+        }
+        ok
+    }
+
+    fn kws(&mut self, kws: &[&str]) -> bool {
+        let ok = kws.iter().enumerate().all(|(k, kw)| self.is_kw_at(self.i + k, kw));
+        if ok {
+            self.i += kws.len();
+        }
+        ok
+    }
+
+    fn punct_at(&self, i: usize, p: u8) -> bool {
+        self.t.get(i).is_some_and(|t| t.k == K::Punct && self.s[t.start] == p)
+    }
+
+    fn punct(&mut self, p: u8) -> bool {
+        let ok = self.punct_at(self.i, p);
+        if ok {
+            self.i += 1;
+        }
+        ok
+    }
+
+    fn done(&self) -> bool {
+        self.i >= self.t.len()
+    }
+
+    fn err(&self) -> SqlError {
+        syntax_at(self.s, self.t.get(self.i).map_or(self.s.len(), |t| t.start))
+    }
+
+    fn expect_end(&self) -> SqlResult<()> {
+        if self.done() {
+            Ok(())
+        } else {
+            Err(self.err())
+        }
+    }
+
+    fn ident(&mut self) -> SqlResult<String> {
+        let t = self.t.get(self.i).ok_or_else(|| self.err())?;
+        let name = match &t.k {
+            K::QIdent(n) => n.clone(),
+            K::Word => self.word_at(self.i).ok_or_else(|| self.err())?.to_string(),
+            _ => return Err(self.err()),
+        };
+        self.i += 1;
+        Ok(name)
+    }
+
+    /// `t` or `db.t`
+    fn table_name(&mut self) -> SqlResult<TableName> {
+        let a = self.ident()?;
+        if self.punct(b'.') {
+            let b = self.ident()?;
+            Ok(TableName { db: Some(a), name: b })
+        } else {
+            Ok(TableName { db: None, name: a })
+        }
+    }
+
+    fn string(&mut self) -> SqlResult<Vec<u8>> {
+        match self.t.get(self.i).map(|t| &t.k) {
+            Some(K::Str { bytes, .. }) | Some(K::Hex(bytes)) => {
+                self.i += 1;
+                Ok(bytes.clone())
+            }
+            _ => Err(self.err()),
+        }
+    }
+
+    fn number(&mut self) -> SqlResult<u64> {
+        let n = self.word_at(self.i).and_then(|w| w.parse().ok()).ok_or_else(|| self.err())?;
+        self.i += 1;
+        Ok(n)
+    }
+
+    /// The text of tokens `from..to`, as sqlparser would see it.
+    fn text(&self, from: usize, to: usize) -> String {
+        emit(self.s, &self.t[from..to]).0
+    }
+
+    /// An account as written: `'u'@'%'`, `u@h`, `CURRENT_USER[()]`.
+    fn account(&mut self) -> SqlResult<String> {
+        let from = self.i;
+        if self.kw("CURRENT_USER") {
+            if self.punct(b'(') && !self.punct(b')') {
+                return Err(self.err());
+            }
+        } else {
+            self.user_part()?;
+            if self.punct(b'@') {
+                self.user_part()?;
+            }
+        }
+        Ok(self.text(from, self.i))
+    }
+
+    fn user_part(&mut self) -> SqlResult<()> {
+        if self.string().is_ok() || self.ident().is_ok() {
+            Ok(())
+        } else {
+            Err(self.err())
+        }
+    }
+}
+
+/// Parses one statement. See the module documentation for what is
+/// rewritten; everything that does not parse is error 1064.
 pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
-    let text = std::str::from_utf8(stmt).map_err(|_| SqlError::syntax("invalid utf8"))?;
-    if text.trim().is_empty() {
+    let mut toks = lex(stmt)?;
+    // A trailing delimiter is harmless; anything after one is a second
+    // statement, which the caller should have split off.
+    while toks.last().is_some_and(|t| t.k == K::Punct && stmt[t.start] == b';') {
+        toks.pop();
+    }
+    if toks.is_empty() {
         return Ok(Parsed::Empty);
     }
-    let mut v = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, text)
-        .map_err(|e| SqlError::syntax(format!("'{e}'")))?;
-    if v.len() != 1 {
-        return Err(SqlError::syntax("''"));
+    // Stored programs hold `;` in their bodies: recognise them first.
+    if let Some(what) = stored_program(stmt, &toks) {
+        return Ok(Parsed::Special(Special::Unsupported(what)));
     }
-    Ok(Parsed::Std(Box::new(v.remove(0)), Flags::default()))
+    if let Some(p) = toks.iter().position(|t| t.k == K::Punct && stmt[t.start] == b';') {
+        return Err(syntax_at(stmt, toks[p + 1].start));
+    }
+    let mut c = Cur { s: stmt, t: &toks, i: 0 };
+    let first = c.word_at(0).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+    match first.as_str() {
+        "SHOW" => {
+            c.i = 1;
+            return parse_show(&mut c).map(|s| Parsed::Special(Special::Show(s)));
+        }
+        "START" if c.is_kw_at(1, "TRANSACTION") && (2..toks.len()).any(|i| c.is_kw_at(i, "CONSISTENT")) => {
+            c.i = 2;
+            return parse_begin(&mut c);
+        }
+        "XA" => return Ok(Parsed::Special(Special::Unsupported("XA"))),
+        "LOAD" => {
+            if c.is_kw_at(1, "XML") {
+                return Ok(Parsed::Special(Special::Unsupported("LOAD XML")));
+            }
+            return Ok(Parsed::Special(Special::Unsupported("LOAD DATA")));
+        }
+        "DO" => return parse_do(stmt, &toks),
+        "LOCK" if c.is_kw_at(1, "TABLES") || c.is_kw_at(1, "TABLE") => {
+            c.i = 2;
+            return parse_lock(&mut c);
+        }
+        "UNLOCK" if c.is_kw_at(1, "TABLES") || c.is_kw_at(1, "TABLE") => {
+            c.i = 2;
+            c.expect_end()?;
+            return Ok(Parsed::Special(Special::UnlockTables));
+        }
+        "OPTIMIZE" | "CHECK" | "ANALYZE" | "REPAIR" | "CHECKSUM" => {
+            c.i = 1;
+            if let Some(p) = parse_maintenance(&mut c, &first)? {
+                return Ok(p);
+            }
+        }
+        "GRANT" | "REVOKE" => return Ok(account(stmt, &toks)),
+        "FLUSH" if c.is_kw_at(1, "PRIVILEGES") => return Ok(account(stmt, &toks)),
+        "SET"
+            if c.is_kw_at(1, "PASSWORD")
+                || c.is_kw_at(1, "ROLE")
+                || (c.is_kw_at(1, "DEFAULT") && c.is_kw_at(2, "ROLE")) =>
+        {
+            return Ok(account(stmt, &toks))
+        }
+        "CREATE" | "DROP" | "ALTER" | "RENAME" => {
+            let k = if c.kws(&[&first, "OR", "REPLACE"]) { 3 } else { 1 };
+            if c.is_kw_at(k, "USER") || c.is_kw_at(k, "ROLE") {
+                return Ok(account(stmt, &toks));
+            }
+        }
+        _ => {}
+    }
+    let mut flags = Flags::default();
+    let mut toks = toks.clone();
+    if first == "ALTER" || first == "CREATE" {
+        if let Some(p) = ddl_rewrites(stmt, &mut toks, &mut flags, &first)? {
+            return Ok(p);
+        }
+    }
+    strip_lock_in_share_mode(stmt, &mut toks, &mut flags);
+    rewrite_mod(stmt, &mut toks);
+    let mut v = sqlparse(stmt, &toks)?;
+    if v.len() != 1 {
+        return Err(syntax_at(stmt, stmt.len()));
+    }
+    Ok(Parsed::Std(Box::new(v.remove(0)), flags))
+}
+
+fn account(stmt: &[u8], toks: &[Tok]) -> Parsed {
+    Parsed::Special(Special::Account(emit(stmt, toks).0))
+}
+
+/// `CREATE [OR REPLACE] [DEFINER = account] [SQL SECURITY x] [AGGREGATE]
+/// TRIGGER|PROCEDURE|FUNCTION|EVENT`: the name to refuse it with.
+fn stored_program(stmt: &[u8], toks: &[Tok]) -> Option<&'static str> {
+    let mut c = Cur { s: stmt, t: toks, i: 0 };
+    if !c.kw("CREATE") {
+        return None;
+    }
+    c.kws(&["OR", "REPLACE"]);
+    if c.kw("DEFINER") {
+        c.punct(b'=');
+        c.account().ok()?;
+    }
+    if c.kws(&["SQL", "SECURITY"]) {
+        c.i += 1;
+    }
+    c.kw("AGGREGATE");
+    for (kw, what) in [
+        ("TRIGGER", "CREATE TRIGGER"),
+        ("PROCEDURE", "CREATE PROCEDURE"),
+        ("FUNCTION", "CREATE FUNCTION"),
+        ("EVENT", "CREATE EVENT"),
+    ] {
+        if c.peek_kw(kw) {
+            return Some(what);
+        }
+    }
+    None
+}
+
+/// `START TRANSACTION` characteristics, one of which is WITH CONSISTENT
+/// SNAPSHOT.
+fn parse_begin(c: &mut Cur) -> SqlResult<Parsed> {
+    let mut consistent_snapshot = false;
+    let mut read_only = false;
+    loop {
+        if c.kws(&["WITH", "CONSISTENT", "SNAPSHOT"]) {
+            consistent_snapshot = true;
+        } else if c.kws(&["READ", "ONLY"]) {
+            read_only = true;
+        } else if c.kws(&["READ", "WRITE"]) {
+            read_only = false;
+        } else {
+            return Err(c.err());
+        }
+        if !c.punct(b',') {
+            break;
+        }
+    }
+    c.expect_end()?;
+    Ok(Parsed::Special(Special::Begin { consistent_snapshot, read_only }))
+}
+
+/// `DO expr, ...` parsed as `SELECT expr, ...`.
+fn parse_do(stmt: &[u8], toks: &[Tok]) -> SqlResult<Parsed> {
+    if toks.len() < 2 {
+        return Err(syntax_at(stmt, stmt.len()));
+    }
+    let mut t = vec![Tok::raw("SELECT", toks[1].start)];
+    t.extend_from_slice(&toks[1..]);
+    let mut v = sqlparse(stmt, &t)?;
+    let bad = || syntax_at(stmt, toks[1].start);
+    if v.len() != 1 {
+        return Err(bad());
+    }
+    let Statement::Query(q) = v.remove(0) else { return Err(bad()) };
+    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() {
+        return Err(bad());
+    }
+    let SetExpr::Select(sel) = *q.body else { return Err(bad()) };
+    if !sel.from.is_empty() || sel.selection.is_some() || sel.having.is_some() || sel.distinct.is_some() {
+        return Err(bad());
+    }
+    let mut exprs = Vec::new();
+    for item in sel.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => exprs.push(e),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(Parsed::Special(Special::Do(exprs)))
+}
+
+/// `LOCK TABLE[S] tbl [[AS] alias] READ [LOCAL] | [LOW_PRIORITY] WRITE, ...`
+fn parse_lock(c: &mut Cur) -> SqlResult<Parsed> {
+    let mut out = Vec::new();
+    loop {
+        let table = c.table_name()?;
+        let explicit = c.kw("AS");
+        let mut alias = None;
+        if explicit || !(c.peek_kw("READ") || c.peek_kw("WRITE") || c.peek_kw("LOW_PRIORITY")) {
+            alias = Some(c.ident()?);
+        }
+        let mut t = LockTarget { table, alias, write: false, local: false, low_priority: false };
+        if c.kw("READ") {
+            t.local = c.kw("LOCAL");
+        } else {
+            t.low_priority = c.kw("LOW_PRIORITY");
+            t.write = true;
+            if !c.kw("WRITE") {
+                return Err(c.err());
+            }
+            // MariaDB's `WRITE CONCURRENT`.
+            c.kw("CONCURRENT");
+        }
+        out.push(t);
+        if !c.punct(b',') {
+            break;
+        }
+    }
+    c.expect_end()?;
+    Ok(Parsed::Special(Special::LockTables(out)))
+}
+
+/// `OPTIMIZE|CHECK|ANALYZE|REPAIR|CHECKSUM [NO_WRITE_TO_BINLOG|LOCAL]
+/// TABLE t, ... [options]`. None when it is not that form (`ANALYZE
+/// SELECT` and the like go to sqlparser).
+fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
+    let op = match first {
+        "OPTIMIZE" => MaintenanceOp::Optimize,
+        "CHECK" => MaintenanceOp::Check,
+        "ANALYZE" => MaintenanceOp::Analyze,
+        "REPAIR" => MaintenanceOp::Repair,
+        _ => MaintenanceOp::Checksum,
+    };
+    if !c.kw("NO_WRITE_TO_BINLOG") {
+        c.kw("LOCAL");
+    }
+    if !(c.kw("TABLE") || c.kw("TABLES")) {
+        return if op == MaintenanceOp::Analyze { Ok(None) } else { Err(c.err()) };
+    }
+    let mut tables = Vec::new();
+    loop {
+        tables.push(c.table_name()?);
+        if !c.punct(b',') {
+            break;
+        }
+    }
+    // QUICK, EXTENDED, FAST, MEDIUM, CHANGED, FOR UPGRADE, USE_FRM,
+    // PERSISTENT FOR ...: how hard to look, which changes nothing here.
+    while !c.done() {
+        if c.word_at(c.i).is_none()
+            && !c.punct_at(c.i, b'(')
+            && !c.punct_at(c.i, b')')
+            && !c.punct_at(c.i, b',')
+        {
+            return Err(c.err());
+        }
+        c.i += 1;
+    }
+    Ok(Some(Parsed::Special(Special::Maintenance { op, tables })))
+}
+
+/// Removes `LOCK IN SHARE MODE` (MySQL's older FOR SHARE), which
+/// sqlparser 0.64 rejects.
+fn strip_lock_in_share_mode(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags) {
+    let mut i = 0;
+    while i + 4 <= toks.len() {
+        let c = Cur { s, t: toks, i };
+        if c.is_kw_at(i, "LOCK")
+            && c.is_kw_at(i + 1, "IN")
+            && c.is_kw_at(i + 2, "SHARE")
+            && c.is_kw_at(i + 3, "MODE")
+        {
+            toks.drain(i..i + 4);
+            flags.lock_in_share_mode = true;
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// `a MOD b` is `a % b`; sqlparser 0.64 only knows the function MOD(a, b).
+fn rewrite_mod(s: &[u8], toks: &mut [Tok]) {
+    for i in 1..toks.len() {
+        let c = Cur { s, t: toks, i };
+        if c.is_kw_at(i, "MOD") && !c.punct_at(i + 1, b'(') && !c.punct_at(i - 1, b'.') {
+            let t = &mut toks[i];
+            t.k = K::Raw("%".into());
+        }
+    }
+}
+
+/// CREATE / ALTER rewrites: partitioning (refused), TokuDB's CLUSTERING,
+/// ALTER TABLE ... DISABLE/ENABLE KEYS, and ALTER TABLE table options.
+fn ddl_rewrites(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags, first: &str) -> SqlResult<Option<Parsed>> {
+    let c = Cur { s, t: toks, i: 0 };
+    let mut k = 1;
+    while c.is_kw_at(k, "OR")
+        || c.is_kw_at(k, "REPLACE")
+        || c.is_kw_at(k, "TEMPORARY")
+        || c.is_kw_at(k, "ONLINE")
+        || c.is_kw_at(k, "IGNORE")
+    {
+        k += 1;
+    }
+    let is_table = c.is_kw_at(k, "TABLE");
+    // PARTITION BY outside parentheses (inside them it is a window's).
+    if is_table {
+        let mut depth = 0i32;
+        for (i, t) in toks.iter().enumerate() {
+            if t.k == K::Punct && s[t.start] == b'(' {
+                depth += 1;
+            } else if t.k == K::Punct && s[t.start] == b')' {
+                depth -= 1;
+            } else if depth == 0 && c.is_kw_at(i, "PARTITION") && c.is_kw_at(i + 1, "BY") {
+                return Ok(Some(Parsed::Special(Special::Unsupported("partitioning"))));
+            }
+        }
+    }
+    if first == "ALTER" && is_table {
+        let mut a = Cur { s, t: toks, i: k + 1 };
+        let table = a.table_name()?;
+        let after = a.i;
+        if a.kw("DISABLE") || a.kw("ENABLE") {
+            let enable = a.is_kw_at(after, "ENABLE");
+            if a.kw("KEYS") {
+                a.expect_end()?;
+                return Ok(Some(Parsed::Special(Special::AlterKeys {
+                    db: table.db,
+                    table: table.name,
+                    enable,
+                })));
+            }
+        }
+        let options = take_table_options(s, toks, after, flags)?;
+        if let Some(options) = options {
+            return Ok(Some(Parsed::Special(Special::AlterTableOptions {
+                db: table.db,
+                table: table.name,
+                options,
+            })));
+        }
+    }
+    clustering(s, toks, flags, first, is_table);
+    Ok(None)
+}
+
+/// Takes the table options out of an ALTER TABLE whose clauses start at
+/// `from`. All clauses options: Some(options). Else they go to
+/// `flags.table_options` and the rest stays.
+fn take_table_options(
+    s: &[u8],
+    toks: &mut Vec<Tok>,
+    from: usize,
+    flags: &mut Flags,
+) -> SqlResult<Option<Vec<(String, String)>>> {
+    // Split the clauses at top-level commas.
+    let mut clauses = Vec::new();
+    let mut depth = 0i32;
+    let mut start = from;
+    for i in from..toks.len() {
+        if toks[i].k == K::Punct {
+            match s[toks[i].start] {
+                b'(' => depth += 1,
+                b')' => depth -= 1,
+                b',' if depth == 0 => {
+                    clauses.push((start, i));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    clauses.push((start, toks.len()));
+    let mut options = Vec::new();
+    let mut remove = Vec::new();
+    let mut any_other = false;
+    for &(a, b) in &clauses {
+        let mut c = Cur { s, t: toks, i: a };
+        let mut opts = Vec::new();
+        while c.i < b {
+            let save = c.i;
+            match table_option(&mut c) {
+                Some(o) if c.i <= b => opts.push(o),
+                _ => {
+                    c.i = save;
+                    break;
+                }
+            }
+        }
+        if c.i == b && !opts.is_empty() {
+            options.extend(opts);
+            remove.push((a, b));
+        } else {
+            any_other = true;
+        }
+    }
+    if options.is_empty() {
+        return Ok(None);
+    }
+    if !any_other {
+        return Ok(Some(options));
+    }
+    // Remove the option clauses with a neighbouring comma, last first.
+    for &(a, b) in remove.iter().rev() {
+        if b < toks.len() {
+            toks.drain(a..=b);
+        } else {
+            toks.drain(a - 1..b);
+        }
+    }
+    flags.table_options.extend(options);
+    Ok(None)
+}
+
+/// One table option of ALTER TABLE (the ones sqlparser 0.64 rejects there).
+fn table_option(c: &mut Cur) -> Option<(String, String)> {
+    let value = |c: &mut Cur| -> Option<String> {
+        c.punct(b'=');
+        if let Ok(b) = c.string() {
+            return Some(String::from_utf8_lossy(&b).into_owned());
+        }
+        c.ident().ok()
+    };
+    if c.kws(&["CONVERT", "TO"]) {
+        if !(c.kws(&["CHARACTER", "SET"]) || c.kw("CHARSET")) {
+            return None;
+        }
+        let cs = value(c)?;
+        let mut v = cs;
+        if c.kw("COLLATE") {
+            v = format!("{v} COLLATE {}", value(c)?);
+        }
+        return Some(("CONVERT".into(), v));
+    }
+    c.kw("DEFAULT");
+    if c.kws(&["CHARACTER", "SET"]) || c.kw("CHARSET") {
+        return Some(("CHARSET".into(), value(c)?));
+    }
+    for name in [
+        "ENGINE",
+        "COMMENT",
+        "COLLATE",
+        "ROW_FORMAT",
+        "KEY_BLOCK_SIZE",
+        "PACK_KEYS",
+        "CHECKSUM",
+        "STATS_PERSISTENT",
+        "STATS_AUTO_RECALC",
+        "STATS_SAMPLE_PAGES",
+        "DELAY_KEY_WRITE",
+        "COMPRESSION",
+        "ENCRYPTED",
+        "TRANSACTIONAL",
+        "PAGE_CHECKSUM",
+    ] {
+        if c.kw(name) {
+            return Some((name.to_string(), value(c)?));
+        }
+    }
+    None
+}
+
+/// TokuDB's CLUSTERING: `CREATE CLUSTERING INDEX`, and `CLUSTERING
+/// KEY|INDEX` (optionally with UNIQUE either side) in CREATE TABLE and
+/// ALTER TABLE ADD. The word is removed and the index recorded.
+fn clustering(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags, first: &str, is_table: bool) {
+    let c = Cur { s, t: toks, i: 0 };
+    if first == "CREATE" && !is_table {
+        // CREATE [UNIQUE] CLUSTERING [UNIQUE] INDEX name ON ...
+        let mut j = 1;
+        let mut found = None;
+        while j < toks.len() && !c.is_kw_at(j, "INDEX") && !c.is_kw_at(j, "KEY") {
+            if c.is_kw_at(j, "CLUSTERING") {
+                found = Some(j);
+            }
+            j += 1;
+        }
+        if let Some(p) = found {
+            let name = Cur { s, t: toks, i: j + 1 }.ident().ok();
+            toks.remove(p);
+            flags.clustering_indexes.extend(name);
+        }
+        return;
+    }
+    if !is_table {
+        return;
+    }
+    // Names of the named indexes, for MySQL's invented names.
+    let mut used: Vec<String> = Vec::new();
+    for i in 0..toks.len() {
+        let c = Cur { s, t: toks, i };
+        if (c.is_kw_at(i, "KEY") || c.is_kw_at(i, "INDEX")) && !c.punct_at(i + 1, b'(') {
+            if let Ok(n) = (Cur { s, t: toks, i: i + 1 }).ident() {
+                used.push(n.to_ascii_lowercase());
+            }
+        }
+    }
+    let mut i = 0;
+    while i < toks.len() {
+        let c = Cur { s, t: toks, i };
+        if !c.is_kw_at(i, "CLUSTERING") {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        if c.is_kw_at(j, "UNIQUE") {
+            j += 1;
+        }
+        if !(c.is_kw_at(j, "KEY") || c.is_kw_at(j, "INDEX")) {
+            i += 1;
+            continue;
+        }
+        let kw = j;
+        let mut named = None;
+        if !c.punct_at(kw + 1, b'(') && !c.is_kw_at(kw + 1, "USING") {
+            named = (Cur { s, t: toks, i: kw + 1 }).ident().ok();
+        }
+        let name = match named {
+            Some(n) => n,
+            None => {
+                // The first column of the list.
+                let open = (kw + 1..toks.len()).find(|&p| c.punct_at(p, b'('));
+                let col = open.and_then(|o| (Cur { s, t: toks, i: o + 1 }).ident().ok());
+                let Some(col) = col else {
+                    i += 1;
+                    continue;
+                };
+                let mut n = col.clone();
+                let mut suffix = 2;
+                while used.contains(&n.to_ascii_lowercase()) {
+                    n = format!("{col}_{suffix}");
+                    suffix += 1;
+                }
+                used.push(n.to_ascii_lowercase());
+                let at = toks[kw].end;
+                toks.insert(kw + 1, Tok::raw(&format!("`{}`", n.replace('`', "``")), at));
+                n
+            }
+        };
+        toks.remove(i);
+        flags.clustering_indexes.push(name);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// SHOW
+// ---------------------------------------------------------------------------
+
+fn parse_show(c: &mut Cur) -> SqlResult<ShowStmt> {
+    use ShowKind as S;
+    let mut st = ShowStmt::new(S::Databases);
+    if c.kw("FULL") {
+        st.full = true;
+    }
+    if c.kw("GLOBAL") {
+        st.global = true;
+    } else if !c.kw("SESSION") {
+        c.kw("LOCAL");
+    }
+    let scoped = c.i;
+    let k = if c.kw("DATABASES") || c.kw("SCHEMAS") {
+        S::Databases
+    } else if c.kw("TABLES") {
+        S::Tables
+    } else if c.kws(&["TABLE", "STATUS"]) {
+        S::TableStatus
+    } else if c.kw("CREATE") {
+        return show_create(c, st);
+    } else if c.kw("COLUMNS") || c.kw("FIELDS") {
+        S::Columns
+    } else if c.kw("INDEX") || c.kw("INDEXES") || c.kw("KEYS") {
+        S::Index
+    } else if c.kw("ENGINES") || c.kws(&["STORAGE", "ENGINES"]) {
+        S::Engines
+    } else if c.kw("COLLATION") {
+        S::Collation
+    } else if c.kws(&["CHARACTER", "SET"]) || c.kw("CHARSET") {
+        S::Charset
+    } else if c.kw("VARIABLES") {
+        S::Variables
+    } else if c.kw("STATUS") {
+        S::Status
+    } else if c.kw("WARNINGS") {
+        S::Warnings
+    } else if c.kw("ERRORS") {
+        S::Errors
+    } else if c.kw("COUNT") {
+        if !(c.punct(b'(') && c.punct(b'*') && c.punct(b')')) {
+            return Err(c.err());
+        }
+        if c.kw("WARNINGS") {
+            S::WarningCount
+        } else if c.kw("ERRORS") {
+            S::ErrorCount
+        } else {
+            return Err(c.err());
+        }
+    } else if c.kw("PROCESSLIST") {
+        S::ProcessList
+    } else if c.kw("GRANTS") {
+        if c.kw("FOR") {
+            st.name = Some(c.account()?);
+        }
+        S::Grants
+    } else if c.kw("ENGINE") {
+        st.name = Some(c.ident()?);
+        if c.kw("STATUS") {
+            S::EngineStatus
+        } else if c.kw("MUTEX") {
+            S::EngineMutex
+        } else if c.kw("LOGS") {
+            S::EngineLogs
+        } else {
+            return Err(c.err());
+        }
+    } else if c.kws(&["MASTER", "STATUS"]) || c.kws(&["BINLOG", "STATUS"]) {
+        S::MasterStatus
+    } else if c.kws(&["SLAVE", "STATUS"])
+        || c.kws(&["REPLICA", "STATUS"])
+        || c.kws(&["ALL", "SLAVES", "STATUS"])
+    {
+        S::SlaveStatus
+    } else if c.kws(&["BINARY", "LOGS"]) || c.kws(&["MASTER", "LOGS"]) {
+        S::BinaryLogs
+    } else if c.kw("TRIGGERS") {
+        S::Triggers
+    } else if c.kws(&["PROCEDURE", "STATUS"]) {
+        S::ProcedureStatus
+    } else if c.kws(&["FUNCTION", "STATUS"]) {
+        S::FunctionStatus
+    } else if c.kw("EVENTS") {
+        S::Events
+    } else if c.kw("PLUGINS") {
+        S::Plugins
+    } else if c.kws(&["OPEN", "TABLES"]) {
+        S::OpenTables
+    } else if c.kw("PRIVILEGES") {
+        S::Privileges
+    } else if c.kw("PROFILES") {
+        S::Profiles
+    } else {
+        return Err(c.err());
+    };
+    st.kind = k;
+    // FULL and the scope only go with some kinds.
+    let full_ok = matches!(k, S::Tables | S::Columns | S::ProcessList);
+    let scope_ok = matches!(k, S::Variables | S::Status);
+    if (st.full && !full_ok) || (scoped > 1 + usize::from(st.full) && !scope_ok) {
+        return Err(syntax_at(c.s, c.t[1].start));
+    }
+    let from = |c: &mut Cur| c.kw("FROM") || c.kw("IN");
+    match k {
+        S::Columns | S::Index => {
+            if !from(c) {
+                return Err(c.err());
+            }
+            let t = c.table_name()?;
+            st.db = t.db;
+            st.table = Some(t.name);
+            if from(c) {
+                st.db = Some(c.ident()?);
+            }
+        }
+        S::Tables | S::TableStatus | S::Triggers | S::Events | S::OpenTables if from(c) => {
+            st.db = Some(c.ident()?);
+        }
+        S::Warnings | S::Errors => {
+            if c.kw("LIMIT") {
+                let a = c.number()?;
+                st.limit = Some(if c.punct(b',') {
+                    (a, c.number()?)
+                } else if c.kw("OFFSET") {
+                    (c.number()?, a)
+                } else {
+                    (0, a)
+                });
+            }
+            c.expect_end()?;
+            return Ok(st);
+        }
+        _ => {}
+    }
+    let filter_ok = !matches!(
+        k,
+        S::Grants
+            | S::EngineStatus
+            | S::EngineMutex
+            | S::EngineLogs
+            | S::MasterStatus
+            | S::SlaveStatus
+            | S::BinaryLogs
+            | S::ProcessList
+            | S::Privileges
+            | S::Profiles
+            | S::WarningCount
+            | S::ErrorCount
+    );
+    if filter_ok && c.kw("LIKE") {
+        st.like = Some(c.string()?);
+    } else if filter_ok && c.peek_kw("WHERE") {
+        st.filter = Some(where_expr(c)?);
+    }
+    c.expect_end()?;
+    Ok(st)
+}
+
+/// `WHERE expr` to the end, parsed as `SELECT 1 WHERE expr`.
+fn where_expr(c: &mut Cur) -> SqlResult<Expr> {
+    let at = c.t[c.i].start;
+    let mut t = vec![Tok::raw("SELECT", at), Tok::raw("1", at)];
+    t.extend_from_slice(&c.t[c.i..]);
+    c.i = c.t.len();
+    let bad = || syntax_at(c.s, at);
+    let mut v = sqlparse(c.s, &t)?;
+    if v.len() != 1 {
+        return Err(bad());
+    }
+    let Statement::Query(q) = v.remove(0) else { return Err(bad()) };
+    if q.order_by.is_some() || q.limit_clause.is_some() {
+        return Err(bad());
+    }
+    let SetExpr::Select(sel) = *q.body else { return Err(bad()) };
+    if sel.group_by != sqlparser::ast::GroupByExpr::Expressions(vec![], vec![]) || sel.having.is_some() {
+        return Err(bad());
+    }
+    sel.selection.ok_or_else(bad)
+}
+
+fn show_create(c: &mut Cur, mut st: ShowStmt) -> SqlResult<ShowStmt> {
+    use ShowKind as S;
+    if st.full || st.global || c.i > 2 {
+        return Err(syntax_at(c.s, c.t[1].start));
+    }
+    if c.kw("DATABASE") || c.kw("SCHEMA") {
+        st.kind = S::CreateDatabase;
+        st.if_not_exists = c.kws(&["IF", "NOT", "EXISTS"]);
+        st.db = Some(c.ident()?);
+    } else if c.kw("USER") {
+        st.kind = S::CreateUser;
+        st.name = Some(c.account()?);
+    } else {
+        st.kind = if c.kw("TABLE") {
+            S::CreateTable
+        } else if c.kw("VIEW") {
+            S::CreateView
+        } else if c.kw("TRIGGER") {
+            S::CreateTrigger
+        } else if c.kw("PROCEDURE") {
+            S::CreateProcedure
+        } else if c.kw("FUNCTION") {
+            S::CreateFunction
+        } else if c.kw("EVENT") {
+            S::CreateEvent
+        } else {
+            return Err(c.err());
+        };
+        let t = c.table_name()?;
+        st.db = t.db;
+        st.table = Some(t.name);
+    }
+    c.expect_end()?;
+    Ok(st)
 }
