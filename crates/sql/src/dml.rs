@@ -353,17 +353,17 @@ fn matching(
     let mut out = Vec::new();
     {
         let mut cx = s.eval_ctx(&mut w);
-        let (lo, hi) = match (&filter, t.def.primary) {
-            (Some(f), Some(p)) => crate::query::pk_range(t, &t.def.indexes[p], f, 0, &mut cx)?,
-            _ => (None, None),
-        };
-        for kv in txn.range(&t.main, lo.as_deref(), hi.as_deref(), false) {
-            let (k, v) = kv?;
-            let row = t.decode_row(&v)?;
+        let mut conj = Vec::new();
+        if let Some(f) = &filter {
+            crate::query::conjuncts(f, &mut conj);
+        }
+        let access = crate::plan::choose(t, &conj, 0, &mut cx);
+        crate::plan::for_each_row(txn, t, &access, |k, row| {
             if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
                 out.push((k, row));
             }
-        }
+            Ok(true)
+        })?;
         if !order.is_empty() {
             let mut keyed = Vec::new();
             for (k, r) in out {

@@ -46,10 +46,6 @@ impl Ty {
         }
     }
 
-    pub fn is_numeric(self) -> bool {
-        matches!(self, Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double)
-    }
-
     /// A column type to describe a result column of this kind.
     pub fn sql_type(self) -> SqlType {
         match self {
@@ -219,10 +215,6 @@ pub struct EvalCtx<'a> {
 }
 
 impl Expr {
-    pub fn col(i: usize) -> Expr {
-        Expr::Col(i)
-    }
-
     pub fn eval(&self, row: &[Value], cx: &mut EvalCtx) -> SqlResult<Value> {
         Ok(match self {
             Expr::Const(v) => v.clone(),

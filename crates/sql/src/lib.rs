@@ -40,6 +40,7 @@ mod expr;
 pub mod func;
 pub mod keycodec;
 pub mod lex;
+mod plan;
 mod query;
 mod rowcodec;
 mod session;

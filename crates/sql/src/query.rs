@@ -16,7 +16,7 @@ use sqlparser::ast;
 
 use crate::bind::{AggSpec, Binder};
 use crate::error::{SqlError, SqlResult, Warning};
-use crate::expr::{AggFn, CmpKind, CmpOp, Expr, ScopeCol, Ty};
+use crate::expr::{AggFn, CmpKind, Expr, ScopeCol, Ty};
 use crate::session::{ColumnMeta, ResultSet, Session};
 use crate::table::Table;
 use crate::value::Value;
@@ -232,17 +232,39 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     }
     let (limit, offset) = limits(s, &q.limit_clause)?;
     let grouped = !aggs.is_empty() || !groups.is_empty();
+    // LIMIT without ORDER BY, grouping or DISTINCT: stop reading early.
+    let stop_after = match limit {
+        Some(l)
+            if sources.len() == 1
+                && !grouped
+                && order.is_empty()
+                && having.is_none()
+                && sel.distinct.is_none() =>
+        {
+            Some(l.saturating_add(offset))
+        }
+        _ => None,
+    };
 
-    // Read the rows.
+    // Read the rows. SELECT COUNT(*) FROM t alone reads the exact count
+    // the table keeps, not the rows.
     let mut warnings: Vec<Warning> = Vec::new();
-    let rows = {
+    let count_only = sources.len() == 1
+        && sel.selection.is_none()
+        && groups.is_empty()
+        && !aggs.is_empty()
+        && aggs.iter().all(|a| a.func == AggFn::CountStar && !a.distinct);
+    let count = if count_only { Some(sources[0].table.row_count(txn)?) } else { None };
+    let rows = if count.is_some() {
+        Vec::new()
+    } else {
         let mut cx = s.eval_ctx(&mut warnings);
         let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
         for (si, src) in sources.iter().enumerate() {
             let base = rows.first().map_or(0, |r| r.len());
             let _ = base;
             let mut next = Vec::new();
-            let table_rows = scan(txn, &src.table, filter.as_ref(), si, &sources, &mut cx)?;
+            let table_rows = scan(txn, &src.table, filter.as_ref(), si, &sources, &mut cx, stop_after)?;
             for left in &rows {
                 for r in &table_rows {
                     let mut joined = left.clone();
@@ -289,7 +311,11 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         if map.is_empty() && groups.is_empty() {
             let blank: Vec<Value> = vec![Value::Null; n];
-            map.insert(Vec::new(), (blank, aggs.iter().map(AggState::new).collect()));
+            let mut states: Vec<AggState> = aggs.iter().map(AggState::new).collect();
+            if let Some(c) = count {
+                states = aggs.iter().map(|_| AggState::Count(c as i64)).collect();
+            }
+            map.insert(Vec::new(), (blank, states));
         }
         let mut out = Vec::new();
         for (_, (mut first, states)) in map {
@@ -490,8 +516,9 @@ pub fn limits(s: &mut Session, l: &Option<ast::LimitClause>) -> SqlResult<(Optio
     })
 }
 
-/// Reads the rows of source `si`, through a primary-key range when the
-/// filter pins the key's first column to a constant (or a constant range).
+/// Reads the rows of source `si` through the access path its WHERE
+/// conjuncts allow, stopping after `stop_after` rows that pass the filter
+/// (when the caller knows no later step needs more).
 fn scan(
     txn: &Txn,
     t: &Table,
@@ -499,120 +526,27 @@ fn scan(
     si: usize,
     sources: &[Source],
     cx: &mut crate::expr::EvalCtx,
+    stop_after: Option<u64>,
 ) -> SqlResult<Vec<Vec<Value>>> {
     let offset: usize = sources[..si].iter().map(|s| s.table.def.columns.len()).sum();
-    let (lo, hi) = match (filter, t.def.primary) {
-        (Some(f), Some(p)) => pk_range(t, &t.def.indexes[p], f, offset, cx)?,
-        _ => (None, None),
-    };
-    let mut out = Vec::new();
-    for kv in txn.range(&t.main, lo.as_deref(), hi.as_deref(), false) {
-        let (_, v) = kv?;
-        out.push(t.decode_row(&v)?);
-    }
-    Ok(out)
-}
-
-/// Key bounds `[lo, hi)` on the primary key from conjuncts `col = const`,
-/// `col <op> const` and `col BETWEEN` on its first column.
-pub fn pk_range(
-    t: &Table,
-    ix: &crate::catalog::IndexDef,
-    f: &Expr,
-    offset: usize,
-    cx: &mut crate::expr::EvalCtx,
-) -> SqlResult<(Option<Vec<u8>>, Option<Vec<u8>>)> {
-    let first = &ix.parts[0];
-    if first.prefix.is_some() || first.desc {
-        return Ok((None, None));
-    }
-    let col = first.col + offset;
-    let ty = &t.def.columns[first.col].ty;
-    // Only numeric and temporal first columns: their key order is the
-    // comparison's order whatever the constant's type once converted.
-    if !matches!(ty, crate::types::SqlType::Int { .. }) {
-        return Ok((None, None));
-    }
     let mut conj = Vec::new();
-    conjuncts(f, &mut conj);
-    let mut lo: Option<i128> = None;
-    let mut hi: Option<i128> = None;
-    let bound = |e: &Expr, cx: &mut crate::expr::EvalCtx| -> SqlResult<Option<i128>> {
-        if !e.is_constant() {
-            return Ok(None);
-        }
-        Ok(match e.eval(&[], cx)? {
-            Value::Int(i) => Some(i as i128),
-            Value::UInt(u) => Some(u as i128),
-            _ => None,
-        })
-    };
-    for c in conj {
-        if let Expr::Cmp(op, CmpKind::Numeric, a, b) = c {
-            let (op, other) = match (a.as_ref(), b.as_ref()) {
-                (Expr::Col(i), o) if *i == col => (*op, o),
-                (o, Expr::Col(i)) if *i == col => (flip(*op), o),
-                _ => continue,
-            };
-            let Some(v) = bound(other, cx)? else { continue };
-            match op {
-                CmpOp::Eq => {
-                    lo = Some(lo.map_or(v, |l| l.max(v)));
-                    hi = Some(hi.map_or(v + 1, |h| h.min(v + 1)));
-                }
-                CmpOp::Gt => lo = Some(lo.map_or(v + 1, |l| l.max(v + 1))),
-                CmpOp::Ge => lo = Some(lo.map_or(v, |l| l.max(v))),
-                CmpOp::Lt => hi = Some(hi.map_or(v, |h| h.min(v))),
-                CmpOp::Le => hi = Some(hi.map_or(v + 1, |h| h.min(v + 1))),
-                _ => {}
+    if let Some(f) = filter {
+        conjuncts(f, &mut conj);
+    }
+    let access = crate::plan::choose(t, &conj, offset, cx);
+    let mut out = Vec::new();
+    // Only a single-table query can filter while it reads.
+    let own_filter = if sources.len() == 1 { filter } else { None };
+    crate::plan::for_each_row(txn, t, &access, |_, row| {
+        if let Some(f) = own_filter {
+            if f.eval(&row, cx)?.truth() != Some(true) {
+                return Ok(true);
             }
         }
-        if let Expr::Between(e, CmpKind::Numeric, l, h, false) = c {
-            if matches!(e.as_ref(), Expr::Col(i) if *i == col) {
-                if let (Some(a), Some(b)) = (bound(l, cx)?, bound(h, cx)?) {
-                    lo = Some(lo.map_or(a, |x| x.max(a)));
-                    hi = Some(hi.map_or(b + 1, |x| x.min(b + 1)));
-                }
-            }
-        }
-    }
-    let enc = |v: i128| -> SqlResult<Option<Vec<u8>>> {
-        let unsigned = matches!(ty, crate::types::SqlType::Int { unsigned: true, .. });
-        let (min, max) =
-            if unsigned { (0i128, u64::MAX as i128) } else { (i64::MIN as i128, i64::MAX as i128) };
-        if v > max {
-            // Past every key: an empty range after the largest value.
-            let mut k = Vec::new();
-            let top = if unsigned { Value::UInt(u64::MAX) } else { Value::Int(i64::MAX) };
-            crate::keycodec::encode_part(&mut k, &top, ty, false, None)?;
-            k.push(0xff);
-            return Ok(Some(k));
-        }
-        let v = v.max(min);
-        let val = if unsigned { Value::UInt(v as u64) } else { Value::Int(v as i64) };
-        let mut k = Vec::new();
-        crate::keycodec::encode_part(&mut k, &val, ty, false, None)?;
-        Ok(Some(k))
-    };
-    let lo = match lo {
-        Some(v) => enc(v)?,
-        None => None,
-    };
-    let hi = match hi {
-        Some(v) => enc(v)?,
-        None => None,
-    };
-    Ok((lo, hi))
-}
-
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
+        out.push(row);
+        Ok(stop_after.is_none_or(|n| (out.len() as u64) < n))
+    })?;
+    Ok(out)
 }
 
 pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {

@@ -318,7 +318,8 @@ impl Session {
                 // WITH CONSISTENT SNAPSHOT asks for what BEGIN gives.
                 self.commit_open()?;
                 let iso = self.next_isolation.take().unwrap_or(self.isolation);
-                self.txn = Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+                self.txn =
+                    Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
@@ -347,7 +348,16 @@ impl Session {
                     MaintenanceOp::Repair => "repair",
                     MaintenanceOp::Checksum => return Err(SqlError::unsupported("CHECKSUM TABLE")),
                 };
-                let text = |n: &str| crate::session::ColumnMeta::expr(n, crate::types::SqlType::Str { kind: crate::types::StrKind::Var, len: 255, coll: crate::types::Collation::Utf8mb4GeneralCi });
+                let text = |n: &str| {
+                    crate::session::ColumnMeta::expr(
+                        n,
+                        crate::types::SqlType::Str {
+                            kind: crate::types::StrKind::Var,
+                            len: 255,
+                            coll: crate::types::Collation::Utf8mb4GeneralCi,
+                        },
+                    )
+                };
                 let mut rows = Vec::new();
                 for t in tables {
                     let db = t.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
@@ -362,15 +372,33 @@ impl Session {
                             } else {
                                 "OK".to_string()
                             };
-                            rows.push(vec![Value::str(&name), Value::str(opname), Value::str("status"), Value::str(msg)]);
+                            rows.push(vec![
+                                Value::str(&name),
+                                Value::str(opname),
+                                Value::str("status"),
+                                Value::str(msg),
+                            ]);
                         }
                         Err(e) => {
-                            rows.push(vec![Value::str(&name), Value::str(opname), Value::str("Error"), Value::str(&e.message)]);
-                            rows.push(vec![Value::str(&name), Value::str(opname), Value::str("status"), Value::str("Operation failed")]);
+                            rows.push(vec![
+                                Value::str(&name),
+                                Value::str(opname),
+                                Value::str("Error"),
+                                Value::str(&e.message),
+                            ]);
+                            rows.push(vec![
+                                Value::str(&name),
+                                Value::str(opname),
+                                Value::str("status"),
+                                Value::str("Operation failed"),
+                            ]);
                         }
                     }
                 }
-                Ok(Outcome::Rows(ResultSet { columns: vec![text("Table"), text("Op"), text("Msg_type"), text("Msg_text")], rows }))
+                Ok(Outcome::Rows(ResultSet {
+                    columns: vec![text("Table"), text("Op"), text("Msg_type"), text("Msg_text")],
+                    rows,
+                }))
             }
             Special::LockTables(targets) => {
                 for t in targets {
