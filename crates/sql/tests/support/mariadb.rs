@@ -369,19 +369,14 @@ fn keeper(
         }
     };
     let _ = pid_tx.send(Ok(child.id()));
-    loop {
-        match stop_rx.recv_timeout(Duration::from_millis(200)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Ok(Some(status)) = child.try_wait() {
-                    *exited.lock().unwrap() = Some(status);
-                    // Still wait for a stop request, to answer it.
-                    let _ = stop_rx.recv();
-                    let _ = done_tx.send(());
-                    return;
-                }
-            }
-            // A request, or the MariaDb value is gone without one.
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+    // Until a stop request, or the MariaDb value is gone without one.
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(Duration::from_millis(200)) {
+        if let Ok(Some(status)) = child.try_wait() {
+            *exited.lock().unwrap() = Some(status);
+            // Still wait for a stop request, to answer it.
+            let _ = stop_rx.recv();
+            let _ = done_tx.send(());
+            return;
         }
     }
     // SAFETY: plain kill(2) of our own child, not yet reaped.
