@@ -1,8 +1,9 @@
-//! The `fractaldb` command. For now it runs the embedded benchmarks
-//! (`fractaldb bench`); the server and the SQL shell come later.
+//! The `fractaldb` command: the embedded benchmarks (`fractaldb bench`) and
+//! a SQL shell on a database folder (`fractaldb sql`); the server comes later.
 
 mod bench;
 mod error;
+mod sql_shell;
 
 use std::process::ExitCode;
 
@@ -33,6 +34,8 @@ enum Command {
     BenchTxn(bench::txn::TxnArgs),
     /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
     Check(bench::inspect::CheckArgs),
+    /// A SQL shell on a database folder, like the mariadb client (a script on stdin runs in batch mode).
+    Sql(sql_shell::SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
         Command::BenchTxn(args) => bench::txn::run(args),
         Command::Check(args) => bench::inspect::run(args),
+        Command::Sql(args) => return sql_shell::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
