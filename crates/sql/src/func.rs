@@ -1,7 +1,19 @@
-//! Scalar functions with MySQL's results. (Stub: helper owns it.)
+//! Scalar functions with MariaDB 10.11's results.
+//!
+//! `call` receives evaluated arguments (with the collation each string
+//! argument's expression has) and returns the value MariaDB would, with its
+//! NULL rules, conversions and warnings. Functions that are not pure
+//! (NOW, DATABASE, LAST_INSERT_ID) read what they need from [`FnCtx`].
+
+use std::cmp::Ordering;
+use std::str::FromStr;
+
+use bigdecimal::{BigDecimal, RoundingMode};
+
+use crate::collation;
 use crate::error::{SqlError, SqlResult, Warning};
 use crate::types::Collation;
-use crate::value::Value;
+use crate::value::{format_double, is_whole_number, parse_f64_prefix, Value};
 
 /// What a function may need beyond its arguments.
 pub struct FnCtx<'a> {
@@ -25,14 +37,1935 @@ pub struct Arg {
     pub coll: Option<Collation>,
 }
 
-/// Calls scalar function `name` (upper case).
-pub fn call(name: &str, args: Vec<Arg>, ctx: &mut FnCtx) -> SqlResult<Value> {
-    let _ = (args, ctx);
-    Err(SqlError::no_such_function(name))
-}
+/// MariaDB's default `max_allowed_packet`: string results longer than this
+/// are NULL with warning 1301.
+const MAX_RESULT: u64 = 16 * 1024 * 1024;
+
+/// Every function `call` knows.
+const NAMES: &[&str] = &[
+    // control flow
+    "IF",
+    "IFNULL",
+    "NVL",
+    "NULLIF",
+    "COALESCE",
+    "GREATEST",
+    "LEAST",
+    "ISNULL",
+    "INTERVAL",
+    // strings
+    "CONCAT",
+    "CONCAT_WS",
+    "LENGTH",
+    "OCTET_LENGTH",
+    "CHAR_LENGTH",
+    "CHARACTER_LENGTH",
+    "UPPER",
+    "UCASE",
+    "LOWER",
+    "LCASE",
+    "SUBSTRING",
+    "SUBSTR",
+    "MID",
+    "LEFT",
+    "RIGHT",
+    "TRIM",
+    "LTRIM",
+    "RTRIM",
+    "TRIM_LEADING",
+    "TRIM_TRAILING",
+    "LPAD",
+    "RPAD",
+    "REPEAT",
+    "REPLACE",
+    "REVERSE",
+    "LOCATE",
+    "POSITION",
+    "INSTR",
+    "SUBSTRING_INDEX",
+    "ASCII",
+    "ORD",
+    "CHAR",
+    "HEX",
+    "UNHEX",
+    "SPACE",
+    "STRCMP",
+    "FIELD",
+    "FIND_IN_SET",
+    "ELT",
+    "INSERT",
+    "FORMAT",
+    "QUOTE",
+    "BIN",
+    "OCT",
+    "CONV",
+    "TO_BASE64",
+    "FROM_BASE64",
+    "MD5",
+    "SHA1",
+    "SHA",
+    "SHA2",
+    "CRC32",
+    "UUID",
+    "LAST_INSERT_ID",
+    "DATABASE",
+    "SCHEMA",
+    "USER",
+    "CURRENT_USER",
+    "SESSION_USER",
+    "SYSTEM_USER",
+    "VERSION",
+    "CONNECTION_ID",
+    "CHARSET",
+    "COLLATION",
+    "SLEEP",
+    "BIT_LENGTH",
+    // numbers
+    "ABS",
+    "SIGN",
+    "CEIL",
+    "CEILING",
+    "FLOOR",
+    "ROUND",
+    "TRUNCATE",
+    "MOD",
+    "POW",
+    "POWER",
+    "SQRT",
+    "EXP",
+    "LN",
+    "LOG",
+    "LOG2",
+    "LOG10",
+    "PI",
+    "RAND",
+    "SIN",
+    "COS",
+    "TAN",
+    "ASIN",
+    "ACOS",
+    "ATAN",
+    "ATAN2",
+    "COT",
+    "DEGREES",
+    "RADIANS",
+];
 
 /// True if `name` (upper case) is a scalar function `call` knows.
 pub fn exists(name: &str) -> bool {
-    let _ = name;
-    false
+    NAMES.contains(&name) || DATE_NAMES.contains(&name) || JSON_NAMES.contains(&name)
+}
+
+/// True for functions whose result is a binary string whatever their
+/// arguments (UNHEX, CHAR, FROM_BASE64).
+pub fn result_is_binary(name: &str) -> bool {
+    matches!(name, "UNHEX" | "CHAR" | "FROM_BASE64")
+}
+
+/// Calls scalar function `name` (upper case).
+pub fn call(name: &str, args: Vec<Arg>, ctx: &mut FnCtx) -> SqlResult<Value> {
+    if let Some(v) = control(name, &args, ctx)? {
+        return Ok(v);
+    }
+    if let Some(v) = string(name, &args, ctx)? {
+        return Ok(v);
+    }
+    if let Some(v) = numeric(name, &args, ctx)? {
+        return Ok(v);
+    }
+    if let Some(v) = date_fn(name, &args, ctx)? {
+        return Ok(v);
+    }
+    if let Some(v) = json_fn(name, &args, ctx)? {
+        return Ok(v);
+    }
+    Err(SqlError::no_such_function(name))
+}
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+
+fn count(name: &str, args: &[Arg], min: usize, max: usize) -> SqlResult<()> {
+    if args.len() < min || args.len() > max {
+        return Err(SqlError::wrong_arg_count(name));
+    }
+    Ok(())
+}
+
+fn any_null(args: &[Arg]) -> bool {
+    args.iter().any(|a| a.value.is_null())
+}
+
+/// The collation string arguments are handled in: binary if any argument
+/// is binary, else the first string argument's, else the default.
+fn coll_of(args: &[Arg]) -> Collation {
+    let mut c = None;
+    for a in args {
+        if let Some(x) = a.coll {
+            if x == Collation::Binary {
+                return x;
+            }
+            c.get_or_insert(x);
+        }
+    }
+    c.unwrap_or(Collation::Utf8mb4GeneralCi)
+}
+
+fn bytes(v: &Value) -> Vec<u8> {
+    v.to_bytes().unwrap_or_default()
+}
+
+fn lossy(s: &[u8]) -> String {
+    String::from_utf8_lossy(s).into_owned()
+}
+
+/// A double from a numeric function's argument; strings that are not
+/// wholly a number give warning 1292, as MariaDB does.
+fn f64_of(v: &Value, ctx: &mut FnCtx) -> Option<f64> {
+    match v {
+        Value::Str(s) => Some(str_f64(s, ctx)),
+        other => other.to_f64(),
+    }
+}
+
+fn str_f64(s: &[u8], ctx: &mut FnCtx) -> f64 {
+    if !is_whole_number(s) {
+        ctx.warnings.push(Warning::warn(1292, format!("Truncated incorrect DOUBLE value: '{}'", lossy(s))));
+    }
+    parse_f64_prefix(s).0
+}
+
+/// An integer argument (a length, a position, a count).
+fn i64_of(v: &Value, ctx: &mut FnCtx) -> Option<i64> {
+    if let Value::Str(s) = v {
+        if !is_whole_number(s) {
+            ctx.warnings
+                .push(Warning::warn(1292, format!("Truncated incorrect INTEGER value: '{}'", lossy(s))));
+        }
+    }
+    v.to_i64()
+}
+
+/// Error 1690 for a DOUBLE result out of range, naming the call as
+/// MariaDB prints it ('exp(1000)').
+fn double_range(name: &str, args: &[Arg]) -> SqlError {
+    let list: Vec<String> = args
+        .iter()
+        .map(|a| match &a.value {
+            Value::Str(s) => format!("'{}'", lossy(s)),
+            v => v.render(),
+        })
+        .collect();
+    SqlError::value_out_of_range("DOUBLE", &format!("{}({})", name.to_ascii_lowercase(), list.join(",")))
+}
+
+/// A finite double result; overflow is error 1690.
+fn dbl(name: &str, args: &[Arg], d: f64) -> SqlResult<Value> {
+    if d.is_nan() {
+        return Ok(Value::Null);
+    }
+    if d.is_infinite() {
+        return Err(double_range(name, args));
+    }
+    Ok(Value::Double(d))
+}
+
+/// A string result, NULL with warning 1301 past `max_allowed_packet`.
+fn limited(name: &str, len: u64, ctx: &mut FnCtx) -> bool {
+    if len > MAX_RESULT {
+        let e = SqlError::too_large(&format!("{}()", name.to_ascii_lowercase()), MAX_RESULT);
+        ctx.warnings.push(Warning::from_error(&e));
+        return false;
+    }
+    true
+}
+
+/// Byte offsets where each character of `s` starts (every byte for binary
+/// strings); invalid UTF-8 counts a byte per character.
+fn char_starts(s: &[u8], bin: bool) -> Vec<usize> {
+    if bin {
+        return (0..s.len()).collect();
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        out.push(i);
+        i += utf8_width(s, i);
+    }
+    out
+}
+
+fn utf8_width(s: &[u8], i: usize) -> usize {
+    let b = s[i];
+    let w = match b {
+        0xF0..=0xF7 => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    };
+    if i + w > s.len() || s[i + 1..i + w].iter().any(|c| c & 0xC0 != 0x80) {
+        1
+    } else {
+        w
+    }
+}
+
+fn char_count(s: &[u8], bin: bool) -> usize {
+    if bin {
+        s.len()
+    } else {
+        char_starts(s, false).len()
+    }
+}
+
+/// The characters `from..from+n` (0-based, clamped) of `s`.
+fn char_slice(s: &[u8], bin: bool, from: usize, n: usize) -> Vec<u8> {
+    let st = char_starts(s, bin);
+    if from >= st.len() {
+        return Vec::new();
+    }
+    let a = st[from];
+    let b = st.get(from.saturating_add(n)).copied().unwrap_or(s.len());
+    s[a..b].to_vec()
+}
+
+/// Case mapping one character at a time (utf8mb4_general_ci maps 'ß' to
+/// itself, not to "SS").
+fn map_case(s: &[u8], upper: bool) -> Vec<u8> {
+    let text = lossy(s);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let mut m: Vec<char> = if upper { c.to_uppercase().collect() } else { c.to_lowercase().collect() };
+        if m.len() == 1 {
+            out.push(m.pop().unwrap_or(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into_bytes()
+}
+
+/// Where `needle` first occurs in `hay` at or after character `from`
+/// (0-based), in characters, by the collation's equality.
+fn find_chars(hay: &[u8], needle: &[u8], coll: Collation, from: usize) -> Option<usize> {
+    let bin = coll == Collation::Binary;
+    let hs = char_starts(hay, bin);
+    let nlen = char_count(needle, bin);
+    if needle.is_empty() {
+        return if from <= hs.len() { Some(from) } else { None };
+    }
+    if nlen > hs.len() {
+        return None;
+    }
+    let exact = bin || matches!(coll, Collation::Utf8mb4Bin | Collation::Utf8mb3Bin | Collation::Latin1Bin);
+    for i in from..=hs.len() - nlen {
+        let a = hs[i];
+        let b = hs.get(i + nlen).copied().unwrap_or(hay.len());
+        let w = &hay[a..b];
+        let eq = if exact {
+            w == needle
+        } else {
+            collation::compare(coll, w, needle) == Ordering::Equal
+                && w.last().is_some_and(|c| *c != b' ') == needle.last().is_some_and(|c| *c != b' ')
+                || w == needle
+                || fold_eq(w, needle)
+        };
+        if eq {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Case-insensitive equality character by character.
+fn fold_eq(a: &[u8], b: &[u8]) -> bool {
+    map_case(a, false) == map_case(b, false)
+}
+
+/// Equality of two strings in a collation, for FIELD / FIND_IN_SET.
+fn str_eq(coll: Collation, a: &[u8], b: &[u8]) -> bool {
+    match coll {
+        Collation::Binary => a == b,
+        c if c.is_ci() => {
+            collation::compare(c, a, b) == Ordering::Equal || fold_eq(trim_end_sp(a), trim_end_sp(b))
+        }
+        c => collation::compare(c, a, b) == Ordering::Equal,
+    }
+}
+
+fn str_cmp(coll: Collation, a: &[u8], b: &[u8]) -> Ordering {
+    match coll {
+        Collation::Binary => a.cmp(b),
+        c if c.is_ci() => {
+            let x = map_case(trim_end_sp(a), false);
+            let y = map_case(trim_end_sp(b), false);
+            x.cmp(&y)
+        }
+        c => collation::compare(c, trim_end_sp(a), trim_end_sp(b)),
+    }
+}
+
+fn trim_end_sp(s: &[u8]) -> &[u8] {
+    let mut e = s.len();
+    while e > 0 && s[e - 1] == b' ' {
+        e -= 1;
+    }
+    &s[..e]
+}
+
+fn is_numeric(v: &Value) -> bool {
+    matches!(v, Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_))
+}
+
+// ---------------------------------------------------------------------------
+// Control flow
+
+fn control(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    Ok(Some(match name {
+        "IF" => {
+            count(name, args, 3, 3)?;
+            if args[0].value.truth() == Some(true) {
+                args[1].value.clone()
+            } else {
+                args[2].value.clone()
+            }
+        }
+        "IFNULL" | "NVL" => {
+            count(name, args, 2, 2)?;
+            if args[0].value.is_null() {
+                args[1].value.clone()
+            } else {
+                args[0].value.clone()
+            }
+        }
+        "NULLIF" => {
+            count(name, args, 2, 2)?;
+            let (a, b) = (&args[0].value, &args[1].value);
+            if !a.is_null() && !b.is_null() && cmp_values(args, a, b, ctx) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                a.clone()
+            }
+        }
+        "COALESCE" => {
+            if args.is_empty() {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            args.iter().find(|a| !a.value.is_null()).map(|a| a.value.clone()).unwrap_or(Value::Null)
+        }
+        "GREATEST" | "LEAST" => {
+            if args.len() < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let mut best = &args[0].value;
+            for a in &args[1..] {
+                let o = cmp_values(args, &a.value, best, ctx).unwrap_or(Ordering::Equal);
+                if (name == "GREATEST" && o == Ordering::Greater) || (name == "LEAST" && o == Ordering::Less)
+                {
+                    best = &a.value;
+                }
+            }
+            greatest_result(args, best)
+        }
+        "ISNULL" => {
+            count(name, args, 1, 1)?;
+            Value::Int(args[0].value.is_null() as i64)
+        }
+        "INTERVAL" => {
+            if args.len() < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let Some(n) = f64_of(&args[0].value, ctx) else {
+                return Ok(Some(Value::Int(-1)));
+            };
+            let mut i = 0;
+            for a in &args[1..] {
+                match f64_of(&a.value, ctx) {
+                    Some(x) if x <= n => i += 1,
+                    None => i += 1,
+                    _ => break,
+                }
+            }
+            Value::Int(i)
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Compares two arguments of a comparison function the way its argument
+/// list decides: as temporals if any is temporal, numbers if all are
+/// numbers (or a number meets a string), strings in the list's collation.
+fn cmp_values(args: &[Arg], a: &Value, b: &Value, ctx: &mut FnCtx) -> Option<Ordering> {
+    let all_str = args.iter().all(|x| matches!(x.value, Value::Str(_) | Value::Null));
+    let any_temporal = args.iter().find_map(|x| match &x.value {
+        Value::Temporal(t) => Some(t.kind),
+        _ => None,
+    });
+    if let Some(kind) = any_temporal {
+        let k = if kind == crate::value::TemporalKind::Time {
+            kind
+        } else {
+            crate::value::TemporalKind::DateTime
+        };
+        let ta = to_temporal_quiet(a, k);
+        let tb = to_temporal_quiet(b, k);
+        if let (Some(x), Some(y)) = (ta, tb) {
+            return Some(x.ordinal().cmp(&y.ordinal()));
+        }
+    }
+    if all_str {
+        return Some(str_cmp(coll_of(args), &bytes(a), &bytes(b)));
+    }
+    let fa = match a {
+        Value::Str(s) => Value::Double(str_f64(s, ctx)),
+        v => v.clone(),
+    };
+    let fb = match b {
+        Value::Str(s) => Value::Double(str_f64(s, ctx)),
+        v => v.clone(),
+    };
+    crate::value::compare_numeric(&fa, &fb)
+}
+
+/// GREATEST / LEAST return their winner converted to the type of the
+/// whole list: a decimal when integers meet decimals (GREATEST(3, 2.5) is
+/// 3.0), a double when doubles take part.
+fn greatest_result(args: &[Arg], best: &Value) -> Value {
+    let nums = args.iter().all(|a| is_numeric(&a.value));
+    if !nums {
+        if let Value::Temporal(_) = best {
+            return best.clone();
+        }
+        if args.iter().any(|a| matches!(a.value, Value::Temporal(_))) {
+            return best.clone();
+        }
+        return best.clone();
+    }
+    if args.iter().any(|a| matches!(a.value, Value::Double(_))) {
+        return Value::Double(best.to_f64().unwrap_or(0.0));
+    }
+    let scale = args
+        .iter()
+        .filter_map(|a| match &a.value {
+            Value::Decimal(d) => Some(d.fractional_digit_count().max(0)),
+            _ => None,
+        })
+        .max();
+    if let Some(s) = scale {
+        let d = best.to_decimal().unwrap_or_default();
+        return Value::Decimal(d.with_scale(s));
+    }
+    best.clone()
+}
+
+// ---------------------------------------------------------------------------
+// Strings
+
+fn string(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    let coll = coll_of(args);
+    let bin = coll == Collation::Binary;
+    let n = args.len();
+    // Functions that see NULLs themselves.
+    match name {
+        "CONCAT_WS" => {
+            if n < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let Some(sep) = args[0].value.to_bytes() else {
+                return Ok(Some(Value::Null));
+            };
+            let parts: Vec<Vec<u8>> = args[1..].iter().filter_map(|a| a.value.to_bytes()).collect();
+            let total: u64 = parts.iter().map(|p| p.len() as u64).sum::<u64>()
+                + sep.len() as u64 * parts.len().saturating_sub(1) as u64;
+            if !limited(name, total, ctx) {
+                return Ok(Some(Value::Null));
+            }
+            return Ok(Some(Value::Str(parts.join(&sep[..]))));
+        }
+        "ELT" => {
+            if n < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let Some(i) = i64_of(&args[0].value, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            if i < 1 || i as u64 >= n as u64 {
+                return Ok(Some(Value::Null));
+            }
+            return Ok(Some(match &args[i as usize].value {
+                Value::Null => Value::Null,
+                v => Value::Str(bytes(v)),
+            }));
+        }
+        "FIELD" => {
+            if n < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            if args[0].value.is_null() {
+                return Ok(Some(Value::Int(0)));
+            }
+            let all_str = args.iter().all(|a| matches!(a.value, Value::Str(_) | Value::Null));
+            for (i, a) in args.iter().enumerate().skip(1) {
+                if a.value.is_null() {
+                    continue;
+                }
+                let eq = if all_str {
+                    str_eq(coll, &bytes(&args[0].value), &bytes(&a.value))
+                } else {
+                    cmp_values(args, &args[0].value, &a.value, ctx) == Some(Ordering::Equal)
+                };
+                if eq {
+                    return Ok(Some(Value::Int(i as i64)));
+                }
+            }
+            return Ok(Some(Value::Int(0)));
+        }
+        "QUOTE" => {
+            count(name, args, 1, 1)?;
+            let Some(s) = args[0].value.to_bytes() else {
+                return Ok(Some(Value::str("NULL")));
+            };
+            let mut out = Vec::with_capacity(s.len() + 2);
+            out.push(b'\'');
+            for c in s {
+                match c {
+                    b'\\' | b'\'' => {
+                        out.push(b'\\');
+                        out.push(c);
+                    }
+                    0 => out.extend_from_slice(b"\\0"),
+                    0x1a => out.extend_from_slice(b"\\Z"),
+                    c => out.push(c),
+                }
+            }
+            out.push(b'\'');
+            return Ok(Some(Value::Str(out)));
+        }
+        "CHAR" => {
+            if n == 0 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let mut out = Vec::new();
+            for a in args {
+                let Some(v) = i64_of(&a.value, ctx) else { continue };
+                let v = v as u32;
+                let b = v.to_be_bytes();
+                let skip = if v & 0xFF00_0000 != 0 {
+                    0
+                } else if v & 0xFF_0000 != 0 {
+                    1
+                } else if v & 0xFF00 != 0 {
+                    2
+                } else {
+                    3
+                };
+                out.extend_from_slice(&b[skip..]);
+            }
+            return Ok(Some(Value::Str(out)));
+        }
+        "CHARSET" | "COLLATION" => {
+            count(name, args, 1, 1)?;
+            let c = match (&args[0].value, args[0].coll) {
+                (Value::Null, Some(c)) => c,
+                (Value::Null, None) => Collation::Binary,
+                (Value::Str(_), Some(c)) => c,
+                (Value::Str(_), None) => Collation::Utf8mb4GeneralCi,
+                _ => Collation::Binary,
+            };
+            let s = if name == "CHARSET" { c.charset().name() } else { c.name() };
+            return Ok(Some(Value::str(s)));
+        }
+        "LAST_INSERT_ID" => {
+            count(name, args, 0, 1)?;
+            return Ok(Some(match args.first() {
+                None => Value::UInt(ctx.last_insert_id),
+                Some(a) => match a.value.to_i64() {
+                    None => Value::Null,
+                    Some(v) => Value::UInt(v as u64),
+                },
+            }));
+        }
+        "DATABASE" | "SCHEMA" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(ctx.database.map(Value::str).unwrap_or(Value::Null)));
+        }
+        "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::str("root@localhost")));
+        }
+        "VERSION" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::str(crate::SERVER_VERSION)));
+        }
+        "CONNECTION_ID" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::UInt(ctx.connection_id)));
+        }
+        "UUID" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::str(uuid(ctx))));
+        }
+        "SLEEP" => {
+            count(name, args, 1, 1)?;
+            let Some(s) = f64_of(&args[0].value, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            if s > 0.0 && s.is_finite() {
+                std::thread::sleep(std::time::Duration::from_secs_f64(s.min(31_536_000.0)));
+            }
+            return Ok(Some(Value::Int(0)));
+        }
+        _ => {}
+    }
+    if !NAMES.contains(&name) {
+        return Ok(None);
+    }
+    let (min, max) = match name {
+        "CONCAT" => (1, usize::MAX),
+        "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE" | "LOWER"
+        | "LCASE" | "LTRIM" | "RTRIM" | "REVERSE" | "ASCII" | "ORD" | "HEX" | "UNHEX" | "SPACE" | "BIN"
+        | "OCT" | "TO_BASE64" | "FROM_BASE64" | "MD5" | "SHA1" | "SHA" | "CRC32" | "BIT_LENGTH" => (1, 1),
+        "SUBSTRING" | "SUBSTR" | "MID" => (2, 3),
+        "TRIM" | "TRIM_LEADING" | "TRIM_TRAILING" => (1, 2),
+        "LOCATE" | "POSITION" => (2, 3),
+        "FORMAT" => (2, 3),
+        "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP" | "FIND_IN_SET" | "SHA2" => (2, 2),
+        "LPAD" | "RPAD" | "REPLACE" | "SUBSTRING_INDEX" | "CONV" => (3, 3),
+        "INSERT" => (4, 4),
+        _ => return Ok(None),
+    };
+    count(name, args, min, max)?;
+    if any_null(args) {
+        return Ok(Some(Value::Null));
+    }
+    let s = |i: usize| bytes(&args[i].value);
+    Ok(Some(match name {
+        "CONCAT" => {
+            let total: u64 = args.iter().map(|a| bytes(&a.value).len() as u64).sum();
+            if !limited(name, total, ctx) {
+                return Ok(Some(Value::Null));
+            }
+            Value::Str(args.iter().flat_map(|a| bytes(&a.value)).collect())
+        }
+        "LENGTH" | "OCTET_LENGTH" => Value::Int(s(0).len() as i64),
+        "BIT_LENGTH" => Value::Int(s(0).len() as i64 * 8),
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => Value::Int(char_count(&s(0), bin) as i64),
+        "UPPER" | "UCASE" | "LOWER" | "LCASE" => {
+            if bin {
+                Value::Str(s(0))
+            } else {
+                Value::Str(map_case(&s(0), matches!(name, "UPPER" | "UCASE")))
+            }
+        }
+        "SUBSTRING" | "SUBSTR" | "MID" => {
+            let st = s(0);
+            let total = char_count(&st, bin) as i64;
+            let pos = i64_of(&args[1].value, ctx).unwrap_or(0);
+            let len = if n == 3 { i64_of(&args[2].value, ctx).unwrap_or(0) } else { i64::MAX };
+            if pos == 0 || len <= 0 {
+                return Ok(Some(Value::str("")));
+            }
+            let start = if pos < 0 {
+                if pos < -total {
+                    return Ok(Some(Value::str("")));
+                }
+                total + pos
+            } else {
+                pos - 1
+            };
+            if start >= total {
+                return Ok(Some(Value::str("")));
+            }
+            Value::Str(char_slice(&st, bin, start as usize, len.min(total) as usize))
+        }
+        "LEFT" | "RIGHT" => {
+            let st = s(0);
+            let k = i64_of(&args[1].value, ctx).unwrap_or(0);
+            if k <= 0 {
+                return Ok(Some(Value::str("")));
+            }
+            let total = char_count(&st, bin);
+            let k = (k as u64).min(total as u64) as usize;
+            if name == "LEFT" {
+                Value::Str(char_slice(&st, bin, 0, k))
+            } else {
+                Value::Str(char_slice(&st, bin, total - k, k))
+            }
+        }
+        "LTRIM" => {
+            let st = s(0);
+            let i = st.iter().position(|c| *c != b' ').unwrap_or(st.len());
+            Value::Str(st[i..].to_vec())
+        }
+        "RTRIM" => Value::Str(trim_end_sp(&s(0)).to_vec()),
+        "TRIM" | "TRIM_LEADING" | "TRIM_TRAILING" => {
+            let st = s(0);
+            let rem = if n == 2 { s(1) } else { b" ".to_vec() };
+            let mut a = 0;
+            let mut b = st.len();
+            if !rem.is_empty() {
+                if name != "TRIM_TRAILING" {
+                    while b - a >= rem.len() && st[a..a + rem.len()] == rem[..] {
+                        a += rem.len();
+                    }
+                }
+                if name != "TRIM_LEADING" {
+                    while b - a >= rem.len() && st[b - rem.len()..b] == rem[..] {
+                        b -= rem.len();
+                    }
+                }
+            }
+            Value::Str(st[a..b].to_vec())
+        }
+        "LPAD" | "RPAD" => {
+            let st = s(0);
+            let Some(len) = i64_of(&args[1].value, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            let pad = s(2);
+            if len < 0 {
+                return Ok(Some(Value::Null));
+            }
+            let have = char_count(&st, bin) as u64;
+            let len = len as u64;
+            if len <= have {
+                return Ok(Some(Value::Str(char_slice(&st, bin, 0, len as usize))));
+            }
+            if pad.is_empty() {
+                return Ok(Some(Value::Null));
+            }
+            let need = len - have;
+            let pad_chars = char_starts(&pad, bin);
+            if !limited(name, len.saturating_mul(coll.charset().max_len()), ctx) {
+                return Ok(Some(Value::Null));
+            }
+            let mut fill = Vec::new();
+            let whole = need / pad_chars.len() as u64;
+            for _ in 0..whole {
+                fill.extend_from_slice(&pad);
+            }
+            let rest = (need % pad_chars.len() as u64) as usize;
+            fill.extend_from_slice(&char_slice(&pad, bin, 0, rest));
+            if name == "LPAD" {
+                fill.extend_from_slice(&st);
+                Value::Str(fill)
+            } else {
+                let mut out = st;
+                out.extend_from_slice(&fill);
+                Value::Str(out)
+            }
+        }
+        "REPEAT" => {
+            let st = s(0);
+            let k = i64_of(&args[1].value, ctx).unwrap_or(0);
+            if k <= 0 || st.is_empty() {
+                return Ok(Some(Value::str("")));
+            }
+            if !limited(name, (st.len() as u64).saturating_mul(k as u64), ctx) {
+                return Ok(Some(Value::Null));
+            }
+            Value::Str(st.repeat(k as usize))
+        }
+        "SPACE" => {
+            let k = i64_of(&args[0].value, ctx).unwrap_or(0);
+            if k <= 0 {
+                return Ok(Some(Value::str("")));
+            }
+            if !limited(name, k as u64, ctx) {
+                return Ok(Some(Value::Null));
+            }
+            Value::Str(vec![b' '; k as usize])
+        }
+        "REPLACE" => {
+            let (st, from, to) = (s(0), s(1), s(2));
+            if from.is_empty() {
+                return Ok(Some(Value::Str(st)));
+            }
+            let mut out = Vec::with_capacity(st.len());
+            let mut i = 0;
+            while i < st.len() {
+                if st[i..].starts_with(&from) {
+                    out.extend_from_slice(&to);
+                    i += from.len();
+                    if !limited(name, out.len() as u64, ctx) {
+                        return Ok(Some(Value::Null));
+                    }
+                } else {
+                    let w = if bin { 1 } else { utf8_width(&st, i) };
+                    out.extend_from_slice(&st[i..i + w]);
+                    i += w;
+                }
+            }
+            Value::Str(out)
+        }
+        "REVERSE" => {
+            let st = s(0);
+            let starts = char_starts(&st, bin);
+            let mut out = Vec::with_capacity(st.len());
+            for (k, a) in starts.iter().enumerate().rev() {
+                let b = starts.get(k + 1).copied().unwrap_or(st.len());
+                out.extend_from_slice(&st[*a..b]);
+            }
+            Value::Str(out)
+        }
+        "LOCATE" | "POSITION" | "INSTR" => {
+            let (needle, hay) = if name == "INSTR" { (s(1), s(0)) } else { (s(0), s(1)) };
+            let from = if n == 3 {
+                let p = i64_of(&args[2].value, ctx).unwrap_or(0);
+                if p <= 0 {
+                    return Ok(Some(Value::Int(0)));
+                }
+                (p - 1) as usize
+            } else {
+                0
+            };
+            let total = char_count(&hay, bin);
+            if from > total {
+                return Ok(Some(Value::Int(0)));
+            }
+            Value::Int(find_chars(&hay, &needle, coll, from).map(|p| p as i64 + 1).unwrap_or(0))
+        }
+        "SUBSTRING_INDEX" => {
+            let (st, delim) = (s(0), s(1));
+            let k = i64_of(&args[2].value, ctx).unwrap_or(0);
+            if k == 0 || delim.is_empty() {
+                return Ok(Some(Value::str("")));
+            }
+            let mut pos = Vec::new();
+            let mut i = 0;
+            while i + delim.len() <= st.len() {
+                if st[i..].starts_with(&delim) {
+                    pos.push(i);
+                    i += delim.len();
+                } else {
+                    i += 1;
+                }
+            }
+            if k > 0 {
+                match pos.get((k - 1).min(i64::MAX - 1) as usize) {
+                    Some(p) => Value::Str(st[..*p].to_vec()),
+                    None => Value::Str(st),
+                }
+            } else {
+                let back = k.unsigned_abs();
+                if back as usize > pos.len() {
+                    Value::Str(st)
+                } else {
+                    let p = pos[pos.len() - back as usize];
+                    Value::Str(st[p + delim.len()..].to_vec())
+                }
+            }
+        }
+        "ASCII" => Value::Int(s(0).first().copied().unwrap_or(0) as i64),
+        "ORD" => {
+            let st = s(0);
+            if st.is_empty() {
+                return Ok(Some(Value::Int(0)));
+            }
+            let w = if bin { 1 } else { utf8_width(&st, 0) };
+            Value::Int(st[..w].iter().fold(0i64, |acc, b| acc * 256 + *b as i64))
+        }
+        "HEX" => match &args[0].value {
+            Value::Str(b) => Value::str(hex_upper(b)),
+            Value::UInt(u) => Value::str(format!("{u:X}")),
+            Value::Double(d) if *d >= 9.223_372_036_854_776e18 => {
+                Value::str(format!("{:X}", if *d >= 1.8446744073709552e19 { u64::MAX } else { *d as u64 }))
+            }
+            v => Value::str(format!("{:X}", v.to_i64().unwrap_or(0) as u64)),
+        },
+        "UNHEX" => {
+            let st = s(0);
+            let mut digits: Vec<u8> = Vec::with_capacity(st.len() + 1);
+            if st.len() % 2 == 1 {
+                digits.push(b'0');
+            }
+            digits.extend_from_slice(&st);
+            let mut out = Vec::with_capacity(digits.len() / 2);
+            for pair in digits.chunks(2) {
+                let (Some(h), Some(l)) = (hexval(pair[0]), hexval(pair[1])) else {
+                    return Ok(Some(Value::Null));
+                };
+                out.push(h * 16 + l);
+            }
+            Value::Str(out)
+        }
+        "STRCMP" => Value::Int(match str_cmp(coll, &s(0), &s(1)) {
+            Ordering::Less => -1,
+            Ordering::Equal => 0,
+            Ordering::Greater => 1,
+        }),
+        "FIND_IN_SET" => {
+            let (needle, list) = (s(0), s(1));
+            if needle.contains(&b',') {
+                return Ok(Some(Value::Int(0)));
+            }
+            let mut found = 0;
+            for (i, item) in list.split(|c| *c == b',').enumerate() {
+                if str_eq(coll, item, &needle) {
+                    found = i as i64 + 1;
+                    break;
+                }
+            }
+            if list.is_empty() {
+                found = 0;
+            }
+            Value::Int(found)
+        }
+        "INSERT" => {
+            let st = s(0);
+            let pos = i64_of(&args[1].value, ctx).unwrap_or(0);
+            let len = i64_of(&args[2].value, ctx).unwrap_or(0);
+            let new = s(3);
+            let total = char_count(&st, bin) as i64;
+            if pos < 1 || pos > total {
+                return Ok(Some(Value::Str(st)));
+            }
+            let start = pos - 1;
+            let len = if len < 0 || len > total - start { total - start } else { len };
+            let mut out = char_slice(&st, bin, 0, start as usize);
+            out.extend_from_slice(&new);
+            out.extend_from_slice(&char_slice(&st, bin, (start + len) as usize, usize::MAX));
+            if !limited(name, out.len() as u64, ctx) {
+                return Ok(Some(Value::Null));
+            }
+            Value::Str(out)
+        }
+        "FORMAT" => {
+            let d = i64_of(&args[1].value, ctx).unwrap_or(0).clamp(0, 38);
+            Value::str(format_number(&args[0].value, d as u32, ctx))
+        }
+        "BIN" | "OCT" => {
+            let to = if name == "BIN" { 2 } else { 8 };
+            Value::str(conv(&args[0].value, 10, to).unwrap_or_default())
+        }
+        "CONV" => {
+            let from = i64_of(&args[1].value, ctx).unwrap_or(0);
+            let to = i64_of(&args[2].value, ctx).unwrap_or(0);
+            match conv(&args[0].value, from, to) {
+                Some(x) => Value::str(x),
+                None => Value::Null,
+            }
+        }
+        "TO_BASE64" => {
+            let enc = base64_encode(&s(0));
+            if !limited(name, enc.len() as u64, ctx) {
+                return Ok(Some(Value::Null));
+            }
+            Value::str(enc)
+        }
+        "FROM_BASE64" => match base64_decode(&s(0)) {
+            Some(b) => Value::Str(b),
+            None => Value::Null,
+        },
+        "MD5" => {
+            use md5::Digest;
+            Value::str(hex_lower(&md5::Md5::digest(s(0))))
+        }
+        "SHA1" | "SHA" => {
+            use sha1::Digest;
+            Value::str(hex_lower(&sha1::Sha1::digest(s(0))))
+        }
+        "SHA2" => {
+            use sha2::Digest;
+            let st = s(0);
+            match i64_of(&args[1].value, ctx).unwrap_or(-1) {
+                0 | 256 => Value::str(hex_lower(&sha2::Sha256::digest(&st))),
+                224 => Value::str(hex_lower(&sha2::Sha224::digest(&st))),
+                384 => Value::str(hex_lower(&sha2::Sha384::digest(&st))),
+                512 => Value::str(hex_lower(&sha2::Sha512::digest(&st))),
+                _ => Value::Null,
+            }
+        }
+        "CRC32" => Value::UInt(crc32fast::hash(&s(0)) as u64),
+        _ => return Ok(None),
+    }))
+}
+
+fn hexval(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+fn hex_upper(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for c in b {
+        s.push_str(&format!("{c:02X}"));
+    }
+    s
+}
+
+fn hex_lower(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for c in b {
+        s.push_str(&format!("{c:02x}"));
+    }
+    s
+}
+
+/// A version-1 style UUID as MariaDB prints it: a 60-bit timestamp of
+/// 100 ns ticks since 1582-10-15, a clock sequence and a node.
+fn uuid(ctx: &FnCtx) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering as O};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, O::Relaxed);
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64 / 100)
+        .unwrap_or(0);
+    let ticks = wall.wrapping_add(0x01B2_1DD2_1381_4000).wrapping_add(seq);
+    let node = 0x02fc_0000_0000u64 | (ctx.connection_id & 0xFFFF_FFFF);
+    let clock = (std::process::id() as u64 ^ 0x8f98) & 0x3FFF | 0x8000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        ticks & 0xFFFF_FFFF,
+        (ticks >> 32) & 0xFFFF,
+        ((ticks >> 48) & 0x0FFF) | 0x1000,
+        clock,
+        node
+    )
+}
+
+/// FORMAT(X, D): rounded to D decimals (half away from zero for exact
+/// numbers, to even for doubles as MariaDB's `rint`), thousands separated
+/// by commas.
+fn format_number(v: &Value, d: u32, ctx: &mut FnCtx) -> String {
+    let txt = match v {
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+            let x = v.to_decimal().unwrap_or_default();
+            x.with_scale_round(d as i64, RoundingMode::HalfUp).to_plain_string()
+        }
+        other => {
+            let f = f64_of(other, ctx).unwrap_or(0.0);
+            if !f.is_finite() {
+                return format_double(f);
+            }
+            let r = round_double(f, d as i64, false);
+            format!("{:.*}", d as usize, r)
+        }
+    };
+    let (neg, body) = match txt.strip_prefix('-') {
+        Some(b) => (true, b.to_string()),
+        None => (false, txt),
+    };
+    let (ip, fp) = match body.split_once('.') {
+        Some((a, b)) => (a.to_string(), Some(b.to_string())),
+        None => (body, None),
+    };
+    let mut out = String::new();
+    let digits = ip.as_bytes();
+    for (i, c) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(*c as char);
+    }
+    if let Some(f) = fp {
+        if d > 0 {
+            out.push('.');
+            out.push_str(&f);
+        }
+    }
+    let zero = out.bytes().all(|c| c == b'0' || c == b',' || c == b'.');
+    if neg && !zero {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// CONV: `v` read in base |from| (negative: signed) written in base |to|
+/// (negative: signed output). `None` for a base outside 2..=36.
+fn conv(v: &Value, from: i64, to: i64) -> Option<String> {
+    if !(2..=36).contains(&from.abs()) || !(2..=36).contains(&to.abs()) {
+        return None;
+    }
+    let n: u64 = match v {
+        Value::Int(i) => *i as u64,
+        Value::UInt(u) => *u,
+        Value::Double(_) | Value::Decimal(_) | Value::Temporal(_) => v.to_i64().unwrap_or(0) as u64,
+        Value::Str(s) => {
+            let base = from.unsigned_abs() as u32;
+            let mut i = 0;
+            while i < s.len() && s[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let neg = s.get(i) == Some(&b'-');
+            if neg || s.get(i) == Some(&b'+') {
+                i += 1;
+            }
+            let mut acc: u64 = 0;
+            let mut overflow = false;
+            while i < s.len() {
+                let Some(d) = (s[i] as char).to_digit(base) else { break };
+                match acc.checked_mul(base as u64).and_then(|x| x.checked_add(d as u64)) {
+                    Some(x) => acc = x,
+                    None => overflow = true,
+                }
+                i += 1;
+            }
+            if from < 0 {
+                let lim = if neg { 1u64 << 63 } else { i64::MAX as u64 };
+                if overflow || acc > lim {
+                    acc = lim;
+                }
+                if neg {
+                    (acc as i64).wrapping_neg() as u64
+                } else {
+                    acc
+                }
+            } else {
+                if overflow {
+                    acc = u64::MAX;
+                }
+                if neg {
+                    acc.wrapping_neg()
+                } else {
+                    acc
+                }
+            }
+        }
+        Value::Null => return None,
+    };
+    let (neg, mut mag) =
+        if to < 0 && (n as i64) < 0 { (true, (n as i64).unsigned_abs()) } else { (false, n) };
+    let base = to.unsigned_abs();
+    let mut digits = Vec::new();
+    loop {
+        let d = (mag % base) as u32;
+        digits.push(std::char::from_digit(d, 36).unwrap_or('0').to_ascii_uppercase());
+        mag /= base;
+        if mag == 0 {
+            break;
+        }
+    }
+    if neg {
+        digits.push('-');
+    }
+    Some(digits.iter().rev().collect())
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// TO_BASE64: MariaDB breaks the text into lines of 76 characters.
+fn base64_encode(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len() * 4 / 3 + 4);
+    let mut line = 0;
+    for chunk in b.chunks(3) {
+        if line == 76 {
+            out.push('\n');
+            line = 0;
+        }
+        let v = (chunk[0] as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
+        out.push(B64[(v >> 18) as usize & 63] as char);
+        out.push(B64[(v >> 12) as usize & 63] as char);
+        out.push(if chunk.len() > 1 { B64[(v >> 6) as usize & 63] as char } else { '=' });
+        out.push(if chunk.len() > 2 { B64[v as usize & 63] as char } else { '=' });
+        line += 4;
+    }
+    out
+}
+
+/// FROM_BASE64: spaces and line breaks are skipped; anything else that is
+/// not base64, or a wrong length, gives NULL.
+fn base64_decode(s: &[u8]) -> Option<Vec<u8>> {
+    let mut vals = Vec::with_capacity(s.len());
+    let mut pad = 0;
+    for &c in s {
+        if c.is_ascii_whitespace() {
+            continue;
+        }
+        if c == b'=' {
+            pad += 1;
+            vals.push(0);
+            continue;
+        }
+        if pad > 0 {
+            return None;
+        }
+        let v = B64.iter().position(|x| *x == c)? as u32;
+        vals.push(v);
+    }
+    if vals.len() % 4 != 0 || pad > 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(vals.len() / 4 * 3);
+    for q in vals.chunks(4) {
+        let v = q[0] << 18 | q[1] << 12 | q[2] << 6 | q[3];
+        out.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8]);
+    }
+    out.truncate(out.len() - pad);
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------
+// Numbers
+
+/// A numeric argument by the kind of arithmetic MariaDB does on it.
+enum Num {
+    I(i64),
+    U(u64),
+    D(BigDecimal),
+    F(f64),
+}
+
+fn num_of(v: &Value, ctx: &mut FnCtx) -> Option<Num> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Int(i) => Num::I(*i),
+        Value::UInt(u) => Num::U(*u),
+        Value::Decimal(d) => Num::D(d.clone()),
+        Value::Double(d) => Num::F(*d),
+        Value::Str(s) => Num::F(str_f64(s, ctx)),
+        Value::Temporal(t) => {
+            if t.fsp == 0 {
+                Num::I(t.to_number() as i64)
+            } else {
+                Num::D(
+                    BigDecimal::from_str(&format!("{:.*}", t.fsp as usize, t.to_number()))
+                        .unwrap_or_default(),
+                )
+            }
+        }
+    })
+}
+
+/// An integer result, as a decimal when it leaves BIGINT's range.
+fn int_result(x: i128) -> Value {
+    if let Ok(i) = i64::try_from(x) {
+        Value::Int(i)
+    } else if let Ok(u) = u64::try_from(x) {
+        Value::UInt(u)
+    } else {
+        Value::Decimal(BigDecimal::from(x))
+    }
+}
+
+/// MariaDB's `my_double_round`: scale by 10^dec, round to even (`rint`)
+/// or truncate, scale back.
+fn round_double(value: f64, dec: i64, truncate: bool) -> f64 {
+    let abs = dec.unsigned_abs();
+    let tmp = if abs < 309 { 10f64.powi(abs as i32) } else { f64::INFINITY };
+    let div = value / tmp;
+    let mul = value * tmp;
+    if dec < 0 && tmp.is_infinite() {
+        return 0.0;
+    }
+    if dec >= 0 && mul.is_infinite() {
+        return value;
+    }
+    if truncate {
+        if value >= 0.0 {
+            if dec < 0 {
+                div.floor() * tmp
+            } else {
+                mul.floor() / tmp
+            }
+        } else if dec < 0 {
+            div.ceil() * tmp
+        } else {
+            mul.ceil() / tmp
+        }
+    } else if dec < 0 {
+        div.round_ties_even() * tmp
+    } else {
+        mul.round_ties_even() / tmp
+    }
+}
+
+/// ROUND / TRUNCATE of an integer to `dec` (negative) decimal places.
+fn round_int(x: i128, dec: i64, truncate: bool) -> Value {
+    if dec >= 0 {
+        return int_result(x);
+    }
+    let p = dec.unsigned_abs();
+    if p > 38 {
+        return Value::Int(0);
+    }
+    let m = 10i128.pow(p as u32);
+    let q = x / m;
+    let r = x % m;
+    let q = if !truncate && r.abs() * 2 >= m { q + x.signum() } else { q };
+    match q.checked_mul(m) {
+        Some(v) => int_result(v),
+        None => Value::Decimal(BigDecimal::from(q) * BigDecimal::from(m)),
+    }
+}
+
+fn numeric(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    let n = args.len();
+    match name {
+        "PI" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::Double(std::f64::consts::PI)));
+        }
+        "RAND" => {
+            count(name, args, 0, 1)?;
+            return Ok(Some(Value::Double(match args.first() {
+                Some(a) => {
+                    let seed = a.value.to_i64().unwrap_or(0) as u32;
+                    let mut r = Rnd::new(
+                        seed.wrapping_mul(0x10001).wrapping_add(55555555),
+                        seed.wrapping_mul(0x10000001),
+                    );
+                    r.next()
+                }
+                None => random_double(ctx),
+            })));
+        }
+        _ => {}
+    }
+    let (min, max) = match name {
+        "ABS" | "SIGN" | "CEIL" | "CEILING" | "FLOOR" | "SQRT" | "EXP" | "LN" | "LOG2" | "LOG10" | "SIN"
+        | "COS" | "TAN" | "ASIN" | "ACOS" | "COT" | "DEGREES" | "RADIANS" => (1, 1),
+        "ROUND" | "LOG" | "ATAN" => (1, 2),
+        "TRUNCATE" | "MOD" | "POW" | "POWER" | "ATAN2" => (2, 2),
+        _ => return Ok(None),
+    };
+    count(name, args, min, max)?;
+    if any_null(args) {
+        return Ok(Some(Value::Null));
+    }
+    let Some(x) = num_of(&args[0].value, ctx) else {
+        return Ok(Some(Value::Null));
+    };
+    let xf = |x: &Num| match x {
+        Num::I(i) => *i as f64,
+        Num::U(u) => *u as f64,
+        Num::D(d) => Value::Decimal(d.clone()).to_f64().unwrap_or(0.0),
+        Num::F(f) => *f,
+    };
+    let f = xf(&x);
+    let div0 = |ctx: &mut FnCtx| {
+        ctx.warnings.push(Warning::warn(1365, "Division by 0"));
+        Ok(Some(Value::Null))
+    };
+    let v = match name {
+        "ABS" => match x {
+            Num::I(i) => match i.checked_abs() {
+                Some(a) => Value::Int(a),
+                None => {
+                    return Err(SqlError::value_out_of_range("BIGINT", &format!("abs({i})")));
+                }
+            },
+            Num::U(u) => Value::UInt(u),
+            Num::D(d) => Value::Decimal(d.abs()),
+            Num::F(f) => Value::Double(f.abs()),
+        },
+        "SIGN" => Value::Int(match x {
+            Num::I(i) => i.signum(),
+            Num::U(u) => (u > 0) as i64,
+            Num::D(d) => match d.sign() {
+                bigdecimal::num_bigint::Sign::Minus => -1,
+                bigdecimal::num_bigint::Sign::NoSign => 0,
+                bigdecimal::num_bigint::Sign::Plus => 1,
+            },
+            Num::F(f) => {
+                if f > 0.0 {
+                    1
+                } else if f < 0.0 {
+                    -1
+                } else {
+                    0
+                }
+            }
+        }),
+        "CEIL" | "CEILING" | "FLOOR" => {
+            let mode = if name == "FLOOR" { RoundingMode::Floor } else { RoundingMode::Ceiling };
+            match x {
+                Num::I(i) => Value::Int(i),
+                Num::U(u) => Value::UInt(u),
+                Num::D(d) => {
+                    let r = d.with_scale_round(0, mode);
+                    match i128::from_str(&r.to_plain_string()) {
+                        Ok(v) if i64::try_from(v).is_ok() => Value::Int(v as i64),
+                        _ => Value::Decimal(r),
+                    }
+                }
+                Num::F(f) => Value::Double(if name == "FLOOR" { f.floor() } else { f.ceil() }),
+            }
+        }
+        "ROUND" | "TRUNCATE" => {
+            let dec = if n == 2 { i64_of(&args[1].value, ctx).unwrap_or(0) } else { 0 };
+            let trunc = name == "TRUNCATE";
+            match x {
+                Num::I(i) => round_int(i as i128, dec, trunc),
+                Num::U(u) => round_int(u as i128, dec, trunc),
+                Num::D(d) => {
+                    let mode = if trunc { RoundingMode::Down } else { RoundingMode::HalfUp };
+                    let dec = dec.clamp(-100, 38);
+                    let r = d.with_scale_round(dec, mode);
+                    Value::Decimal(if dec < 0 { r.with_scale(0) } else { r })
+                }
+                Num::F(f) => Value::Double(round_double(f, dec, trunc)),
+            }
+        }
+        "MOD" => {
+            let Some(y) = num_of(&args[1].value, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            match (x, y) {
+                (a, b) if matches!(a, Num::F(_)) || matches!(b, Num::F(_)) => {
+                    let (a, b) = (xf(&a), xf(&b));
+                    if b == 0.0 {
+                        return div0(ctx);
+                    }
+                    Value::Double(a % b)
+                }
+                (a @ (Num::I(_) | Num::U(_)), b @ (Num::I(_) | Num::U(_))) => {
+                    let wide = |v: &Num| match v {
+                        Num::I(i) => *i as i128,
+                        Num::U(u) => *u as i128,
+                        _ => 0,
+                    };
+                    let (p, q) = (wide(&a), wide(&b));
+                    if q == 0 {
+                        return div0(ctx);
+                    }
+                    let r = p % q;
+                    if matches!(a, Num::U(_)) {
+                        Value::UInt(r as u64)
+                    } else {
+                        Value::Int(r as i64)
+                    }
+                }
+                (a, b) => {
+                    let dd = |v: Num| match v {
+                        Num::I(i) => BigDecimal::from(i),
+                        Num::U(u) => BigDecimal::from(u),
+                        Num::D(d) => d,
+                        Num::F(f) => BigDecimal::from_str(&format_double(f)).unwrap_or_default(),
+                    };
+                    let (p, q) = (dd(a), dd(b));
+                    if q.sign() == bigdecimal::num_bigint::Sign::NoSign {
+                        return div0(ctx);
+                    }
+                    let scale = p.fractional_digit_count().max(q.fractional_digit_count()).max(0);
+                    Value::Decimal((p % q).with_scale(scale))
+                }
+            }
+        }
+        "POW" | "POWER" => {
+            let y = f64_of(&args[1].value, ctx).unwrap_or(0.0);
+            return dbl(name, args, f.powf(y)).map(Some);
+        }
+        "SQRT" => {
+            if f < 0.0 {
+                Value::Null
+            } else {
+                Value::Double(f.sqrt())
+            }
+        }
+        "EXP" => return dbl(name, args, f.exp()).map(Some),
+        "LN" | "LOG2" | "LOG10" | "LOG" => {
+            let (base, x) = if name == "LOG" && n == 2 {
+                (Some(f), f64_of(&args[1].value, ctx).unwrap_or(0.0))
+            } else {
+                (None, f)
+            };
+            if x <= 0.0 {
+                return div0(ctx);
+            }
+            match (name, base) {
+                ("LOG2", _) => Value::Double(x.log2()),
+                ("LOG10", _) => Value::Double(x.log10()),
+                (_, Some(b)) => {
+                    if b <= 1.0 {
+                        return div0(ctx);
+                    }
+                    Value::Double(x.ln() / b.ln())
+                }
+                _ => Value::Double(x.ln()),
+            }
+        }
+        "SIN" => Value::Double(f.sin()),
+        "COS" => Value::Double(f.cos()),
+        "TAN" => return dbl(name, args, f.tan()).map(Some),
+        "COT" => {
+            let t = f.tan();
+            if t == 0.0 {
+                return Err(double_range(name, args));
+            }
+            return dbl(name, args, 1.0 / t).map(Some);
+        }
+        "ASIN" => return dbl(name, args, f.asin()).map(Some),
+        "ACOS" => return dbl(name, args, f.acos()).map(Some),
+        "ATAN" | "ATAN2" => {
+            if n == 2 {
+                let y = f64_of(&args[1].value, ctx).unwrap_or(0.0);
+                Value::Double(f.atan2(y))
+            } else {
+                Value::Double(f.atan())
+            }
+        }
+        "DEGREES" => return dbl(name, args, f.to_degrees()).map(Some),
+        "RADIANS" => Value::Double(f.to_radians()),
+        _ => return Ok(None),
+    };
+    Ok(Some(v))
+}
+
+/// MySQL's `my_rnd`: the generator behind RAND(N), so seeded sequences
+/// match MariaDB's.
+struct Rnd {
+    seed1: u64,
+    seed2: u64,
+}
+
+impl Rnd {
+    const MAX: u64 = 0x3FFF_FFFF;
+
+    fn new(seed1: u32, seed2: u32) -> Rnd {
+        Rnd { seed1: seed1 as u64 % Self::MAX, seed2: seed2 as u64 % Self::MAX }
+    }
+
+    fn next(&mut self) -> f64 {
+        self.seed1 = (self.seed1 * 3 + self.seed2) % Self::MAX;
+        self.seed2 = (self.seed1 + self.seed2 + 33) % Self::MAX;
+        self.seed1 as f64 / Self::MAX as f64
+    }
+}
+
+/// RAND(): a per-thread generator seeded from the clock and the connection.
+fn random_double(ctx: &FnCtx) -> f64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        if x == 0 {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1);
+            x = t ^ ctx.connection_id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Dates and times
+
+const DATE_NAMES: &[&str] = &[];
+
+fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    let _ = (name, args, ctx);
+    Ok(None)
+}
+
+fn to_temporal_quiet(v: &Value, kind: crate::value::TemporalKind) -> Option<crate::value::Temporal> {
+    let _ = (v, kind);
+    None
+}
+
+// ---------------------------------------------------------------------------
+// JSON
+
+const JSON_NAMES: &[&str] = &[];
+
+fn json_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    let _ = (name, args, ctx);
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test argument: strings get the default collation, `B(..)` is binary.
+    enum A {
+        S(&'static str),
+        B(&'static [u8]),
+        I(i64),
+        F(f64),
+        D(&'static str),
+        N,
+    }
+
+    fn arg(a: &A) -> Arg {
+        match a {
+            A::S(s) => Arg { value: Value::str(s), coll: Some(Collation::Utf8mb4GeneralCi) },
+            A::B(b) => Arg { value: Value::str(b), coll: Some(Collation::Binary) },
+            A::I(i) => Arg { value: Value::Int(*i), coll: None },
+            A::F(f) => Arg { value: Value::Double(*f), coll: None },
+            A::D(d) => Arg { value: Value::Decimal(BigDecimal::from_str(d).unwrap()), coll: None },
+            A::N => Arg { value: Value::Null, coll: None },
+        }
+    }
+
+    fn run_w(name: &str, args: &[A]) -> (SqlResult<Value>, Vec<Warning>) {
+        let mut w = Vec::new();
+        let mut ctx = FnCtx {
+            now_micros: 1_706_700_000_123_456,
+            time_zone: "+00:00",
+            warnings: &mut w,
+            database: Some("shop"),
+            last_insert_id: 7,
+            connection_id: 3,
+        };
+        let r = call(name, args.iter().map(arg).collect(), &mut ctx);
+        (r, w)
+    }
+
+    /// The result as MariaDB's client prints it.
+    fn r(name: &str, args: &[A]) -> String {
+        run_w(name, args).0.unwrap().render()
+    }
+
+    use A::*;
+
+    #[test]
+    fn control_flow() {
+        assert_eq!(r("IF", &[I(1), I(2), S("x")]), "2");
+        assert_eq!(r("IF", &[N, I(2), S("x")]), "x");
+        assert_eq!(r("IFNULL", &[N, I(2)]), "2");
+        assert_eq!(r("NULLIF", &[I(1), S("1")]), "NULL");
+        assert_eq!(r("NULLIF", &[S("a"), S("A")]), "NULL");
+        assert_eq!(r("NULLIF", &[I(1), I(2)]), "1");
+        assert_eq!(r("COALESCE", &[N, N, I(3)]), "3");
+        assert_eq!(r("GREATEST", &[I(1), D("2.5")]), "2.5");
+        assert_eq!(r("GREATEST", &[I(3), D("2.5")]), "3.0");
+        assert_eq!(r("GREATEST", &[S("10"), I(9)]), "10");
+        assert_eq!(r("GREATEST", &[S("b"), S("A")]), "b");
+        assert_eq!(r("GREATEST", &[I(1), S("a")]), "1");
+        assert_eq!(r("GREATEST", &[F(1.0), I(2)]), "2");
+        assert_eq!(r("LEAST", &[I(1), N]), "NULL");
+        assert_eq!(r("INTERVAL", &[I(5), I(1), I(3), I(7)]), "2");
+        assert_eq!(r("INTERVAL", &[N, I(1)]), "-1");
+        assert_eq!(r("INTERVAL", &[I(0), I(1)]), "0");
+        assert_eq!(r("ISNULL", &[N]), "1");
+        assert_eq!(run_w("IF", &[I(1)]).0.unwrap_err().code, 1582);
+    }
+
+    #[test]
+    fn strings() {
+        assert_eq!(r("SUBSTRING", &[S("hello"), I(0)]), "");
+        assert_eq!(r("SUBSTRING", &[S("hello"), I(-3)]), "llo");
+        assert_eq!(r("SUBSTRING", &[S("hello"), I(-10)]), "");
+        assert_eq!(r("SUBSTRING", &[S("hello"), I(2), I(-1)]), "");
+        assert_eq!(r("SUBSTRING", &[S("héllo"), I(2), I(2)]), "él");
+        assert_eq!(r("SUBSTRING", &[S("abc"), I(i64::MAX)]), "");
+        assert_eq!(r("SUBSTRING", &[S("abc"), I(i64::MIN), I(i64::MIN)]), "");
+        assert_eq!(r("SUBSTRING", &[S("abc"), I(i64::MIN)]), "");
+        assert_eq!(r("LOCATE", &[S(""), S("abc")]), "1");
+        assert_eq!(r("LOCATE", &[S(""), S("abc"), I(3)]), "3");
+        assert_eq!(r("LOCATE", &[S(""), S("abc"), I(5)]), "0");
+        assert_eq!(r("LOCATE", &[S("B"), S("abc")]), "2");
+        assert_eq!(r("LOCATE", &[S("b"), S("abcb"), I(3)]), "4");
+        assert_eq!(r("LOCATE", &[S("b"), S("abc"), I(0)]), "0");
+        assert_eq!(r("INSTR", &[S("abc"), S("c")]), "3");
+        assert_eq!(r("SUBSTRING_INDEX", &[S("a.b.c"), S("."), I(2)]), "a.b");
+        assert_eq!(r("SUBSTRING_INDEX", &[S("a.b.c"), S("."), I(-2)]), "b.c");
+        assert_eq!(r("SUBSTRING_INDEX", &[S("aXbxc"), S("x"), I(1)]), "aXb");
+        assert_eq!(r("SUBSTRING_INDEX", &[S("a.b"), S("."), I(i64::MIN)]), "a.b");
+        assert_eq!(r("TRIM", &[S("  a  ")]), "a");
+        assert_eq!(r("TRIM_LEADING", &[S("xxaxx"), S("x")]), "axx");
+        assert_eq!(r("TRIM", &[S("xyxyaxy"), S("xy")]), "a");
+        assert_eq!(r("TRIM_TRAILING", &[S("  a  ")]), "  a");
+        assert_eq!(r("LTRIM", &[S("  a ")]), "a ");
+        assert_eq!(r("REPLACE", &[S("aAa"), S("a"), S("b")]), "bAb");
+        assert_eq!(r("REVERSE", &[S("héllo")]), "olléh");
+        assert_eq!(r("UPPER", &[S("straße")]), "STRAßE");
+        assert_eq!(r("LOWER", &[S("ÀB")]), "àb");
+        assert_eq!(r("LENGTH", &[S("é")]), "2");
+        assert_eq!(r("CHAR_LENGTH", &[S("é")]), "1");
+        assert_eq!(r("CHAR_LENGTH", &[B("é".as_bytes())]), "2");
+        assert_eq!(r("REPEAT", &[S("ab"), I(3)]), "ababab");
+        assert_eq!(r("REPEAT", &[S("a"), I(-1)]), "");
+        assert_eq!(r("SPACE", &[I(3)]), "   ");
+        assert_eq!(r("LEFT", &[S("abc"), I(-1)]), "");
+        assert_eq!(r("RIGHT", &[S("abc"), I(2)]), "bc");
+        assert_eq!(r("CONCAT", &[S("a"), I(1), D("2.5")]), "a12.5");
+        assert_eq!(r("CONCAT", &[S("a"), N]), "NULL");
+        assert_eq!(r("CONCAT", &[F(1.0)]), "1");
+        assert_eq!(r("CONCAT_WS", &[S(","), S("a"), N, S("b")]), "a,b");
+        assert_eq!(r("CONCAT_WS", &[N, S("a")]), "NULL");
+        assert_eq!(r("LPAD", &[S("hi"), I(5), S("")]), "NULL");
+        assert_eq!(r("LPAD", &[S("hello"), I(3), S("x")]), "hel");
+        assert_eq!(r("LPAD", &[S("hi"), I(-1), S("x")]), "NULL");
+        assert_eq!(r("RPAD", &[S("hi"), I(6), S("ab")]), "hiabab");
+        assert_eq!(r("LPAD", &[S("ab"), I(4), S("é")]), "ééab");
+        assert_eq!(r("INSERT", &[S("Quadratic"), I(3), I(4), S("What")]), "QuWhattic");
+        assert_eq!(r("INSERT", &[S("Quadratic"), I(-1), I(4), S("What")]), "Quadratic");
+        assert_eq!(r("INSERT", &[S("Quadratic"), I(3), I(100), S("What")]), "QuWhat");
+        assert_eq!(r("ELT", &[I(0), S("a")]), "NULL");
+        assert_eq!(r("ELT", &[I(2), S("a"), S("b")]), "b");
+        assert_eq!(r("FIELD", &[S("b"), S("a"), S("B")]), "2");
+        assert_eq!(r("FIELD", &[I(2), S("1"), S("2")]), "2");
+        assert_eq!(r("FIND_IN_SET", &[S("b"), S("a,b,c")]), "2");
+        assert_eq!(r("STRCMP", &[S("a"), S("A")]), "0");
+        assert_eq!(r("STRCMP", &[S("a"), S("b")]), "-1");
+        assert_eq!(r("ORD", &[S("é")]), "50089");
+        assert_eq!(r("ASCII", &[S("")]), "0");
+        assert_eq!(r("CHAR", &[I(65), I(66), N, I(67)]), "ABC");
+        assert_eq!(r("HEX", &[I(-1)]), "FFFFFFFFFFFFFFFF");
+        assert_eq!(r("HEX", &[D("2.5")]), "3");
+        assert_eq!(r("HEX", &[S("abc")]), "616263");
+        let c = run_w("CHAR", &[I(256)]).0.unwrap();
+        assert_eq!(
+            r(
+                "HEX",
+                &[B(match &c {
+                    Value::Str(s) => Box::leak(s.clone().into_boxed_slice()),
+                    _ => unreachable!(),
+                })]
+            ),
+            "0100"
+        );
+        assert_eq!(r("UNHEX", &[S("4")]), "\u{4}");
+        assert_eq!(r("UNHEX", &[S("zz")]), "NULL");
+        assert_eq!(r("QUOTE", &[S("a'b\\c")]), "'a\\'b\\\\c'");
+        assert_eq!(r("QUOTE", &[N]), "NULL");
+        assert_eq!(r("CONV", &[S("ff"), I(16), I(10)]), "255");
+        assert_eq!(r("CONV", &[I(-1), I(10), I(16)]), "FFFFFFFFFFFFFFFF");
+        assert_eq!(r("CONV", &[S("-17"), I(10), I(-10)]), "-17");
+        assert_eq!(r("CONV", &[S("z"), I(10), I(10)]), "0");
+        assert_eq!(r("CONV", &[S("1"), I(1), I(10)]), "NULL");
+        assert_eq!(r("BIN", &[I(5)]), "101");
+        assert_eq!(r("OCT", &[I(-1)]), "1777777777777777777777");
+        assert_eq!(r("FORMAT", &[D("-1234.5"), I(0)]), "-1,235");
+        assert_eq!(r("FORMAT", &[F(1234.5), I(0)]), "1,234");
+        assert_eq!(r("FORMAT", &[D("0.5"), I(0)]), "1");
+        assert_eq!(r("FORMAT", &[F(1e20), I(2)]), "100,000,000,000,000,000,000.00");
+        assert_eq!(r("FORMAT", &[I(123), I(-1)]), "123");
+        assert_eq!(r("FORMAT", &[D("1234.567"), I(2)]), "1,234.57");
+    }
+
+    #[test]
+    fn string_misc() {
+        let long = "a".repeat(60);
+        let long: &'static str = Box::leak(long.into_boxed_str());
+        assert_eq!(
+            r("TO_BASE64", &[S(long)]),
+            "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFh\nYWFh"
+        );
+        assert_eq!(r("FROM_BASE64", &[S("YWJj")]), "abc");
+        assert_eq!(r("FROM_BASE64", &[S("YW Jj")]), "abc");
+        assert_eq!(r("FROM_BASE64", &[S("YWJ")]), "NULL");
+        assert_eq!(r("FROM_BASE64", &[S("@@")]), "NULL");
+        assert_eq!(r("FROM_BASE64", &[S("YQ==")]), "a");
+        assert_eq!(
+            r("SHA2", &[S("abc"), I(0)]),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(r("SHA2", &[S("abc"), I(1)]), "NULL");
+        assert_eq!(r("CRC32", &[S("abc")]), "891568578");
+        assert_eq!(r("MD5", &[I(1)]), "c4ca4238a0b923820dcc509a6f75849b");
+        assert_eq!(r("SHA1", &[S("abc")]), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(r("CHARSET", &[I(1)]), "binary");
+        assert_eq!(r("CHARSET", &[S("a")]), "utf8mb4");
+        assert_eq!(r("COLLATION", &[N]), "binary");
+        assert_eq!(r("COLLATION", &[S("a")]), "utf8mb4_general_ci");
+        assert_eq!(r("LAST_INSERT_ID", &[]), "7");
+        assert_eq!(r("DATABASE", &[]), "shop");
+        assert_eq!(r("USER", &[]), "root@localhost");
+        assert_eq!(r("CONNECTION_ID", &[]), "3");
+        let u = r("UUID", &[]);
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "1");
+        let (v, w) = run_w("LEFT", &[S("abc"), S("1x")]);
+        assert_eq!(v.unwrap().render(), "a");
+        assert_eq!(w[0].message, "Truncated incorrect INTEGER value: '1x'");
+        let (v, w) = run_w("REPEAT", &[S("a"), I(20_000_000)]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].code, 1301);
+        assert_eq!(
+            w[0].message,
+            "Result of repeat() was larger than max_allowed_packet (16777216) - truncated"
+        );
+        assert_eq!(r("REPEAT", &[S("ab"), I(i64::MAX)]), "NULL");
+        assert_eq!(r("LPAD", &[S("ab"), I(i64::MAX), S("x")]), "NULL");
+        assert_eq!(r("RPAD", &[S("ab"), I(i64::MIN), S("x")]), "NULL");
+        assert_eq!(r("SPACE", &[I(i64::MAX)]), "NULL");
+        assert_eq!(r("INSERT", &[S("abc"), I(i64::MAX), I(i64::MAX), S("x")]), "abc");
+        assert_eq!(r("INSERT", &[S("abc"), I(2), I(i64::MAX), S("x")]), "ax");
+        assert_eq!(r("LOCATE", &[S("a"), S("abc"), I(i64::MAX)]), "0");
+        assert_eq!(r("ELT", &[I(i64::MAX), S("a")]), "NULL");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(r("PI", &[]), "3.141592653589793");
+        assert_eq!(r("RAND", &[I(1)]), "0.40540353712197724");
+        assert_eq!(r("ROUND", &[D("2.5")]), "3");
+        assert_eq!(r("ROUND", &[F(2.5)]), "2");
+        assert_eq!(r("ROUND", &[F(-2.5)]), "-2");
+        assert_eq!(r("ROUND", &[D("123.456"), I(-1)]), "120");
+        assert_eq!(r("ROUND", &[F(1234.5), I(-1)]), "1230");
+        assert_eq!(r("ROUND", &[D("2.675"), I(2)]), "2.68");
+        assert_eq!(r("ROUND", &[D("1.5"), I(3)]), "1.500");
+        assert_eq!(r("ROUND", &[D("1.55"), I(1)]), "1.6");
+        assert_eq!(r("ROUND", &[D("-1.55"), I(1)]), "-1.6");
+        assert_eq!(r("ROUND", &[D("99.5")]), "100");
+        assert_eq!(r("ROUND", &[S("2.5")]), "2");
+        assert_eq!(r("ROUND", &[I(15), I(-1)]), "20");
+        assert_eq!(r("ROUND", &[I(-15), I(-1)]), "-20");
+        assert_eq!(r("ROUND", &[I(9223372036854775807), I(-1)]), "9223372036854775810");
+        assert_eq!(r("ROUND", &[I(5), I(i64::MIN)]), "0");
+        assert_eq!(r("ROUND", &[F(5.0), I(i64::MIN)]), "0");
+        assert_eq!(r("ROUND", &[F(5.5), I(i64::MAX)]), "5.5");
+        assert_eq!(r("ROUND", &[D("5.5"), I(i64::MAX)]).len(), 40);
+        assert_eq!(r("TRUNCATE", &[D("15.78"), I(1)]), "15.7");
+        assert_eq!(r("TRUNCATE", &[F(-15.78), I(1)]), "-15.7");
+        assert_eq!(r("TRUNCATE", &[D("-1.55"), I(1)]), "-1.5");
+        assert_eq!(r("TRUNCATE", &[I(1234), I(-2)]), "1200");
+        assert_eq!(r("TRUNCATE", &[F(1.999), I(2)]), "1.99");
+        assert_eq!(r("MOD", &[I(7), I(0)]), "NULL");
+        assert_eq!(r("MOD", &[I(-7), I(3)]), "-1");
+        assert_eq!(r("MOD", &[D("7.5"), I(2)]), "1.5");
+        assert_eq!(r("MOD", &[S("7"), I(2)]), "1");
+        assert_eq!(r("MOD", &[F(10.5), I(3)]), "1.5");
+        assert_eq!(r("MOD", &[I(-10), D("3.5")]), "-3.0");
+        assert_eq!(r("MOD", &[I(i64::MIN), I(-1)]), "0");
+        assert_eq!(r("ABS", &[I(-5)]), "5");
+        assert_eq!(r("ABS", &[D("-5.5")]), "5.5");
+        assert_eq!(run_w("ABS", &[I(i64::MIN)]).0.unwrap_err().code, 1690);
+        let (v, w) = run_w("ABS", &[S("-3x")]);
+        assert_eq!(v.unwrap().render(), "3");
+        assert_eq!(w[0].message, "Truncated incorrect DOUBLE value: '-3x'");
+        assert_eq!(r("SIGN", &[D("-3.2")]), "-1");
+        assert_eq!(r("SIGN", &[I(0)]), "0");
+        assert_eq!(r("CEIL", &[D("1.2")]), "2");
+        assert_eq!(r("CEIL", &[F(1.2)]), "2");
+        assert_eq!(r("CEIL", &[S("1.2")]), "2");
+        assert_eq!(r("CEIL", &[D("-0.5")]), "0");
+        assert_eq!(r("FLOOR", &[D("-1.5")]), "-2");
+        assert_eq!(r("FLOOR", &[D("12345678901234567890.5")]), "12345678901234567890");
+        assert_eq!(r("RADIANS", &[I(180)]), "3.141592653589793");
+        assert_eq!(r("DEGREES", &[F(std::f64::consts::PI)]), "180");
+        assert_eq!(r("ATAN", &[I(1), I(2)]), "0.4636476090008061");
+        assert_eq!(r("ATAN2", &[I(1), I(2)]), "0.4636476090008061");
+        assert_eq!(r("ATAN", &[I(1)]), "0.7853981633974483");
+        assert_eq!(r("SIN", &[I(0)]), "0");
+        assert_eq!(r("COS", &[I(0)]), "1");
+        assert_eq!(r("TAN", &[I(1)]), "1.5574077246549023");
+        assert_eq!(r("EXP", &[I(1)]), "2.718281828459045");
+        assert_eq!(r("POWER", &[I(2), I(10)]), "1024");
+        assert_eq!(r("POW", &[I(2), I(-1)]), "0.5");
+        assert_eq!(r("SQRT", &[I(16)]), "4");
+        assert_eq!(r("SQRT", &[I(-1)]), "NULL");
+        assert_eq!(r("SQRT", &[I(2)]), "1.4142135623730951");
+        assert_eq!(r("ASIN", &[I(2)]), "NULL");
+        assert_eq!(r("LOG2", &[I(8)]), "3");
+        assert_eq!(r("LOG10", &[I(100)]), "2");
+        assert_eq!(r("LOG", &[I(2), I(8)]), "3");
+        let (v, w) = run_w("LN", &[I(0)]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Division by 0");
+        assert_eq!(r("LOG", &[I(1), I(2)]), "NULL");
+        assert_eq!(r("LOG", &[I(-1)]), "NULL");
+        let e = run_w("EXP", &[I(1000)]).0.unwrap_err();
+        assert_eq!(e.message, "DOUBLE value is out of range in 'exp(1000)'");
+        let e = run_w("POW", &[I(0), I(-1)]).0.unwrap_err();
+        assert_eq!(e.message, "DOUBLE value is out of range in 'pow(0,-1)'");
+        assert_eq!(run_w("COT", &[I(0)]).0.unwrap_err().code, 1690);
+    }
 }
