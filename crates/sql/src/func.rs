@@ -505,11 +505,7 @@ fn cmp_values(args: &[Arg], a: &Value, b: &Value, ctx: &mut FnCtx) -> Option<Ord
         _ => None,
     });
     if let Some(kind) = any_temporal {
-        let k = if kind == crate::value::TemporalKind::Time {
-            kind
-        } else {
-            crate::value::TemporalKind::DateTime
-        };
+        let k = if kind == TemporalKind::Time { kind } else { TemporalKind::DateTime };
         let ta = to_temporal_quiet(a, k);
         let tb = to_temporal_quiet(b, k);
         if let (Some(x), Some(y)) = (ta, tb) {
@@ -1654,16 +1650,859 @@ fn random_double(ctx: &FnCtx) -> f64 {
 // ---------------------------------------------------------------------------
 // Dates and times
 
-const DATE_NAMES: &[&str] = &[];
+const DATE_NAMES: &[&str] = &[
+    "NOW",
+    "CURRENT_TIMESTAMP",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "SYSDATE",
+    "CURDATE",
+    "CURRENT_DATE",
+    "CURTIME",
+    "CURRENT_TIME",
+    "UTC_TIMESTAMP",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UNIX_TIMESTAMP",
+    "FROM_UNIXTIME",
+    "DATE",
+    "TIME",
+    "YEAR",
+    "MONTH",
+    "DAY",
+    "DAYOFMONTH",
+    "HOUR",
+    "MINUTE",
+    "SECOND",
+    "MICROSECOND",
+    "DAYOFWEEK",
+    "WEEKDAY",
+    "DAYOFYEAR",
+    "WEEK",
+    "WEEKOFYEAR",
+    "YEARWEEK",
+    "QUARTER",
+    "DAYNAME",
+    "MONTHNAME",
+    "LAST_DAY",
+    "DATEDIFF",
+    "TIMEDIFF",
+    "TIMESTAMPDIFF",
+    "DATE_ADD",
+    "ADDDATE",
+    "DATE_SUB",
+    "SUBDATE",
+    "ADDTIME",
+    "SUBTIME",
+    "DATE_FORMAT",
+    "TIME_FORMAT",
+    "STR_TO_DATE",
+    "MAKEDATE",
+    "MAKETIME",
+    "SEC_TO_TIME",
+    "TIME_TO_SEC",
+    "TO_DAYS",
+    "FROM_DAYS",
+    "TO_SECONDS",
+    "PERIOD_ADD",
+    "PERIOD_DIFF",
+    "EXTRACT",
+    "CONVERT_TZ",
+    "TIMESTAMP",
+];
 
-fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
-    let _ = (name, args, ctx);
-    Ok(None)
+use crate::temporal::{self as tm, Interval, IntervalUnit, TimeZone};
+use crate::value::{Temporal, TemporalKind};
+
+const WEEK_YEAR: u32 = 2;
+
+fn session_tz(ctx: &FnCtx) -> TimeZone {
+    tm::parse_tz(ctx.time_zone).unwrap_or(TimeZone::System)
 }
 
-fn to_temporal_quiet(v: &Value, kind: crate::value::TemporalKind) -> Option<crate::value::Temporal> {
-    let _ = (v, kind);
-    None
+fn today(ctx: &FnCtx) -> Temporal {
+    let n = tm::now(ctx.now_micros, &session_tz(ctx), 0);
+    Temporal::date(n.year, n.month, n.day)
+}
+
+fn bad_datetime(v: &Value, what: &str, ctx: &mut FnCtx) {
+    ctx.warnings.push(Warning::warn(1292, format!("Incorrect {what} value: '{}'", lossy(&bytes(v)))));
+}
+
+/// Reads an argument as a temporal of `kind`, as MariaDB's `get_date` /
+/// `get_time` do: temporals convert, strings parse, numbers read as
+/// YYYYMMDD[hhmmss] (or [[H]HMM]SS for TIME). A string or number that is
+/// not one gives NULL with warning 1292. For `DateTime`, a date-only
+/// string or number stays a `Date` (DATE_ADD keeps its kind).
+fn to_temporal(v: &Value, kind: TemporalKind, ctx: &mut FnCtx) -> Option<Temporal> {
+    let what = if kind == TemporalKind::Time { "time" } else { "datetime" };
+    match v {
+        Value::Null => None,
+        Value::Temporal(t) => {
+            let td = today(ctx);
+            if t.kind == TemporalKind::Date && kind == TemporalKind::DateTime {
+                return Some(*t);
+            }
+            tm::convert(t, kind, &td)
+        }
+        Value::Str(s) => {
+            let p = if kind == TemporalKind::DateTime {
+                tm::parse_datetime(s).map(|mut p| {
+                    if p.t.kind == TemporalKind::Time {
+                        p.t.kind = TemporalKind::DateTime;
+                    }
+                    p
+                })
+            } else {
+                tm::parse_ext(s, kind)
+            };
+            match p {
+                Some(p) => {
+                    if p.truncated && !p.frac_only {
+                        ctx.warnings.push(Warning::warn(
+                            1292,
+                            format!("Truncated incorrect {what} value: '{}'", lossy(s)),
+                        ));
+                    }
+                    Some(p.t)
+                }
+                None => {
+                    bad_datetime(v, what, ctx);
+                    None
+                }
+            }
+        }
+        _ => {
+            let r = match v {
+                Value::Int(i) => tm::from_int(*i as i128, kind),
+                Value::UInt(u) => tm::from_int(*u as i128, kind),
+                Value::Decimal(d) => tm::from_decimal_str(&d.to_plain_string(), kind),
+                Value::Double(d) => tm::from_number(*d, kind),
+                _ => None,
+            };
+            match r {
+                Some((mut t, clamped)) => {
+                    if clamped {
+                        ctx.warnings.push(Warning::warn(
+                            1292,
+                            format!("Truncated incorrect {what} value: '{}'", v.render()),
+                        ));
+                    }
+                    if kind == TemporalKind::DateTime && t.hour == 0 && t.minute == 0 && t.second == 0 {
+                        let n = v.to_f64().unwrap_or(0.0).abs();
+                        if n < 100_000_000.0 {
+                            t.kind = TemporalKind::Date;
+                        }
+                    }
+                    if kind == TemporalKind::Date {
+                        t = Temporal::date(t.year, t.month, t.day);
+                    }
+                    Some(t)
+                }
+                None => {
+                    bad_datetime(v, what, ctx);
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// [`to_temporal`] without warnings, for comparisons.
+fn to_temporal_quiet(v: &Value, kind: TemporalKind) -> Option<Temporal> {
+    let mut w = Vec::new();
+    let mut ctx = FnCtx {
+        now_micros: 0,
+        time_zone: "+00:00",
+        warnings: &mut w,
+        database: None,
+        last_insert_id: 0,
+        connection_id: 0,
+    };
+    to_temporal(v, kind, &mut ctx).map(|mut t| {
+        if t.kind == TemporalKind::Date && kind == TemporalKind::DateTime {
+            t.kind = TemporalKind::DateTime;
+        }
+        t
+    })
+}
+
+/// A date argument for functions that need a real calendar date (no zero
+/// month or day): NULL with warning 1292 otherwise.
+fn real_date(v: &Value, ctx: &mut FnCtx) -> Option<Temporal> {
+    let t = to_temporal(v, TemporalKind::DateTime, ctx)?;
+    if tm::has_zero_in_date(&t) {
+        bad_datetime(v, "datetime", ctx);
+        return None;
+    }
+    Some(t)
+}
+
+/// The optional fractional-seconds precision argument of NOW(fsp) etc.
+fn fsp_arg(name: &str, args: &[Arg]) -> SqlResult<u8> {
+    count(name, args, 0, 1)?;
+    match args.first() {
+        None => Ok(0),
+        Some(a) => {
+            let f = a.value.to_i64().unwrap_or(0);
+            if !(0..=6).contains(&f) {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!(
+                        "Too big precision {f} specified for '{}'. Maximum is 6",
+                        name.to_ascii_lowercase()
+                    ),
+                ));
+            }
+            Ok(f as u8)
+        }
+    }
+}
+
+fn overflow(ctx: &mut FnCtx) -> Option<Value> {
+    ctx.warnings.push(Warning::warn(1441, "Datetime function: datetime field overflow"));
+    Some(Value::Null)
+}
+
+fn temporal_value(t: Temporal) -> Value {
+    Value::Temporal(t)
+}
+
+/// Seconds with `fsp` digits as a number: an integer, or a decimal when
+/// there is a fraction to show.
+fn secs_value(us: i128, fsp: u8) -> Value {
+    if fsp == 0 {
+        return int_result(us.div_euclid(1_000_000));
+    }
+    let d = BigDecimal::new(us.into(), 6);
+    Value::Decimal(d.with_scale_round(fsp as i64, RoundingMode::Down))
+}
+
+/// The fraction digits a string argument shows once read: 6 when it has a
+/// fraction (MariaDB's `time_precision` of a constant string).
+fn str_fsp(v: &Value, t: &Temporal) -> u8 {
+    match v {
+        Value::Str(_) => {
+            if t.micro != 0 {
+                6
+            } else {
+                0
+            }
+        }
+        _ => t.fsp,
+    }
+}
+
+/// An INTERVAL's amount in `unit`, as MariaDB's `get_interval_value`:
+/// strings of a simple unit read as integers (truncated), numbers round,
+/// SECOND keeps a fraction, composite units read their fields from text.
+fn interval_of(v: &Value, unit: IntervalUnit) -> Option<Interval> {
+    use IntervalUnit::*;
+    let simple = matches!(unit, Microsecond | Second | Minute | Hour | Day | Week | Month | Quarter | Year);
+    if !simple {
+        return Interval::from_str_unit(&lossy(&bytes(v)), unit);
+    }
+    if unit == Second {
+        if let Value::Decimal(_) | Value::Double(_) | Value::Str(_) = v {
+            let d = match v {
+                Value::Str(s) => {
+                    let (_, len) = parse_f64_prefix(s);
+                    BigDecimal::from_str(lossy(&s[..len]).trim()).unwrap_or_default()
+                }
+                other => other.to_decimal()?,
+            };
+            let neg = d.sign() == bigdecimal::num_bigint::Sign::Minus;
+            let us = (d.abs() * BigDecimal::from(1_000_000)).with_scale_round(0, RoundingMode::Down);
+            let us = u64::from_str(&us.to_plain_string()).unwrap_or(u64::MAX / 2);
+            return Some(Interval::from_seconds(neg, us / 1_000_000, us % 1_000_000));
+        }
+    }
+    let n = match v {
+        Value::Str(s) => crate::value::parse_int_prefix(s)
+            .map(|i| i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+            .unwrap_or_else(|| parse_f64_prefix(s).0.trunc() as i64),
+        other => other.to_i64()?,
+    };
+    Some(Interval::from_int(n, unit))
+}
+
+fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
+    if !DATE_NAMES.contains(&name) {
+        return Ok(None);
+    }
+    use TemporalKind::*;
+    let tz = session_tz(ctx);
+    // Functions of the clock.
+    match name {
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
+            let f = fsp_arg(name, args)?;
+            return Ok(Some(temporal_value(tm::now(ctx.now_micros, &tz, f))));
+        }
+        "UTC_TIMESTAMP" => {
+            let f = fsp_arg(name, args)?;
+            return Ok(Some(temporal_value(tm::now(ctx.now_micros, &TimeZone::Offset(0), f))));
+        }
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => {
+            count(name, args, 0, 0)?;
+            let z = if name == "UTC_DATE" { TimeZone::Offset(0) } else { tz };
+            let n = tm::now(ctx.now_micros, &z, 0);
+            return Ok(Some(temporal_value(Temporal::date(n.year, n.month, n.day))));
+        }
+        "CURTIME" | "CURRENT_TIME" | "UTC_TIME" => {
+            let f = fsp_arg(name, args)?;
+            let z = if name == "UTC_TIME" { TimeZone::Offset(0) } else { tz };
+            let n = tm::now(ctx.now_micros, &z, f);
+            let mut t = tm::zero(Time);
+            (t.hour, t.minute, t.second, t.micro, t.fsp) = (n.hour, n.minute, n.second, n.micro, f);
+            return Ok(Some(temporal_value(t)));
+        }
+        "UNIX_TIMESTAMP" => {
+            count(name, args, 0, 1)?;
+            let Some(a) = args.first() else {
+                return Ok(Some(Value::Int(ctx.now_micros.div_euclid(1_000_000))));
+            };
+            let Some(t) = to_temporal(&a.value, DateTime, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            let mut dt = t;
+            dt.kind = DateTime;
+            if tm::is_zero_date(&dt) {
+                return Ok(Some(Value::Int(0)));
+            }
+            let Some(us) = tm::local_to_utc_any(&dt, &tz) else {
+                return Ok(Some(Value::Null));
+            };
+            if !(0..=tm::TIMESTAMP_MAX_SECS as i128 * 1_000_000 + 999_999).contains(&(us as i128)) {
+                return Ok(Some(Value::Null));
+            }
+            return Ok(Some(secs_value(us as i128, t.fsp)));
+        }
+        "FROM_UNIXTIME" => {
+            count(name, args, 1, 2)?;
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let (us, fsp) = match &args[0].value {
+                Value::Int(i) => ((*i as i128) * 1_000_000, 0),
+                Value::UInt(u) => ((*u as i128) * 1_000_000, 0),
+                v => {
+                    let d = match v {
+                        Value::Str(s) => {
+                            let f = str_f64(s, ctx);
+                            BigDecimal::from_str(&format!("{f:.6}")).unwrap_or_default()
+                        }
+                        Value::Double(f) => BigDecimal::from_str(&format!("{f:.6}")).unwrap_or_default(),
+                        other => other.to_decimal().unwrap_or_default(),
+                    };
+                    let fsp = match v {
+                        Value::Decimal(x) => x.fractional_digit_count().clamp(0, 6) as u8,
+                        _ => 6,
+                    };
+                    let us = (d * BigDecimal::from(1_000_000)).with_scale_round(0, RoundingMode::Down);
+                    (i128::from_str(&us.to_plain_string()).unwrap_or(-1), fsp)
+                }
+            };
+            if !(0..=tm::TIMESTAMP_MAX_SECS as i128 * 1_000_000 + 999_999).contains(&us) {
+                return Ok(Some(Value::Null));
+            }
+            let t = tm::from_utc_micros(us as i64, &tz, fsp);
+            if args.len() == 2 {
+                let f = bytes(&args[1].value);
+                return Ok(Some(tm::format(&t, &f, false).map(Value::Str).unwrap_or(Value::Null)));
+            }
+            return Ok(Some(temporal_value(t)));
+        }
+        "EXTRACT" => {
+            count(name, args, 2, 2)?;
+            let unit = lossy(&bytes(&args[0].value)).to_ascii_uppercase();
+            if args[1].value.is_null() {
+                return Ok(Some(Value::Null));
+            }
+            return Ok(Some(extract(&unit, &args[1].value, ctx).unwrap_or(Value::Null)));
+        }
+        "TIMESTAMPDIFF" => {
+            count(name, args, 3, 3)?;
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let unit = lossy(&bytes(&args[0].value)).to_ascii_uppercase();
+            let unit = unit.strip_prefix("SQL_TSI_").unwrap_or(&unit).to_string();
+            let (Some(a), Some(b)) =
+                (to_temporal(&args[1].value, DateTime, ctx), to_temporal(&args[2].value, DateTime, ctx))
+            else {
+                return Ok(Some(Value::Null));
+            };
+            return Ok(Some(timestampdiff(&unit, &a, &b).unwrap_or(Value::Null)));
+        }
+        "DATE_ADD" | "DATE_SUB" | "ADDDATE" | "SUBDATE" => {
+            count(name, args, 2, 3)?;
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let unit = if args.len() == 3 {
+                let u = lossy(&bytes(&args[2].value));
+                match IntervalUnit::by_name(&u) {
+                    Some(u) => u,
+                    None => return Err(SqlError::syntax(format!("'{u}'"))),
+                }
+            } else {
+                IntervalUnit::Day
+            };
+            let t = match &args[0].value {
+                Value::Temporal(t) if t.kind == Time => Some(*t),
+                v => to_temporal(v, DateTime, ctx),
+            };
+            let Some(t) = t else {
+                return Ok(Some(Value::Null));
+            };
+            let Some(mut iv) = interval_of(&args[1].value, unit) else {
+                return Ok(Some(Value::Null));
+            };
+            if name == "DATE_SUB" || name == "SUBDATE" {
+                iv.neg = !iv.neg;
+            }
+            if t.kind != Time && tm::has_zero_in_date(&t) {
+                let shown = Value::Temporal(t);
+                bad_datetime(&shown, "datetime", ctx);
+                return Ok(Some(Value::Null));
+            }
+            return Ok(match tm::add_interval(&t, &iv, unit) {
+                Some(r) => Some(temporal_value(r)),
+                None => overflow(ctx),
+            });
+        }
+        "CONVERT_TZ" => {
+            count(name, args, 3, 3)?;
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let from = tm::parse_tz(&lossy(&bytes(&args[1].value)));
+            let to = tm::parse_tz(&lossy(&bytes(&args[2].value)));
+            let (Some(from), Some(to)) = (from, to) else {
+                return Ok(Some(Value::Null));
+            };
+            let Some(mut t) = to_temporal(&args[0].value, DateTime, ctx) else {
+                return Ok(Some(Value::Null));
+            };
+            t.kind = DateTime;
+            return Ok(Some(tm::convert_tz(&t, &from, &to).map(temporal_value).unwrap_or(Value::Null)));
+        }
+        "STR_TO_DATE" => {
+            count(name, args, 2, 2)?;
+            if any_null(args) {
+                return Ok(Some(Value::Null));
+            }
+            let (s, f) = (bytes(&args[0].value), bytes(&args[1].value));
+            return Ok(Some(match tm::str_to_date(&s, &f) {
+                Some((t, trailing)) => {
+                    if trailing {
+                        ctx.warnings.push(Warning::warn(
+                            1292,
+                            format!("Truncated incorrect datetime value: '{}'", lossy(&s)),
+                        ));
+                    }
+                    temporal_value(t)
+                }
+                None => {
+                    ctx.warnings.push(Warning::warn(
+                        1411,
+                        format!("Incorrect datetime value: '{}' for function str_to_date", lossy(&s)),
+                    ));
+                    Value::Null
+                }
+            }));
+        }
+        _ => {}
+    }
+    let (min, max) = match name {
+        "WEEK" | "YEARWEEK" | "TIMESTAMP" => (1, 2),
+        "DATEDIFF" | "TIMEDIFF" | "ADDTIME" | "SUBTIME" | "DATE_FORMAT" | "TIME_FORMAT" | "MAKEDATE"
+        | "PERIOD_ADD" | "PERIOD_DIFF" => (2, 2),
+        "MAKETIME" => (3, 3),
+        _ => (1, 1),
+    };
+    count(name, args, min, max)?;
+    if any_null(args) {
+        return Ok(Some(Value::Null));
+    }
+    let a0 = &args[0].value;
+    let none = Ok(Some(Value::Null));
+    Ok(Some(match name {
+        "DATE" => match to_temporal(a0, DateTime, ctx) {
+            Some(t) => temporal_value(Temporal::date(t.year, t.month, t.day)),
+            None => Value::Null,
+        },
+        "TIME" => match to_temporal(a0, Time, ctx) {
+            Some(t) => temporal_value(t),
+            None => Value::Null,
+        },
+        "TIMESTAMP" => {
+            let Some(mut t) = to_temporal(a0, DateTime, ctx) else { return none };
+            t.kind = DateTime;
+            if args.len() == 2 {
+                let Some(add) = to_temporal(&args[1].value, Time, ctx) else { return none };
+                let us = tm::datetime_to_micros(&t).unwrap_or(0) as i128 + tm::time_to_micros(&add) as i128;
+                let fsp = t.fsp.max(add.fsp);
+                match i64::try_from(us).ok().and_then(tm::micros_to_datetime) {
+                    Some(mut r) => {
+                        r = tm::round_fsp(&r, fsp);
+                        temporal_value(r)
+                    }
+                    None => return Ok(overflow(ctx)),
+                }
+            } else {
+                temporal_value(t)
+            }
+        }
+        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "QUARTER" => {
+            let Some(t) = to_temporal(a0, DateTime, ctx) else { return none };
+            Value::Int(match name {
+                "YEAR" => t.year as i64,
+                "MONTH" => t.month as i64,
+                "QUARTER" => (t.month as i64 + 2) / 3,
+                _ => t.day as i64,
+            })
+        }
+        "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND" => {
+            let Some(t) = to_temporal(a0, Time, ctx) else { return none };
+            Value::Int(match name {
+                "HOUR" => t.hour as i64,
+                "MINUTE" => t.minute as i64,
+                "SECOND" => t.second as i64,
+                _ => t.micro as i64,
+            })
+        }
+        "DAYOFWEEK" | "WEEKDAY" | "DAYOFYEAR" | "DAYNAME" | "WEEKOFYEAR" | "TO_DAYS" | "TO_SECONDS" => {
+            let Some(t) = real_date(a0, ctx) else { return none };
+            let wd = tm::weekday(&t);
+            match name {
+                "DAYOFWEEK" => Value::Int(((wd + 1) % 7 + 1) as i64),
+                "WEEKDAY" => Value::Int(wd as i64),
+                "DAYOFYEAR" => Value::Int(tm::day_of_year(&t)),
+                "DAYNAME" => Value::str(tm::day_name(wd)),
+                "WEEKOFYEAR" => Value::Int(tm::calc_week(&t, tm::week_mode(3)).0 as i64),
+                "TO_DAYS" => Value::Int(tm::daynr(t.year as i64, t.month as i64, t.day as i64)),
+                _ => {
+                    let d = tm::daynr(t.year as i64, t.month as i64, t.day as i64) as i128;
+                    let secs = d * 86_400 + (tm::time_to_micros(&t) / 1_000_000) as i128;
+                    int_result(secs)
+                }
+            }
+        }
+        "WEEK" | "YEARWEEK" => {
+            let Some(t) = real_date(a0, ctx) else { return none };
+            let mode = if args.len() == 2 { args[1].value.to_i64().unwrap_or(0) as u32 } else { 0 };
+            if name == "WEEK" {
+                Value::Int(tm::calc_week(&t, tm::week_mode(mode)).0 as i64)
+            } else {
+                let (w, y) = tm::calc_week(&t, tm::week_mode(mode) | WEEK_YEAR);
+                Value::Int(y * 100 + w as i64)
+            }
+        }
+        "MONTHNAME" => {
+            let Some(t) = to_temporal(a0, DateTime, ctx) else { return none };
+            match tm::month_name(t.month) {
+                Some(m) => Value::str(m),
+                None => Value::Null,
+            }
+        }
+        "LAST_DAY" => {
+            let Some(t) = to_temporal(a0, DateTime, ctx) else { return none };
+            if t.month == 0 || (t.year == 0 && t.day == 0) {
+                return none;
+            }
+            temporal_value(Temporal::date(
+                t.year,
+                t.month,
+                tm::days_in_month(t.year as i64, t.month as u32) as u8,
+            ))
+        }
+        "DATEDIFF" => {
+            let a = to_temporal(a0, DateTime, ctx);
+            let b = to_temporal(&args[1].value, DateTime, ctx);
+            let (Some(a), Some(b)) = (a, b) else { return none };
+            if tm::has_zero_in_date(&a) || tm::has_zero_in_date(&b) {
+                return none;
+            }
+            let d = |t: &Temporal| tm::daynr(t.year as i64, t.month as i64, t.day as i64);
+            Value::Int(d(&a) - d(&b))
+        }
+        "TIMEDIFF" => {
+            let (Some(a), Some(b)) = (time_or_datetime(a0, ctx), time_or_datetime(&args[1].value, ctx))
+            else {
+                return none;
+            };
+            if (a.kind == Time) != (b.kind == Time) {
+                return none;
+            }
+            let us = |t: &Temporal| {
+                if t.kind == Time {
+                    tm::time_to_micros(t) as i128
+                } else {
+                    tm::datetime_to_micros(t).unwrap_or(0) as i128
+                }
+            };
+            let diff = us(&a) - us(&b);
+            let fsp = a.fsp.max(b.fsp);
+            time_result(diff, fsp, ctx)
+        }
+        "ADDTIME" | "SUBTIME" => {
+            let Some(a) = time_or_datetime(a0, ctx) else { return none };
+            let Some(b) = to_temporal(&args[1].value, Time, ctx) else { return none };
+            if b.kind != Time {
+                return none;
+            }
+            let fsp = str_fsp(a0, &a).max(str_fsp(&args[1].value, &b));
+            let mut add = tm::time_to_micros(&b) as i128;
+            if name == "SUBTIME" {
+                add = -add;
+            }
+            if a.kind == Time {
+                time_result(tm::time_to_micros(&a) as i128 + add, fsp, ctx)
+            } else {
+                let us = tm::datetime_to_micros(&a).unwrap_or(0) as i128 + add;
+                match i64::try_from(us).ok().and_then(tm::micros_to_datetime) {
+                    Some(r) => temporal_value(tm::round_fsp(&r, fsp)),
+                    None => return none,
+                }
+            }
+        }
+        "DATE_FORMAT" | "TIME_FORMAT" => {
+            let time_only = name == "TIME_FORMAT";
+            let t = if time_only { to_temporal(a0, Time, ctx) } else { to_temporal(a0, DateTime, ctx) };
+            let Some(t) = t else { return none };
+            let f = bytes(&args[1].value);
+            match tm::format(&t, &f, time_only) {
+                Some(b) => Value::Str(b),
+                None => Value::Null,
+            }
+        }
+        "MAKEDATE" => {
+            let y = i64_of(a0, ctx).unwrap_or(0);
+            let doy = i64_of(&args[1].value, ctx).unwrap_or(0);
+            if doy <= 0 || !(0..=9999).contains(&y) {
+                return none;
+            }
+            let y = if y < 70 {
+                y + 2000
+            } else if y < 100 {
+                y + 1900
+            } else {
+                y
+            };
+            let d = tm::daynr(y, 1, 1).saturating_add(doy - 1);
+            if !(366..=tm::MAX_DAY_NUMBER).contains(&d) {
+                return none;
+            }
+            let (y, m, dd) = tm::from_daynr(d);
+            temporal_value(Temporal::date(y, m, dd))
+        }
+        "MAKETIME" => {
+            let h = i64_of(a0, ctx).unwrap_or(0);
+            let m = i64_of(&args[1].value, ctx).unwrap_or(0);
+            let s = args[2].value.to_decimal().unwrap_or_default();
+            let sf = Value::Decimal(s.clone()).to_f64().unwrap_or(0.0);
+            if !(0..=59).contains(&m) || !(0.0..60.0).contains(&sf) {
+                return none;
+            }
+            let fsp = match &args[2].value {
+                Value::Decimal(d) => d.fractional_digit_count().clamp(0, 6) as u8,
+                Value::Double(_) | Value::Str(_) => 6,
+                _ => 0,
+            };
+            let us = (s * BigDecimal::from(1_000_000)).with_scale_round(0, RoundingMode::Down);
+            let sus = i128::from_str(&us.to_plain_string()).unwrap_or(0);
+            let total = (h.unsigned_abs() as i128 * 3600 + m as i128 * 60) * 1_000_000 + sus;
+            let total = if h < 0 { -total } else { total };
+            time_result(total, fsp, ctx)
+        }
+        "SEC_TO_TIME" => {
+            let (us, fsp) = match a0 {
+                Value::Int(i) => (*i as i128 * 1_000_000, 0),
+                Value::UInt(u) => (*u as i128 * 1_000_000, 0),
+                v => {
+                    let d = match v {
+                        Value::Str(s) => {
+                            BigDecimal::from_str(&format!("{:.6}", str_f64(s, ctx))).unwrap_or_default()
+                        }
+                        Value::Double(f) => BigDecimal::from_str(&format!("{f:.6}")).unwrap_or_default(),
+                        o => o.to_decimal().unwrap_or_default(),
+                    };
+                    let fsp = match v {
+                        Value::Decimal(x) => x.fractional_digit_count().clamp(0, 6) as u8,
+                        _ => 6,
+                    };
+                    let us = (d * BigDecimal::from(1_000_000)).with_scale_round(0, RoundingMode::Down);
+                    (i128::from_str(&us.to_plain_string()).unwrap_or(i128::MAX / 2), fsp)
+                }
+            };
+            let (r, clamped) = tm::time_from_micros(us.clamp(i64::MIN as i128, i64::MAX as i128) as i64, fsp);
+            if clamped {
+                ctx.warnings
+                    .push(Warning::warn(1292, format!("Truncated incorrect time value: '{}'", a0.render())));
+            }
+            temporal_value(tm::round_fsp(&r, fsp))
+        }
+        "TIME_TO_SEC" => {
+            let Some(t) = to_temporal(a0, Time, ctx) else { return none };
+            let us = tm::time_to_micros(&t) as i128;
+            if t.micro == 0 {
+                int_result(us / 1_000_000)
+            } else {
+                let d = BigDecimal::new(us.into(), 6);
+                Value::Decimal(d.with_scale_round(t.fsp.max(1) as i64, RoundingMode::Down))
+            }
+        }
+        "FROM_DAYS" => {
+            let d = i64_of(a0, ctx).unwrap_or(0);
+            let (y, m, dd) = tm::from_daynr(d);
+            temporal_value(Temporal::date(y, m, dd))
+        }
+        "PERIOD_ADD" | "PERIOD_DIFF" => {
+            let p = i64_of(a0, ctx).unwrap_or(0);
+            let q = i64_of(&args[1].value, ctx).unwrap_or(0);
+            if name == "PERIOD_ADD" {
+                if p == 0 {
+                    return Ok(Some(Value::Int(0)));
+                }
+                let m = period_months(p).saturating_add(q);
+                Value::Int(m / 12 * 100 + m % 12 + 1)
+            } else {
+                Value::Int(period_months(p) - period_months(q))
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A YYMM / YYYYMM period as months since year 0 (MySQL's `convert_period_to_month`).
+fn period_months(p: i64) -> i64 {
+    if p == 0 {
+        return 0;
+    }
+    let mut y = p / 100;
+    if y < 70 {
+        y += 2000;
+    } else if y < 100 {
+        y += 1900;
+    }
+    y * 12 + p % 100 - 1
+}
+
+/// A TIME result from signed microseconds, clamped to ±838:59:59 with
+/// warning 1292.
+fn time_result(us: i128, fsp: u8, ctx: &mut FnCtx) -> Value {
+    let c = us.clamp(i64::MIN as i128 / 2, i64::MAX as i128 / 2) as i64;
+    let (t, clamped) = tm::time_from_micros(c, fsp);
+    if clamped {
+        let (shown, _) = tm::time_from_micros(c.clamp(-(i64::MAX / 4), i64::MAX / 4), fsp);
+        let mut s = shown;
+        s.hour = (c.unsigned_abs() / 3_600_000_000) as u32;
+        ctx.warnings.push(Warning::warn(1292, format!("Truncated incorrect time value: '{}'", s.render())));
+    }
+    Value::Temporal(tm::round_fsp(&t, fsp))
+}
+
+/// A TIMEDIFF / ADDTIME argument: a datetime if it reads as one, a time
+/// otherwise.
+fn time_or_datetime(v: &Value, ctx: &mut FnCtx) -> Option<Temporal> {
+    match v {
+        Value::Temporal(t) => {
+            let mut t = *t;
+            if t.kind == TemporalKind::Date {
+                t.kind = TemporalKind::DateTime;
+            }
+            Some(t)
+        }
+        Value::Str(s) => {
+            if let Some(p) = tm::parse_datetime(s) {
+                if p.t.kind != TemporalKind::Time && s.iter().any(|c| *c == b'-' || *c == b'/') {
+                    let mut t = p.t;
+                    t.kind = TemporalKind::DateTime;
+                    return Some(t);
+                }
+            }
+            to_temporal(v, TemporalKind::Time, ctx)
+        }
+        _ => to_temporal(v, TemporalKind::Time, ctx),
+    }
+}
+
+fn timestampdiff(unit: &str, a: &Temporal, b: &Temporal) -> Option<Value> {
+    let us = |t: &Temporal| tm::datetime_to_micros(t).map(|x| x as i128);
+    let diff = us(b)? - us(a)?;
+    let div: i128 = match unit {
+        "MICROSECOND" => 1,
+        "SECOND" => 1_000_000,
+        "MINUTE" => 60_000_000,
+        "HOUR" => 3_600_000_000,
+        "DAY" => 86_400_000_000,
+        "WEEK" => 7 * 86_400_000_000,
+        "MONTH" | "QUARTER" | "YEAR" => {
+            let (early, late, neg) = if diff >= 0 { (a, b, false) } else { (b, a, true) };
+            let mut months =
+                (late.year as i64 * 12 + late.month as i64) - (early.year as i64 * 12 + early.month as i64);
+            let key = |t: &Temporal| (t.day, tm::time_to_micros(t));
+            if key(late) < key(early) {
+                months -= 1;
+            }
+            let m = match unit {
+                "MONTH" => months,
+                "QUARTER" => months / 3,
+                _ => months / 12,
+            };
+            return Some(Value::Int(if neg { -m } else { m }));
+        }
+        _ => return None,
+    };
+    Some(int_result(diff / div))
+}
+
+/// EXTRACT(unit FROM v).
+fn extract(unit: &str, v: &Value, ctx: &mut FnCtx) -> Option<Value> {
+    let date_unit = matches!(
+        unit,
+        "YEAR"
+            | "QUARTER"
+            | "MONTH"
+            | "WEEK"
+            | "DAY"
+            | "YEAR_MONTH"
+            | "DAY_HOUR"
+            | "DAY_MINUTE"
+            | "DAY_SECOND"
+            | "DAY_MICROSECOND"
+    );
+    let t = if date_unit { to_temporal(v, TemporalKind::DateTime, ctx)? } else { time_or_datetime(v, ctx)? };
+    let sign: i64 = if t.kind == TemporalKind::Time && t.neg { -1 } else { 1 };
+    let (d, h, mi, s, us) = (t.day as i64, t.hour as i64, t.minute as i64, t.second as i64, t.micro as i64);
+    // A TIME's days are in its hours.
+    let (d, h) = if t.kind == TemporalKind::Time && date_unit { (h / 24, h % 24) } else { (d, h) };
+    let r = match unit {
+        "YEAR" => t.year as i64,
+        "QUARTER" => (t.month as i64 + 2) / 3,
+        "MONTH" => t.month as i64,
+        "WEEK" => tm::calc_week(&t, tm::week_mode(0)).0 as i64,
+        "DAY" => d,
+        "HOUR" => h,
+        "MINUTE" => mi,
+        "SECOND" => s,
+        "MICROSECOND" => us,
+        "YEAR_MONTH" => t.year as i64 * 100 + t.month as i64,
+        "DAY_HOUR" => d * 100 + h,
+        "DAY_MINUTE" => (d * 100 + h) * 100 + mi,
+        "DAY_SECOND" => ((d * 100 + h) * 100 + mi) * 100 + s,
+        "DAY_MICROSECOND" => (((d * 100 + h) * 100 + mi) * 100 + s) * 1_000_000 + us,
+        "HOUR_MINUTE" => h * 100 + mi,
+        "HOUR_SECOND" => (h * 100 + mi) * 100 + s,
+        "HOUR_MICROSECOND" => ((h * 100 + mi) * 100 + s) * 1_000_000 + us,
+        "MINUTE_SECOND" => mi * 100 + s,
+        "MINUTE_MICROSECOND" => (mi * 100 + s) * 1_000_000 + us,
+        "SECOND_MICROSECOND" => s * 1_000_000 + us,
+        _ => return None,
+    };
+    Some(Value::Int(r * sign))
 }
 
 // ---------------------------------------------------------------------------
@@ -1688,6 +2527,10 @@ mod tests {
         F(f64),
         D(&'static str),
         N,
+        /// A DATE, DATETIME or TIME value (by what the text holds).
+        Da(&'static str),
+        Dt(&'static str),
+        Tm(&'static str),
     }
 
     fn arg(a: &A) -> Arg {
@@ -1698,6 +2541,18 @@ mod tests {
             A::F(f) => Arg { value: Value::Double(*f), coll: None },
             A::D(d) => Arg { value: Value::Decimal(BigDecimal::from_str(d).unwrap()), coll: None },
             A::N => Arg { value: Value::Null, coll: None },
+            A::Da(t) => Arg {
+                value: Value::Temporal(tm::parse(t.as_bytes(), TemporalKind::Date).unwrap()),
+                coll: None,
+            },
+            A::Dt(t) => Arg {
+                value: Value::Temporal(tm::parse(t.as_bytes(), TemporalKind::DateTime).unwrap()),
+                coll: None,
+            },
+            A::Tm(t) => Arg {
+                value: Value::Temporal(tm::parse(t.as_bytes(), TemporalKind::Time).unwrap()),
+                coll: None,
+            },
         }
     }
 
@@ -1967,5 +2822,161 @@ mod tests {
         let e = run_w("POW", &[I(0), I(-1)]).0.unwrap_err();
         assert_eq!(e.message, "DOUBLE value is out of range in 'pow(0,-1)'");
         assert_eq!(run_w("COT", &[I(0)]).0.unwrap_err().code, 1690);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(r("DATE", &[S("2024-01-31 10:11:12")]), "2024-01-31");
+        assert_eq!(r("TIME", &[S("2024-01-31 10:11:12.5")]), "10:11:12.5");
+        assert_eq!(r("YEAR", &[S("2024-01-31")]), "2024");
+        assert_eq!(r("MONTH", &[I(20240131)]), "1");
+        assert_eq!(r("DAY", &[S("2024-01-31")]), "31");
+        assert_eq!(r("DAYOFMONTH", &[Da("2024-02-03")]), "3");
+        assert_eq!(r("HOUR", &[S("10:11:12")]), "10");
+        assert_eq!(r("HOUR", &[S("838:00:00")]), "838");
+        assert_eq!(r("MINUTE", &[S("2024-01-31 10:11:12")]), "11");
+        assert_eq!(r("SECOND", &[I(101112)]), "12");
+        assert_eq!(r("MICROSECOND", &[S("10:11:12.5")]), "500000");
+        assert_eq!(r("MICROSECOND", &[S("2024-01-01")]), "0");
+        assert_eq!(r("DAYOFWEEK", &[S("2024-01-31")]), "4");
+        assert_eq!(r("WEEKDAY", &[S("2024-01-31")]), "2");
+        assert_eq!(r("DAYOFYEAR", &[S("2024-12-31")]), "366");
+        assert_eq!(r("WEEK", &[S("2024-01-31")]), "4");
+        assert_eq!(r("WEEK", &[S("2024-01-01"), I(3)]), "1");
+        assert_eq!(r("WEEK", &[S("2024-12-31"), I(1)]), "53");
+        assert_eq!(r("YEARWEEK", &[S("2024-01-01")]), "202353");
+        assert_eq!(r("YEARWEEK", &[S("2024-12-31"), I(1)]), "202501");
+        assert_eq!(r("QUARTER", &[S("2024-05-01")]), "2");
+        assert_eq!(r("DAYNAME", &[S("2024-01-31")]), "Wednesday");
+        assert_eq!(r("MONTHNAME", &[S("2024-01-31")]), "January");
+        assert_eq!(r("LAST_DAY", &[S("2024-02-10")]), "2024-02-29");
+        assert_eq!(r("LAST_DAY", &[S("2024-00-01")]), "NULL");
+        assert_eq!(r("DATEDIFF", &[S("2024-03-01"), S("2024-02-01 23:00:00")]), "29");
+        assert_eq!(r("TIMEDIFF", &[S("2024-01-01 10:00:00"), S("2024-01-01 08:30:00.5")]), "01:29:59.5");
+        assert_eq!(r("TIMEDIFF", &[S("10:00"), S("12:00")]), "-02:00:00");
+        assert_eq!(r("TIMESTAMPDIFF", &[S("MONTH"), S("2024-01-31"), S("2024-02-29")]), "0");
+        assert_eq!(r("TIMESTAMPDIFF", &[S("MONTH"), S("2024-02-29"), S("2024-01-31")]), "0");
+        assert_eq!(r("TIMESTAMPDIFF", &[S("YEAR"), S("2000-02-29"), S("2024-02-28")]), "23");
+        assert_eq!(r("TIMESTAMPDIFF", &[S("SECOND"), S("2024-01-01"), S("2024-01-02")]), "86400");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), I(1), S("MONTH")]), "2024-02-29");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), I(1), S("HOUR")]), "2024-01-31 01:00:00");
+        assert_eq!(r("DATE_SUB", &[S("2024-01-01"), S("1 1"), S("DAY_HOUR")]), "2023-12-30 23:00:00");
+        assert_eq!(r("ADDDATE", &[S("2024-01-01"), I(5)]), "2024-01-06");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-01"), S("1.5"), S("DAY")]), "2024-01-02");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-01"), D("1.5"), S("DAY")]), "2024-01-03");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-01"), D("1.5"), S("HOUR")]), "2024-01-01 02:00:00");
+        assert_eq!(r("DATE_ADD", &[I(20240131), I(1), S("DAY")]), "2024-02-01");
+        assert_eq!(
+            r("DATE_ADD", &[S("2024-01-31 10:00:00"), D("1.5"), S("SECOND")]),
+            "2024-01-31 10:00:01.500000"
+        );
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), S("1.5"), S("DAY_SECOND")]), "2024-01-31 00:01:05");
+        assert_eq!(r("DATE_ADD", &[S("10:00:00"), I(1), S("HOUR")]), "NULL");
+        let (v, w) = run_w("DATE_ADD", &[S("2024-00-00"), I(1), S("DAY")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Incorrect datetime value: '2024-00-00'");
+        assert_eq!(r("DATE_ADD", &[Tm("10:00:00"), I(1), S("HOUR")]), "11:00:00");
+        assert_eq!(r("DATE_ADD", &[Da("2024-01-31"), I(1), S("HOUR")]), "2024-01-31 01:00:00");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), I(-1), S("DAY")]), "2024-01-30");
+        assert_eq!(r("SUBDATE", &[S("2024-01-31"), I(1), S("YEAR")]), "2023-01-31");
+        let (v, w) = run_w("DATE_ADD", &[S("9999-12-31"), I(1), S("DAY")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Datetime function: datetime field overflow");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), I(i64::MAX), S("DAY")]), "NULL");
+        assert_eq!(r("DATE_ADD", &[S("2024-01-31"), I(i64::MIN), S("MONTH")]), "NULL");
+        assert_eq!(r("ADDTIME", &[S("2024-01-01 10:00:00"), S("1:30:00")]), "2024-01-01 11:30:00");
+        assert_eq!(r("SUBTIME", &[S("10:00:00"), S("11:00:00")]), "-01:00:00");
+        assert_eq!(r("ADDTIME", &[S("10:00:00.5"), S("1.25")]), "10:00:01.750000");
+        assert_eq!(
+            r("DATE_FORMAT", &[S("2024-01-31 13:05:00"), S("%W %D %M %Y %h:%i %p")]),
+            "Wednesday 31st January 2024 01:05 PM"
+        );
+        assert_eq!(
+            r("DATE_FORMAT", &[S("2024-01-31"), S("%j %U %u %V %v %X %x %w %a %b %c %e %f")]),
+            "031 04 05 04 05 2024 2024 3 Wed Jan 1 31 000000"
+        );
+        assert_eq!(r("DATE_FORMAT", &[S("abc"), S("%Y")]), "NULL");
+        assert_eq!(r("TIME_FORMAT", &[S("13:05:00"), S("%H.%i")]), "13.05");
+        assert_eq!(r("TIME_FORMAT", &[S("25:00:00"), S("%H %k %h %l")]), "25 25 01 1");
+        assert_eq!(r("STR_TO_DATE", &[S("31/01/2024"), S("%d/%m/%Y")]), "2024-01-31");
+        assert_eq!(r("STR_TO_DATE", &[S("2024-01-31 10:11"), S("%Y-%m-%d %H:%i")]), "2024-01-31 10:11:00");
+        assert_eq!(r("STR_TO_DATE", &[S("10:11"), S("%H:%i")]), "10:11:00");
+        let (v, w) = run_w("STR_TO_DATE", &[S("abc"), S("%Y")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Incorrect datetime value: 'abc' for function str_to_date");
+        assert_eq!(r("MAKEDATE", &[I(2024), I(60)]), "2024-02-29");
+        assert_eq!(r("MAKEDATE", &[I(2024), I(0)]), "NULL");
+        assert_eq!(r("MAKEDATE", &[I(i64::MAX), I(i64::MAX)]), "NULL");
+        assert_eq!(r("MAKETIME", &[I(10), I(11), I(12)]), "10:11:12");
+        assert_eq!(r("MAKETIME", &[I(900), I(0), I(0)]), "838:59:59");
+        assert_eq!(r("MAKETIME", &[I(1), I(60), I(0)]), "NULL");
+        assert_eq!(r("MAKETIME", &[I(1), I(2), D("3.5")]), "01:02:03.5");
+        assert_eq!(r("MAKETIME", &[I(i64::MIN), I(0), I(0)]), "-838:59:59");
+        assert_eq!(r("SEC_TO_TIME", &[I(3661)]), "01:01:01");
+        assert_eq!(r("SEC_TO_TIME", &[D("-1.5")]), "-00:00:01.5");
+        assert_eq!(r("SEC_TO_TIME", &[I(99999999)]), "838:59:59");
+        assert_eq!(r("SEC_TO_TIME", &[I(i64::MIN)]), "-838:59:59");
+        assert_eq!(r("TIME_TO_SEC", &[S("01:01:01")]), "3661");
+        assert_eq!(r("TIME_TO_SEC", &[S("-01:00:00")]), "-3600");
+        assert_eq!(r("TIME_TO_SEC", &[S("10:00:00.5")]), "36000.5");
+        assert_eq!(r("TO_DAYS", &[S("2024-01-31")]), "739281");
+        assert_eq!(r("TO_DAYS", &[S("0000-00-00")]), "NULL");
+        assert_eq!(r("FROM_DAYS", &[I(739281)]), "2024-01-31");
+        assert_eq!(r("FROM_DAYS", &[I(0)]), "0000-00-00");
+        assert_eq!(r("FROM_DAYS", &[I(i64::MIN)]), "0000-00-00");
+        assert_eq!(r("TO_SECONDS", &[S("2024-01-31")]), "63873878400");
+        assert_eq!(r("PERIOD_ADD", &[I(202401), I(13)]), "202502");
+        assert_eq!(r("PERIOD_ADD", &[I(2401), I(1)]), "202402");
+        assert_eq!(r("PERIOD_ADD", &[I(0), I(1)]), "0");
+        assert_eq!(r("PERIOD_DIFF", &[I(202401), I(202312)]), "1");
+        assert_eq!(r("PERIOD_DIFF", &[I(9901), I(200001)]), "-12");
+        assert_eq!(r("EXTRACT", &[S("YEAR_MONTH"), S("2024-01-31")]), "202401");
+        assert_eq!(r("EXTRACT", &[S("DAY_SECOND"), S("2024-01-31 10:11:12")]), "31101112");
+        assert_eq!(r("EXTRACT", &[S("HOUR"), S("10:11:12")]), "10");
+        assert_eq!(r("EXTRACT", &[S("HOUR"), S("-10:11:12")]), "-10");
+        assert_eq!(r("EXTRACT", &[S("MICROSECOND"), S("10:11:12.5")]), "500000");
+        assert_eq!(r("EXTRACT", &[S("DAY_MICROSECOND"), S("2024-01-31 10:11:12.5")]), "31101112500000");
+        assert_eq!(r("EXTRACT", &[S("WEEK"), S("2024-01-31")]), "4");
+        assert_eq!(
+            r("CONVERT_TZ", &[S("2024-07-01 12:00:00"), S("+00:00"), S("+02:00")]),
+            "2024-07-01 14:00:00"
+        );
+        assert_eq!(
+            r("CONVERT_TZ", &[S("2024-07-01 12:00:00"), S("UTC"), S("Europe/Paris")]),
+            "2024-07-01 14:00:00"
+        );
+        assert_eq!(r("CONVERT_TZ", &[S("2024-07-01"), S("nowhere"), S("UTC")]), "NULL");
+        assert_eq!(r("TIMESTAMP", &[S("2024-01-31")]), "2024-01-31 00:00:00");
+        assert_eq!(r("TIMESTAMP", &[S("2024-01-31"), S("10:00:00")]), "2024-01-31 10:00:00");
+        assert_eq!(r("UNIX_TIMESTAMP", &[S("2024-01-31 00:00:00")]), "1706659200");
+        assert_eq!(r("UNIX_TIMESTAMP", &[S("2024-01-31 00:00:00.25")]), "1706659200.25");
+        assert_eq!(r("UNIX_TIMESTAMP", &[S("1960-01-01")]), "NULL");
+        assert_eq!(r("UNIX_TIMESTAMP", &[S("2040-01-01")]), "NULL");
+        assert_eq!(r("UNIX_TIMESTAMP", &[]), "1706700000");
+        assert_eq!(r("FROM_UNIXTIME", &[I(1706659200)]), "2024-01-31 00:00:00");
+        assert_eq!(r("FROM_UNIXTIME", &[D("1706659200.5")]), "2024-01-31 00:00:00.5");
+        assert_eq!(r("FROM_UNIXTIME", &[I(1706659200), S("%Y")]), "2024");
+        assert_eq!(r("FROM_UNIXTIME", &[I(-1)]), "NULL");
+        assert_eq!(r("FROM_UNIXTIME", &[D("1.123456789")]), "1970-01-01 00:00:01.123456");
+        assert_eq!(r("FROM_UNIXTIME", &[F(1e300)]), "NULL");
+        assert_eq!(r("NOW", &[]), "2024-01-31 11:20:00");
+        assert_eq!(r("NOW", &[I(3)]), "2024-01-31 11:20:00.123");
+        assert_eq!(r("CURDATE", &[]), "2024-01-31");
+        assert_eq!(r("CURTIME", &[I(2)]), "11:20:00.12");
+        assert_eq!(r("UTC_TIMESTAMP", &[]), "2024-01-31 11:20:00");
+        assert_eq!(run_w("NOW", &[I(7)]).0.unwrap_err().code, 1426);
+        let (v, w) = run_w("YEAR", &[S("abc")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Incorrect datetime value: 'abc'");
+        assert_eq!(r("DATE", &[S("2024-02-30")]), "NULL");
+        let (v, w) = run_w("DAYNAME", &[S("0000-00-00")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Incorrect datetime value: '0000-00-00'");
+        assert_eq!(r("MONTH", &[S("0000-00-00")]), "0");
+        assert_eq!(r("YEAR", &[D("2024.5")]), "NULL");
+        assert_eq!(r("HOUR", &[D("1.5")]), "0");
+        assert_eq!(r("GREATEST", &[S("2024-01-01"), Da("2023-01-01")]), "2024-01-01");
+        assert_eq!(r("LEAST", &[S("2024-01-01"), Da("2023-01-01")]), "2023-01-01");
+        assert_eq!(r("DATEDIFF", &[Dt("2024-03-01 10:00:00"), Da("2024-02-01")]), "29");
     }
 }
