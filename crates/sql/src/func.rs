@@ -2508,11 +2508,860 @@ fn extract(unit: &str, v: &Value, ctx: &mut FnCtx) -> Option<Value> {
 // ---------------------------------------------------------------------------
 // JSON
 
-const JSON_NAMES: &[&str] = &[];
+const JSON_NAMES: &[&str] = &[
+    "JSON_VALID",
+    "JSON_EXTRACT",
+    "JSON_UNQUOTE",
+    "JSON_OBJECT",
+    "JSON_ARRAY",
+    "JSON_CONTAINS",
+    "JSON_LENGTH",
+    "JSON_TYPE",
+    "JSON_KEYS",
+    "JSON_SET",
+    "JSON_INSERT",
+    "JSON_REPLACE",
+    "JSON_REMOVE",
+    "JSON_QUOTE",
+    "JSON_DEPTH",
+];
 
+/// A JSON document as MariaDB keeps it: object members in the order
+/// written (duplicates included), numbers and strings as their source
+/// text (a string without its quotes, escapes as written), so extracted
+/// values print exactly as MariaDB prints them.
+#[derive(Clone, Debug, PartialEq)]
+enum J {
+    Null,
+    Bool(bool),
+    Num(String),
+    Str(String),
+    Arr(Vec<J>),
+    Obj(Vec<(String, J)>),
+}
+
+/// Why a document did not parse: MariaDB's warning number and text.
+struct JErr {
+    end: bool,
+    pos: usize,
+}
+
+struct JParser<'a> {
+    s: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+
+impl JParser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn err(&self) -> JErr {
+        JErr { end: self.i >= self.s.len(), pos: self.i }
+    }
+
+    fn value(&mut self) -> Result<J, JErr> {
+        self.ws();
+        let Some(&c) = self.s.get(self.i) else { return Err(self.err()) };
+        match c {
+            b'{' | b'[' => {
+                self.depth += 1;
+                if self.depth > 32 {
+                    return Err(self.err());
+                }
+                self.i += 1;
+                let r = if c == b'{' { self.object() } else { self.array() };
+                self.depth -= 1;
+                r
+            }
+            b'"' => Ok(J::Str(self.string()?)),
+            b't' => self.word("true", J::Bool(true)),
+            b'f' => self.word("false", J::Bool(false)),
+            b'n' => self.word("null", J::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(self.err()),
+        }
+    }
+
+    fn word(&mut self, w: &str, v: J) -> Result<J, JErr> {
+        if self.s[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Ok(v)
+        } else {
+            Err(self.err())
+        }
+    }
+
+    fn number(&mut self) -> Result<J, JErr> {
+        let st = self.i;
+        if self.s[self.i] == b'-' {
+            self.i += 1;
+        }
+        let digits = |p: &mut Self| {
+            let d = p.i;
+            while p.i < p.s.len() && p.s[p.i].is_ascii_digit() {
+                p.i += 1;
+            }
+            p.i > d
+        };
+        if !digits(self) {
+            return Err(self.err());
+        }
+        if self.s.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            if !digits(self) {
+                return Err(self.err());
+            }
+        }
+        if matches!(self.s.get(self.i), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.s.get(self.i), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            if !digits(self) {
+                return Err(self.err());
+            }
+        }
+        Ok(J::Num(lossy(&self.s[st..self.i])))
+    }
+
+    /// A string's source text between its quotes (escapes checked, kept).
+    fn string(&mut self) -> Result<String, JErr> {
+        self.i += 1;
+        let st = self.i;
+        loop {
+            let Some(&c) = self.s.get(self.i) else { return Err(self.err()) };
+            match c {
+                b'"' => {
+                    let t = lossy(&self.s[st..self.i]);
+                    self.i += 1;
+                    return Ok(t);
+                }
+                b'\\' => {
+                    let Some(&e) = self.s.get(self.i + 1) else {
+                        self.i += 1;
+                        return Err(self.err());
+                    };
+                    match e {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
+                        b'u' => {
+                            let h = self.s.get(self.i + 2..self.i + 6).unwrap_or(b"");
+                            if h.len() != 4 || !h.iter().all(|x| x.is_ascii_hexdigit()) {
+                                return Err(self.err());
+                            }
+                            self.i += 6;
+                        }
+                        _ => return Err(self.err()),
+                    }
+                }
+                c if c < 0x20 => return Err(self.err()),
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    fn array(&mut self) -> Result<J, JErr> {
+        let mut v = Vec::new();
+        self.ws();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(J::Arr(v));
+        }
+        loop {
+            v.push(self.value()?);
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(J::Arr(v));
+                }
+                _ => return Err(self.err()),
+            }
+        }
+    }
+
+    fn object(&mut self) -> Result<J, JErr> {
+        let mut v = Vec::new();
+        self.ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(J::Obj(v));
+        }
+        loop {
+            self.ws();
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.err());
+            }
+            let k = self.string()?;
+            self.ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.err());
+            }
+            self.i += 1;
+            v.push((k, self.value()?));
+            self.ws();
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(J::Obj(v));
+                }
+                _ => return Err(self.err()),
+            }
+        }
+    }
+}
+
+fn parse_json(s: &[u8]) -> Result<J, JErr> {
+    let mut p = JParser { s, i: 0, depth: 0 };
+    let v = p.value()?;
+    p.ws();
+    if p.i < s.len() {
+        return Err(p.err());
+    }
+    Ok(v)
+}
+
+impl J {
+    /// MariaDB's printing: `[1, 2]`, `{"a": 1}`.
+    fn write(&self, out: &mut String) {
+        match self {
+            J::Null => out.push_str("null"),
+            J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            J::Num(n) => out.push_str(n),
+            J::Str(s) => {
+                out.push('"');
+                out.push_str(s);
+                out.push('"');
+            }
+            J::Arr(v) => {
+                out.push('[');
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    x.write(out);
+                }
+                out.push(']');
+            }
+            J::Obj(v) => {
+                out.push('{');
+                for (i, (k, x)) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push('"');
+                    out.push_str(k);
+                    out.push_str("\": ");
+                    x.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::new();
+        self.write(&mut s);
+        s
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            J::Null => "NULL",
+            J::Bool(_) => "BOOLEAN",
+            J::Num(n) => {
+                if n.contains(['.', 'e', 'E']) {
+                    "DOUBLE"
+                } else {
+                    "INTEGER"
+                }
+            }
+            J::Str(_) => "STRING",
+            J::Arr(_) => "ARRAY",
+            J::Obj(_) => "OBJECT",
+        }
+    }
+}
+
+/// Escapes text for a JSON string (the inside of the quotes).
+fn json_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            '\u{8}' => o.push_str("\\b"),
+            '\u{c}' => o.push_str("\\f"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Decodes a JSON string's source text (JSON_UNQUOTE).
+fn json_unescape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            o.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => o.push('\n'),
+            Some('r') => o.push('\r'),
+            Some('t') => o.push('\t'),
+            Some('b') => o.push('\u{8}'),
+            Some('f') => o.push('\u{c}'),
+            Some('u') => {
+                let h: String = it.by_ref().take(4).collect();
+                let mut cp = u32::from_str_radix(&h, 16).unwrap_or(0xFFFD);
+                if (0xD800..0xDC00).contains(&cp) {
+                    let mut look = it.clone();
+                    if look.next() == Some('\\') && look.next() == Some('u') {
+                        let l: String = look.by_ref().take(4).collect();
+                        if let Ok(lo) = u32::from_str_radix(&l, 16) {
+                            if (0xDC00..0xE000).contains(&lo) {
+                                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                                it = look;
+                            }
+                        }
+                    }
+                }
+                o.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+            }
+            Some(x) => o.push(x),
+            None => o.push('\\'),
+        }
+    }
+    o
+}
+
+/// One step of a JSON path.
+#[derive(Clone, Debug, PartialEq)]
+enum Leg {
+    Key(String),
+    AnyKey,
+    /// An array index; `from_end` for `last` / `last-N`.
+    Index {
+        n: usize,
+        from_end: bool,
+    },
+    AnyIndex,
+    /// `**`: any depth.
+    Deep,
+}
+
+/// Parses `$.a[1].b`, `$.*`, `$**.b`, `$[last]`, `$."a b"`; the error is
+/// the 1-based position MariaDB reports.
+fn parse_path(p: &[u8]) -> Result<Vec<Leg>, usize> {
+    let mut i = 0;
+    while i < p.len() && p[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if p.get(i) != Some(&b'$') {
+        return Err(i + 1);
+    }
+    i += 1;
+    let mut legs = Vec::new();
+    loop {
+        while i < p.len() && p[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let Some(&c) = p.get(i) else { break };
+        match c {
+            b'.' => {
+                i += 1;
+                match p.get(i) {
+                    Some(b'*') => {
+                        legs.push(Leg::AnyKey);
+                        i += 1;
+                    }
+                    Some(b'"') => {
+                        let st = i + 1;
+                        let mut j = st;
+                        while j < p.len() && p[j] != b'"' {
+                            if p[j] == b'\\' {
+                                j += 1;
+                            }
+                            j += 1;
+                        }
+                        if j >= p.len() {
+                            return Err(j + 1);
+                        }
+                        legs.push(Leg::Key(lossy(&p[st..j])));
+                        i = j + 1;
+                    }
+                    _ => {
+                        let st = i;
+                        while i < p.len() && (p[i].is_ascii_alphanumeric() || p[i] == b'_' || p[i] >= 0x80) {
+                            i += 1;
+                        }
+                        if i == st {
+                            return Err(i + 1);
+                        }
+                        legs.push(Leg::Key(lossy(&p[st..i])));
+                    }
+                }
+            }
+            b'[' => {
+                i += 1;
+                while i < p.len() && p[i] == b' ' {
+                    i += 1;
+                }
+                if p.get(i) == Some(&b'*') {
+                    legs.push(Leg::AnyIndex);
+                    i += 1;
+                } else if p[i..].starts_with(b"last") {
+                    i += 4;
+                    while i < p.len() && p[i] == b' ' {
+                        i += 1;
+                    }
+                    let mut n = 0usize;
+                    if p.get(i) == Some(&b'-') {
+                        i += 1;
+                        while i < p.len() && p[i] == b' ' {
+                            i += 1;
+                        }
+                        let st = i;
+                        while i < p.len() && p[i].is_ascii_digit() {
+                            n = n.saturating_mul(10).saturating_add((p[i] - b'0') as usize);
+                            i += 1;
+                        }
+                        if i == st {
+                            return Err(i + 1);
+                        }
+                    }
+                    legs.push(Leg::Index { n, from_end: true });
+                } else {
+                    let st = i;
+                    let mut n = 0usize;
+                    while i < p.len() && p[i].is_ascii_digit() {
+                        n = n.saturating_mul(10).saturating_add((p[i] - b'0') as usize);
+                        i += 1;
+                    }
+                    if i == st {
+                        return Err(i + 1);
+                    }
+                    legs.push(Leg::Index { n, from_end: false });
+                }
+                while i < p.len() && p[i] == b' ' {
+                    i += 1;
+                }
+                if p.get(i) != Some(&b']') {
+                    return Err(i + 1);
+                }
+                i += 1;
+            }
+            b'*' if p.get(i + 1) == Some(&b'*') => {
+                legs.push(Leg::Deep);
+                i += 2;
+            }
+            _ => return Err(i + 1),
+        }
+    }
+    if legs.last() == Some(&Leg::Deep) {
+        return Err(p.len() + 1);
+    }
+    Ok(legs)
+}
+
+fn has_wildcard(legs: &[Leg]) -> bool {
+    legs.iter().any(|l| matches!(l, Leg::AnyKey | Leg::AnyIndex | Leg::Deep))
+}
+
+fn index_of(n: usize, from_end: bool, len: usize) -> Option<usize> {
+    if from_end {
+        len.checked_sub(1)?.checked_sub(n)
+    } else if n < len {
+        Some(n)
+    } else {
+        None
+    }
+}
+
+/// Every value `legs` reaches from `v`, in document order.
+fn select<'a>(v: &'a J, legs: &[Leg], out: &mut Vec<&'a J>) {
+    let Some((leg, rest)) = legs.split_first() else {
+        out.push(v);
+        return;
+    };
+    match (leg, v) {
+        (Leg::Key(k), J::Obj(m)) => {
+            if let Some((_, x)) = m.iter().find(|(kk, _)| kk == k) {
+                select(x, rest, out);
+            }
+        }
+        (Leg::AnyKey, J::Obj(m)) => m.iter().for_each(|(_, x)| select(x, rest, out)),
+        (Leg::Index { n, from_end }, J::Arr(a)) => {
+            if let Some(i) = index_of(*n, *from_end, a.len()) {
+                select(&a[i], rest, out);
+            }
+        }
+        // MariaDB reads a scalar as an array of one for [0] / [last].
+        (Leg::Index { n: 0, .. }, x) if !matches!(x, J::Arr(_)) => select(x, rest, out),
+        (Leg::AnyIndex, J::Arr(a)) => a.iter().for_each(|x| select(x, rest, out)),
+        (Leg::Deep, x) => {
+            select(x, rest, out);
+            match x {
+                J::Arr(a) => a.iter().for_each(|y| select(y, legs, out)),
+                J::Obj(m) => m.iter().for_each(|(_, y)| select(y, legs, out)),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value at a path without wildcards, for changing it.
+fn select_mut<'a>(v: &'a mut J, legs: &[Leg]) -> Option<&'a mut J> {
+    let Some((leg, rest)) = legs.split_first() else { return Some(v) };
+    match (leg, v) {
+        (Leg::Key(k), J::Obj(m)) => {
+            let x = m.iter_mut().find(|(kk, _)| kk == k)?;
+            select_mut(&mut x.1, rest)
+        }
+        (Leg::Index { n, from_end }, J::Arr(a)) => {
+            let i = index_of(*n, *from_end, a.len())?;
+            select_mut(&mut a[i], rest)
+        }
+        (Leg::Index { n: 0, .. }, x) if !matches!(x, J::Arr(_)) => select_mut(x, rest),
+        _ => None,
+    }
+}
+
+/// An SQL value as a JSON value: JSON text from another JSON function or
+/// a JSON column (a `utf8mb4_bin` string that parses) stays JSON, other
+/// strings and temporals become JSON strings, numbers numbers.
+fn to_json(a: &Arg) -> J {
+    match &a.value {
+        Value::Null => J::Null,
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => J::Num(a.value.render()),
+        Value::Double(d) => J::Num(format_double(*d)),
+        Value::Str(s) => {
+            if a.coll == Some(Collation::Utf8mb4Bin) {
+                if let Ok(j) = parse_json(s) {
+                    return j;
+                }
+            }
+            J::Str(json_escape(&lossy(s)))
+        }
+        Value::Temporal(t) => J::Str(t.render()),
+    }
+}
+
+fn json_warn(ctx: &mut FnCtx, e: &JErr, argno: usize, name: &str) {
+    let f = name.to_ascii_lowercase();
+    let w = if e.end {
+        Warning::warn(4037, format!("Unexpected end of JSON text in argument {argno} to function '{f}'"))
+    } else {
+        Warning::warn(
+            4038,
+            format!(
+                "Syntax error in JSON text in argument {argno} to function '{f}' at position {}",
+                e.pos + 1
+            ),
+        )
+    };
+    ctx.warnings.push(w);
+}
+
+fn path_warn(ctx: &mut FnCtx, pos: usize, argno: usize, name: &str) {
+    ctx.warnings.push(Warning::warn(
+        4042,
+        format!(
+            "Syntax error in JSON path in argument {argno} to function '{}' at position {pos}",
+            name.to_ascii_lowercase()
+        ),
+    ));
+}
+
+/// MySQL's JSON_CONTAINS rule: scalars by equality, arrays when every
+/// candidate element is in the target, objects key by key.
+fn json_contains(t: &J, c: &J) -> bool {
+    match (t, c) {
+        (J::Arr(ta), J::Arr(ca)) => ca.iter().all(|x| ta.iter().any(|y| json_contains(y, x))),
+        (J::Arr(ta), x) => ta.iter().any(|y| json_contains(y, x)),
+        (J::Obj(tm), J::Obj(cm)) => {
+            cm.iter().all(|(k, cv)| tm.iter().any(|(tk, tv)| tk == k && json_contains(tv, cv)))
+        }
+        (J::Num(a), J::Num(b)) => a == b || a.parse::<f64>().ok() == b.parse::<f64>().ok(),
+        (a, b) => a == b,
+    }
+}
+
+fn json_depth(v: &J) -> i64 {
+    match v {
+        J::Arr(a) if !a.is_empty() => 1 + a.iter().map(json_depth).max().unwrap_or(0),
+        J::Obj(m) if !m.is_empty() => 1 + m.iter().map(|(_, x)| json_depth(x)).max().unwrap_or(0),
+        _ => 1,
+    }
+}
+
+// The path arguments are read by position (their numbers go into warnings).
+#[allow(clippy::needless_range_loop)]
 fn json_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
-    let _ = (name, args, ctx);
-    Ok(None)
+    if !JSON_NAMES.contains(&name) {
+        return Ok(None);
+    }
+    let n = args.len();
+    let jstr = |j: &J| Value::str(j.text());
+    // Documents in argument `i` (1-based in warnings).
+    macro_rules! doc {
+        ($i:expr) => {{
+            let Some(b) = args[$i].value.to_bytes() else { return Ok(Some(Value::Null)) };
+            match parse_json(&b) {
+                Ok(j) => j,
+                Err(e) => {
+                    json_warn(ctx, &e, $i + 1, name);
+                    return Ok(Some(Value::Null));
+                }
+            }
+        }};
+    }
+    macro_rules! path {
+        ($i:expr) => {{
+            let Some(b) = args[$i].value.to_bytes() else { return Ok(Some(Value::Null)) };
+            match parse_path(&b) {
+                Ok(p) => p,
+                Err(pos) => {
+                    path_warn(ctx, pos, $i + 1, name);
+                    return Ok(Some(Value::Null));
+                }
+            }
+        }};
+    }
+    Ok(Some(match name {
+        "JSON_OBJECT" => {
+            if n % 2 == 1 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let mut m = Vec::new();
+            for pair in args.chunks(2) {
+                let Some(k) = pair[0].value.to_bytes() else {
+                    return Err(SqlError::new(
+                        4076,
+                        "HY000",
+                        "JSON documents may not contain NULL member names",
+                    ));
+                };
+                m.push((json_escape(&lossy(&k)), to_json(&pair[1])));
+            }
+            jstr(&J::Obj(m))
+        }
+        "JSON_ARRAY" => jstr(&J::Arr(args.iter().map(to_json).collect())),
+        "JSON_QUOTE" => {
+            count(name, args, 1, 1)?;
+            match &args[0].value {
+                Value::Str(s) => Value::str(format!("\"{}\"", json_escape(&lossy(s)))),
+                _ => Value::Null,
+            }
+        }
+        "JSON_VALID" => {
+            count(name, args, 1, 1)?;
+            match args[0].value.to_bytes() {
+                None => Value::Null,
+                Some(b) => Value::Int(parse_json(&b).is_ok() as i64),
+            }
+        }
+        "JSON_UNQUOTE" => {
+            count(name, args, 1, 1)?;
+            let Some(b) = args[0].value.to_bytes() else { return Ok(Some(Value::Null)) };
+            if b.len() >= 2 && b[0] == b'"' {
+                match parse_json(&b) {
+                    Ok(J::Str(s)) => Value::str(json_unescape(&s)),
+                    Ok(_) => Value::Str(b),
+                    Err(e) => {
+                        json_warn(ctx, &e, 1, name);
+                        Value::Str(b)
+                    }
+                }
+            } else {
+                Value::Str(b)
+            }
+        }
+        "JSON_EXTRACT" => {
+            if n < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let d = doc!(0);
+            let mut paths = Vec::new();
+            for i in 1..n {
+                paths.push(path!(i));
+            }
+            let mut found = Vec::new();
+            for p in &paths {
+                select(&d, p, &mut found);
+            }
+            if found.is_empty() {
+                Value::Null
+            } else if paths.len() == 1 && !has_wildcard(&paths[0]) {
+                jstr(found[0])
+            } else {
+                jstr(&J::Arr(found.into_iter().cloned().collect()))
+            }
+        }
+        "JSON_LENGTH" | "JSON_TYPE" | "JSON_KEYS" | "JSON_DEPTH" => {
+            let max = if matches!(name, "JSON_TYPE" | "JSON_DEPTH") { 1 } else { 2 };
+            count(name, args, 1, max)?;
+            let d = doc!(0);
+            let target = if n == 2 {
+                let p = path!(1);
+                let mut f = Vec::new();
+                select(&d, &p, &mut f);
+                match f.first() {
+                    Some(x) => (*x).clone(),
+                    None => return Ok(Some(Value::Null)),
+                }
+            } else {
+                d
+            };
+            match name {
+                "JSON_LENGTH" => Value::Int(match &target {
+                    J::Arr(a) => a.len() as i64,
+                    J::Obj(m) => m.len() as i64,
+                    _ => 1,
+                }),
+                "JSON_TYPE" => Value::str(target.type_name()),
+                "JSON_DEPTH" => Value::Int(json_depth(&target)),
+                _ => match &target {
+                    J::Obj(m) => jstr(&J::Arr(m.iter().map(|(k, _)| J::Str(k.clone())).collect())),
+                    _ => Value::Null,
+                },
+            }
+        }
+        "JSON_CONTAINS" => {
+            count(name, args, 2, 3)?;
+            let d = doc!(0);
+            let c = doc!(1);
+            let target = if n == 3 {
+                let p = path!(2);
+                let mut f = Vec::new();
+                select(&d, &p, &mut f);
+                match f.first() {
+                    Some(x) => (*x).clone(),
+                    None => return Ok(Some(Value::Null)),
+                }
+            } else {
+                d
+            };
+            Value::Int(json_contains(&target, &c) as i64)
+        }
+        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" => {
+            if n < 3 || n.is_multiple_of(2) {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let mut d = doc!(0);
+            for i in (1..n).step_by(2) {
+                let p = path!(i);
+                if has_wildcard(&p) {
+                    ctx.warnings.push(Warning::warn(
+                        4044,
+                        format!(
+                            "Wildcards in JSON path not allowed in argument {} to function '{}'",
+                            i + 1,
+                            name.to_ascii_lowercase()
+                        ),
+                    ));
+                    return Ok(Some(Value::Null));
+                }
+                let val = to_json(&args[i + 1]);
+                json_modify(&mut d, &p, val, name);
+            }
+            jstr(&d)
+        }
+        "JSON_REMOVE" => {
+            if n < 2 {
+                return Err(SqlError::wrong_arg_count(name));
+            }
+            let mut d = doc!(0);
+            for i in 1..n {
+                let p = path!(i);
+                if p.is_empty() || has_wildcard(&p) {
+                    return Ok(Some(Value::Null));
+                }
+                let (last, parent) = p.split_last().expect("non-empty");
+                if let Some(par) = select_mut(&mut d, parent) {
+                    match (last, par) {
+                        (Leg::Key(k), J::Obj(m)) => m.retain(|(kk, _)| kk != k),
+                        (Leg::Index { n, from_end }, J::Arr(a)) => {
+                            if let Some(ix) = index_of(*n, *from_end, a.len()) {
+                                a.remove(ix);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            jstr(&d)
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// JSON_SET (insert or replace), JSON_INSERT (only missing), JSON_REPLACE
+/// (only present) of `val` at `path`.
+fn json_modify(d: &mut J, path: &[Leg], val: J, name: &str) {
+    let (insert, replace) = match name {
+        "JSON_SET" => (true, true),
+        "JSON_INSERT" => (true, false),
+        _ => (false, true),
+    };
+    let Some((last, parent)) = path.split_last() else {
+        if replace {
+            *d = val;
+        }
+        return;
+    };
+    let Some(par) = select_mut(d, parent) else { return };
+    match (last, par) {
+        (Leg::Key(k), J::Obj(m)) => match m.iter_mut().find(|(kk, _)| kk == k) {
+            Some(slot) => {
+                if replace {
+                    slot.1 = val;
+                }
+            }
+            None => {
+                if insert {
+                    m.push((k.clone(), val));
+                }
+            }
+        },
+        (Leg::Index { n, from_end }, J::Arr(a)) => match index_of(*n, *from_end, a.len()) {
+            Some(i) => {
+                if replace {
+                    a[i] = val;
+                }
+            }
+            None => {
+                if insert {
+                    a.push(val);
+                }
+            }
+        },
+        (Leg::Index { n, .. }, other) => {
+            // A scalar or object reads as an array of one: [0] is itself,
+            // a later index appends, making an array.
+            if *n == 0 {
+                if replace {
+                    *other = val;
+                }
+            } else if insert {
+                let cur = std::mem::replace(other, J::Null);
+                *other = J::Arr(vec![cur, val]);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -2531,6 +3380,8 @@ mod tests {
         Da(&'static str),
         Dt(&'static str),
         Tm(&'static str),
+        /// JSON text as another JSON function returns it.
+        J(&'static str),
     }
 
     fn arg(a: &A) -> Arg {
@@ -2541,6 +3392,7 @@ mod tests {
             A::F(f) => Arg { value: Value::Double(*f), coll: None },
             A::D(d) => Arg { value: Value::Decimal(BigDecimal::from_str(d).unwrap()), coll: None },
             A::N => Arg { value: Value::Null, coll: None },
+            A::J(j) => Arg { value: Value::str(j), coll: Some(Collation::Utf8mb4Bin) },
             A::Da(t) => Arg {
                 value: Value::Temporal(tm::parse(t.as_bytes(), TemporalKind::Date).unwrap()),
                 coll: None,
@@ -2978,5 +3830,75 @@ mod tests {
         assert_eq!(r("GREATEST", &[S("2024-01-01"), Da("2023-01-01")]), "2024-01-01");
         assert_eq!(r("LEAST", &[S("2024-01-01"), Da("2023-01-01")]), "2023-01-01");
         assert_eq!(r("DATEDIFF", &[Dt("2024-03-01 10:00:00"), Da("2024-02-01")]), "29");
+    }
+
+    #[test]
+    fn json() {
+        let doc = r#"{"a":1.50, "b" : [1,2,{"c":true}]}"#;
+        assert_eq!(r("JSON_EXTRACT", &[S(doc), S("$")]), r#"{"a": 1.50, "b": [1, 2, {"c": true}]}"#);
+        assert_eq!(r("JSON_EXTRACT", &[S(doc), S("$.a")]), "1.50");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":[1,2]}"#), S("$.a")]), "[1, 2]");
+        assert_eq!(r("JSON_EXTRACT", &[S("[1,2,3]"), S("$[1]")]), "2");
+        assert_eq!(r("JSON_EXTRACT", &[S("[1,2,3]"), S("$[last]")]), "3");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":{"b":1},"c":{"b":2}}"#), S("$.*.b")]), "[1, 2]");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":{"b":1},"c":[{"b":2}]}"#), S("$**.b")]), "[1, 2]");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":1}"#), S("$.b")]), "NULL");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":1}"#), S("$.a"), S("$.a")]), "[1, 1]");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":"x"}"#), S("$.a")]), r#""x""#);
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":"x\u0041"}"#), S("$.a")]), r#""x\u0041""#);
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a b":1}"#), S(r#"$."a b""#)]), "1");
+        assert_eq!(r("JSON_EXTRACT", &[S(r#"{"a":{}}"#), S("$.a")]), "{}");
+        assert_eq!(r("JSON_EXTRACT", &[S("  [ ]  "), S("$")]), "[]");
+        let (v, w) = run_w("JSON_EXTRACT", &[S("[1,2"), S("$[0]")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(w[0].message, "Unexpected end of JSON text in argument 1 to function 'json_extract'");
+        let (v, w) = run_w("JSON_EXTRACT", &[S("[1]"), S("$[a]")]);
+        assert_eq!(v.unwrap().render(), "NULL");
+        assert_eq!(
+            w[0].message,
+            "Syntax error in JSON path in argument 2 to function 'json_extract' at position 3"
+        );
+        assert_eq!(r("JSON_UNQUOTE", &[S(r#""x\ny""#)]), "x\ny");
+        assert_eq!(r("JSON_UNQUOTE", &[S("abc")]), "abc");
+        assert_eq!(
+            r("JSON_OBJECT", &[S("a"), I(1), S("b"), S("x"), S("c"), N, S("d"), F(1.5), S("e"), J("[1, 2]")]),
+            r#"{"a": 1, "b": "x", "c": null, "d": 1.5, "e": [1, 2]}"#
+        );
+        assert_eq!(r("JSON_OBJECT", &[S("a"), S("[1]")]), r#"{"a": "[1]"}"#);
+        assert_eq!(r("JSON_OBJECT", &[S("a"), Da("2024-01-01")]), r#"{"a": "2024-01-01"}"#);
+        assert_eq!(run_w("JSON_OBJECT", &[S("a")]).0.unwrap_err().code, 1582);
+        assert_eq!(r("JSON_ARRAY", &[I(1), S("a"), N, D("2.50")]), r#"[1, "a", null, 2.50]"#);
+        assert_eq!(r("JSON_ARRAY", &[]), "[]");
+        assert_eq!(r("JSON_VALID", &[S(r#"{"a":1}"#)]), "1");
+        assert_eq!(r("JSON_VALID", &[S("x")]), "0");
+        assert_eq!(r("JSON_VALID", &[N]), "NULL");
+        assert_eq!(r("JSON_VALID", &[I(1)]), "1");
+        assert_eq!(r("JSON_LENGTH", &[S("[1,2]")]), "2");
+        assert_eq!(r("JSON_LENGTH", &[S(r#"{"a":1,"b":2}"#), S("$.a")]), "1");
+        assert_eq!(r("JSON_TYPE", &[S("1")]), "INTEGER");
+        assert_eq!(r("JSON_TYPE", &[S("1.5")]), "DOUBLE");
+        assert_eq!(r("JSON_TYPE", &[S(r#""a""#)]), "STRING");
+        assert_eq!(r("JSON_TYPE", &[S("[1]")]), "ARRAY");
+        assert_eq!(r("JSON_TYPE", &[S("{}")]), "OBJECT");
+        assert_eq!(r("JSON_TYPE", &[S("null")]), "NULL");
+        assert_eq!(r("JSON_TYPE", &[S("true")]), "BOOLEAN");
+        assert_eq!(r("JSON_KEYS", &[S(r#"{"b":1,"a":2}"#)]), r#"["b", "a"]"#);
+        assert_eq!(r("JSON_QUOTE", &[S("a\"b")]), r#""a\"b""#);
+        assert_eq!(r("JSON_QUOTE", &[I(1)]), "NULL");
+        assert_eq!(r("JSON_CONTAINS", &[S("[1,2,3]"), S("2")]), "1");
+        assert_eq!(r("JSON_CONTAINS", &[S(r#"{"a":1,"b":2}"#), S(r#"{"a":1}"#)]), "1");
+        assert_eq!(r("JSON_CONTAINS", &[S("[1,[2,3]]"), S("[3]")]), "1");
+        assert_eq!(r("JSON_CONTAINS", &[S("[1,2]"), S("5")]), "0");
+        assert_eq!(r("JSON_SET", &[S(r#"{"a":1}"#), S("$.b"), I(2), S("$.a"), I(3)]), r#"{"a": 3, "b": 2}"#);
+        assert_eq!(
+            r("JSON_INSERT", &[S(r#"{"a":1}"#), S("$.a"), I(9), S("$.c"), S("x")]),
+            r#"{"a": 1, "c": "x"}"#
+        );
+        assert_eq!(r("JSON_REPLACE", &[S(r#"{"a":1}"#), S("$.a"), I(9), S("$.c"), S("x")]), r#"{"a": 9}"#);
+        assert_eq!(r("JSON_REMOVE", &[S(r#"{"a":1,"b":[1,2]}"#), S("$.b[0]")]), r#"{"a": 1, "b": [2]}"#);
+        assert_eq!(r("JSON_SET", &[S("[1,2]"), S("$[5]"), I(3)]), "[1, 2, 3]");
+        let deep = "[".repeat(100);
+        let deep: &'static str = Box::leak(deep.into_boxed_str());
+        assert_eq!(r("JSON_VALID", &[S(deep)]), "0");
     }
 }
