@@ -171,7 +171,14 @@ impl Splitter {
                     if let Some(c) = self.content_at {
                         let s = trim(&self.buf[c..self.pos]);
                         if !s.is_empty() {
-                            out.push(s.to_vec());
+                            let mut v = s.to_vec();
+                            // `\G` (vertical output in the client) stays on
+                            // the statement for the shell to see; `parse`
+                            // drops it.
+                            if len == 2 && self.buf.get(self.pos + 1) == Some(&b'G') {
+                                v.extend_from_slice(b"\\G");
+                            }
+                            out.push(v);
                         }
                     }
                     self.pos += len;
@@ -1114,6 +1121,7 @@ impl<'a> Cur<'a> {
 /// Parses one statement. See the module documentation for what is
 /// rewritten; everything that does not parse is error 1064.
 pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
+    let stmt = strip_vertical(stmt);
     let mut toks = lex(stmt)?;
     // A trailing delimiter is harmless; anything after one is a second
     // statement, which the caller should have split off.
@@ -1854,4 +1862,13 @@ fn show_create(c: &mut Cur, mut st: ShowStmt) -> SqlResult<ShowStmt> {
     }
     c.expect_end()?;
     Ok(st)
+}
+
+/// A statement without the `\\G` terminator the splitter leaves on it.
+fn strip_vertical(stmt: &[u8]) -> &[u8] {
+    let t = trim(stmt);
+    match t.strip_suffix(b"\\G").or_else(|| t.strip_suffix(b"\\g")) {
+        Some(rest) => rest,
+        None => stmt,
+    }
 }
