@@ -38,7 +38,6 @@ fn help_lists_the_sql_subcommand() {
 }
 
 #[test]
-#[ignore = "needs the SQL executor"]
 fn script_on_stdin_prints_batch_format_and_stops_at_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let script = b"CREATE DATABASE s;\nUSE s;\nCREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), b BLOB);\n\
@@ -69,7 +68,6 @@ fn script_on_stdin_prints_batch_format_and_stops_at_an_error() {
 }
 
 #[test]
-#[ignore = "needs the SQL executor"]
 fn execute_option_and_vertical_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = sql(
@@ -90,7 +88,6 @@ fn execute_option_and_vertical_output() {
 }
 
 #[test]
-#[ignore = "needs the SQL executor"]
 fn table_format_with_nulls_and_right_aligned_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let out = sql(

@@ -87,7 +87,28 @@ impl Binder<'_> {
                 }
             }
             E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
-            E::IsNull(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), false), Ty::Int),
+            E::IsNull(e) => {
+                let (x, t) = self.bind(e)?;
+                // MySQL: a NOT NULL DATE/DATETIME column's zero date IS NULL.
+                let zero_date = match &x {
+                    Expr::Col(i) => self.scope.get(*i).is_some_and(|c| {
+                        !c.nullable
+                            && matches!(
+                                c.ty,
+                                crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. }
+                            )
+                    }),
+                    _ => false,
+                };
+                if zero_date {
+                    let Ty::Temporal(k) = t else { unreachable!("a date column") };
+                    let zero = Expr::Const(Value::str("0000-00-00"));
+                    let eq = Expr::Cmp(CmpOp::Eq, CmpKind::Temporal(k), Box::new(x.clone()), Box::new(zero));
+                    (Expr::Or(Box::new(Expr::IsNull(Box::new(x), false)), Box::new(eq)), Ty::Int)
+                } else {
+                    (Expr::IsNull(Box::new(x), false), Ty::Int)
+                }
+            }
             E::IsNotNull(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), true), Ty::Int),
             E::IsTrue(e) => (Expr::IsBool(Box::new(self.bind(e)?.0), true, false), Ty::Int),
             E::IsNotTrue(e) => (Expr::IsBool(Box::new(self.bind(e)?.0), true, true), Ty::Int),

@@ -50,15 +50,8 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
                         None => round_f64(v.to_f64().unwrap_or(0.0)),
                     };
                     if !whole {
-                        let shown = String::from_utf8_lossy(s).into_owned();
                         let adj = clamp(n, lo, hi, *unsigned);
-                        return if s.iter().all(|b| b.is_ascii_whitespace())
-                            || crate::value::parse_f64_prefix(s).1 == 0
-                        {
-                            cx.fail(SqlError::incorrect_integer(&shown, name, row), adj)
-                        } else {
-                            cx.fail(SqlError::data_truncated(name, row), adj)
-                        };
+                        return cx.fail(not_a_number(s, "integer", name, row), adj);
                     }
                     (n, true)
                 }
@@ -116,12 +109,11 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
             let d = match &v {
                 Value::Str(s) => {
                     if !is_whole_number(s) {
-                        let shown = String::from_utf8_lossy(s).into_owned();
                         let adj = v.to_decimal().unwrap_or_default();
                         let adj = Value::Decimal(
                             adj.with_scale_round(*scale as i64, bigdecimal::RoundingMode::HalfUp),
                         );
-                        return cx.fail(SqlError::incorrect_value("decimal", &shown, name, row), adj);
+                        return cx.fail(not_a_number(s, "decimal", name, row), adj);
                     }
                     v.to_decimal().unwrap_or_default()
                 }
@@ -152,9 +144,8 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
         SqlType::Float { unsigned } | SqlType::Double { unsigned } => {
             let f = match &v {
                 Value::Str(s) if !is_whole_number(s) => {
-                    let shown = String::from_utf8_lossy(s).into_owned();
                     let adj = Value::Double(v.to_f64().unwrap_or(0.0));
-                    return cx.fail(SqlError::incorrect_value("double", &shown, name, row), adj);
+                    return cx.fail(not_a_number(s, "double", name, row), adj);
                 }
                 other => other.to_f64().unwrap_or(0.0),
             };
@@ -318,6 +309,17 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
             }
             Ok(Value::Str(s))
         }
+    }
+}
+
+/// A string that is not wholly a number stored into a numeric column:
+/// 1265 "Data truncated" when it starts with one ('7x'), 1366 "Incorrect
+/// ... value" when it does not ('abc', '').
+fn not_a_number(s: &[u8], kind: &str, col: &str, row: usize) -> SqlError {
+    if crate::value::parse_f64_prefix(s).1 > 0 {
+        SqlError::data_truncated(col, row)
+    } else {
+        SqlError::incorrect_value(kind, &String::from_utf8_lossy(s), col, row)
     }
 }
 

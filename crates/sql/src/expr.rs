@@ -265,6 +265,15 @@ impl Expr {
             }
             Expr::Cmp(op, kind, a, b) => {
                 let (a, b) = (a.eval(row, cx)?, b.eval(row, cx)?);
+                if *kind == CmpKind::Numeric {
+                    numeric_operand(&a, cx)?;
+                    numeric_operand(&b, cx)?;
+                }
+                if let CmpKind::Temporal(k) = kind {
+                    if !temporal_operand(&a, *k, cx)? || !temporal_operand(&b, *k, cx)? {
+                        return Ok(Value::Null);
+                    }
+                }
                 if *op == CmpOp::NullSafeEq {
                     return Ok(Value::Int(match (a.is_null(), b.is_null()) {
                         (true, true) => 1,
@@ -324,8 +333,14 @@ impl Expr {
                     return Ok(Value::Null);
                 }
                 let mut saw_null = false;
+                if *kind == CmpKind::Numeric {
+                    numeric_operand(&v, cx)?;
+                }
                 for item in list {
                     let x = item.eval(row, cx)?;
+                    if *kind == CmpKind::Numeric {
+                        numeric_operand(&x, cx)?;
+                    }
                     match compare(&v, &x, *kind) {
                         Some(Ordering::Equal) => return Ok(Value::Int(!*neg as i64)),
                         None => saw_null = true,
@@ -341,6 +356,11 @@ impl Expr {
             Expr::Between(e, kind, lo, hi, neg) => {
                 let v = e.eval(row, cx)?;
                 let (l, h) = (lo.eval(row, cx)?, hi.eval(row, cx)?);
+                if *kind == CmpKind::Numeric {
+                    for x in [&v, &l, &h] {
+                        numeric_operand(x, cx)?;
+                    }
+                }
                 let ge = compare(&v, &l, *kind).map(|o| o != Ordering::Less);
                 let le = compare(&v, &h, *kind).map(|o| o != Ordering::Greater);
                 let r = match (ge, le) {
@@ -471,6 +491,42 @@ impl Expr {
     }
 }
 
+/// A string compared as a number must be wholly one: otherwise warning
+/// 1292 ("Truncated incorrect DOUBLE value"), which strict mode makes an
+/// error inside INSERT, UPDATE and DELETE, as in MySQL.
+fn numeric_operand(v: &Value, cx: &mut EvalCtx) -> SqlResult<()> {
+    if let Value::Str(s) = v {
+        if !crate::value::is_whole_number(s) {
+            let e = SqlError::truncated_wrong_value("DOUBLE", &String::from_utf8_lossy(s));
+            if cx.strict_dml {
+                return Err(e);
+            }
+            cx.warnings.push(Warning::from_error(&e));
+        }
+    }
+    Ok(())
+}
+
+/// A value compared as a date or time must convert to one: otherwise
+/// warning 1292 ("Truncated incorrect datetime value"; an error in strict
+/// UPDATE and INSERT) and the comparison is NULL. Returns whether it did.
+fn temporal_operand(v: &Value, k: TemporalKind, cx: &mut EvalCtx) -> SqlResult<bool> {
+    if v.is_null() || matches!(v, Value::Temporal(_)) || to_temporal(v, k).is_some() {
+        return Ok(true);
+    }
+    let kind = match k {
+        TemporalKind::Date => "date",
+        TemporalKind::Time => "time",
+        TemporalKind::DateTime => "datetime",
+    };
+    let e = SqlError::truncated_wrong_value(kind, &v.render());
+    if cx.strict_dml {
+        return Err(e);
+    }
+    cx.warnings.push(Warning::from_error(&e));
+    Ok(false)
+}
+
 fn to_u64_bits(v: &Value) -> u64 {
     match v {
         Value::UInt(u) => *u,
@@ -513,7 +569,7 @@ pub fn compare(a: &Value, b: &Value, kind: CmpKind) -> Option<Ordering> {
 pub fn to_temporal(v: &Value, kind: TemporalKind) -> Option<Temporal> {
     let mut t = match v {
         Value::Temporal(t) => *t,
-        Value::Str(s) => crate::temporal::parse(s, kind)?,
+        Value::Str(s) => crate::temporal::parse(s, kind).or_else(|| loose_date(s, kind))?,
         Value::Null => return None,
         other => crate::temporal::parse(other.render().as_bytes(), kind)?,
     };
@@ -522,6 +578,29 @@ pub fn to_temporal(v: &Value, kind: TemporalKind) -> Option<Temporal> {
     }
     if kind == TemporalKind::Date && t.kind == TemporalKind::DateTime {
         t = Temporal::date(t.year, t.month, t.day);
+    }
+    Some(t)
+}
+
+/// A date written in the usual shape whose day does not exist in its
+/// month ('2023-02-30'): MySQL compares it by its fields, as a date that
+/// sorts between its neighbours, rather than as no date at all.
+fn loose_date(s: &[u8], kind: TemporalKind) -> Option<Temporal> {
+    if kind == TemporalKind::Time {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?.trim();
+    let groups: Vec<&str> = text.split(|c: char| !c.is_ascii_digit()).collect();
+    if groups.len() != 3 || groups[0].len() != 4 || groups.iter().any(|g| g.is_empty() || g.len() > 4) {
+        return None;
+    }
+    let n: Vec<u32> = groups.iter().map(|g| g.parse().ok()).collect::<Option<_>>()?;
+    if n[1] > 12 || n[2] > 31 {
+        return None;
+    }
+    let mut t = Temporal::date(n[0] as u16, n[1] as u8, n[2] as u8);
+    if kind == TemporalKind::DateTime {
+        t.kind = TemporalKind::DateTime;
     }
     Some(t)
 }

