@@ -137,14 +137,17 @@ impl Binder<'_> {
                     }
                     _ => return Err(SqlError::unsupported("this IN form")),
                 };
-                let mut kind = CmpKind::Numeric;
-                for (i, (_, it)) in items.iter().enumerate() {
-                    let k = cmp_kind(t, *it);
-                    if i == 0 || k != kind {
-                        kind = if i == 0 { k } else { merge_kind(kind, k) };
-                    }
-                }
-                (Expr::In(Box::new(x), kind, items.into_iter().map(|i| i.0).collect(), *negated), Ty::Int)
+                // Each item compares with the value by the pair's own
+                // types, as MySQL's IN does when the items' types differ;
+                // `kind` is the common kind (for access paths) when they agree.
+                let kinds: Vec<CmpKind> = items.iter().map(|(_, it)| cmp_kind(t, *it)).collect();
+                let kind = kinds
+                    .first()
+                    .copied()
+                    .filter(|k| kinds.iter().all(|x| x == k))
+                    .unwrap_or(CmpKind::Numeric);
+                let list = items.into_iter().zip(kinds).map(|((e, _), k)| (e, k)).collect();
+                (Expr::In(Box::new(x), kind, list, *negated), Ty::Int)
             }
             E::Between { expr, negated, low, high } => {
                 let (x, t) = self.bind(expr)?;

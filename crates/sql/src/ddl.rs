@@ -100,10 +100,9 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
             }
             Ok(Outcome::done(0))
         }
-        _ => Err(SqlError::unsupported(format!(
-            "{}",
-            stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ")
-        ))),
+        _ => Err(SqlError::unsupported(
+            stmt.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" "),
+        )),
     }
 }
 

@@ -160,7 +160,8 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     /// IS [NOT] TRUE / FALSE: (expr, wanted truth, negated).
     IsBool(Box<Expr>, bool, bool),
-    In(Box<Expr>, CmpKind, Vec<Expr>, bool),
+    /// (value, the items' common kind, items with their own kinds, NOT).
+    In(Box<Expr>, CmpKind, Vec<(Expr, CmpKind)>, bool),
     Between(Box<Expr>, CmpKind, Box<Expr>, Box<Expr>, bool),
     Like {
         expr: Box<Expr>,
@@ -269,9 +270,16 @@ impl Expr {
                     numeric_operand(&a, cx)?;
                     numeric_operand(&b, cx)?;
                 }
+                // A string that is no date compares as the zero date (with
+                // a warning), as MySQL converts it.
+                let (mut a, mut b) = (a, b);
                 if let CmpKind::Temporal(k) = kind {
-                    if !temporal_operand(&a, *k, cx)? || !temporal_operand(&b, *k, cx)? {
-                        return Ok(Value::Null);
+                    let zero = Value::Temporal(Temporal { kind: *k, ..Temporal::date(0, 0, 0) });
+                    if !temporal_operand(&a, *k, cx)? {
+                        a = zero.clone();
+                    }
+                    if !temporal_operand(&b, *k, cx)? {
+                        b = zero;
                     }
                 }
                 if *op == CmpOp::NullSafeEq {
@@ -333,15 +341,14 @@ impl Expr {
                     return Ok(Value::Null);
                 }
                 let mut saw_null = false;
-                if *kind == CmpKind::Numeric {
-                    numeric_operand(&v, cx)?;
-                }
-                for item in list {
+                let _ = kind;
+                for (item, k) in list {
                     let x = item.eval(row, cx)?;
-                    if *kind == CmpKind::Numeric {
+                    if *k == CmpKind::Numeric {
+                        numeric_operand(&v, cx)?;
                         numeric_operand(&x, cx)?;
                     }
-                    match compare(&v, &x, *kind) {
+                    match compare(&v, &x, *k) {
                         Some(Ordering::Equal) => return Ok(Value::Int(!*neg as i64)),
                         None => saw_null = true,
                         _ => {}
@@ -462,7 +469,7 @@ impl Expr {
             }
             Expr::In(e, _, l, _) => {
                 e.walk(f);
-                l.iter().for_each(|x| x.walk(f));
+                l.iter().for_each(|x| x.0.walk(f));
             }
             Expr::Between(e, _, a, b, _) => {
                 e.walk(f);
@@ -634,7 +641,7 @@ pub fn arith(op: Arith, a: Value, b: Value, cx: &mut EvalCtx) -> SqlResult<Value
     if op == Arith::IntDiv {
         // Integer division of the operands as decimals, truncated.
         let (x, y) = (a.to_decimal().unwrap_or_default(), b.to_decimal().unwrap_or_default());
-        if y == BigDecimal::from(0) {
+        if y.sign() == bigdecimal::num_bigint::Sign::NoSign {
             return div_zero(cx);
         }
         let q = (x / y).with_scale_round(0, bigdecimal::RoundingMode::Down);

@@ -41,27 +41,6 @@ impl Access {
     pub fn full() -> Access {
         Access { index: None, lo: None, hi: None, eq_parts: 0, has_range: false }
     }
-
-    /// EXPLAIN's `type`.
-    pub fn kind(&self, t: &Table) -> &'static str {
-        match self.index {
-            None => "ALL",
-            Some(i) => {
-                let ix = &t.def.indexes[i];
-                if self.eq_parts == ix.parts.len() && ix.kind != IndexKind::Plain {
-                    if ix.kind == IndexKind::Primary {
-                        "const"
-                    } else {
-                        "eq_ref"
-                    }
-                } else if self.eq_parts > 0 && !self.has_range {
-                    "ref"
-                } else {
-                    "range"
-                }
-            }
-        }
-    }
 }
 
 /// The smallest byte string greater than every string starting with `p`
@@ -147,7 +126,7 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> Vec
             }
             Expr::In(e, kind, list, false) if list.len() == 1 => {
                 if let Some(col) = mine(e) {
-                    push(col, CmpOp::Eq, *kind, &list[0], cx);
+                    push(col, CmpOp::Eq, *kind, &list[0].0, cx);
                 }
             }
             _ => {}

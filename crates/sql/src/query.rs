@@ -352,7 +352,6 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         out.push((o, k));
     }
-    drop(cx);
     if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
         let mut seen = std::collections::HashSet::new();
         out.retain(|(o, _)| {

@@ -305,7 +305,7 @@ impl Session {
             S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
             S::CreateProcedure { .. } | S::CreateFunction(_) => Err(SqlError::unsupported("stored routines")),
             S::Explain { .. } | S::ExplainTable { .. } => crate::show::explain(self, stmt),
-            other => Err(SqlError::unsupported(format!("{}", first_words(&other.to_string())))),
+            other => Err(SqlError::unsupported(first_words(&other.to_string()))),
         }
     }
 

@@ -652,7 +652,7 @@ pub fn from_decimal_str(s: &str, kind: TemporalKind) -> Option<(Temporal, bool)>
 fn frac_digits(micro: u32) -> u8 {
     let mut d = 6;
     let mut m = micro;
-    while d > 0 && m % 10 == 0 {
+    while d > 0 && m.is_multiple_of(10) {
         m /= 10;
         d -= 1;
     }
@@ -661,10 +661,8 @@ fn frac_digits(micro: u32) -> u8 {
 
 fn from_parts(neg: bool, nr: u64, micro: u32, fsp: u8, kind: TemporalKind) -> Option<(Temporal, bool)> {
     if kind == TemporalKind::Time && nr <= 99_999_999_999 {
-        if nr % 100 > 59 || (nr / 100) % 100 > 59 {
-            if nr < 10_000_000_000 {
-                return None;
-            }
+        if (nr % 100 > 59 || (nr / 100) % 100 > 59) && nr < 10_000_000_000 {
+            return None;
         }
         if nr > 8_385_959 {
             if nr >= 10_000_000_000 {
@@ -1200,7 +1198,7 @@ pub fn format(t: &Temporal, fmt: &[u8], time_only: bool) -> Option<Vec<u8>> {
             // TIME_FORMAT gives NULL for date specifiers.
             return None;
         }
-        let h12 = |h: u32| if h % 12 == 0 { 12 } else { h % 12 };
+        let h12 = |h: u32| if h.is_multiple_of(12) { 12 } else { h % 12 };
         match sp {
             b'M' => out.extend_from_slice(month_name(t.month)?.as_bytes()),
             b'b' => out.extend_from_slice(&month_name(t.month)?.as_bytes()[..3]),

@@ -253,9 +253,9 @@ impl Value {
 
 fn round_f64_to_i64(d: f64) -> i64 {
     let r = d.round();
-    if r >= 9.223372036854775807e18 {
+    if r >= 9.223_372_036_854_776e18 {
         i64::MAX
-    } else if r <= -9.223372036854775808e18 {
+    } else if r <= -9.223_372_036_854_776e18 {
         i64::MIN
     } else {
         r as i64
@@ -283,11 +283,7 @@ pub fn format_double(d: f64) -> String {
     let s = format!("{d:e}");
     let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = e.parse().unwrap_or(0);
-    if exp < 0 {
-        format!("{m}e{exp}")
-    } else {
-        format!("{m}e{exp}")
-    }
+    format!("{m}e{exp}")
 }
 
 /// The longest prefix of `s` that reads as a decimal number (after leading
