@@ -222,8 +222,11 @@ impl Session {
                         iso = isolation_of(l);
                     }
                 }
-                self.txn =
-                    Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+                self.txn = Some(
+                    self.inner
+                        .env
+                        .begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
+                );
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
@@ -318,8 +321,11 @@ impl Session {
                 // WITH CONSISTENT SNAPSHOT asks for what BEGIN gives.
                 self.commit_open()?;
                 let iso = self.next_isolation.take().unwrap_or(self.isolation);
-                self.txn =
-                    Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+                self.txn = Some(
+                    self.inner
+                        .env
+                        .begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
+                );
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
@@ -679,9 +685,21 @@ impl Session {
         })
     }
 
+    /// `innodb_lock_wait_timeout` / `tokudb_lock_timeout` (seconds), when set.
+    fn lock_timeout(&self) -> Option<std::time::Duration> {
+        ["innodb_lock_wait_timeout", "tokudb_lock_timeout"]
+            .iter()
+            .find_map(|n| self.vars.get(*n))
+            .and_then(|v| v.to_f64())
+            .filter(|s| *s >= 0.0)
+            .map(|s| std::time::Duration::from_secs_f64(s.min(31_536_000.0)))
+    }
+
     fn begin_implicit(&mut self) -> SqlResult<()> {
         let iso = self.next_isolation.take().unwrap_or(self.isolation);
-        self.txn = Some(self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: None })?);
+        self.txn = Some(
+            self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
+        );
         Ok(())
     }
 
