@@ -111,6 +111,18 @@ pub struct TableDef {
     pub schema_version: u32,
     /// The CREATE time, seconds since the epoch (SHOW TABLE STATUS).
     pub created: i64,
+    /// CHECK constraints, enforced on every row written.
+    #[serde(default)]
+    pub checks: Vec<CheckDef>,
+}
+
+/// A CHECK constraint: its name (a column-level one is named after its
+/// column, as in MariaDB) and its expression as SQL text, bound over the
+/// table's columns when a statement writes rows.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CheckDef {
+    pub name: String,
+    pub expr: String,
 }
 
 impl TableDef {

@@ -10,7 +10,7 @@ use fractaldb::{DictOptions, Isolation};
 use sqlparser::ast;
 
 use crate::catalog::{
-    self, check_ident, Column, DbDef, DefaultSpec, Ident, IndexDef, IndexKind, IndexPart, TableDef,
+    self, check_ident, CheckDef, Column, DbDef, DefaultSpec, Ident, IndexDef, IndexKind, IndexPart, TableDef,
 };
 use crate::error::{SqlError, SqlResult};
 use crate::expr::ident_name;
@@ -240,6 +240,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
     let mut columns: Vec<Column> = Vec::new();
     let mut indexes: Vec<IndexDef> = Vec::new();
     let mut pk: Option<Vec<IndexPart>> = None;
+    let mut checks: Vec<CheckDef> = Vec::new();
     for cd in &ct.columns {
         let cname = cd.name.value.clone();
         check_ident(&cname, Ident::Column)?;
@@ -297,8 +298,11 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                         col.auto_increment = true;
                     }
                 }
-                ast::ColumnOption::Check(_) | ast::ColumnOption::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("CHECK and FOREIGN KEY constraints"));
+                ast::ColumnOption::Check(c) => {
+                    checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
+                }
+                ast::ColumnOption::ForeignKey(_) => {
+                    return Err(SqlError::unsupported("FOREIGN KEY constraints"));
                 }
                 _ => {}
             }
@@ -395,8 +399,16 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     comment: String::new(),
                 });
             }
-            ast::TableConstraint::ForeignKey(_) | ast::TableConstraint::Check(_) => {
-                return Err(SqlError::unsupported("CHECK and FOREIGN KEY constraints"));
+            ast::TableConstraint::Check(c) => {
+                let name = c
+                    .name
+                    .as_ref()
+                    .map(|n| n.value.clone())
+                    .unwrap_or_else(|| format!("CONSTRAINT_{}", checks.len() + 1));
+                checks.push(CheckDef { name, expr: c.expr.to_string() });
+            }
+            ast::TableConstraint::ForeignKey(_) => {
+                return Err(SqlError::unsupported("FOREIGN KEY constraints"));
             }
             _ => return Err(SqlError::unsupported("this table constraint")),
         }
@@ -470,7 +482,10 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
+        checks,
     };
+    // Every CHECK must bind over the table's columns now, not at the first insert.
+    crate::dml::bind_checks(s, &def)?;
     create_dicts(s, &mut def)?;
     txn.put(
         &s.inner.catalog,

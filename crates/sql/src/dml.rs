@@ -115,6 +115,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
             upd.push((i, x));
         }
     }
+    let checks = bind_checks(s, def)?;
     let strict = s.strict && !ins.ignore;
     // A NOT NULL column without a default that the statement never names
     // fails before any row (MySQL checks it when it prepares the insert).
@@ -176,6 +177,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
             }
             full.push(v);
         }
+        check_row(s, &t, &checks, &full)?;
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
         match t.find_duplicate(txn, &full, &pk, None)? {
@@ -219,6 +221,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                         }
                     }
                     if changed(&old, &new) {
+                        check_row(s, &t, &checks, &new)?;
                         let new_pk = t.pk(&new, None)?;
                         if let Some(d2) = t.find_duplicate(txn, &new, &new_pk, Some(&d.existing_pk))? {
                             return Err(t.dup_error(&d2, &new));
@@ -246,6 +249,67 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         || ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))))
     .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
     Ok(Outcome::Done { affected, last_insert_id: first_id.unwrap_or(0), info })
+}
+
+/// The table's CHECK constraints bound over its row: (name, expression).
+pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec<(String, Expr)>> {
+    if def.checks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let scope: Vec<crate::expr::ScopeCol> = def
+        .columns
+        .iter()
+        .map(|c| crate::expr::ScopeCol {
+            table: def.name.clone(),
+            name: c.name.clone(),
+            db: def.db.clone(),
+            org_table: def.name.clone(),
+            ty: c.ty.clone(),
+            nullable: c.nullable,
+        })
+        .collect();
+    let sysvar = |n: &str| s.sysvar(n);
+    let mut no_sub =
+        |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in CHECK")) };
+    let mut out = Vec::new();
+    for c in &def.checks {
+        let e = sqlparser::parser::Parser::new(&sqlparser::dialect::MySqlDialect {})
+            .try_with_sql(&c.expr)
+            .and_then(|mut p| p.parse_expr())
+            .map_err(|e| SqlError::syntax(format!("'{e}'")))?;
+        let (x, _) = Binder {
+            scope: &scope,
+            aggs: None,
+            agg_base: 0,
+            sysvar: &sysvar,
+            subquery: &mut no_sub,
+            aliases: &[],
+            insert_cols: &[],
+            place: "CHECK",
+        }
+        .bind(&e)?;
+        out.push((c.name.clone(), x));
+    }
+    Ok(out)
+}
+
+/// Fails with 4025 when a CHECK constraint is false for `row` (NULL passes).
+fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -> SqlResult<()> {
+    if checks.is_empty() {
+        return Ok(());
+    }
+    let mut w = Vec::new();
+    let mut cx = s.eval_ctx(&mut w);
+    for (name, e) in checks {
+        if e.eval(row, &mut cx)?.truth() == Some(false) {
+            return Err(SqlError::new(
+                4025,
+                "23000",
+                format!("CONSTRAINT `{name}` failed for `{}`.`{}`", t.def.db, t.def.name),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn changed(a: &[Value], b: &[Value]) -> bool {
@@ -459,6 +523,7 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
         .bind(&a.value)?;
         sets.push((i, x));
     }
+    let checks = bind_checks(s, &t.def)?;
     let strict = s.strict;
     let now = now_value(s);
     let mut warnings = Vec::new();
@@ -496,6 +561,7 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
                 new[i] = coerce::store(now.clone(), col, &mut cx)?;
             }
         }
+        check_row(s, &t, &checks, &new)?;
         let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
         if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
             return Err(t.dup_error(&d, &new));

@@ -381,7 +381,20 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         .map(|(o, _)| o)
         .collect();
     s.warnings.extend(warnings);
-    Ok(ResultSet { columns: items.into_iter().map(|i| i.2).collect(), rows })
+    let columns: Vec<ColumnMeta> = items.into_iter().map(|i| i.2).collect();
+    let mut rows = rows;
+    // A BIT column goes to the client as its bytes, big-endian, as MySQL sends it.
+    for (i, c) in columns.iter().enumerate() {
+        if let crate::types::SqlType::Bit { bits } = c.ty {
+            let width = (bits as usize).div_ceil(8);
+            for r in rows.iter_mut() {
+                if let Value::UInt(u) = r[i] {
+                    r[i] = Value::Str(u.to_be_bytes()[8 - width..].to_vec());
+                }
+            }
+        }
+    }
+    Ok(ResultSet { columns, rows })
 }
 
 /// A session view for running subqueries while the outer query holds the session.
