@@ -132,6 +132,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
     let mut first_id: Option<u64> = None;
     let mut dups = 0u64;
     let n_rows = input.len();
+    let mut batch = table::StmtWrites::new(&t);
     for (ri, vals) in input.into_iter().enumerate() {
         let rownum = ri + 1;
         let mut row = vec![None; def.columns.len()];
@@ -180,9 +181,14 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         check_row(s, &t, &checks, &full)?;
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
+        // A collision with a row of this statement not yet in the engine:
+        // write them so the ordinary path below sees that row.
+        if batch.collides(&t, &full, &pk)? {
+            batch.flush(txn, &t)?;
+        }
         match t.find_duplicate(txn, &full, &pk, None)? {
             None => {
-                t.write_new(txn, &full, &pk)?;
+                batch.add(txn, &t, &full, &pk)?;
                 affected += 1;
                 delta += 1;
             }
@@ -239,6 +245,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         }
         s.check_killed()?;
     }
+    batch.flush(txn, &t)?;
     t.add_rows(txn, s.slot, delta)?;
     if let Some(id) = first_id {
         s.last_insert_id = id;

@@ -154,6 +154,25 @@ impl Table {
         Ok(())
     }
 
+    /// The keys `row` would take in the main dictionary (index `usize::MAX`)
+    /// and in each unique index without a NULL part, for
+    /// [`StmtWrites`]' duplicate check.
+    fn unique_keys(&self, row: &[Value], pk: &[u8]) -> SqlResult<Vec<(usize, Vec<u8>)>> {
+        let mut v = Vec::new();
+        if self.def.primary.is_some() {
+            v.push((usize::MAX, pk.to_vec()));
+        }
+        for (i, ix) in self.def.secondary() {
+            if ix.kind == IndexKind::Unique {
+                let (key, null) = self.index_key(ix, row)?;
+                if !null {
+                    v.push((i, key));
+                }
+            }
+        }
+        Ok(v)
+    }
+
     /// Removes a row and its index entries.
     pub fn remove(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
         txn.delete(&self.main, pk)?;
@@ -266,6 +285,78 @@ pub fn key_form(v: &Value, ty: &SqlType) -> Value {
             Value::UInt(mask)
         }
         _ => v.clone(),
+    }
+}
+
+/// New rows of one INSERT statement, written to each dictionary as one
+/// batch (one lock request, one tree write and one log record per
+/// dictionary rather than per row; a 1000-row INSERT into a table with
+/// three indexes made 4000 separate writes).
+///
+/// **Invariant:** a row is added only after its keys were checked against
+/// the engine (`Table::find_duplicate`, which also write-locks them) and
+/// against the rows already here (`collides`); anything that must see
+/// these rows in the engine (a duplicate found here, ON DUPLICATE KEY
+/// UPDATE, REPLACE) flushes first.
+pub struct StmtWrites {
+    main: fractaldb::WriteBatch,
+    sec: Vec<fractaldb::WriteBatch>,
+    keys: std::collections::HashSet<(usize, Vec<u8>)>,
+    bytes: usize,
+}
+
+/// Flush a statement's batches past this many bytes.
+const STMT_BATCH_BYTES: usize = 8 << 20;
+
+impl StmtWrites {
+    pub fn new(t: &Table) -> StmtWrites {
+        StmtWrites {
+            main: fractaldb::WriteBatch::new(),
+            sec: t.def.indexes.iter().map(|_| fractaldb::WriteBatch::new()).collect(),
+            keys: Default::default(),
+            bytes: 0,
+        }
+    }
+
+    /// True if `row` would collide with a row added here.
+    pub fn collides(&self, t: &Table, row: &[Value], pk: &[u8]) -> SqlResult<bool> {
+        if self.keys.is_empty() {
+            return Ok(false);
+        }
+        Ok(t.unique_keys(row, pk)?.iter().any(|k| self.keys.contains(k)))
+    }
+
+    pub fn add(&mut self, txn: &Txn, t: &Table, row: &[Value], pk: &[u8]) -> SqlResult<()> {
+        let enc = t.encode_row(row)?;
+        self.bytes += pk.len() + enc.len();
+        self.main.put(pk, &enc);
+        for (i, _) in t.def.secondary() {
+            let (k, v) = t.sec_entry(i, row, pk)?;
+            self.bytes += k.len() + v.len();
+            self.sec[i].put(&k, &v);
+        }
+        self.keys.extend(t.unique_keys(row, pk)?);
+        if self.bytes > STMT_BATCH_BYTES {
+            self.flush(txn, t)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what was added to the engine.
+    pub fn flush(&mut self, txn: &Txn, t: &Table) -> SqlResult<()> {
+        if !self.main.is_empty() {
+            txn.write_batch(&t.main, &self.main)?;
+            self.main.clear();
+        }
+        for (i, b) in self.sec.iter_mut().enumerate() {
+            if !b.is_empty() {
+                txn.write_batch(t.sec[i].as_ref().expect("secondary dictionary"), b)?;
+                b.clear();
+            }
+        }
+        self.keys.clear();
+        self.bytes = 0;
+        Ok(())
     }
 }
 

@@ -313,3 +313,34 @@ fn random_and_mangled_sql_never_panics() {
     stmt.extend_from_slice(&long);
     assert!(s.execute(&stmt).is_err());
 }
+
+/// Rows of one INSERT go to the engine in batches: duplicates among them
+/// are still found, by every unique index, and ON DUPLICATE KEY UPDATE and
+/// REPLACE see the statement's earlier rows.
+#[test]
+fn duplicates_within_one_insert_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, u VARCHAR(5), v INT, UNIQUE KEY (u))");
+    assert_eq!(err(&mut s, "INSERT INTO t VALUES (1, 'a', 0), (2, 'b', 0), (1, 'c', 0)"), 1062);
+    assert_eq!(err(&mut s, "INSERT INTO t VALUES (1, 'a', 0), (2, 'A', 0)"), 1062);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "0");
+    ok(&mut s, "INSERT IGNORE INTO t VALUES (1, 'a', 0), (1, 'b', 0), (2, 'a', 0), (3, 'c', 0)");
+    assert_eq!(rows(&mut s, "SELECT id, u FROM t ORDER BY id"), [["1", "a"], ["3", "c"]]);
+    match s
+        .execute(b"INSERT INTO t VALUES (5, 'e', 1), (5, 'e', 2) ON DUPLICATE KEY UPDATE v = v + VALUES(v)")
+        .unwrap()
+    {
+        Outcome::Done { affected, .. } => assert_eq!(affected, 3),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(one(&mut s, "SELECT v FROM t WHERE id = 5"), "3");
+    ok(&mut s, "REPLACE INTO t VALUES (6, 'f', 1), (6, 'g', 2)");
+    assert_eq!(rows(&mut s, "SELECT u, v FROM t WHERE id = 6"), [["g", "2"]]);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "4");
+    assert_eq!(rows(&mut s, "SELECT id FROM t WHERE u = 'G'"), [["6"]]);
+    assert!(rows(&mut s, "SELECT id FROM t WHERE u = 'f'").is_empty());
+}
