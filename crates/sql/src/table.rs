@@ -97,7 +97,7 @@ impl Table {
     }
 
     /// A secondary index entry for a row with primary key `pk`.
-    fn sec_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
+    pub fn sec_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
         let ix = &self.def.indexes[i];
         let (mut key, null) = self.index_key(ix, row)?;
         if ix.kind != IndexKind::Unique || null {

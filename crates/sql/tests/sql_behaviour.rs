@@ -344,3 +344,42 @@ fn duplicates_within_one_insert_statement() {
     assert_eq!(rows(&mut s, "SELECT id FROM t WHERE u = 'G'"), [["6"]]);
     assert!(rows(&mut s, "SELECT id FROM t WHERE u = 'f'").is_empty());
 }
+
+/// CREATE INDEX builds from the rows already there (and a unique one
+/// refuses duplicates); DROP INDEX and RENAME TABLE change the catalog;
+/// all of it survives a restart.
+#[test]
+fn indexes_added_and_dropped_and_tables_renamed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, k INT, c VARCHAR(10))");
+        ok(&mut s, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 10, 'c')");
+        ok(&mut s, "CREATE INDEX k_1 ON t (k)");
+        assert_eq!(rows(&mut s, "SELECT id FROM t WHERE k = 10 ORDER BY id"), [["1"], ["3"]]);
+        assert_eq!(err(&mut s, "CREATE UNIQUE INDEX uk ON t (k)"), 1062);
+        assert_eq!(err(&mut s, "CREATE INDEX k_1 ON t (c)"), 1061);
+        assert_eq!(err(&mut s, "CREATE INDEX x ON t (nope)"), 1072);
+        ok(&mut s, "ALTER TABLE t ADD UNIQUE KEY uc (c)");
+        assert_eq!(err(&mut s, "INSERT INTO t VALUES (4, 40, 'A')"), 1062);
+        ok(&mut s, "INSERT INTO t VALUES (4, 10, 'd')");
+        ok(&mut s, "DROP INDEX uc ON t");
+        ok(&mut s, "INSERT INTO t VALUES (5, 50, 'a')");
+        assert_eq!(err(&mut s, "ALTER TABLE t DROP INDEX nope"), 1091);
+        ok(&mut s, "RENAME TABLE t TO t2");
+        assert_eq!(err(&mut s, "SELECT * FROM t"), 1146);
+        drop(s);
+        db.close().unwrap();
+    }
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    assert_eq!(rows(&mut s, "SELECT id FROM t2 WHERE k = 10 ORDER BY id"), [["1"], ["3"], ["4"]]);
+    assert_eq!(rows(&mut s, "SELECT id FROM t2 WHERE c = 'a' ORDER BY id"), [["1"], ["5"]]);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t2"), "5");
+    // The old name is free again.
+    ok(&mut s, "CREATE TABLE t (x INT)");
+}
