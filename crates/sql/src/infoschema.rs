@@ -217,14 +217,11 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         IndexKind::Unique => "UNIQUE",
                         IndexKind::Plain => continue,
                     };
-                    out.push(vec![
-                        Value::str("def"),
-                        Value::str(&def.db),
-                        Value::str(&ix.name),
-                        Value::str(&def.db),
-                        Value::str(&def.name),
-                        Value::str(kind),
-                    ]);
+                    out.push(constraint_row(def, &ix.name, kind));
+                }
+                // A JSON column carries MariaDB's CHECK (json_valid(col)), named after it.
+                for c in def.columns.iter().filter(|c| c.ty == SqlType::Json) {
+                    out.push(constraint_row(def, &c.name, "CHECK"));
                 }
             }
             out
@@ -294,6 +291,17 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
         _ => Vec::new(),
     };
     Ok(Virtual { name: canon.to_string(), cols, rows })
+}
+
+fn constraint_row(def: &TableDef, name: &str, kind: &str) -> Vec<Value> {
+    vec![
+        Value::str("def"),
+        Value::str(&def.db),
+        Value::str(name),
+        Value::str(&def.db),
+        Value::str(&def.name),
+        Value::str(kind),
+    ]
 }
 
 /// Every database's row of SCHEMATA, information_schema first.
@@ -558,6 +566,8 @@ pub enum DefaultText {
 pub fn default_text(c: &Column) -> DefaultText {
     match &c.default {
         DefaultSpec::None => DefaultText::None,
+        // An AUTO_INCREMENT or other NOT NULL column has no NULL default to show.
+        DefaultSpec::Null if !c.nullable => DefaultText::None,
         DefaultSpec::Null => DefaultText::Null,
         DefaultSpec::CurrentTimestamp => DefaultText::Now,
         DefaultSpec::Literal(b) => {

@@ -26,20 +26,27 @@ struct Shown {
     like_col: usize,
 }
 
+/// Whether LIKE tells letter cases apart: for database and table names,
+/// which are file names to MariaDB (lower_case_table_names=0).
+fn like_case_sensitive(k: ShowKind) -> bool {
+    matches!(k, ShowKind::Databases | ShowKind::Tables | ShowKind::TableStatus | ShowKind::OpenTables)
+}
+
 fn shown(spec: &str, rows: Vec<Vec<Value>>) -> Shown {
     Shown { cols: show_cols(spec), rows, like_col: 0 }
 }
 
-fn like_ok(pattern: &[u8], s: &str) -> bool {
-    crate::collation::like(Collation::Utf8mb4GeneralCi, s.as_bytes(), pattern, b'\\')
+fn like_ok(pattern: &[u8], s: &str, cs: bool) -> bool {
+    let coll = if cs { Collation::Utf8mb4Bin } else { Collation::Utf8mb4GeneralCi };
+    crate::collation::like(coll, s.as_bytes(), pattern, b'\\')
 }
 
 pub fn show(s: &mut Session, st: &ShowStmt) -> SqlResult<Outcome> {
     let out = build(s, st)?;
     let Some(mut out) = out else { return Ok(Outcome::done(0)) };
     if let Some(p) = &st.like {
-        let c = out.like_col;
-        out.rows.retain(|r| r.get(c).is_some_and(|v| like_ok(p, &v.render())));
+        let (c, cs) = (out.like_col, like_case_sensitive(st.kind));
+        out.rows.retain(|r| r.get(c).is_some_and(|v| like_ok(p, &v.render(), cs)));
     }
     if let Some(f) = &st.filter {
         out.rows = filter(s, &out.cols, out.rows, f)?;
@@ -137,7 +144,7 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
             let mut rows = vec![vec![Value::str(is::SCHEMA)]];
             rows.extend(s.inner.schema.read().dbs.keys().map(|n| vec![Value::str(n)]));
             rows.sort_by(|a, b| a[0].render().cmp(&b[0].render()));
-            Shown { cols: show_cols(&with_like("Database:varchar(64)".into(), st)), rows, like_col: 0 }
+            Shown { cols: show_cols(&(with_like("Database".into(), st) + ":varchar(64)")), rows, like_col: 0 }
         }
         K::Tables => {
             let db = target_db(s, st)?;
