@@ -508,3 +508,40 @@ fn server_listings() {
     assert_eq!(err(&mut s, "SHOW CREATE PROCEDURE nope"), 1305);
     assert_eq!(err(&mut s, "SHOW CREATE EVENT nope"), 1539);
 }
+
+#[test]
+fn information_schema_views_of_the_session_and_joins() {
+    let (_d, db) = setup();
+    let mut s = session(&db);
+    assert_eq!(
+        tsv(&mut s, "SHOW COLUMNS FROM information_schema.SCHEMATA"),
+        "Field\tType\tNull\tKey\tDefault\tExtra
+CATALOG_NAME\tvarchar(512)\tNO\t\tNULL\t
+SCHEMA_NAME\tvarchar(64)\tNO\t\tNULL\t
+DEFAULT_CHARACTER_SET_NAME\tvarchar(32)\tNO\t\tNULL\t
+DEFAULT_COLLATION_NAME\tvarchar(64)\tNO\t\tNULL\t
+SQL_PATH\tvarchar(512)\tYES\t\tNULL\t
+SCHEMA_COMMENT\tvarchar(1024)\tNO\t\tNULL\t
+"
+    );
+    assert_eq!(
+        tsv(
+            &mut s,
+            "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME='AUTOCOMMIT'"
+        ),
+        "VARIABLE_NAME\tVARIABLE_VALUE\nAUTOCOMMIT\tON\n"
+    );
+    assert_eq!(
+        tsv(&mut s, "SELECT USER, DB, COMMAND, INFO FROM information_schema.PROCESSLIST"),
+        "USER\tDB\tCOMMAND\tINFO\nroot\td\tQuery\tSELECT USER, DB, COMMAND, INFO FROM information_schema.PROCESSLIST\n"
+    );
+    assert_eq!(
+        tsv(
+            &mut s,
+            "SELECT t.TABLE_NAME, COUNT(*) FROM information_schema.TABLES t JOIN information_schema.COLUMNS c \
+             ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME WHERE t.TABLE_SCHEMA='d' \
+             GROUP BY t.TABLE_NAME ORDER BY t.TABLE_NAME"
+        ),
+        "TABLE_NAME\tCOUNT(*)\nt\t23\nt3\t4\n"
+    );
+}
