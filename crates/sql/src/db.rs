@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     /// Row-count slots not held by a session.
     pub free_slots: Mutex<Vec<u32>>,
     pub next_slot: AtomicU64,
+    /// When the folder was opened (SHOW STATUS Uptime).
+    pub started: std::time::Instant,
 }
 
 /// An open database folder. Sessions share it.
@@ -86,6 +88,7 @@ impl Database {
             next_conn: AtomicU64::new(1),
             free_slots: Mutex::new(Vec::new()),
             next_slot: AtomicU64::new(0),
+            started: std::time::Instant::now(),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;

@@ -38,6 +38,7 @@ mod dml;
 pub mod error;
 mod expr;
 pub mod func;
+mod infoschema;
 pub mod keycodec;
 pub mod lex;
 mod plan;

@@ -27,14 +27,69 @@ pub struct Source {
     pub alias: String,
 }
 
-pub fn resolve_table(s: &Session, name: &ast::ObjectName) -> SqlResult<Arc<Table>> {
+/// What a FROM item reads: an engine table, or rows given whole (an
+/// INFORMATION_SCHEMA view, built when the query starts).
+enum Rel {
+    Table(Source),
+    Rows { alias: String, view: crate::infoschema::Virtual },
+}
+
+impl Rel {
+    fn alias(&self) -> &str {
+        match self {
+            Rel::Table(s) => &s.alias,
+            Rel::Rows { alias, .. } => alias,
+        }
+    }
+
+    fn width(&self) -> usize {
+        match self {
+            Rel::Table(s) => s.table.def.columns.len(),
+            Rel::Rows { view, .. } => view.cols.len(),
+        }
+    }
+}
+
+/// The database and table a name means (the current database when it
+/// names none).
+fn split_name(s: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
     let parts = crate::expr::ident_name(name);
-    let (db, t) = match parts.as_slice() {
-        [t] => (s.db.clone().ok_or_else(SqlError::no_db)?, t.clone()),
-        [d, t] => (d.clone(), t.clone()),
-        _ => return Err(SqlError::syntax(format!("'{name}'"))),
-    };
+    match parts.as_slice() {
+        [t] => Ok((s.db.clone().ok_or_else(SqlError::no_db)?, t.clone())),
+        [d, t] => Ok((d.clone(), t.clone())),
+        _ => Err(SqlError::syntax(format!("'{name}'"))),
+    }
+}
+
+pub fn resolve_table(s: &Session, name: &ast::ObjectName) -> SqlResult<Arc<Table>> {
+    let (db, t) = split_name(s, name)?;
+    if crate::infoschema::is_schema(&db) {
+        // Its views are read-only: only SELECT reads them (see `add_source`).
+        return Err(SqlError::new(
+            1044,
+            "42000",
+            format!("Access denied for user 'root'@'localhost' to database '{}'", crate::infoschema::SCHEMA),
+        ));
+    }
     s.inner.table(&db, &t)
+}
+
+fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
+    let mut v = Vec::new();
+    for r in rels {
+        match r {
+            Rel::Table(s) => v.extend(scope_of(std::slice::from_ref(s))),
+            Rel::Rows { alias, view } => v.extend(view.cols.iter().map(|c| ScopeCol {
+                table: alias.clone(),
+                name: c.name.clone(),
+                db: crate::infoschema::SCHEMA.to_string(),
+                org_table: view.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            })),
+        }
+    }
+    v
 }
 
 pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
@@ -69,9 +124,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let mut sources = Vec::new();
     let mut join_conds: Vec<ast::Expr> = Vec::new();
     for twj in &sel.from {
-        add_source(s, &twj.relation, &mut sources)?;
+        add_source(s, txn, &twj.relation, &mut sources)?;
         for j in &twj.joins {
-            add_source(s, &j.relation, &mut sources)?;
+            add_source(s, txn, &j.relation, &mut sources)?;
             use ast::JoinOperator as J;
             match &j.join_operator {
                 J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => match c {
@@ -83,7 +138,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             }
         }
     }
-    let scope = scope_of(&sources);
+    let scope = rel_scope(&sources);
     let sysvar = |n: &str| s.sysvar(n);
     let inner = s.inner.clone();
     let db = s.db.clone();
@@ -250,11 +305,15 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // the table keeps, not the rows.
     let mut warnings: Vec<Warning> = Vec::new();
     let count_only = sources.len() == 1
+        && matches!(sources[0], Rel::Table(_))
         && sel.selection.is_none()
         && groups.is_empty()
         && !aggs.is_empty()
         && aggs.iter().all(|a| a.func == AggFn::CountStar && !a.distinct);
-    let count = if count_only { Some(sources[0].table.row_count(txn)?) } else { None };
+    let count = match &sources[..] {
+        [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
+        _ => None,
+    };
     let rows = if count.is_some() {
         Vec::new()
     } else {
@@ -264,7 +323,26 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             let base = rows.first().map_or(0, |r| r.len());
             let _ = base;
             let mut next = Vec::new();
-            let table_rows = scan(txn, &src.table, filter.as_ref(), si, &sources, &mut cx, stop_after)?;
+            let offset: usize = sources[..si].iter().map(Rel::width).sum();
+            let single = sources.len() == 1;
+            let table_rows = match src {
+                Rel::Table(t) => scan(txn, &t.table, filter.as_ref(), offset, single, &mut cx, stop_after)?,
+                Rel::Rows { view, .. } => {
+                    let mut out = Vec::new();
+                    for r in &view.rows {
+                        if stop_after.is_some_and(|n| out.len() as u64 >= n) {
+                            break;
+                        }
+                        if let (true, Some(f)) = (single, filter.as_ref()) {
+                            if f.eval(r, &mut cx)?.truth() != Some(true) {
+                                continue;
+                            }
+                        }
+                        out.push(r.clone());
+                    }
+                    out
+                }
+            };
             for left in &rows {
                 for r in &table_rows {
                     let mut joined = left.clone();
@@ -457,20 +535,28 @@ fn bind_item_ref(
     b.bind(e)
 }
 
-fn add_source(s: &Session, f: &ast::TableFactor, out: &mut Vec<Source>) -> SqlResult<()> {
+fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) -> SqlResult<()> {
     match f {
         ast::TableFactor::Table { name, alias, .. } => {
             let parts = crate::expr::ident_name(name);
             if parts.len() == 1 && parts[0].eq_ignore_ascii_case("dual") {
                 return Ok(());
             }
-            let table = resolve_table(s, name)?;
-            let alias =
-                alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.def.name.clone());
-            if out.iter().any(|o| o.alias == alias) {
-                return Err(SqlError::nonunique_table(&alias));
+            let (db, t) = split_name(s, name)?;
+            let rel = if crate::infoschema::is_schema(&db) {
+                let view = crate::infoschema::rows(s, txn, &t)?;
+                let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());
+                Rel::Rows { alias, view }
+            } else {
+                let table = resolve_table(s, name)?;
+                let alias =
+                    alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.def.name.clone());
+                Rel::Table(Source { table, alias })
+            };
+            if out.iter().any(|o| o.alias() == rel.alias()) {
+                return Err(SqlError::nonunique_table(rel.alias()));
             }
-            out.push(Source { table, alias });
+            out.push(rel);
             Ok(())
         }
         _ => Err(SqlError::unsupported("derived tables")),
@@ -535,12 +621,11 @@ fn scan(
     txn: &Txn,
     t: &Table,
     filter: Option<&Expr>,
-    si: usize,
-    sources: &[Source],
+    offset: usize,
+    single: bool,
     cx: &mut crate::expr::EvalCtx,
     stop_after: Option<u64>,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let offset: usize = sources[..si].iter().map(|s| s.table.def.columns.len()).sum();
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
@@ -548,7 +633,7 @@ fn scan(
     let access = crate::plan::choose(t, &conj, offset, cx);
     let mut out = Vec::new();
     // Only a single-table query can filter while it reads.
-    let own_filter = if sources.len() == 1 { filter } else { None };
+    let own_filter = if single { filter } else { None };
     crate::plan::for_each_row(txn, t, &access, |_, row| {
         if let Some(f) = own_filter {
             if f.eval(&row, cx)?.truth() != Some(true) {

@@ -103,6 +103,11 @@ pub struct Session {
     pub(crate) now_micros: i64,
     /// Set by [`KillHandle::kill`]: the running statement stops between rows.
     pub(crate) killed: Arc<std::sync::atomic::AtomicBool>,
+    /// The running statement's text (PROCESSLIST's Info).
+    pub(crate) stmt_text: String,
+    /// Statements run (SHOW STATUS Questions) and SELECTs among them (Com_select).
+    pub(crate) questions: u64,
+    pub(crate) com_select: u64,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -142,16 +147,26 @@ impl Session {
             savepoints: Vec::new(),
             now_micros: 0,
             killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            stmt_text: String::new(),
+            questions: 0,
+            com_select: 0,
         }
     }
 
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
+        self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.questions += 1;
         let parsed = crate::lex::parse(sql)?;
+        if matches!(&parsed, Parsed::Std(st, _) if matches!(**st, ast::Statement::Query(_))) {
+            self.com_select += 1;
+        }
         self.now_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
         // SHOW WARNINGS reads the previous statement's warnings.
-        let keep_warnings =
-            matches!(&parsed, Parsed::Special(Special::Show(s)) if s.kind == crate::lex::ShowKind::Warnings);
+        let keep_warnings = matches!(&parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
+                | crate::lex::ShowKind::Errors
+                | crate::lex::ShowKind::WarningCount
+                | crate::lex::ShowKind::ErrorCount));
         if !keep_warnings {
             self.warnings.clear();
         }
@@ -286,6 +301,10 @@ impl Session {
                     | ast::Use::Catalog(n) => crate::expr::ident_name(n).join("."),
                     _ => return Err(SqlError::syntax("'USE'")),
                 };
+                if crate::infoschema::is_schema(&name) {
+                    self.db = Some(crate::infoschema::SCHEMA.to_string());
+                    return Ok(Outcome::done(0));
+                }
                 if !self.inner.schema.read().dbs.contains_key(&name) {
                     return Err(SqlError::unknown_db(&name));
                 }
@@ -777,6 +796,93 @@ impl Drop for Session {
         }
         self.inner.free_slot(self.slot);
     }
+}
+
+/// The system variables `Session::sysvar` answers for without a SET,
+/// as SHOW VARIABLES and the *_VARIABLES views list them.
+pub(crate) fn variable_names() -> &'static [&'static str] {
+    &[
+        "auto_increment_increment",
+        "auto_increment_offset",
+        "autocommit",
+        "character_set_client",
+        "character_set_connection",
+        "character_set_database",
+        "character_set_results",
+        "character_set_server",
+        "collation_connection",
+        "collation_database",
+        "collation_server",
+        "default_storage_engine",
+        "default_week_format",
+        "div_precision_increment",
+        "error_count",
+        "foreign_key_checks",
+        "group_concat_max_len",
+        "have_ssl",
+        "hostname",
+        "innodb_lock_wait_timeout",
+        "interactive_timeout",
+        "last_insert_id",
+        "license",
+        "lock_wait_timeout",
+        "lower_case_table_names",
+        "max_allowed_packet",
+        "max_connections",
+        "net_read_timeout",
+        "net_write_timeout",
+        "performance_schema",
+        "port",
+        "protocol_version",
+        "read_only",
+        "server_id",
+        "sql_auto_is_null",
+        "sql_mode",
+        "sql_notes",
+        "sql_quote_show_create",
+        "sql_safe_updates",
+        "sql_select_limit",
+        "storage_engine",
+        "system_time_zone",
+        "time_zone",
+        "tokudb_cache_size",
+        "tokudb_lock_timeout",
+        "transaction_isolation",
+        "transaction_read_only",
+        "tx_isolation",
+        "tx_read_only",
+        "unique_checks",
+        "version",
+        "version_comment",
+        "version_compile_machine",
+        "version_compile_os",
+        "wait_timeout",
+        "warning_count",
+    ]
+}
+
+/// Variables MariaDB shows as ON/OFF.
+pub(crate) fn is_bool_var(name: &str) -> bool {
+    matches!(
+        name,
+        "autocommit"
+            | "foreign_key_checks"
+            | "unique_checks"
+            | "sql_notes"
+            | "sql_quote_show_create"
+            | "sql_auto_is_null"
+            | "sql_safe_updates"
+            | "performance_schema"
+            | "read_only"
+            | "transaction_read_only"
+            | "tx_read_only"
+            | "sql_log_bin"
+            | "big_tables"
+            | "sql_big_selects"
+            | "check_constraint_checks"
+            | "profiling"
+            | "old_passwords"
+    )
 }
 
 fn isolation_of(l: &ast::TransactionIsolationLevel) -> Isolation {

@@ -1,0 +1,718 @@
+//! INFORMATION_SCHEMA: read-only views of the catalog and the session,
+//! built as rows when a query names one, so WHERE, ORDER BY, GROUP BY and
+//! COUNT over them run through the ordinary SELECT path.
+//!
+//! Each view has MariaDB 10.11's columns, in its order and with its types,
+//! because tools (connectors, ORMs, dump and migration tools) select them
+//! by name and position. What fractaldb has no notion of (foreign keys,
+//! triggers, routines, views, partitions) gives empty views or the rows
+//! MariaDB gives for an object without it.
+//!
+//! The helpers that describe a column or an index the way MariaDB does
+//! (key flag, default text, index order) are shared with `show.rs`, so
+//! SHOW and INFORMATION_SCHEMA agree.
+
+use fractaldb::Txn;
+
+use crate::catalog::{Column, DefaultSpec, IndexDef, IndexKind, TableDef};
+use crate::error::{SqlError, SqlResult};
+use crate::session::Session;
+use crate::table::Table;
+use crate::types::{Charset, Collation, SqlType, StrKind, ALL_COLLATIONS};
+use crate::value::Value;
+
+/// The schema's name, as SHOW DATABASES and SCHEMATA list it.
+pub const SCHEMA: &str = "information_schema";
+
+/// True for `information_schema` in any letter case.
+pub fn is_schema(db: &str) -> bool {
+    db.eq_ignore_ascii_case(SCHEMA)
+}
+
+/// A column of a view or of a SHOW result.
+#[derive(Clone, Debug)]
+pub struct VCol {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+}
+
+/// A view's rows, ready to be read as a table.
+#[derive(Clone, Debug)]
+pub struct Virtual {
+    /// The view's name as MariaDB spells it (upper case).
+    pub name: String,
+    pub cols: Vec<VCol>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// A type as MariaDB's COLUMN_TYPE writes it, for the types the views use.
+pub fn parse_type(t: &str) -> SqlType {
+    let t = t.trim();
+    let unsigned = t.ends_with(" unsigned");
+    let base = t.trim_end_matches(" unsigned");
+    let (name, args) = match base.find('(') {
+        Some(i) => (&base[..i], base[i + 1..].trim_end_matches(')')),
+        None => (base, ""),
+    };
+    let num = |s: &str| s.trim().parse::<u64>().unwrap_or(0);
+    let text = Collation::Utf8mb3GeneralCi;
+    match name {
+        "varchar" => SqlType::Str { kind: StrKind::Var, len: num(args), coll: text },
+        "longtext" => SqlType::Str { kind: StrKind::Lob, len: 4_294_967_295, coll: text },
+        "blob" => SqlType::Str { kind: StrKind::Lob, len: 65535, coll: Collation::Binary },
+        "bigint" => SqlType::Int { bytes: 8, unsigned },
+        "int" => SqlType::Int { bytes: 4, unsigned },
+        "tinyint" => SqlType::Int { bytes: 1, unsigned },
+        "decimal" => {
+            let mut it = args.split(',');
+            let p = it.next().map_or(10, num) as u8;
+            let s = it.next().map_or(0, num) as u8;
+            SqlType::Decimal { precision: p, scale: s, unsigned }
+        }
+        "datetime" => SqlType::DateTime { fsp: num(args) as u8 },
+        _ => SqlType::Str { kind: StrKind::Var, len: 64, coll: text },
+    }
+}
+
+/// Columns from MariaDB's own listing: `NAME type [unsigned] YES|NO`, `|`
+/// between columns.
+fn is_cols(spec: &str) -> Vec<VCol> {
+    spec.split('|')
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let e = e.trim();
+            let (name, rest) = e.split_once(' ').unwrap_or((e, "varchar(64) YES"));
+            let (ty, null) = rest.rsplit_once(' ').unwrap_or((rest, "YES"));
+            VCol { name: name.to_string(), ty: parse_type(ty), nullable: null == "YES" }
+        })
+        .collect()
+}
+
+/// Columns of a SHOW result: `Name:type`, `|` between columns (names may
+/// hold spaces).
+pub fn show_cols(spec: &str) -> Vec<VCol> {
+    spec.split('|')
+        .map(|e| {
+            let (name, ty) = e.split_once(':').unwrap_or((e, "varchar(64)"));
+            VCol { name: name.to_string(), ty: parse_type(ty), nullable: true }
+        })
+        .collect()
+}
+
+/// The views, with MariaDB 10.11's columns.
+const VIEWS: &[(&str, &str)] = &[
+    ("SCHEMATA", "CATALOG_NAME varchar(512) NO|SCHEMA_NAME varchar(64) NO|DEFAULT_CHARACTER_SET_NAME varchar(32) NO|DEFAULT_COLLATION_NAME varchar(64) NO|SQL_PATH varchar(512) YES|SCHEMA_COMMENT varchar(1024) NO"),
+    ("TABLES", "TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|TABLE_TYPE varchar(64) NO|ENGINE varchar(64) YES|VERSION bigint(21) unsigned YES|ROW_FORMAT varchar(10) YES|TABLE_ROWS bigint(21) unsigned YES|AVG_ROW_LENGTH bigint(21) unsigned YES|DATA_LENGTH bigint(21) unsigned YES|MAX_DATA_LENGTH bigint(21) unsigned YES|INDEX_LENGTH bigint(21) unsigned YES|DATA_FREE bigint(21) unsigned YES|AUTO_INCREMENT bigint(21) unsigned YES|CREATE_TIME datetime YES|UPDATE_TIME datetime YES|CHECK_TIME datetime YES|TABLE_COLLATION varchar(64) YES|CHECKSUM bigint(21) unsigned YES|CREATE_OPTIONS varchar(2048) YES|TABLE_COMMENT varchar(2048) NO|MAX_INDEX_LENGTH bigint(21) unsigned YES|TEMPORARY varchar(1) YES"),
+    ("COLUMNS", "TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|COLUMN_NAME varchar(64) NO|ORDINAL_POSITION bigint(21) unsigned NO|COLUMN_DEFAULT longtext YES|IS_NULLABLE varchar(3) NO|DATA_TYPE varchar(64) NO|CHARACTER_MAXIMUM_LENGTH bigint(21) unsigned YES|CHARACTER_OCTET_LENGTH bigint(21) unsigned YES|NUMERIC_PRECISION bigint(21) unsigned YES|NUMERIC_SCALE bigint(21) unsigned YES|DATETIME_PRECISION bigint(21) unsigned YES|CHARACTER_SET_NAME varchar(32) YES|COLLATION_NAME varchar(64) YES|COLUMN_TYPE longtext NO|COLUMN_KEY varchar(3) NO|EXTRA varchar(80) NO|PRIVILEGES varchar(80) NO|COLUMN_COMMENT varchar(1024) NO|IS_GENERATED varchar(6) NO|GENERATION_EXPRESSION longtext YES"),
+    ("STATISTICS", "TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|NON_UNIQUE bigint(1) NO|INDEX_SCHEMA varchar(64) NO|INDEX_NAME varchar(64) NO|SEQ_IN_INDEX int(2) unsigned NO|COLUMN_NAME varchar(64) NO|COLLATION varchar(1) YES|CARDINALITY bigint(21) YES|SUB_PART bigint(3) YES|PACKED varchar(10) YES|NULLABLE varchar(3) NO|INDEX_TYPE varchar(16) NO|COMMENT varchar(16) YES|INDEX_COMMENT varchar(1024) NO|IGNORED varchar(3) NO"),
+    ("KEY_COLUMN_USAGE", "CONSTRAINT_CATALOG varchar(512) NO|CONSTRAINT_SCHEMA varchar(64) NO|CONSTRAINT_NAME varchar(64) NO|TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|COLUMN_NAME varchar(64) NO|ORDINAL_POSITION bigint(10) NO|POSITION_IN_UNIQUE_CONSTRAINT bigint(10) YES|REFERENCED_TABLE_SCHEMA varchar(64) YES|REFERENCED_TABLE_NAME varchar(64) YES|REFERENCED_COLUMN_NAME varchar(64) YES"),
+    ("REFERENTIAL_CONSTRAINTS", "CONSTRAINT_CATALOG varchar(512) NO|CONSTRAINT_SCHEMA varchar(64) NO|CONSTRAINT_NAME varchar(64) NO|UNIQUE_CONSTRAINT_CATALOG varchar(512) NO|UNIQUE_CONSTRAINT_SCHEMA varchar(64) NO|UNIQUE_CONSTRAINT_NAME varchar(64) YES|MATCH_OPTION varchar(64) NO|UPDATE_RULE varchar(64) NO|DELETE_RULE varchar(64) NO|TABLE_NAME varchar(64) NO|REFERENCED_TABLE_NAME varchar(64) YES"),
+    ("TRIGGERS", "TRIGGER_CATALOG varchar(512) NO|TRIGGER_SCHEMA varchar(64) NO|TRIGGER_NAME varchar(64) NO|EVENT_MANIPULATION varchar(6) NO|EVENT_OBJECT_CATALOG varchar(512) NO|EVENT_OBJECT_SCHEMA varchar(64) NO|EVENT_OBJECT_TABLE varchar(64) NO|ACTION_ORDER bigint(4) NO|ACTION_CONDITION longtext YES|ACTION_STATEMENT longtext YES|ACTION_ORIENTATION varchar(9) NO|ACTION_TIMING varchar(6) NO|ACTION_REFERENCE_OLD_TABLE varchar(64) YES|ACTION_REFERENCE_NEW_TABLE varchar(64) YES|ACTION_REFERENCE_OLD_ROW varchar(3) NO|ACTION_REFERENCE_NEW_ROW varchar(3) NO|CREATED datetime(2) YES|SQL_MODE varchar(8192) NO|DEFINER varchar(384) YES|CHARACTER_SET_CLIENT varchar(32) NO|COLLATION_CONNECTION varchar(64) NO|DATABASE_COLLATION varchar(64) NO"),
+    ("ROUTINES", "SPECIFIC_NAME varchar(64) NO|ROUTINE_CATALOG varchar(512) NO|ROUTINE_SCHEMA varchar(64) NO|ROUTINE_NAME varchar(64) NO|ROUTINE_TYPE varchar(13) NO|DATA_TYPE varchar(64) NO|CHARACTER_MAXIMUM_LENGTH int(21) YES|CHARACTER_OCTET_LENGTH int(21) YES|NUMERIC_PRECISION int(21) YES|NUMERIC_SCALE int(21) YES|DATETIME_PRECISION bigint(21) unsigned YES|CHARACTER_SET_NAME varchar(64) YES|COLLATION_NAME varchar(64) YES|DTD_IDENTIFIER longtext YES|ROUTINE_BODY varchar(8) NO|ROUTINE_DEFINITION longtext YES|EXTERNAL_NAME varchar(64) YES|EXTERNAL_LANGUAGE varchar(64) YES|PARAMETER_STYLE varchar(8) NO|IS_DETERMINISTIC varchar(3) NO|SQL_DATA_ACCESS varchar(64) NO|SQL_PATH varchar(64) YES|SECURITY_TYPE varchar(7) NO|CREATED datetime NO|LAST_ALTERED datetime NO|SQL_MODE varchar(8192) NO|ROUTINE_COMMENT longtext NO|DEFINER varchar(384) NO|CHARACTER_SET_CLIENT varchar(32) NO|COLLATION_CONNECTION varchar(64) NO|DATABASE_COLLATION varchar(64) NO"),
+    ("ENGINES", "ENGINE varchar(64) NO|SUPPORT varchar(8) NO|COMMENT varchar(160) NO|TRANSACTIONS varchar(3) YES|XA varchar(3) YES|SAVEPOINTS varchar(3) YES"),
+    ("COLLATIONS", "COLLATION_NAME varchar(64) NO|CHARACTER_SET_NAME varchar(32) YES|ID bigint(11) YES|IS_DEFAULT varchar(3) YES|IS_COMPILED varchar(3) NO|SORTLEN bigint(3) NO"),
+    ("CHARACTER_SETS", "CHARACTER_SET_NAME varchar(32) NO|DEFAULT_COLLATE_NAME varchar(64) NO|DESCRIPTION varchar(60) NO|MAXLEN bigint(3) NO"),
+    ("COLLATION_CHARACTER_SET_APPLICABILITY", "COLLATION_NAME varchar(64) NO|CHARACTER_SET_NAME varchar(32) NO|FULL_COLLATION_NAME varchar(64) NO|ID bigint(11) NO|IS_DEFAULT varchar(3) NO"),
+    ("TABLE_CONSTRAINTS", "CONSTRAINT_CATALOG varchar(512) NO|CONSTRAINT_SCHEMA varchar(64) NO|CONSTRAINT_NAME varchar(64) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|CONSTRAINT_TYPE varchar(64) NO"),
+    ("VIEWS", "TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|VIEW_DEFINITION longtext NO|CHECK_OPTION varchar(8) NO|IS_UPDATABLE varchar(3) NO|DEFINER varchar(384) NO|SECURITY_TYPE varchar(7) NO|CHARACTER_SET_CLIENT varchar(32) NO|COLLATION_CONNECTION varchar(64) NO|ALGORITHM varchar(10) NO"),
+    ("PARTITIONS", "TABLE_CATALOG varchar(512) NO|TABLE_SCHEMA varchar(64) NO|TABLE_NAME varchar(64) NO|PARTITION_NAME varchar(64) YES|SUBPARTITION_NAME varchar(64) YES|PARTITION_ORDINAL_POSITION bigint(21) unsigned YES|SUBPARTITION_ORDINAL_POSITION bigint(21) unsigned YES|PARTITION_METHOD varchar(18) YES|SUBPARTITION_METHOD varchar(12) YES|PARTITION_EXPRESSION longtext YES|SUBPARTITION_EXPRESSION longtext YES|PARTITION_DESCRIPTION longtext YES|TABLE_ROWS bigint(21) unsigned NO|AVG_ROW_LENGTH bigint(21) unsigned NO|DATA_LENGTH bigint(21) unsigned NO|MAX_DATA_LENGTH bigint(21) unsigned YES|INDEX_LENGTH bigint(21) unsigned NO|DATA_FREE bigint(21) unsigned NO|CREATE_TIME datetime YES|UPDATE_TIME datetime YES|CHECK_TIME datetime YES|CHECKSUM bigint(21) unsigned YES|PARTITION_COMMENT varchar(80) NO|NODEGROUP varchar(12) NO|TABLESPACE_NAME varchar(64) YES"),
+    ("PROCESSLIST", "ID bigint(4) NO|USER varchar(128) NO|HOST varchar(64) NO|DB varchar(64) YES|COMMAND varchar(16) NO|TIME int(7) NO|STATE varchar(64) YES|INFO longtext YES|TIME_MS decimal(22,3) NO|STAGE tinyint(2) NO|MAX_STAGE tinyint(2) NO|PROGRESS decimal(7,3) NO|MEMORY_USED bigint(7) NO|MAX_MEMORY_USED bigint(7) NO|EXAMINED_ROWS int(7) NO|QUERY_ID bigint(4) NO|INFO_BINARY blob YES|TID bigint(4) NO"),
+    ("SESSION_VARIABLES", "VARIABLE_NAME varchar(64) NO|VARIABLE_VALUE varchar(4096) NO"),
+    ("GLOBAL_VARIABLES", "VARIABLE_NAME varchar(64) NO|VARIABLE_VALUE varchar(4096) NO"),
+    ("SESSION_STATUS", "VARIABLE_NAME varchar(64) NO|VARIABLE_VALUE varchar(4096) NO"),
+    ("GLOBAL_STATUS", "VARIABLE_NAME varchar(64) NO|VARIABLE_VALUE varchar(4096) NO"),
+];
+
+/// The views' names, as SHOW TABLES FROM information_schema lists them.
+pub fn view_names() -> Vec<&'static str> {
+    let mut v: Vec<&str> = VIEWS.iter().map(|(n, _)| *n).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The columns of view `name` (any letter case), or 1109.
+pub fn view_cols(name: &str) -> SqlResult<(&'static str, Vec<VCol>)> {
+    VIEWS
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(n, spec)| (*n, is_cols(spec)))
+        .ok_or_else(|| SqlError::unknown_table_in(name, SCHEMA))
+}
+
+/// The rows of view `name` as `txn` sees the tables.
+pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
+    let (canon, cols) = view_cols(name)?;
+    let rows = match canon {
+        "SCHEMATA" => schemata(s),
+        "TABLES" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let mut r = vec![Value::str("def"), Value::str(&t.def.db), Value::str(&t.def.name)];
+                r.push(Value::str("BASE TABLE"));
+                r.extend(table_status(s, txn, &t)?);
+                out.push(r);
+            }
+            out
+        }
+        "COLUMNS" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let def = &t.def;
+                for (i, c) in def.columns.iter().enumerate() {
+                    out.push(column_row(def, i, c));
+                }
+            }
+            out
+        }
+        "STATISTICS" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                for r in index_rows(txn, &t)? {
+                    let mut row = vec![Value::str("def"), Value::str(&t.def.db), Value::str(&t.def.name)];
+                    // SHOW INDEX's columns less Table, with INDEX_SCHEMA after NON_UNIQUE.
+                    row.push(r[1].clone());
+                    row.push(Value::str(&t.def.db));
+                    row.extend(r[2..].iter().cloned());
+                    out.push(row);
+                }
+            }
+            out
+        }
+        "KEY_COLUMN_USAGE" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let def = &t.def;
+                for ix in index_order(def).into_iter().map(|i| &def.indexes[i]) {
+                    if ix.kind == IndexKind::Plain {
+                        continue;
+                    }
+                    for (pos, p) in ix.parts.iter().enumerate() {
+                        out.push(vec![
+                            Value::str("def"),
+                            Value::str(&def.db),
+                            Value::str(&ix.name),
+                            Value::str("def"),
+                            Value::str(&def.db),
+                            Value::str(&def.name),
+                            Value::str(&def.columns[p.col].name),
+                            Value::Int(pos as i64 + 1),
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                            Value::Null,
+                        ]);
+                    }
+                }
+            }
+            out
+        }
+        "TABLE_CONSTRAINTS" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let def = &t.def;
+                for ix in index_order(def).into_iter().map(|i| &def.indexes[i]) {
+                    let kind = match ix.kind {
+                        IndexKind::Primary => "PRIMARY KEY",
+                        IndexKind::Unique => "UNIQUE",
+                        IndexKind::Plain => continue,
+                    };
+                    out.push(constraint_row(def, &ix.name, kind));
+                }
+                // A JSON column carries MariaDB's CHECK (json_valid(col)), named after it.
+                for c in def.columns.iter().filter(|c| c.ty == SqlType::Json) {
+                    out.push(constraint_row(def, &c.name, "CHECK"));
+                }
+            }
+            out
+        }
+        "PARTITIONS" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let st = table_status(s, txn, &t)?;
+                let mut r = vec![Value::str("def"), Value::str(&t.def.db), Value::str(&t.def.name)];
+                r.extend(std::iter::repeat_n(Value::Null, 9));
+                // TABLE_ROWS .. DATA_FREE, the times, CHECKSUM, as TABLES has them.
+                r.extend(st[3..9].iter().cloned());
+                r.extend(st[10..13].iter().cloned());
+                r.push(st[14].clone());
+                r.extend([Value::str(""), Value::str(""), Value::Null]);
+                out.push(r);
+            }
+            out
+        }
+        "ENGINES" => engines(),
+        "COLLATIONS" => collations(),
+        "CHARACTER_SETS" => charsets(),
+        "COLLATION_CHARACTER_SET_APPLICABILITY" => ALL_COLLATIONS
+            .iter()
+            .map(|c| {
+                vec![
+                    Value::str(c.name()),
+                    Value::str(c.charset().name()),
+                    Value::str(c.name()),
+                    Value::Int(c.id() as i64),
+                    Value::str(if c.charset().default_collation() == *c { "Yes" } else { "" }),
+                ]
+            })
+            .collect(),
+        "PROCESSLIST" => {
+            let info = |v: &str| if v.is_empty() { Value::Null } else { Value::str(v) };
+            vec![vec![
+                Value::Int(s.conn_id as i64),
+                Value::str("root"),
+                Value::str("localhost"),
+                s.db.as_deref().map_or(Value::Null, Value::str),
+                Value::str("Query"),
+                Value::Int(0),
+                Value::str("Filling schema table"),
+                info(&s.stmt_text),
+                Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(0),
+                info(&s.stmt_text),
+                Value::Int(0),
+            ]]
+        }
+        "SESSION_VARIABLES" | "GLOBAL_VARIABLES" => variables(s)
+            .into_iter()
+            .map(|(n, v)| vec![Value::str(n.to_ascii_uppercase()), Value::str(v)])
+            .collect(),
+        "SESSION_STATUS" | "GLOBAL_STATUS" => status(s, canon == "GLOBAL_STATUS")
+            .into_iter()
+            .map(|(n, v)| vec![Value::str(n.to_ascii_uppercase()), Value::str(v)])
+            .collect(),
+        // REFERENTIAL_CONSTRAINTS, TRIGGERS, ROUTINES, VIEWS: none exist.
+        _ => Vec::new(),
+    };
+    Ok(Virtual { name: canon.to_string(), cols, rows })
+}
+
+fn constraint_row(def: &TableDef, name: &str, kind: &str) -> Vec<Value> {
+    vec![
+        Value::str("def"),
+        Value::str(&def.db),
+        Value::str(name),
+        Value::str(&def.db),
+        Value::str(&def.name),
+        Value::str(kind),
+    ]
+}
+
+/// Every database's row of SCHEMATA, information_schema first.
+pub fn schemata(s: &Session) -> Vec<Vec<Value>> {
+    let mut out = vec![schema_row(SCHEMA, Collation::Utf8mb3GeneralCi)];
+    for d in s.inner.schema.read().dbs.values() {
+        out.push(schema_row(&d.name, d.collation));
+    }
+    out
+}
+
+fn schema_row(name: &str, c: Collation) -> Vec<Value> {
+    vec![
+        Value::str("def"),
+        Value::str(name),
+        Value::str(c.charset().name()),
+        Value::str(c.name()),
+        Value::Null,
+        Value::str(""),
+    ]
+}
+
+/// Every table, ordered by database and name.
+pub fn tables(s: &Session) -> Vec<std::sync::Arc<Table>> {
+    s.inner.schema.read().tables.values().cloned().collect()
+}
+
+/// The ENGINES rows (SHOW ENGINES has the same columns).
+pub fn engines() -> Vec<Vec<Value>> {
+    vec![[
+        "FractalDB",
+        "DEFAULT",
+        "Fractal-tree (B-epsilon) storage: transactions, MVCC, compression",
+        "YES",
+        "YES",
+        "YES",
+    ]
+    .iter()
+    .map(Value::str)
+    .collect()]
+}
+
+/// SHOW COLLATION's and COLLATIONS' rows.
+pub fn collations() -> Vec<Vec<Value>> {
+    ALL_COLLATIONS
+        .iter()
+        .map(|c| {
+            let default = c.charset().default_collation() == *c;
+            vec![
+                Value::str(c.name()),
+                Value::str(c.charset().name()),
+                Value::Int(c.id() as i64),
+                Value::str(if default { "Yes" } else { "" }),
+                Value::str("Yes"),
+                Value::Int(if *c == Collation::Utf8mb4UnicodeCi { 8 } else { 1 }),
+            ]
+        })
+        .collect()
+}
+
+/// CHARACTER_SETS' rows, in the order of its columns.
+pub fn charsets() -> Vec<Vec<Value>> {
+    [Charset::Binary, Charset::Latin1, Charset::Utf8mb3, Charset::Utf8mb4]
+        .iter()
+        .map(|c| {
+            vec![
+                Value::str(c.name()),
+                Value::str(c.default_collation().name()),
+                Value::str(c.description()),
+                Value::Int(c.max_len() as i64),
+            ]
+        })
+        .collect()
+}
+
+/// The variables SHOW VARIABLES lists: every name `Session::sysvar` knows
+/// (plus the ones SET stored), with its value rendered as MariaDB does
+/// (booleans as ON/OFF), sorted by name.
+pub fn variables(s: &Session) -> Vec<(String, String)> {
+    let mut names: Vec<String> = crate::session::variable_names().iter().map(|n| n.to_string()).collect();
+    names.extend(s.vars.keys().cloned());
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for n in names {
+        let Ok(v) = s.sysvar(&n) else { continue };
+        let text = match (&v, crate::session::is_bool_var(&n)) {
+            (Value::Null, _) => String::new(),
+            (Value::Int(i), true) => if *i != 0 { "ON" } else { "OFF" }.to_string(),
+            (Value::Str(b), true) if b == b"1" || b == b"0" => {
+                if b == b"1" { "ON" } else { "OFF" }.to_string()
+            }
+            _ => v.render(),
+        };
+        out.push((n, text));
+    }
+    out
+}
+
+/// SHOW STATUS: only counters this server knows exactly.
+pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
+    let inner = &s.inner;
+    let uptime = inner.started.elapsed().as_secs();
+    let in_use = (inner.next_slot.load(std::sync::atomic::Ordering::SeqCst) as usize)
+        .saturating_sub(inner.free_slots.lock().len());
+    let stats = inner.env.stats();
+    let mut v = vec![
+        ("Open_tables".to_string(), inner.schema.read().tables.len().to_string()),
+        ("Threads_connected".to_string(), in_use.to_string()),
+        ("Uptime".to_string(), uptime.to_string()),
+        ("Uptime_since_flush_status".to_string(), uptime.to_string()),
+    ];
+    if !global {
+        v.push(("Com_select".to_string(), s.com_select.to_string()));
+        v.push(("Questions".to_string(), s.questions.to_string()));
+    }
+    v.push(("Open_transactions".into(), stats.open_transactions.to_string()));
+    v.sort();
+    v
+}
+
+/// The values of a table's TABLES row from ENGINE on (SHOW TABLE STATUS
+/// has the same from its Engine column on).
+pub fn table_status(s: &Session, txn: &Txn, t: &Table) -> SqlResult<Vec<Value>> {
+    let def = &t.def;
+    let rows = t.row_count(txn)?;
+    let space =
+        |d: &fractaldb::Dictionary| d.space().map(|sp| (sp.live_bytes, sp.file_bytes, sp.punched_bytes));
+    let (data, file, punched) = space(&t.main)?;
+    let mut index = 0u64;
+    let mut free = file.saturating_sub(data + punched);
+    for d in t.sec.iter().flatten() {
+        let (l, f, p) = space(d)?;
+        index += l;
+        free += f.saturating_sub(l + p);
+    }
+    let auto = match def.auto_col() {
+        Some(_) => Value::UInt(next_auto_increment(txn, t)?),
+        None => Value::Null,
+    };
+    let created = epoch_datetime(s, def.created);
+    Ok(vec![
+        Value::str("FractalDB"),
+        Value::UInt(10),
+        Value::str("Dynamic"),
+        Value::UInt(rows),
+        Value::UInt(data.checked_div(rows).unwrap_or(0)),
+        Value::UInt(data),
+        Value::UInt(0),
+        Value::UInt(index),
+        Value::UInt(free),
+        auto,
+        created,
+        Value::Null,
+        Value::Null,
+        Value::str(def.collation.name()),
+        Value::Null,
+        Value::str(""),
+        Value::str(&def.comment),
+        Value::UInt(0),
+        Value::str("N"),
+    ])
+}
+
+/// A time kept as seconds since the epoch, as a DATETIME in the session's
+/// time zone.
+fn epoch_datetime(s: &Session, secs: i64) -> Value {
+    match crate::temporal::parse_tz(&s.time_zone) {
+        Some(tz) => Value::Temporal(crate::temporal::from_utc_micros(secs.saturating_mul(1_000_000), &tz, 0)),
+        None => Value::Null,
+    }
+}
+
+/// The next AUTO_INCREMENT value: the one the table counts in memory once
+/// an insert used it, else one past the largest value stored.
+pub fn next_auto_increment(txn: &Txn, t: &Table) -> SqlResult<u64> {
+    if let Some(v) = *t.autoinc.lock() {
+        return Ok(v);
+    }
+    let Some(col) = t.def.auto_col() else { return Ok(1) };
+    let mut max = 0u64;
+    for kv in txn.range(&t.main, None, None, false) {
+        let (_, v) = kv?;
+        match &t.decode_row(&v)?[col] {
+            Value::Int(i) if *i > 0 => max = max.max(*i as u64),
+            Value::UInt(u) => max = max.max(*u),
+            _ => {}
+        }
+    }
+    Ok((max + 1).max(t.def.auto_increment_start.max(1)))
+}
+
+/// The order MariaDB keeps a table's indexes in (and SHOW CREATE TABLE and
+/// SHOW INDEX list them in): the primary key, unique keys over NOT NULL
+/// columns, other unique keys, then the rest, each group as declared.
+pub fn index_order(def: &TableDef) -> Vec<usize> {
+    let rank = |ix: &IndexDef| match ix.kind {
+        IndexKind::Primary => 0,
+        IndexKind::Unique if ix.parts.iter().all(|p| !def.columns[p.col].nullable) => 1,
+        IndexKind::Unique => 2,
+        IndexKind::Plain => 3,
+    };
+    let mut v: Vec<usize> = (0..def.indexes.len()).collect();
+    v.sort_by_key(|&i| rank(&def.indexes[i]));
+    v
+}
+
+/// The index MariaDB treats as the primary key: the declared one, else
+/// the first unique key over NOT NULL columns without prefixes.
+fn effective_primary(def: &TableDef) -> Option<usize> {
+    if def.primary.is_some() {
+        return def.primary;
+    }
+    index_order(def).into_iter().find(|&i| {
+        let ix = &def.indexes[i];
+        ix.kind == IndexKind::Unique
+            && ix.parts.iter().all(|p| !def.columns[p.col].nullable && p.prefix.is_none())
+    })
+}
+
+/// SHOW COLUMNS' Key and COLUMNS.COLUMN_KEY: PRI for a part of the primary
+/// key, UNI for the column of a one-column unique key, MUL for the first
+/// column of any other index.
+pub fn column_key(def: &TableDef, col: usize) -> &'static str {
+    if let Some(p) = effective_primary(def) {
+        if def.indexes[p].parts.iter().any(|x| x.col == col) {
+            return "PRI";
+        }
+    }
+    let first = |ix: &&IndexDef| ix.parts.first().is_some_and(|p| p.col == col);
+    if def.indexes.iter().filter(first).any(|ix| ix.kind != IndexKind::Plain && ix.parts.len() == 1) {
+        return "UNI";
+    }
+    if def.indexes.iter().any(|ix| first(&ix)) {
+        return "MUL";
+    }
+    ""
+}
+
+/// SHOW COLUMNS' Extra.
+pub fn column_extra(c: &Column) -> String {
+    if c.auto_increment {
+        "auto_increment".into()
+    } else if c.on_update_now {
+        "on update current_timestamp()".into()
+    } else {
+        String::new()
+    }
+}
+
+/// A column's default as a value MariaDB shows (None: no default or NULL).
+pub enum DefaultText {
+    None,
+    Null,
+    /// A number or bit literal: written bare.
+    Bare(String),
+    /// A string or temporal: written quoted where SQL text is expected.
+    Quoted(String),
+    Now,
+}
+
+pub fn default_text(c: &Column) -> DefaultText {
+    match &c.default {
+        DefaultSpec::None => DefaultText::None,
+        // An AUTO_INCREMENT or other NOT NULL column has no NULL default to show.
+        DefaultSpec::Null if !c.nullable => DefaultText::None,
+        DefaultSpec::Null => DefaultText::Null,
+        DefaultSpec::CurrentTimestamp => DefaultText::Now,
+        DefaultSpec::Literal(b) => {
+            let v = crate::coerce::default_value(c, None).ok().flatten().unwrap_or(Value::Str(b.clone()));
+            match &c.ty {
+                SqlType::Bit { .. } => {
+                    let n = match v {
+                        Value::UInt(u) => u,
+                        Value::Int(i) => i as u64,
+                        Value::Str(b) => b.iter().fold(0u64, |a, x| (a << 8) | *x as u64),
+                        _ => 0,
+                    };
+                    DefaultText::Bare(format!("b'{n:b}'"))
+                }
+                SqlType::Int { .. }
+                | SqlType::Decimal { .. }
+                | SqlType::Float { .. }
+                | SqlType::Double { .. } => DefaultText::Bare(v.render()),
+                SqlType::Year => DefaultText::Bare(v.render()),
+                _ => DefaultText::Quoted(v.render()),
+            }
+        }
+    }
+}
+
+/// SQL text of a string literal, as SHOW CREATE TABLE writes it.
+pub fn quote_str(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// CHARACTER_MAXIMUM_LENGTH and CHARACTER_OCTET_LENGTH.
+fn char_lengths(ty: &SqlType) -> (Value, Value) {
+    let mb = |c: &Collation| c.charset().max_len();
+    match ty {
+        SqlType::Str { kind: StrKind::Lob, len, .. } => (Value::UInt(*len), Value::UInt(*len)),
+        SqlType::Str { len, coll, .. } => (Value::UInt(*len), Value::UInt(len * mb(coll))),
+        SqlType::Enum { values, coll } => {
+            let n = values.iter().map(|v| v.chars().count() as u64).max().unwrap_or(0);
+            (Value::UInt(n), Value::UInt(n * mb(coll)))
+        }
+        SqlType::Set { values, coll } => {
+            let n = values.iter().map(|v| v.chars().count() as u64).sum::<u64>()
+                + values.len().saturating_sub(1) as u64;
+            (Value::UInt(n), Value::UInt(n * mb(coll)))
+        }
+        SqlType::Json => (Value::UInt(4_294_967_295), Value::UInt(4_294_967_295)),
+        _ => (Value::Null, Value::Null),
+    }
+}
+
+/// NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION.
+fn numeric(ty: &SqlType) -> (Value, Value, Value) {
+    let u = Value::UInt;
+    match ty {
+        SqlType::Int { bytes, unsigned } => {
+            let p = match (bytes, unsigned) {
+                (1, _) => 3,
+                (2, _) => 5,
+                (3, _) => 7,
+                (4, _) => 10,
+                (_, false) => 19,
+                (_, true) => 20,
+            };
+            (u(p), u(0), Value::Null)
+        }
+        SqlType::Decimal { precision, scale, .. } => (u(*precision as u64), u(*scale as u64), Value::Null),
+        SqlType::Float { .. } => (u(12), Value::Null, Value::Null),
+        SqlType::Double { .. } => (u(22), Value::Null, Value::Null),
+        SqlType::Bit { bits } => (u(*bits as u64), Value::Null, Value::Null),
+        SqlType::Time { fsp } | SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
+            (Value::Null, Value::Null, u(*fsp as u64))
+        }
+        _ => (Value::Null, Value::Null, Value::Null),
+    }
+}
+
+/// The collation a column shows (None for binary and non-string types).
+pub fn text_collation(ty: &SqlType) -> Option<Collation> {
+    ty.collation().filter(|c| *c != Collation::Binary)
+}
+
+fn column_row(def: &TableDef, i: usize, c: &Column) -> Vec<Value> {
+    let default = match default_text(c) {
+        DefaultText::None => Value::Null,
+        DefaultText::Null => Value::str("NULL"),
+        DefaultText::Bare(s) => Value::str(s),
+        DefaultText::Quoted(s) => Value::str(quote_str(&s)),
+        DefaultText::Now => Value::str("current_timestamp()"),
+    };
+    let (cmax, coct) = char_lengths(&c.ty);
+    let (np, ns, dp) = numeric(&c.ty);
+    let coll = text_collation(&c.ty);
+    vec![
+        Value::str("def"),
+        Value::str(&def.db),
+        Value::str(&def.name),
+        Value::str(&c.name),
+        Value::UInt(i as u64 + 1),
+        default,
+        Value::str(if c.nullable { "YES" } else { "NO" }),
+        Value::str(c.ty.data_type()),
+        cmax,
+        coct,
+        np,
+        ns,
+        dp,
+        coll.map_or(Value::Null, |c| Value::str(c.charset().name())),
+        coll.map_or(Value::Null, |c| Value::str(c.name())),
+        Value::str(c.ty.column_type()),
+        Value::str(column_key(def, i)),
+        Value::str(column_extra(c)),
+        Value::str("select,insert,update,references"),
+        Value::str(&c.comment),
+        Value::str("NEVER"),
+        Value::Null,
+    ]
+}
+
+/// SHOW INDEX's rows for a table (its 14 columns, Table first).
+pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
+    let def = &t.def;
+    let rows = t.row_count(txn)?;
+    let mut out = Vec::new();
+    for ix in index_order(def).into_iter().map(|i| &def.indexes[i]) {
+        for (seq, p) in ix.parts.iter().enumerate() {
+            let col = &def.columns[p.col];
+            // Exact for a unique key's full length; a non-unique index
+            // has at most as many distinct values as rows.
+            out.push(vec![
+                Value::str(&def.name),
+                Value::Int(i64::from(ix.kind == IndexKind::Plain)),
+                Value::str(&ix.name),
+                Value::UInt(seq as u64 + 1),
+                Value::str(&col.name),
+                Value::str(if p.desc { "D" } else { "A" }),
+                Value::Int(rows as i64),
+                p.prefix.map_or(Value::Null, |n| Value::Int(n as i64)),
+                Value::Null,
+                Value::str(if col.nullable { "YES" } else { "" }),
+                Value::str("BTREE"),
+                Value::str(""),
+                Value::str(&ix.comment),
+                Value::str("NO"),
+            ]);
+        }
+    }
+    Ok(out)
+}
