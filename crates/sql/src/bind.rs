@@ -46,7 +46,18 @@ pub fn default_coll() -> Collation {
     Collation::Utf8mb4GeneralCi
 }
 
-impl Binder<'_> {
+impl<'a> Binder<'a> {
+    /// A binder for expressions over `scope` with no aggregates, aliases
+    /// or VALUES(): WHERE clauses, SET assignments, CHECK constraints.
+    pub fn plain(
+        scope: &'a [ScopeCol],
+        sysvar: &'a dyn Fn(&str) -> SqlResult<Value>,
+        subquery: &'a mut dyn FnMut(&ast::Query) -> SqlResult<Vec<Vec<Value>>>,
+        place: &'static str,
+    ) -> Binder<'a> {
+        Binder { scope, aggs: None, agg_base: 0, sysvar, subquery, aliases: &[], insert_cols: &[], place }
+    }
+
     pub fn bind(&mut self, e: &ast::Expr) -> SqlResult<(Expr, Ty)> {
         use ast::Expr as E;
         Ok(match e {

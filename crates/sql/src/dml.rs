@@ -68,17 +68,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                             continue;
                         }
                     }
-                    let (x, _) = Binder {
-                        scope: &[],
-                        aggs: None,
-                        agg_base: 0,
-                        sysvar: &sysvar,
-                        subquery: &mut no_sub,
-                        aliases: &[],
-                        insert_cols: &[],
-                        place: "field list",
-                    }
-                    .bind(e)?;
+                    let (x, _) = Binder::plain(&[], &sysvar, &mut no_sub, "field list").bind(e)?;
                     out.push(Some(x.eval(&[], &mut cx)?));
                 }
                 rows.push(out.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
@@ -284,17 +274,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
             .try_with_sql(&c.expr)
             .and_then(|mut p| p.parse_expr())
             .map_err(|e| SqlError::syntax(format!("'{e}'")))?;
-        let (x, _) = Binder {
-            scope: &scope,
-            aggs: None,
-            agg_base: 0,
-            sysvar: &sysvar,
-            subquery: &mut no_sub,
-            aliases: &[],
-            insert_cols: &[],
-            place: "CHECK",
-        }
-        .bind(&e)?;
+        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "CHECK").bind(&e)?;
         out.push((c.name.clone(), x));
     }
     Ok(out)
@@ -400,35 +380,12 @@ fn matching(
         crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
     };
     let filter = match selection {
-        Some(w) => Some(
-            Binder {
-                scope: &scope,
-                aggs: None,
-                agg_base: 0,
-                sysvar: &sysvar,
-                subquery: &mut subq,
-                aliases: &[],
-                insert_cols: &[],
-                place: "where clause",
-            }
-            .bind(w)?
-            .0,
-        ),
+        Some(w) => Some(Binder::plain(&scope, &sysvar, &mut subq, "where clause").bind(w)?.0),
         None => None,
     };
     let mut order = Vec::new();
     for o in order_by {
-        let (e, ty) = Binder {
-            scope: &scope,
-            aggs: None,
-            agg_base: 0,
-            sysvar: &sysvar,
-            subquery: &mut subq,
-            aliases: &[],
-            insert_cols: &[],
-            place: "order clause",
-        }
-        .bind(&o.expr)?;
+        let (e, ty) = Binder::plain(&scope, &sysvar, &mut subq, "order clause").bind(&o.expr)?;
         order.push((e, ty, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
     }
     let mut w = Vec::new();
@@ -517,17 +474,7 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
     let mut sets = Vec::new();
     for a in &up.assignments {
         let i = assign_col(&t, a)?;
-        let (x, _) = Binder {
-            scope: &scope,
-            aggs: None,
-            agg_base: 0,
-            sysvar: &sysvar,
-            subquery: &mut no_sub,
-            aliases: &[],
-            insert_cols: &[],
-            place: "field list",
-        }
-        .bind(&a.value)?;
+        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "field list").bind(&a.value)?;
         sets.push((i, x));
     }
     let checks = bind_checks(s, &t.def)?;

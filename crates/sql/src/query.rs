@@ -154,16 +154,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         conds.push(w);
     }
     for c in conds {
-        let mut b = Binder {
-            scope: &scope,
-            aggs: None,
-            agg_base: 0,
-            sysvar: &sysvar,
-            subquery: &mut subq,
-            aliases: &[],
-            insert_cols: &[],
-            place: "where clause",
-        };
+        let mut b = Binder::plain(&scope, &sysvar, &mut subq, "where clause");
         let (e, _) = b.bind(c)?;
         filter = Some(match filter {
             None => e,

@@ -602,17 +602,7 @@ impl Session {
         let sysvar = |n: &str| self.sysvar(n);
         let mut no_sub =
             |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries here")) };
-        let (x, _) = crate::bind::Binder {
-            scope: &[],
-            aggs: None,
-            agg_base: 0,
-            sysvar: &sysvar,
-            subquery: &mut no_sub,
-            aliases: &[],
-            insert_cols: &[],
-            place: "field list",
-        }
-        .bind(e)?;
+        let (x, _) = crate::bind::Binder::plain(&[], &sysvar, &mut no_sub, "field list").bind(e)?;
         let mut w = Vec::new();
         let v = x.eval(&[], &mut self.eval_ctx(&mut w))?;
         self.warnings.extend(w);

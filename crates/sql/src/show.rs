@@ -85,17 +85,7 @@ fn filter(
     let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
         Err(SqlError::unsupported("subqueries in SHOW ... WHERE"))
     };
-    let (e, _) = crate::bind::Binder {
-        scope: &scope,
-        aggs: None,
-        agg_base: 0,
-        sysvar: &sysvar,
-        subquery: &mut no_sub,
-        aliases: &[],
-        insert_cols: &[],
-        place: "where clause",
-    }
-    .bind(f)?;
+    let (e, _) = crate::bind::Binder::plain(&scope, &sysvar, &mut no_sub, "where clause").bind(f)?;
     let mut w = Vec::new();
     let mut kept = Vec::new();
     {
