@@ -123,18 +123,31 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     };
     let mut sources = Vec::new();
     let mut join_conds: Vec<ast::Expr> = Vec::new();
+    // Per source: the ON condition of a LEFT JOIN that brings it in.
+    let mut left_on: Vec<Option<ast::Expr>> = Vec::new();
     for twj in &sel.from {
         add_source(s, txn, &twj.relation, &mut sources)?;
+        left_on.push(None);
         for j in &twj.joins {
             add_source(s, txn, &j.relation, &mut sources)?;
             use ast::JoinOperator as J;
+            let on = |c: &ast::JoinConstraint| -> SqlResult<Option<ast::Expr>> {
+                match c {
+                    ast::JoinConstraint::On(e) => Ok(Some(e.clone())),
+                    ast::JoinConstraint::None => Ok(None),
+                    _ => Err(SqlError::unsupported("JOIN ... USING and NATURAL JOIN")),
+                }
+            };
             match &j.join_operator {
-                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => match c {
-                    ast::JoinConstraint::On(e) => join_conds.push(e.clone()),
-                    ast::JoinConstraint::None | ast::JoinConstraint::Natural => {}
-                    _ => return Err(SqlError::unsupported("JOIN ... USING")),
-                },
-                _ => return Err(SqlError::unsupported("outer joins")),
+                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => {
+                    join_conds.extend(on(c)?);
+                    left_on.push(None);
+                }
+                J::Left(c) | J::LeftOuter(c) => {
+                    let e = on(c)?.ok_or_else(|| SqlError::syntax("'' (LEFT JOIN needs ON)"))?;
+                    left_on.push(Some(e));
+                }
+                _ => return Err(SqlError::unsupported("RIGHT and FULL joins")),
             }
         }
     }
@@ -147,6 +160,14 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         let mut sub = SubSession { inner: inner.clone(), db: db.clone() };
         sub.run(txn, q)
     };
+    // LEFT JOIN conditions, applied while joining.
+    let mut left_filters: Vec<Option<Expr>> = Vec::new();
+    for on in &left_on {
+        left_filters.push(match on {
+            Some(e) => Some(Binder::plain(&scope, &sysvar, &mut subq, "on clause").bind(e)?.0),
+            None => None,
+        });
+    }
     // WHERE.
     let mut filter: Option<Expr> = None;
     let mut conds: Vec<&ast::Expr> = join_conds.iter().collect();
@@ -334,10 +355,25 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     out
                 }
             };
+            let on = left_filters.get(si).and_then(|f| f.as_ref());
+            let width = src.width();
             for left in &rows {
+                let mut matched = false;
                 for r in &table_rows {
                     let mut joined = left.clone();
                     joined.extend(r.iter().cloned());
+                    if let Some(on) = on {
+                        if on.eval(&joined, &mut cx)?.truth() != Some(true) {
+                            continue;
+                        }
+                    }
+                    matched = true;
+                    next.push(joined);
+                }
+                if on.is_some() && !matched {
+                    // LEFT JOIN: a left row without a match, NULL-extended.
+                    let mut joined = left.clone();
+                    joined.extend(std::iter::repeat_n(Value::Null, width));
                     next.push(joined);
                 }
             }

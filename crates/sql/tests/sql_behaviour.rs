@@ -383,3 +383,28 @@ fn indexes_added_and_dropped_and_tables_renamed() {
     // The old name is free again.
     ok(&mut s, "CREATE TABLE t (x INT)");
 }
+
+/// Inner and LEFT joins (expected rows as MariaDB 10.11 returns them).
+#[test]
+fn inner_and_left_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE j");
+    ok(&mut s, "USE j");
+    ok(&mut s, "CREATE TABLE a (id INT PRIMARY KEY, x INT)");
+    ok(&mut s, "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y VARCHAR(5))");
+    ok(&mut s, "INSERT INTO a VALUES (1,10),(2,20),(3,30)");
+    ok(&mut s, "INSERT INTO b VALUES (1,1,'p'),(2,1,'q'),(3,3,'r'),(4,9,'s')");
+    assert_eq!(
+        rows(&mut s, "SELECT a.id, b.y FROM a LEFT JOIN b ON b.aid = a.id ORDER BY a.id, b.y"),
+        [["1", "p"], ["1", "q"], ["2", "NULL"], ["3", "r"]]
+    );
+    assert_eq!(rows(&mut s, "SELECT a.id FROM a LEFT JOIN b ON b.aid = a.id WHERE b.id IS NULL"), [["2"]]);
+    assert_eq!(
+        rows(&mut s, "SELECT a.id, COUNT(b.id) FROM a LEFT JOIN b ON b.aid = a.id AND b.y <> 'q' GROUP BY a.id ORDER BY a.id"),
+        [["1", "1"], ["2", "0"], ["3", "1"]]
+    );
+    assert_eq!(rows(&mut s, "SELECT a.x, b.y FROM a JOIN b ON b.aid = a.id WHERE a.x > 10"), [["30", "r"]]);
+    assert_eq!(err(&mut s, "SELECT * FROM a RIGHT JOIN b ON b.aid = a.id"), 1235);
+}
