@@ -35,11 +35,13 @@ pub struct Access {
     /// Parts pinned by equality (for EXPLAIN's `ref`).
     pub eq_parts: usize,
     pub has_range: bool,
+    /// Read the range backwards (ORDER BY ... DESC served by the index).
+    pub reverse: bool,
 }
 
 impl Access {
     pub fn full() -> Access {
-        Access { index: None, lo: None, hi: None, eq_parts: 0, has_range: false }
+        Access { index: None, lo: None, hi: None, eq_parts: 0, has_range: false, reverse: false }
     }
 }
 
@@ -226,7 +228,7 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Acces
     if eq == 0 && !has_range {
         return None;
     }
-    Some(Access { index: Some(i), lo, hi, eq_parts: eq, has_range })
+    Some(Access { index: Some(i), lo, hi, eq_parts: eq, has_range, reverse: false })
 }
 
 /// Calls `f(pk, row)` for each row the access path reads, in its index's
@@ -241,7 +243,7 @@ pub fn for_each_row(
 ) -> crate::SqlResult<()> {
     match a.index.filter(|i| t.def.indexes[*i].kind != IndexKind::Primary) {
         None => {
-            for kv in txn.range(&t.main, a.lo.as_deref(), a.hi.as_deref(), false) {
+            for kv in txn.range(&t.main, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
                 let (k, v) = kv?;
                 if !f(k, t.decode_row(&v)?)? {
                     break;
@@ -251,7 +253,7 @@ pub fn for_each_row(
         Some(i) => {
             let ix = &t.def.indexes[i];
             let d = t.sec[i].as_ref().expect("secondary dictionary");
-            for kv in txn.range(d, a.lo.as_deref(), a.hi.as_deref(), false) {
+            for kv in txn.range(d, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
                 let (_, v) = kv?;
                 let (pk, row) = if ix.clustering {
                     let row = t.decode_row(&v)?;

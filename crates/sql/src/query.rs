@@ -299,12 +299,37 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     }
     let (limit, offset) = limits(s, &q.limit_clause)?;
     let grouped = !aggs.is_empty() || !groups.is_empty();
-    // LIMIT without ORDER BY, grouping or DISTINCT: stop reading early.
+    // ORDER BY a prefix of the primary key, all one way: the primary key's
+    // order serves it (read backwards when it is the other way round), so
+    // with LIMIT the read stops early instead of reading and sorting all.
+    let pk_order: Option<bool> = match &sources[..] {
+        [Rel::Table(t)] if !order.is_empty() && !grouped && having.is_none() && sel.distinct.is_none() => {
+            t.table.def.primary.and_then(|p| {
+                let parts = &t.table.def.indexes[p].parts;
+                let mut dir = None;
+                for (i, (e, _, desc)) in order.iter().enumerate() {
+                    let part = parts.get(i)?;
+                    match e {
+                        Expr::Col(c) if *c == part.col && part.prefix.is_none() => {}
+                        _ => return None,
+                    }
+                    let rev = *desc != part.desc;
+                    if *dir.get_or_insert(rev) != rev {
+                        return None;
+                    }
+                }
+                dir
+            })
+        }
+        _ => None,
+    };
+    // LIMIT without ORDER BY (or with one the primary key serves), grouping
+    // or DISTINCT: stop reading early.
     let stop_after = match limit {
         Some(l)
             if sources.len() == 1
                 && !grouped
-                && order.is_empty()
+                && (order.is_empty() || pk_order.is_some())
                 && having.is_none()
                 && sel.distinct.is_none() =>
         {
@@ -338,7 +363,10 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             let offset: usize = sources[..si].iter().map(Rel::width).sum();
             let single = sources.len() == 1;
             let table_rows = match src {
-                Rel::Table(t) => scan(txn, &t.table, filter.as_ref(), offset, single, &mut cx, stop_after)?,
+                Rel::Table(t) => {
+                    let order = ReadOrder { stop_after, pk_order };
+                    scan(txn, &t.table, filter.as_ref(), offset, single, &mut cx, order)?
+                }
                 Rel::Rows { view, .. } => {
                     let mut out = Vec::new();
                     for r in &view.rows {
@@ -641,6 +669,15 @@ pub fn limits(s: &mut Session, l: &Option<ast::LimitClause>) -> SqlResult<(Optio
     })
 }
 
+/// How a scan may end early: after `stop_after` rows passing the filter,
+/// reading in primary-key order (`pk_order`: backwards when true) if the
+/// query's ORDER BY asked for it.
+#[derive(Clone, Copy)]
+struct ReadOrder {
+    stop_after: Option<u64>,
+    pk_order: Option<bool>,
+}
+
 /// Reads the rows of source `si` through the access path its WHERE
 /// conjuncts allow, stopping after `stop_after` rows that pass the filter
 /// (when the caller knows no later step needs more).
@@ -651,13 +688,25 @@ fn scan(
     offset: usize,
     single: bool,
     cx: &mut crate::expr::EvalCtx,
-    stop_after: Option<u64>,
+    order: ReadOrder,
 ) -> SqlResult<Vec<Vec<Value>>> {
+    let ReadOrder { stop_after, pk_order } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(t, &conj, offset, cx);
+    let mut access = crate::plan::choose(t, &conj, offset, cx);
+    let mut stop_after = stop_after;
+    if let Some(rev) = pk_order {
+        let on_primary = access.index.is_none_or(|i| Some(i) == t.def.primary);
+        if on_primary {
+            access.reverse = rev;
+        } else {
+            // A secondary index's order is not the one asked for: read it
+            // all and sort.
+            stop_after = None;
+        }
+    }
     let mut out = Vec::new();
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };

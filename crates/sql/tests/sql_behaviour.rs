@@ -408,3 +408,26 @@ fn inner_and_left_joins() {
     assert_eq!(rows(&mut s, "SELECT a.x, b.y FROM a JOIN b ON b.aid = a.id WHERE a.x > 10"), [["30", "r"]]);
     assert_eq!(err(&mut s, "SELECT * FROM a RIGHT JOIN b ON b.aid = a.id"), 1235);
 }
+
+/// ORDER BY the primary key (either way) with LIMIT reads in key order and
+/// stops early; the answer is the sorted one.
+#[test]
+fn order_by_primary_key_with_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (a, b))");
+    let values: Vec<String> = (0..200).map(|i| format!("({}, {}, {})", i % 10, i / 10, i)).collect();
+    ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+    assert_eq!(
+        rows(&mut s, "SELECT a, b FROM t ORDER BY a DESC, b DESC LIMIT 2"),
+        [["9", "19"], ["9", "18"]]
+    );
+    assert_eq!(rows(&mut s, "SELECT a, b FROM t ORDER BY a, b LIMIT 1, 2"), [["0", "1"], ["0", "2"]]);
+    assert_eq!(rows(&mut s, "SELECT c FROM t WHERE a = 3 ORDER BY a DESC LIMIT 2"), [["193"], ["183"]]);
+    assert_eq!(rows(&mut s, "SELECT c FROM t WHERE c > 195 ORDER BY a LIMIT 2"), [["196"], ["197"]]);
+    // Mixed directions are sorted, not served by the key.
+    assert_eq!(rows(&mut s, "SELECT a, b FROM t ORDER BY a, b DESC LIMIT 2"), [["0", "19"], ["0", "18"]]);
+}
