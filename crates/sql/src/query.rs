@@ -118,7 +118,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let sel = match q.body.as_ref() {
         ast::SetExpr::Select(sel) => sel,
         ast::SetExpr::Query(inner) => return select(s, txn, inner, locking),
-        ast::SetExpr::SetOperation { .. } => return Err(SqlError::unsupported("UNION")),
+        ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+            return union(s, txn, q, left, *op, *set_quantifier, right);
+        }
         _ => return Err(SqlError::unsupported("this query form")),
     };
     let mut sources = Vec::new();
@@ -528,6 +530,118 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
     }
     Ok(ResultSet { columns, rows })
+}
+
+/// `left UNION [ALL|DISTINCT] right`, then the query's ORDER BY (by
+/// position or by the first SELECT's column names) and LIMIT.
+fn union(
+    s: &mut Session,
+    txn: &Txn,
+    q: &ast::Query,
+    left: &ast::SetExpr,
+    op: ast::SetOperator,
+    quantifier: ast::SetQuantifier,
+    right: &ast::SetExpr,
+) -> SqlResult<ResultSet> {
+    if op != ast::SetOperator::Union {
+        return Err(SqlError::unsupported(format!("{op}")));
+    }
+    let side = |body: &ast::SetExpr| {
+        let mut sub = q.clone();
+        sub.body = Box::new(body.clone());
+        sub.order_by = None;
+        sub.limit_clause = None;
+        sub.with = None;
+        sub
+    };
+    let a = select(s, txn, &side(left), false)?;
+    let b = select(s, txn, &side(right), false)?;
+    if a.columns.len() != b.columns.len() {
+        return Err(SqlError::union_columns());
+    }
+    // Each column's kind covers both sides (a number and a string make a string).
+    let tys: Vec<Ty> = a
+        .columns
+        .iter()
+        .zip(&b.columns)
+        .map(|(x, y)| crate::bind::merge_ty(Ty::of(&x.ty), Ty::of(&y.ty)))
+        .collect();
+    let mut rows = a.rows;
+    rows.extend(b.rows);
+    if !matches!(quantifier, ast::SetQuantifier::All) {
+        let mut seen = std::collections::HashSet::new();
+        rows.retain(|r| {
+            let mut key = Vec::new();
+            for (v, t) in r.iter().zip(&tys) {
+                group_key(v, *t, &mut key);
+            }
+            seen.insert(key)
+        });
+    }
+    // The result's columns are the scope ORDER BY binds over.
+    let scope: Vec<ScopeCol> = a
+        .columns
+        .iter()
+        .zip(&tys)
+        .map(|(c, t)| ScopeCol {
+            table: String::new(),
+            name: c.name.clone(),
+            db: String::new(),
+            org_table: String::new(),
+            ty: if Ty::of(&c.ty) == *t { c.ty.clone() } else { t.sql_type() },
+            nullable: true,
+        })
+        .collect();
+    if let Some(ob) = &q.order_by {
+        if let ast::OrderByKind::Expressions(list) = &ob.kind {
+            let sysvar = |n: &str| s.sysvar(n);
+            let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+                Err(SqlError::unsupported("subqueries in a UNION's ORDER BY"))
+            };
+            let mut keys = Vec::new();
+            for o in list {
+                let e = match &o.expr {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => {
+                            let pos: usize = n.to_string().parse().unwrap_or(0);
+                            if pos < 1 || pos > scope.len() {
+                                return Err(SqlError::unknown_position(pos as i64, "order clause"));
+                            }
+                            (Expr::Col(pos - 1), tys[pos - 1])
+                        }
+                        _ => Binder::plain(&scope, &sysvar, &mut no_sub, "order clause").bind(&o.expr)?,
+                    },
+                    other => Binder::plain(&scope, &sysvar, &mut no_sub, "order clause").bind(other)?,
+                };
+                keys.push((e.0, sort_kind(e.1), matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+            }
+            let mut w = Vec::new();
+            let mut keyed = Vec::with_capacity(rows.len());
+            {
+                let mut cx = s.eval_ctx(&mut w);
+                for r in rows {
+                    let mut k = Vec::with_capacity(keys.len());
+                    for (e, _, _) in &keys {
+                        k.push(e.eval(&r, &mut cx)?);
+                    }
+                    keyed.push((k, r));
+                }
+            }
+            keyed.sort_by(|x, y| {
+                for (i, (_, kind, desc)) in keys.iter().enumerate() {
+                    let o = sort_cmp(&x.0[i], &y.0[i], *kind);
+                    if o != Ordering::Equal {
+                        return if *desc { o.reverse() } else { o };
+                    }
+                }
+                Ordering::Equal
+            });
+            rows = keyed.into_iter().map(|(_, r)| r).collect();
+        }
+    }
+    let (limit, offset) = limits(s, &q.limit_clause)?;
+    let rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
+    Ok(ResultSet { columns: a.columns, rows })
 }
 
 /// A session view for running subqueries while the outer query holds the session.

@@ -431,3 +431,27 @@ fn order_by_primary_key_with_limit() {
     // Mixed directions are sorted, not served by the key.
     assert_eq!(rows(&mut s, "SELECT a, b FROM t ORDER BY a, b DESC LIMIT 2"), [["0", "19"], ["0", "18"]]);
 }
+
+/// UNION [ALL] with ORDER BY and LIMIT (expected rows as MariaDB 10.11 returns them).
+#[test]
+fn unions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE j");
+    ok(&mut s, "USE j");
+    ok(&mut s, "CREATE TABLE a (id INT PRIMARY KEY, x INT)");
+    ok(&mut s, "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y VARCHAR(5))");
+    ok(&mut s, "INSERT INTO a VALUES (1,10),(2,20),(3,30)");
+    ok(&mut s, "INSERT INTO b VALUES (1,1,'p'),(2,1,'q'),(3,3,'r'),(4,9,'s')");
+    assert_eq!(
+        rows(&mut s, "SELECT id, x FROM a UNION SELECT aid, id FROM b ORDER BY 1 DESC, 2 LIMIT 4"),
+        [["9", "4"], ["3", "3"], ["3", "30"], ["2", "20"]]
+    );
+    assert_eq!(rows(&mut s, "SELECT 1 UNION ALL SELECT 1 UNION SELECT 2"), [["1"], ["2"]]);
+    assert_eq!(
+        rows(&mut s, "SELECT x AS v FROM a UNION ALL SELECT y FROM b ORDER BY v"),
+        [["10"], ["20"], ["30"], ["p"], ["q"], ["r"], ["s"]]
+    );
+    assert_eq!(err(&mut s, "SELECT 1, 2 UNION SELECT 3"), 1222);
+}
