@@ -728,7 +728,28 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
             out.push(rel);
             Ok(())
         }
-        _ => Err(SqlError::unsupported("derived tables")),
+        ast::TableFactor::Derived { subquery, alias, lateral: false, .. } => {
+            let alias = alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .ok_or_else(|| SqlError::new(1248, "42000", "Every derived table must have its own alias"))?;
+            // Materialized first, in the same transaction (not correlated).
+            let mut sub = Session::new(s.inner.clone());
+            sub.db = s.db.clone();
+            let rs = select(&mut sub, txn, subquery, false)?;
+            let cols = rs
+                .columns
+                .iter()
+                .map(|c| crate::infoschema::VCol { name: c.name.clone(), ty: c.ty.clone(), nullable: true })
+                .collect();
+            if out.iter().any(|o| o.alias() == alias) {
+                return Err(SqlError::nonunique_table(&alias));
+            }
+            let view = crate::infoschema::Virtual { name: alias.clone(), cols, rows: rs.rows };
+            out.push(Rel::Rows { alias, view });
+            Ok(())
+        }
+        _ => Err(SqlError::unsupported("this table expression")),
     }
 }
 

@@ -454,4 +454,14 @@ fn unions() {
         [["10"], ["20"], ["30"], ["p"], ["q"], ["r"], ["s"]]
     );
     assert_eq!(err(&mut s, "SELECT 1, 2 UNION SELECT 3"), 1222);
+    // Derived tables.
+    assert_eq!(
+        rows(&mut s, "SELECT d.aid, d.n FROM (SELECT aid, COUNT(*) AS n FROM b GROUP BY aid) AS d WHERE d.n > 0 ORDER BY d.aid"),
+        [["1", "2"], ["3", "1"], ["9", "1"]]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT a.x, d.m FROM a JOIN (SELECT aid, MAX(y) AS m FROM b GROUP BY aid) d ON d.aid = a.id ORDER BY a.x"),
+        [["10", "q"], ["30", "r"]]
+    );
+    assert_eq!(err(&mut s, "SELECT * FROM (SELECT 1)"), 1248);
 }
