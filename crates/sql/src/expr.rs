@@ -671,10 +671,13 @@ pub fn arith(op: Arith, a: Value, b: Value, cx: &mut EvalCtx) -> SqlResult<Value
     if is_dec(&a) || is_dec(&b) || op == Arith::Div {
         let (x, y) = (a.to_decimal().unwrap_or_default(), b.to_decimal().unwrap_or_default());
         let zero = BigDecimal::from(0);
+        // MySQL's result scale: the larger of the two for + and -, their
+        // sum for * (bigdecimal may drop trailing zeros, MySQL keeps them).
+        let (sx, sy) = (x.fractional_digit_count().max(0), y.fractional_digit_count().max(0));
         let r = match op {
-            Arith::Add => x + y,
-            Arith::Sub => x - y,
-            Arith::Mul => x * y,
+            Arith::Add => (x + y).with_scale(sx.max(sy)),
+            Arith::Sub => (x - y).with_scale(sx.max(sy)),
+            Arith::Mul => (x * y).with_scale((sx + sy).min(30)),
             Arith::Div | Arith::Mod if y == zero => return div_zero(cx),
             Arith::Div => {
                 // MySQL: the quotient's scale is the dividend's plus

@@ -478,8 +478,21 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
     for r in &rows {
         let mut o = Vec::with_capacity(items.len());
-        for (e, _, _) in &items {
-            o.push(e.eval(r, &mut cx)?);
+        for (e, t, _) in &items {
+            let v = e.eval(r, &mut cx)?;
+            // An integer where the expression's type is DECIMAL(.., s)
+            // (IFNULL(dec_col, -1)) prints with its s decimals, as MySQL's
+            // result type makes it.
+            let v = match (v, t) {
+                (Value::Int(i), Ty::Decimal(sc)) => {
+                    Value::Decimal(bigdecimal::BigDecimal::from(i).with_scale(*sc as i64))
+                }
+                (Value::UInt(u), Ty::Decimal(sc)) => {
+                    Value::Decimal(bigdecimal::BigDecimal::from(u).with_scale(*sc as i64))
+                }
+                (v, _) => v,
+            };
+            o.push(v);
         }
         let mut k = Vec::with_capacity(order.len());
         for (e, _, _) in &order {
