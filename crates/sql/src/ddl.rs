@@ -192,6 +192,22 @@ fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
     Ok(())
 }
 
+/// Commits `def` as its table's catalog record (one engine transaction)
+/// and puts the table, opened with it, in the schema.
+fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
+    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
+    txn.put(
+        &s.inner.catalog,
+        &catalog::table_key(&def.db, &def.name),
+        &serde_json::to_vec(&def).expect("serialisable"),
+    )?;
+    txn.commit()?;
+    let key = (def.db.clone(), def.name.clone());
+    let opened = s.inner.open_table(def)?;
+    s.inner.schema.write().tables.insert(key, Arc::new(opened));
+    Ok(())
+}
+
 fn dict_names(def: &TableDef) -> Vec<String> {
     let mut v = vec![def.main_dict.clone(), def.status_dict.clone()];
     v.extend(def.indexes.iter().filter(|i| i.kind != IndexKind::Primary).map(|i| i.dict.clone()));
@@ -204,15 +220,7 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
     let t = s.inner.table(db, name)?;
     let mut def = t.def.clone();
     create_dicts(s, &mut def)?;
-    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(db, name),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
-    txn.commit()?;
-    let opened = s.inner.open_table(def)?;
-    s.inner.schema.write().tables.insert((db.to_string(), name.to_string()), Arc::new(opened));
+    replace_def(s, def)?;
     let old = dict_names(&t.def);
     drop(t);
     for d in old {
@@ -603,15 +611,7 @@ fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult
     }
     let mut def = t.def.clone();
     let gone = def.indexes.remove(i);
-    let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(db, name),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
-    txn.commit()?;
-    let newt = s.inner.open_table(def)?;
-    s.inner.schema.write().tables.insert((db.to_string(), name.to_string()), Arc::new(newt));
+    replace_def(s, def)?;
     drop(t);
     s.inner.env.drop_dictionary(&gone.dict)?;
     Ok(())

@@ -415,27 +415,9 @@ fn matching(
                 }
                 keyed.push((ks, k, r));
             }
-            keyed.sort_by(|a, b| {
-                for (i, (_, ty, desc)) in order.iter().enumerate() {
-                    let kind = match ty {
-                        crate::expr::Ty::Str(c) => crate::expr::CmpKind::Str(*c),
-                        crate::expr::Ty::Temporal(k) => crate::expr::CmpKind::Temporal(*k),
-                        _ => crate::expr::CmpKind::Numeric,
-                    };
-                    let o = match (a.0[i].is_null(), b.0[i].is_null()) {
-                        (true, true) => std::cmp::Ordering::Equal,
-                        (true, false) => std::cmp::Ordering::Less,
-                        (false, true) => std::cmp::Ordering::Greater,
-                        _ => {
-                            crate::expr::compare(&a.0[i], &b.0[i], kind).unwrap_or(std::cmp::Ordering::Equal)
-                        }
-                    };
-                    if o != std::cmp::Ordering::Equal {
-                        return if *desc { o.reverse() } else { o };
-                    }
-                }
-                std::cmp::Ordering::Equal
-            });
+            let dirs: Vec<(crate::expr::CmpKind, bool)> =
+                order.iter().map(|(_, ty, desc)| (crate::query::sort_kind(*ty), *desc)).collect();
+            keyed.sort_by(|a, b| crate::query::cmp_sort_keys(&a.0, &b.0, &dirs));
             out = keyed.into_iter().map(|(_, k, r)| (k, r)).collect();
         }
     }

@@ -3024,6 +3024,13 @@ fn select<'a>(v: &'a J, legs: &[Leg], out: &mut Vec<&'a J>) {
 }
 
 /// The value at a path without wildcards, for changing it.
+/// The first value `legs` selects in `v`.
+fn first_match(v: &J, legs: &[Leg]) -> Option<J> {
+    let mut f = Vec::new();
+    select(v, legs, &mut f);
+    f.first().map(|x| (*x).clone())
+}
+
 fn select_mut<'a>(v: &'a mut J, legs: &[Leg]) -> Option<&'a mut J> {
     let Some((leg, rest)) = legs.split_first() else { return Some(v) };
     match (leg, v) {
@@ -3217,10 +3224,8 @@ fn json_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             let d = doc!(0);
             let target = if n == 2 {
                 let p = path!(1);
-                let mut f = Vec::new();
-                select(&d, &p, &mut f);
-                match f.first() {
-                    Some(x) => (*x).clone(),
+                match first_match(&d, &p) {
+                    Some(x) => x,
                     None => return Ok(Some(Value::Null)),
                 }
             } else {
@@ -3246,10 +3251,8 @@ fn json_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             let c = doc!(1);
             let target = if n == 3 {
                 let p = path!(2);
-                let mut f = Vec::new();
-                select(&d, &p, &mut f);
-                match f.first() {
-                    Some(x) => (*x).clone(),
+                match first_match(&d, &p) {
+                    Some(x) => x,
                     None => return Ok(Some(Value::Null)),
                 }
             } else {

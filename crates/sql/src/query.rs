@@ -511,16 +511,8 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         });
     }
     if !order.is_empty() {
-        let kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
-        out.sort_by(|a, b| {
-            for (i, (k, desc)) in kinds.iter().enumerate() {
-                let o = sort_cmp(&a.1[i], &b.1[i], *k);
-                if o != Ordering::Equal {
-                    return if *desc { o.reverse() } else { o };
-                }
-            }
-            Ordering::Equal
-        });
+        let dirs: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
+        out.sort_by(|a, b| cmp_sort_keys(&a.1, &b.1, &dirs));
     }
     let rows: Vec<Vec<Value>> = out
         .into_iter()
@@ -626,7 +618,7 @@ fn union(
                     },
                     other => Binder::plain(&scope, &sysvar, &mut no_sub, "order clause").bind(other)?,
                 };
-                keys.push((e.0, sort_kind(e.1), matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+                keys.push((e.0, (sort_kind(e.1), matches!(o.options.sort, Some(ast::OrderBySort::Desc)))));
             }
             let mut w = Vec::new();
             let mut keyed = Vec::with_capacity(rows.len());
@@ -634,21 +626,14 @@ fn union(
                 let mut cx = s.eval_ctx(&mut w);
                 for r in rows {
                     let mut k = Vec::with_capacity(keys.len());
-                    for (e, _, _) in &keys {
+                    for (e, _) in &keys {
                         k.push(e.eval(&r, &mut cx)?);
                     }
                     keyed.push((k, r));
                 }
             }
-            keyed.sort_by(|x, y| {
-                for (i, (_, kind, desc)) in keys.iter().enumerate() {
-                    let o = sort_cmp(&x.0[i], &y.0[i], *kind);
-                    if o != Ordering::Equal {
-                        return if *desc { o.reverse() } else { o };
-                    }
-                }
-                Ordering::Equal
-            });
+            let dirs: Vec<(CmpKind, bool)> = keys.iter().map(|k| k.1).collect();
+            keyed.sort_by(|x, y| cmp_sort_keys(&x.0, &y.0, &dirs));
             rows = keyed.into_iter().map(|(_, r)| r).collect();
         }
     }
@@ -907,7 +892,19 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
     }
 }
 
-fn sort_kind(t: Ty) -> CmpKind {
+/// ORDER BY's comparison of two rows' sort keys: each key by its kind,
+/// NULLs first, reversed where the key is DESC.
+pub(crate) fn cmp_sort_keys(a: &[Value], b: &[Value], dirs: &[(CmpKind, bool)]) -> Ordering {
+    for (i, (kind, desc)) in dirs.iter().enumerate() {
+        let o = sort_cmp(&a[i], &b[i], *kind);
+        if o != Ordering::Equal {
+            return if *desc { o.reverse() } else { o };
+        }
+    }
+    Ordering::Equal
+}
+
+pub(crate) fn sort_kind(t: Ty) -> CmpKind {
     match t {
         Ty::Str(c) => CmpKind::Str(c),
         Ty::Temporal(k) => CmpKind::Temporal(k),

@@ -384,18 +384,23 @@ fn indexes_added_and_dropped_and_tables_renamed() {
     ok(&mut s, "CREATE TABLE t (x INT)");
 }
 
+/// Tables `j.a` and `j.b` (b.aid refers to a.id; 9 matches nothing).
+fn two_tables(s: &mut Session) {
+    ok(s, "CREATE DATABASE j");
+    ok(s, "USE j");
+    ok(s, "CREATE TABLE a (id INT PRIMARY KEY, x INT)");
+    ok(s, "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y VARCHAR(5))");
+    ok(s, "INSERT INTO a VALUES (1,10),(2,20),(3,30)");
+    ok(s, "INSERT INTO b VALUES (1,1,'p'),(2,1,'q'),(3,3,'r'),(4,9,'s')");
+}
+
 /// Inner and LEFT joins (expected rows as MariaDB 10.11 returns them).
 #[test]
 fn inner_and_left_joins() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
-    ok(&mut s, "CREATE DATABASE j");
-    ok(&mut s, "USE j");
-    ok(&mut s, "CREATE TABLE a (id INT PRIMARY KEY, x INT)");
-    ok(&mut s, "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y VARCHAR(5))");
-    ok(&mut s, "INSERT INTO a VALUES (1,10),(2,20),(3,30)");
-    ok(&mut s, "INSERT INTO b VALUES (1,1,'p'),(2,1,'q'),(3,3,'r'),(4,9,'s')");
+    two_tables(&mut s);
     assert_eq!(
         rows(&mut s, "SELECT a.id, b.y FROM a LEFT JOIN b ON b.aid = a.id ORDER BY a.id, b.y"),
         [["1", "p"], ["1", "q"], ["2", "NULL"], ["3", "r"]]
@@ -438,12 +443,7 @@ fn unions() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
-    ok(&mut s, "CREATE DATABASE j");
-    ok(&mut s, "USE j");
-    ok(&mut s, "CREATE TABLE a (id INT PRIMARY KEY, x INT)");
-    ok(&mut s, "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y VARCHAR(5))");
-    ok(&mut s, "INSERT INTO a VALUES (1,10),(2,20),(3,30)");
-    ok(&mut s, "INSERT INTO b VALUES (1,1,'p'),(2,1,'q'),(3,3,'r'),(4,9,'s')");
+    two_tables(&mut s);
     assert_eq!(
         rows(&mut s, "SELECT id, x FROM a UNION SELECT aid, id FROM b ORDER BY 1 DESC, 2 LIMIT 4"),
         [["9", "4"], ["3", "3"], ["3", "30"], ["2", "20"]]
