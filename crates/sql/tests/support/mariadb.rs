@@ -164,12 +164,18 @@ impl MariaDb {
     fn start_in(dir: PathBuf, remove_dir: bool) -> MariaDb {
         std::fs::create_dir_all(&dir).expect("creating the server's folder");
         let data = dir.join("data");
+        // A temporary folder of the server's own: two servers bootstrapping
+        // at once (the shared one and a test's own) shared /tmp, and one
+        // bootstrap failed on a temporary table the other side removed.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).expect("creating the server's temporary folder");
         let mut install = Command::new(find_program("mariadb-install-db").expect("mariadb-install-db"));
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .arg("--auth-root-authentication-method=normal")
             .arg("--skip-test-db")
+            .arg(format!("--tmpdir={}", tmp.display()))
             .stdin(Stdio::null());
         if is_root() {
             install.arg("--user=root");
@@ -203,6 +209,7 @@ impl MariaDb {
             .arg(format!("--port={port}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--socket={}", dir.join("sock").display()))
+            .arg(format!("--tmpdir={}", dir.join("tmp").display()))
             .arg(format!("--pid-file={}", dir.join("mariadbd.pid").display()))
             .arg(format!("--log-error={}", dir.join("error.log").display()))
             // Answers must not depend on the machine: the charset fractaldb
