@@ -20,6 +20,15 @@ pub struct AggSpec {
     pub distinct: bool,
     /// GROUP_CONCAT's separator.
     pub sep: Vec<u8>,
+    /// Set for a window function: this slot is filled by `window::apply`
+    /// after grouping, not by the group's rows.
+    pub window: Option<Box<crate::window::WinDef>>,
+}
+
+impl AggSpec {
+    pub fn is_window(&self) -> bool {
+        self.window.is_some()
+    }
 }
 
 /// Binds expressions over `scope`.
@@ -315,7 +324,11 @@ impl<'a> Binder<'a> {
         }
         let mut found = None;
         for (i, c) in self.scope.iter().enumerate() {
-            if c.name.eq_ignore_ascii_case(name) && table.is_none_or(|t| c.table == t) {
+            let reach = match table {
+                Some(t) => c.table == t,
+                None => !c.hidden,
+            };
+            if reach && c.name.eq_ignore_ascii_case(name) {
                 if found.is_some() {
                     return Err(SqlError::ambiguous_column(name, self.place_name()));
                 }
@@ -385,9 +398,6 @@ impl<'a> Binder<'a> {
 
     fn function(&mut self, f: &ast::Function) -> SqlResult<(Expr, Ty)> {
         let name = crate::expr::ident_name(&f.name).join(".").to_ascii_uppercase();
-        if f.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
-        }
         let (list, distinct, clauses) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, Vec::new()),
             ast::FunctionArguments::List(l) => (
@@ -397,6 +407,9 @@ impl<'a> Binder<'a> {
             ),
             ast::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("subquery arguments")),
         };
+        if f.over.is_some() {
+            return crate::window::bind(self, &name, f, &list);
+        }
         let agg = match name.as_str() {
             "COUNT" => Some(AggFn::Count),
             "SUM" => Some(AggFn::Sum),
@@ -472,7 +485,7 @@ impl<'a> Binder<'a> {
             let Some(aggs) = self.aggs.as_deref_mut() else {
                 return Err(SqlError::invalid_group_use());
             };
-            aggs.push(AggSpec { func, arg, arg_ty, distinct, sep });
+            aggs.push(AggSpec { func, arg, arg_ty, distinct, sep, window: None });
             return Ok((Expr::Col(base + aggs.len() - 1), ty));
         }
         let exprs = self.arg_exprs(&list)?;

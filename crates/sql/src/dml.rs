@@ -33,7 +33,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         let mut v = Vec::new();
         for c in &ins.columns {
             let n = crate::expr::ident_name(c).pop().unwrap_or_default();
-            let i = def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "field list"))?;
+            let i = def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "INSERT INTO"))?;
             if v.contains(&i) {
                 return Err(SqlError::new(1110, "42000", format!("Column '{n}' specified twice")));
             }
@@ -68,7 +68,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                             continue;
                         }
                     }
-                    let (x, _) = Binder::plain(&[], &sysvar, &mut no_sub, "field list").bind(e)?;
+                    let (x, _) = Binder::plain(&[], &sysvar, &mut no_sub, "VALUES").bind(e)?;
                     out.push(Some(x.eval(&[], &mut cx)?));
                 }
                 rows.push(out.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
@@ -90,7 +90,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
     let mut upd: Vec<(usize, Expr)> = Vec::new();
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) = &ins.on {
         for a in assigns {
-            let i = assign_col(&t, a)?;
+            let i = assign_col(&t, a, "UPDATE")?;
             let (x, _) = Binder {
                 scope: &scope,
                 aggs: None,
@@ -263,6 +263,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
             org_table: def.name.clone(),
             ty: c.ty.clone(),
             nullable: c.nullable,
+            hidden: false,
         })
         .collect();
     let sysvar = |n: &str| s.sysvar(n);
@@ -307,12 +308,12 @@ fn changed(a: &[Value], b: &[Value]) -> bool {
     })
 }
 
-fn assign_col(t: &Table, a: &ast::Assignment) -> SqlResult<usize> {
+fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
     let ast::AssignmentTarget::ColumnName(n) = &a.target else {
         return Err(SqlError::syntax("'('"));
     };
     let n = crate::expr::ident_name(n).pop().unwrap_or_default();
-    t.def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "field list"))
+    t.def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, place))
 }
 
 /// The next AUTO_INCREMENT value: one past the largest value in the
@@ -455,8 +456,8 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
         |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in SET")) };
     let mut sets = Vec::new();
     for a in &up.assignments {
-        let i = assign_col(&t, a)?;
-        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "field list").bind(&a.value)?;
+        let i = assign_col(&t, a, "SET")?;
+        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
         sets.push((i, x));
     }
     let checks = bind_checks(s, &t.def)?;

@@ -84,12 +84,12 @@ impl SqlError {
 
     /// 1054
     pub fn unknown_column(col: &str, place: &str) -> SqlError {
-        SqlError::new(1054, "42S22", format!("Unknown column '{col}' in '{place}'"))
+        SqlError::new(1054, "42S22", format!("Unknown column '{col}' in '{}'", clause_name(place)))
     }
 
     /// 1052
     pub fn ambiguous_column(col: &str, place: &str) -> SqlError {
-        SqlError::new(1052, "23000", format!("Column '{col}' in {place} is ambiguous"))
+        SqlError::new(1052, "23000", format!("Column '{col}' in {} is ambiguous", clause_name(place)))
     }
 
     /// 1060
@@ -452,5 +452,21 @@ impl Warning {
     /// The warning non-strict modes give where strict mode gives `e`.
     pub fn from_error(e: &SqlError) -> Warning {
         Warning { level: "Warning", code: e.code, message: e.message.clone() }
+    }
+}
+
+/// The clause MariaDB 10.11 names in 1054/1052 messages ("Unknown column
+/// 'x' in 'WHERE'"), from the binder's place names (MySQL's older
+/// "where clause", "field list", ...). Other places pass through.
+fn clause_name(place: &str) -> &str {
+    match place {
+        "field list" => "SELECT",
+        "where clause" => "WHERE",
+        "on clause" => "ON",
+        "group statement" => "GROUP BY",
+        "order clause" => "ORDER BY",
+        "having clause" => "HAVING",
+        "from clause" => "FROM",
+        p => p,
     }
 }

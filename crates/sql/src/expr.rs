@@ -796,6 +796,9 @@ pub struct ScopeCol {
     pub org_table: String,
     pub ty: SqlType,
     pub nullable: bool,
+    /// An unqualified name does not reach it: the second copy of a
+    /// USING/NATURAL join's common column (`t.col` still does).
+    pub hidden: bool,
 }
 
 /// Helpers on sqlparser's AST shared by the statement modules.

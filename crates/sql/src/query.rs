@@ -29,7 +29,7 @@ pub struct Source {
 
 /// What a FROM item reads: an engine table, or rows given whole (an
 /// INFORMATION_SCHEMA view, built when the query starts).
-enum Rel {
+pub(crate) enum Rel {
     Table(Source),
     Rows { alias: String, view: crate::infoschema::Virtual },
 }
@@ -42,10 +42,21 @@ impl Rel {
         }
     }
 
-    fn width(&self) -> usize {
+    pub(crate) fn width(&self) -> usize {
         match self {
             Rel::Table(s) => s.table.def.columns.len(),
             Rel::Rows { view, .. } => view.cols.len(),
+        }
+    }
+
+    /// Column `i`'s name and type.
+    pub(crate) fn col(&self, i: usize) -> crate::infoschema::VCol {
+        match self {
+            Rel::Table(s) => {
+                let c = &s.table.def.columns[i];
+                crate::infoschema::VCol { name: c.name.clone(), ty: c.ty.clone(), nullable: c.nullable }
+            }
+            Rel::Rows { view, .. } => view.cols[i].clone(),
         }
     }
 }
@@ -86,6 +97,7 @@ fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
                 org_table: view.name.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
+                hidden: false,
             })),
         }
     }
@@ -103,6 +115,7 @@ pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
                 org_table: s.table.def.name.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
+                hidden: false,
             });
         }
     }
@@ -113,7 +126,7 @@ pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
 pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlResult<ResultSet> {
     let _ = locking;
     if q.with.is_some() {
-        return Err(SqlError::unsupported("WITH"));
+        return crate::cte::select_with(s, txn, q, locking);
     }
     let sel = match q.body.as_ref() {
         ast::SetExpr::Select(sel) => sel,
@@ -123,67 +136,29 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         _ => return Err(SqlError::unsupported("this query form")),
     };
-    let mut sources = Vec::new();
-    let mut join_conds: Vec<ast::Expr> = Vec::new();
-    // Per source: the ON condition of a LEFT JOIN that brings it in.
-    let mut left_on: Vec<Option<ast::Expr>> = Vec::new();
-    for twj in &sel.from {
-        add_source(s, txn, &twj.relation, &mut sources)?;
-        left_on.push(None);
-        for j in &twj.joins {
-            add_source(s, txn, &j.relation, &mut sources)?;
-            use ast::JoinOperator as J;
-            let on = |c: &ast::JoinConstraint| -> SqlResult<Option<ast::Expr>> {
-                match c {
-                    ast::JoinConstraint::On(e) => Ok(Some(e.clone())),
-                    ast::JoinConstraint::None => Ok(None),
-                    _ => Err(SqlError::unsupported("JOIN ... USING and NATURAL JOIN")),
-                }
-            };
-            match &j.join_operator {
-                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => {
-                    join_conds.extend(on(c)?);
-                    left_on.push(None);
-                }
-                J::Left(c) | J::LeftOuter(c) => {
-                    let e = on(c)?.ok_or_else(|| SqlError::syntax("'' (LEFT JOIN needs ON)"))?;
-                    left_on.push(Some(e));
-                }
-                _ => return Err(SqlError::unsupported("RIGHT and FULL joins")),
-            }
-        }
-    }
-    let scope = rel_scope(&sources);
+    let mut from = {
+        let mut add = |f: &ast::TableFactor, out: &mut Vec<Rel>| add_source(s, txn, f, out);
+        crate::join::From::build(&sel.from, &mut add)?
+    };
+    let mut scope = rel_scope(&from.rels);
+    from.apply_hidden(&mut scope);
+    let scope = scope;
     let sysvar = |n: &str| s.sysvar(n);
     let inner = s.inner.clone();
     let db = s.db.clone();
+    let ctes = s.ctes.clone();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
         // Uncorrelated subqueries run in the same transaction.
-        let mut sub = SubSession { inner: inner.clone(), db: db.clone() };
+        let mut sub = SubSession { inner: inner.clone(), db: db.clone(), ctes: ctes.clone() };
         sub.run(txn, q)
     };
-    // LEFT JOIN conditions, applied while joining.
-    let mut left_filters: Vec<Option<Expr>> = Vec::new();
-    for on in &left_on {
-        left_filters.push(match on {
-            Some(e) => Some(Binder::plain(&scope, &sysvar, &mut subq, "on clause").bind(e)?.0),
-            None => None,
-        });
-    }
+    from.bind_on(&mut |e| Ok(Binder::plain(&scope, &sysvar, &mut subq, "on clause").bind(e)?.0))?;
     // WHERE.
-    let mut filter: Option<Expr> = None;
-    let mut conds: Vec<&ast::Expr> = join_conds.iter().collect();
-    if let Some(w) = &sel.selection {
-        conds.push(w);
-    }
-    for c in conds {
-        let mut b = Binder::plain(&scope, &sysvar, &mut subq, "where clause");
-        let (e, _) = b.bind(c)?;
-        filter = Some(match filter {
-            None => e,
-            Some(f) => Expr::And(Box::new(f), Box::new(e)),
-        });
-    }
+    let filter = match &sel.selection {
+        Some(w) => Some(Binder::plain(&scope, &sysvar, &mut subq, "where clause").bind(w)?.0),
+        None => None,
+    };
+    let sources = &from.rels;
     // The select list, GROUP BY, HAVING, ORDER BY, with aggregates.
     let n = scope.len();
     let mut aggs: Vec<AggSpec> = Vec::new();
@@ -201,10 +176,19 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 if sources.is_empty() {
                     return Err(SqlError::new(1096, "HY000", "No tables used"));
                 }
-                for (i, c) in scope.iter().enumerate() {
-                    if only.as_ref().is_some_and(|t| *t != c.table) {
-                        continue;
+                let cols: Vec<usize> = match &only {
+                    // `t.*`: all of t's columns, a USING join's copy too.
+                    Some(t) => {
+                        let v: Vec<usize> = (0..scope.len()).filter(|&i| scope[i].table == *t).collect();
+                        if v.is_empty() {
+                            return Err(SqlError::unknown_table(s.db.as_deref().unwrap_or(""), t));
+                        }
+                        v
                     }
+                    None => from.star.clone(),
+                };
+                for i in cols {
+                    let c = &scope[i];
                     items.push((Expr::Col(i), Ty::of(&c.ty), col_meta(c, &c.name)));
                 }
             }
@@ -239,10 +223,14 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     }
     let aliases: Vec<(String, Expr, Ty)> =
         items.iter().map(|(e, t, m)| (m.name.clone(), e.clone(), *t)).collect();
+    let mut rollup = false;
     let group_exprs: Vec<ast::Expr> = match &sel.group_by {
         ast::GroupByExpr::Expressions(v, mods) => {
-            if !mods.is_empty() {
-                return Err(SqlError::unsupported("WITH ROLLUP"));
+            for m in mods {
+                match m {
+                    ast::GroupByWithModifier::Rollup => rollup = true,
+                    other => return Err(SqlError::unsupported(format!("GROUP BY {other}"))),
+                }
             }
             v.clone()
         }
@@ -300,12 +288,15 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
     }
     let (limit, offset) = limits(s, &q.limit_clause)?;
-    let grouped = !aggs.is_empty() || !groups.is_empty();
+    let windows = aggs.iter().any(AggSpec::is_window);
+    let grouped = aggs.iter().any(|a| !a.is_window()) || !groups.is_empty();
     // ORDER BY a prefix of the primary key, all one way: the primary key's
     // order serves it (read backwards when it is the other way round), so
     // with LIMIT the read stops early instead of reading and sorting all.
     let pk_order: Option<bool> = match &sources[..] {
-        [Rel::Table(t)] if !order.is_empty() && !grouped && having.is_none() && sel.distinct.is_none() => {
+        [Rel::Table(t)]
+            if !order.is_empty() && !grouped && !windows && having.is_none() && sel.distinct.is_none() =>
+        {
             t.table.def.primary.and_then(|p| {
                 let parts = &t.table.def.indexes[p].parts;
                 let mut dir = None;
@@ -329,8 +320,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // or DISTINCT: stop reading early.
     let stop_after = match limit {
         Some(l)
-            if sources.len() == 1
+            if from.single()
                 && !grouped
+                && !windows
                 && (order.is_empty() || pk_order.is_some())
                 && having.is_none()
                 && sel.distinct.is_none() =>
@@ -343,12 +335,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // Read the rows. SELECT COUNT(*) FROM t alone reads the exact count
     // the table keeps, not the rows.
     let mut warnings: Vec<Warning> = Vec::new();
-    let count_only = sources.len() == 1
+    let count_only = from.single()
         && matches!(sources[0], Rel::Table(_))
         && sel.selection.is_none()
         && groups.is_empty()
         && !aggs.is_empty()
-        && aggs.iter().all(|a| a.func == AggFn::CountStar && !a.distinct);
+        && aggs.iter().all(|a| a.func == AggFn::CountStar && !a.distinct && !a.is_window());
     let count = match &sources[..] {
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
@@ -357,91 +349,85 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         Vec::new()
     } else {
         let mut cx = s.eval_ctx(&mut warnings);
-        let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
-        for (si, src) in sources.iter().enumerate() {
-            let base = rows.first().map_or(0, |r| r.len());
-            let _ = base;
-            let mut next = Vec::new();
-            let offset: usize = sources[..si].iter().map(Rel::width).sum();
-            let single = sources.len() == 1;
-            let table_rows = match src {
-                Rel::Table(t) => {
-                    let order = ReadOrder { stop_after, pk_order };
-                    scan(txn, &t.table, filter.as_ref(), offset, single, &mut cx, order)?
+        match (&from.tree, &sources[..]) {
+            (None, _) => {
+                let keep = match &filter {
+                    Some(f) => f.eval(&[], &mut cx)?.truth() == Some(true),
+                    None => true,
+                };
+                if keep {
+                    vec![Vec::new()]
+                } else {
+                    Vec::new()
                 }
-                Rel::Rows { view, .. } => {
-                    let mut out = Vec::new();
-                    for r in &view.rows {
-                        if stop_after.is_some_and(|n| out.len() as u64 >= n) {
-                            break;
-                        }
-                        if let (true, Some(f)) = (single, filter.as_ref()) {
-                            if f.eval(r, &mut cx)?.truth() != Some(true) {
-                                continue;
-                            }
-                        }
-                        out.push(r.clone());
+            }
+            (Some(_), [Rel::Table(t)]) if from.single() => {
+                let order = ReadOrder { stop_after, pk_order };
+                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order)?
+            }
+            (Some(_), [Rel::Rows { view, .. }]) if from.single() => {
+                let mut out = Vec::new();
+                for r in &view.rows {
+                    if stop_after.is_some_and(|n| out.len() as u64 >= n) {
+                        break;
                     }
-                    out
-                }
-            };
-            let on = left_filters.get(si).and_then(|f| f.as_ref());
-            let width = src.width();
-            for left in &rows {
-                let mut matched = false;
-                for r in &table_rows {
-                    let mut joined = left.clone();
-                    joined.extend(r.iter().cloned());
-                    if let Some(on) = on {
-                        if on.eval(&joined, &mut cx)?.truth() != Some(true) {
+                    if let Some(f) = filter.as_ref() {
+                        if f.eval(r, &mut cx)?.truth() != Some(true) {
                             continue;
                         }
                     }
-                    matched = true;
-                    next.push(joined);
+                    out.push(r.clone());
                 }
-                if on.is_some() && !matched {
-                    // LEFT JOIN: a left row without a match, NULL-extended.
-                    let mut joined = left.clone();
-                    joined.extend(std::iter::repeat_n(Value::Null, width));
-                    next.push(joined);
-                }
+                out
             }
-            rows = next;
-        }
-        if sources.is_empty() && sel.selection.is_none() {
-            rows
-        } else {
-            let mut kept = Vec::new();
-            for r in rows {
-                if filter
-                    .as_ref()
-                    .map_or(Ok(true), |f| f.eval(&r, &mut cx).map(|v| v.truth() == Some(true)))?
-                {
-                    kept.push(r);
-                }
+            (Some(tree), _) => {
+                crate::join::Exec::new(sources, txn, &mut cx, filter.as_ref(), &s.killed).run(tree)?
             }
-            kept
         }
     };
     let mut cx = s.eval_ctx(&mut warnings);
     // Group.
     let mut rows = if grouped {
+        // Keyed by (level, the first `level` group keys): `level` is the
+        // number of group expressions a row is grouped by; WITH ROLLUP adds
+        // the super-aggregate levels below the full one.
+        let k = groups.len();
+        let levels: Vec<usize> = if rollup { (0..=k).rev().collect() } else { vec![k] };
         let mut map: BTreeMap<Vec<u8>, (Vec<Value>, Vec<AggState>)> = BTreeMap::new();
         for r in &rows {
-            let mut key = Vec::new();
+            let mut parts = Vec::with_capacity(k);
             for (g, t) in &groups {
                 let v = g.eval(r, &mut cx)?;
+                let mut key = Vec::new();
                 group_key(&v, *t, &mut key);
+                parts.push(key);
             }
-            let entry =
-                map.entry(key).or_insert_with(|| (r.clone(), aggs.iter().map(AggState::new).collect()));
-            for (st, spec) in entry.1.iter_mut().zip(&aggs) {
-                let v = match &spec.arg {
+            let mut args = Vec::with_capacity(aggs.len());
+            for spec in &aggs {
+                args.push(match &spec.arg {
                     Some(a) => Some(a.eval(r, &mut cx)?),
                     None => None,
-                };
-                st.add(spec, v)?;
+                });
+            }
+            for &level in &levels {
+                let mut key = vec![level as u8];
+                for p in &parts[..level] {
+                    key.extend_from_slice(p);
+                }
+                let entry = map.entry(key).or_insert_with(|| {
+                    let mut first = r.clone();
+                    // A super-aggregate row shows NULL for the columns it
+                    // rolls up.
+                    for (g, _) in &groups[level..] {
+                        if let Expr::Col(c) = g {
+                            first[*c] = Value::Null;
+                        }
+                    }
+                    (first, aggs.iter().map(AggState::new).collect())
+                });
+                for ((st, spec), v) in entry.1.iter_mut().zip(&aggs).zip(&args) {
+                    st.add(spec, v.clone())?;
+                }
             }
         }
         if map.is_empty() && groups.is_empty() {
@@ -453,13 +439,44 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             map.insert(Vec::new(), (blank, states));
         }
         let mut out = Vec::new();
-        for (_, (mut first, states)) in map {
+        let mut sort_keys = Vec::new();
+        for (key, (mut first, states)) in map {
+            if rollup {
+                // Groups in order, each level's super-aggregate after the
+                // groups it sums up.
+                let level = key.first().copied().unwrap_or(0) as usize;
+                let mut sk = Vec::with_capacity(k);
+                for (i, (g, _)) in groups.iter().enumerate() {
+                    sk.push(if i < level { Some(g.eval(&first, &mut cx)?) } else { None });
+                }
+                sort_keys.push(sk);
+            }
             first.truncate(n);
             first.resize(n, Value::Null);
             for (st, spec) in states.into_iter().zip(&aggs) {
                 first.push(st.finish(spec));
             }
             out.push(first);
+        }
+        if rollup {
+            let kinds: Vec<CmpKind> = groups.iter().map(|(_, t)| sort_kind(*t)).collect();
+            let mut idx: Vec<usize> = (0..out.len()).collect();
+            idx.sort_by(|&a, &b| {
+                for (i, kind) in kinds.iter().enumerate() {
+                    let o = match (&sort_keys[a][i], &sort_keys[b][i]) {
+                        (Some(x), Some(y)) => sort_cmp(x, y, *kind),
+                        (Some(_), None) => Ordering::Less,
+                        (None, Some(_)) => Ordering::Greater,
+                        (None, None) => Ordering::Equal,
+                    };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            });
+            let mut slots: Vec<Option<Vec<Value>>> = out.into_iter().map(Some).collect();
+            out = idx.into_iter().map(|i| slots[i].take().expect("each row once")).collect();
         }
         out
     } else {
@@ -473,6 +490,14 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             }
         }
         rows = kept;
+    }
+    if windows {
+        if !grouped {
+            for r in rows.iter_mut() {
+                r.resize(n + aggs.len(), Value::Null);
+            }
+        }
+        crate::window::apply(&mut rows, &aggs, n, &mut cx)?;
     }
     // Project, keeping the sort keys beside each output row.
     let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
@@ -537,7 +562,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     Ok(ResultSet { columns, rows })
 }
 
-/// `left UNION [ALL|DISTINCT] right`, then the query's ORDER BY (by
+/// `left UNION|INTERSECT|EXCEPT [ALL|DISTINCT] right`, then the query's ORDER BY (by
 /// position or by the first SELECT's column names) and LIMIT.
 fn union(
     s: &mut Session,
@@ -548,7 +573,7 @@ fn union(
     quantifier: ast::SetQuantifier,
     right: &ast::SetExpr,
 ) -> SqlResult<ResultSet> {
-    if op != ast::SetOperator::Union {
+    if !matches!(op, ast::SetOperator::Union | ast::SetOperator::Intersect | ast::SetOperator::Except) {
         return Err(SqlError::unsupported(format!("{op}")));
     }
     let side = |body: &ast::SetExpr| {
@@ -571,17 +596,51 @@ fn union(
         .zip(&b.columns)
         .map(|(x, y)| crate::bind::merge_ty(Ty::of(&x.ty), Ty::of(&y.ty)))
         .collect();
-    let mut rows = a.rows;
-    rows.extend(b.rows);
-    if !matches!(quantifier, ast::SetQuantifier::All) {
-        let mut seen = std::collections::HashSet::new();
-        rows.retain(|r| {
-            let mut key = Vec::new();
-            for (v, t) in r.iter().zip(&tys) {
-                group_key(v, *t, &mut key);
+    let all = matches!(quantifier, ast::SetQuantifier::All);
+    let key = |r: &[Value]| {
+        let mut k = Vec::new();
+        for (v, t) in r.iter().zip(&tys) {
+            group_key(v, *t, &mut k);
+        }
+        k
+    };
+    let mut rows = match op {
+        ast::SetOperator::Union => {
+            let mut rows = a.rows;
+            rows.extend(b.rows);
+            rows
+        }
+        _ => {
+            // How many times each right row occurs; INTERSECT keeps a left
+            // row while the right still has a copy (ALL) or once if any
+            // (DISTINCT); EXCEPT keeps it while the right has none left.
+            let mut right: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+            for r in &b.rows {
+                *right.entry(key(r)).or_default() += 1;
             }
-            seen.insert(key)
-        });
+            let intersect = op == ast::SetOperator::Intersect;
+            let mut rows = Vec::new();
+            for r in a.rows {
+                let k = key(&r);
+                let left = right.get_mut(&k);
+                let present = left.as_ref().is_some_and(|c| **c > 0);
+                if all {
+                    if let Some(c) = left {
+                        if *c > 0 {
+                            *c -= 1;
+                        }
+                    }
+                }
+                if present == intersect {
+                    rows.push(r);
+                }
+            }
+            rows
+        }
+    };
+    if !all {
+        let mut seen = std::collections::HashSet::new();
+        rows.retain(|r| seen.insert(key(r)));
     }
     // The result's columns are the scope ORDER BY binds over.
     let scope: Vec<ScopeCol> = a
@@ -595,6 +654,7 @@ fn union(
             org_table: String::new(),
             ty: if Ty::of(&c.ty) == *t { c.ty.clone() } else { t.sql_type() },
             nullable: true,
+            hidden: false,
         })
         .collect();
     if let Some(ob) = &q.order_by {
@@ -646,12 +706,14 @@ fn union(
 struct SubSession {
     inner: Arc<crate::db::Inner>,
     db: Option<String>,
+    ctes: crate::cte::Ctes,
 }
 
 impl SubSession {
     fn run(&mut self, txn: &Txn, q: &ast::Query) -> SqlResult<Vec<Vec<Value>>> {
         let mut s = Session::new(self.inner.clone());
         s.db = self.db.clone();
+        s.ctes = self.ctes.clone();
         let r = select(&mut s, txn, q, false);
         r.map(|rs| rs.rows)
     }
@@ -709,6 +771,16 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
             if parts.len() == 1 && parts[0].eq_ignore_ascii_case("dual") {
                 return Ok(());
             }
+            if let (Some(view), [n]) =
+                (parts.first().and_then(|n| crate::cte::lookup(s, n)), parts.as_slice())
+            {
+                let alias = alias.as_ref().map_or(n.clone(), |a| a.name.value.clone());
+                if out.iter().any(|o| o.alias() == alias) {
+                    return Err(SqlError::nonunique_table(&alias));
+                }
+                out.push(Rel::Rows { alias, view: (*view).clone() });
+                return Ok(());
+            }
             let (db, t) = split_name(s, name)?;
             let rel = if crate::infoschema::is_schema(&db) {
                 let view = crate::infoschema::rows(s, txn, &t)?;
@@ -734,6 +806,7 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
             // Materialized first, in the same transaction (not correlated).
             let mut sub = Session::new(s.inner.clone());
             sub.db = s.db.clone();
+            sub.ctes = s.ctes.clone();
             let rs = select(&mut sub, txn, subquery, false)?;
             let cols = rs
                 .columns
@@ -923,7 +996,8 @@ fn sort_cmp(a: &Value, b: &Value, k: CmpKind) -> Ordering {
 }
 
 /// One aggregate's running state.
-enum AggState {
+#[derive(Clone)]
+pub(crate) enum AggState {
     Count(i64),
     Sum { sum: Option<Value>, n: i64 },
     MinMax(Option<Value>),
@@ -933,7 +1007,7 @@ enum AggState {
 }
 
 impl AggState {
-    fn new(spec: &AggSpec) -> AggState {
+    pub(crate) fn new(spec: &AggSpec) -> AggState {
         if spec.distinct {
             return AggState::Distinct(Default::default(), Vec::new());
         }
@@ -947,7 +1021,7 @@ impl AggState {
         }
     }
 
-    fn add(&mut self, spec: &AggSpec, v: Option<Value>) -> SqlResult<()> {
+    pub(crate) fn add(&mut self, spec: &AggSpec, v: Option<Value>) -> SqlResult<()> {
         match self {
             AggState::Distinct(seen, vals) => {
                 if let Some(v) = v {
@@ -1026,7 +1100,7 @@ impl AggState {
         Ok(())
     }
 
-    fn finish(self, spec: &AggSpec) -> Value {
+    pub(crate) fn finish(self, spec: &AggSpec) -> Value {
         match self {
             AggState::Distinct(_, vals) => {
                 let mut st = AggState::new(&AggSpec { distinct: false, ..spec.clone() });

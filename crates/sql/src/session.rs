@@ -108,6 +108,8 @@ pub struct Session {
     /// Statements run (SHOW STATUS Questions) and SELECTs among them (Com_select).
     pub(crate) questions: u64,
     pub(crate) com_select: u64,
+    /// The CTEs of the running query (see `cte.rs`).
+    pub(crate) ctes: crate::cte::Ctes,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -150,6 +152,7 @@ impl Session {
             stmt_text: String::new(),
             questions: 0,
             com_select: 0,
+            ctes: Vec::new(),
         }
     }
 

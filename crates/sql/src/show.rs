@@ -79,6 +79,7 @@ fn filter(
             org_table: String::new(),
             ty: c.ty.clone(),
             nullable: c.nullable,
+            hidden: false,
         })
         .collect();
     let sysvar = |n: &str| s.sysvar(n);
