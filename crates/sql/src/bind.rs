@@ -6,7 +6,9 @@ use bigdecimal::BigDecimal;
 use sqlparser::ast;
 
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{cmp_kind, AggFn, Arith, BitOp, Cast, CmpKind, CmpOp, Expr, ScopeCol, Ty};
+use crate::expr::{
+    cmp_kind, AggFn, Arith, BitOp, Cast, CmpKind, CmpOp, CorrKind, Correlated, Expr, ScopeCol, Ty,
+};
 use crate::types::Collation;
 use crate::value::{TemporalKind, Value};
 
@@ -34,6 +36,9 @@ impl AggSpec {
 /// Binds expressions over `scope`.
 pub struct Binder<'a> {
     pub scope: &'a [ScopeCol],
+    /// The enclosing queries' columns (a correlated subquery's): a name not
+    /// in `scope` binds to `Expr::OuterCol(i)`, read from the outer row.
+    pub outer: &'a [ScopeCol],
     /// Where aggregates go; `None` where they are not allowed (WHERE).
     pub aggs: Option<&'a mut Vec<AggSpec>>,
     /// In a grouped query, post-aggregation rows are the group's first row
@@ -64,7 +69,24 @@ impl<'a> Binder<'a> {
         subquery: &'a mut dyn FnMut(&ast::Query) -> SqlResult<Vec<Vec<Value>>>,
         place: &'static str,
     ) -> Binder<'a> {
-        Binder { scope, aggs: None, agg_base: 0, sysvar, subquery, aliases: &[], insert_cols: &[], place }
+        Binder {
+            scope,
+            aggs: None,
+            agg_base: 0,
+            sysvar,
+            subquery,
+            aliases: &[],
+            insert_cols: &[],
+            place,
+            outer: &[],
+        }
+    }
+
+    /// The same binder, reaching `outer` (an enclosing query's columns) for
+    /// names its own scope lacks: a correlated subquery's outer references.
+    pub fn with_outer(mut self, outer: &'a [ScopeCol]) -> Binder<'a> {
+        self.outer = outer;
+        self
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> SqlResult<(Expr, Ty)> {
@@ -143,7 +165,16 @@ impl<'a> Binder<'a> {
                         list.iter().map(|i| self.bind(i)).collect::<SqlResult<_>>()?
                     }
                     ast::InTarget::Subquery(q) => {
-                        let rows = (self.subquery)(q)?;
+                        let rows = match self.run_subquery(q)? {
+                            Some(rows) => rows,
+                            None => {
+                                let c = Correlated {
+                                    query: q.clone(),
+                                    kind: CorrKind::In(Box::new(x), *negated),
+                                };
+                                return Ok((Expr::Correlated(Box::new(c)), Ty::Int));
+                            }
+                        };
                         let mut out = Vec::new();
                         for r in rows {
                             if r.len() != 1 {
@@ -250,7 +281,12 @@ impl<'a> Binder<'a> {
                 (Expr::Cast(Box::new(x), Cast::Char(coll)), Ty::Str(coll))
             }
             E::Subquery(q) => {
-                let rows = (self.subquery)(q)?;
+                let Some(rows) = self.run_subquery(q)? else {
+                    // Its type is known only when it runs: comparisons take
+                    // the other operand's kind.
+                    let c = Correlated { query: q.clone(), kind: CorrKind::Scalar };
+                    return Ok((Expr::Correlated(Box::new(c)), Ty::Null));
+                };
                 if rows.len() > 1 {
                     return Err(SqlError::subquery_rows());
                 }
@@ -263,7 +299,10 @@ impl<'a> Binder<'a> {
                 (Expr::Subquery(Box::new(v)), t)
             }
             E::Exists { subquery, negated } => {
-                let rows = (self.subquery)(subquery)?;
+                let Some(rows) = self.run_subquery(subquery)? else {
+                    let c = Correlated { query: subquery.clone(), kind: CorrKind::Exists(*negated) };
+                    return Ok((Expr::Correlated(Box::new(c)), Ty::Int));
+                };
                 (Expr::Const(Value::Int((rows.is_empty() == *negated) as i64)), Ty::Int)
             }
             E::Trim { expr, trim_where, trim_what, .. } => {
@@ -313,6 +352,18 @@ impl<'a> Binder<'a> {
         })
     }
 
+    /// Runs an uncorrelated subquery now; `None` when it names a column
+    /// only an enclosing query has (1054 on its own while this query has
+    /// columns): it is then correlated, and runs per row
+    /// (`Expr::Correlated`). A name that is nowhere fails when it runs.
+    fn run_subquery(&mut self, q: &ast::Query) -> SqlResult<Option<Vec<Vec<Value>>>> {
+        match (self.subquery)(q) {
+            Ok(rows) => Ok(Some(rows)),
+            Err(e) if e.code == 1054 && !(self.scope.is_empty() && self.outer.is_empty()) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn column(&mut self, table: Option<&str>, name: &str) -> SqlResult<(Expr, Ty)> {
         if let Some(n) = name.strip_prefix("@@") {
             let v = (self.sysvar)(n)?;
@@ -341,6 +392,16 @@ impl<'a> Binder<'a> {
         if table.is_none() {
             if let Some((_, e, t)) = self.aliases.iter().find(|(a, _, _)| a.eq_ignore_ascii_case(name)) {
                 return Ok((e.clone(), *t));
+            }
+        }
+        // An enclosing query's column (the nearest one that has it).
+        for (i, c) in self.outer.iter().enumerate() {
+            let reach = match table {
+                Some(t) => c.table == t,
+                None => !c.hidden,
+            };
+            if reach && c.name.eq_ignore_ascii_case(name) {
+                return Ok((Expr::OuterCol(i), Ty::of(&c.ty)));
             }
         }
         let full = match table {

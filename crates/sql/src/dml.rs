@@ -100,6 +100,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                 aliases: &[],
                 insert_cols: &insert_cols,
                 place: "field list",
+                outer: &[],
             }
             .bind(&a.value)?;
             upd.push((i, x));

@@ -184,8 +184,33 @@ pub enum Expr {
     InsertValue(usize),
     /// A value computed by a subquery before execution (uncorrelated).
     Subquery(Box<Value>),
+    /// Column i of the enclosing query's current row (`EvalCtx::outer`).
+    OuterCol(usize),
+    /// A subquery that reads the enclosing query's row: run per row
+    /// through `EvalCtx::sub`.
+    Correlated(Box<Correlated>),
     Cast(Box<Expr>, Cast),
 }
+
+/// A correlated subquery and what its rows become.
+#[derive(Clone, Debug)]
+pub struct Correlated {
+    pub query: Box<ast::Query>,
+    pub kind: CorrKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum CorrKind {
+    /// `(SELECT ...)`: its one value, NULL for no row.
+    Scalar,
+    /// `[NOT] EXISTS (SELECT ...)`.
+    Exists(bool),
+    /// `x [NOT] IN (SELECT ...)`.
+    In(Box<Expr>, bool),
+}
+
+/// Runs a correlated subquery with the enclosing query's current row.
+pub type SubRunner<'a> = dyn FnMut(&ast::Query, &[Value]) -> SqlResult<Vec<Vec<Value>>> + 'a;
 
 /// CAST targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +238,10 @@ pub struct EvalCtx<'a> {
     pub insert_row: Option<&'a [Value]>,
     /// Strict mode inside INSERT/UPDATE: division by zero is an error.
     pub strict_dml: bool,
+    /// The enclosing queries' current row, for `Expr::OuterCol`.
+    pub outer: &'a [Value],
+    /// Runs correlated subqueries; `None` where none can run.
+    pub sub: Option<&'a mut SubRunner<'a>>,
 }
 
 impl Expr {
@@ -431,6 +460,10 @@ impl Expr {
                 None => Value::Null,
             },
             Expr::Subquery(v) => (**v).clone(),
+            Expr::OuterCol(i) => {
+                cx.outer.get(*i).cloned().ok_or_else(|| SqlError::internal("outer column out of row"))?
+            }
+            Expr::Correlated(c) => eval_correlated(c, row, cx)?,
             Expr::Cast(e, c) => cast(e.eval(row, cx)?, *c, cx)?,
         })
     }
@@ -439,7 +472,7 @@ impl Expr {
     pub fn is_constant(&self) -> bool {
         let mut c = true;
         self.walk(&mut |e| {
-            if matches!(e, Expr::Col(_) | Expr::InsertValue(_)) {
+            if matches!(e, Expr::Col(_) | Expr::InsertValue(_) | Expr::Correlated(_)) {
                 c = false;
             }
             if let Expr::Func(n, _, _) = e {
@@ -493,9 +526,65 @@ impl Expr {
                 }
             }
             Expr::Func(_, args, _) => args.iter().for_each(|x| x.walk(f)),
+            Expr::Correlated(c) => {
+                if let CorrKind::In(x, _) = &c.kind {
+                    x.walk(f);
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// A correlated subquery's value on `row`.
+fn eval_correlated(c: &Correlated, row: &[Value], cx: &mut EvalCtx) -> SqlResult<Value> {
+    let lhs = match &c.kind {
+        CorrKind::In(x, _) => Some(x.eval(row, cx)?),
+        _ => None,
+    };
+    let Some(run) = cx.sub.as_mut() else {
+        return Err(SqlError::unsupported("a correlated subquery in this statement"));
+    };
+    let rows = match c.kind {
+        CorrKind::Exists(_) if c.query.limit_clause.is_none() => {
+            // One row answers EXISTS (LIMIT applies after any grouping).
+            let mut q = (*c.query).clone();
+            q.limit_clause = Some(ast::LimitClause::LimitOffset {
+                limit: Some(ast::Expr::value(ast::Value::Number("1".into(), false))),
+                offset: None,
+                limit_by: Vec::new(),
+            });
+            run(&q, row)?
+        }
+        _ => run(&c.query, row)?,
+    };
+    Ok(match &c.kind {
+        CorrKind::Exists(negated) => Value::Int((rows.is_empty() == *negated) as i64),
+        CorrKind::Scalar => {
+            if rows.len() > 1 {
+                return Err(SqlError::subquery_rows());
+            }
+            match rows.into_iter().next() {
+                None => Value::Null,
+                Some(r) if r.len() == 1 => r.into_iter().next().expect("one"),
+                Some(r) => return Err(SqlError::operand_columns(r.len().max(1))),
+            }
+        }
+        CorrKind::In(_, negated) => {
+            let lhs = lhs.expect("IN has its value");
+            let lt = crate::bind::value_ty(&lhs);
+            let mut items = Vec::with_capacity(rows.len());
+            for r in rows {
+                if r.len() != 1 {
+                    return Err(SqlError::operand_columns(1));
+                }
+                let v = r.into_iter().next().expect("one column");
+                let k = cmp_kind(lt, crate::bind::value_ty(&v));
+                items.push((Expr::Const(v), k));
+            }
+            Expr::In(Box::new(Expr::Const(lhs)), CmpKind::Numeric, items, *negated).eval(&[], cx)?
+        }
+    })
 }
 
 /// A string compared as a number must be wholly one: otherwise warning

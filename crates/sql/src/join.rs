@@ -345,14 +345,19 @@ impl<'a, 'c> Exec<'a, 'c> {
         e
     }
 
+    /// The tables `e` reads. A correlated subquery may read any (its
+    /// outer references are not visible here): all, so it waits for the
+    /// whole join.
     fn rels_of(&self, e: &Expr) -> RelSet {
         let mut s = 0;
-        e.walk(&mut |x| {
-            if let Expr::Col(i) = x {
+        e.walk(&mut |x| match x {
+            Expr::Col(i) => {
                 if let Some(&r) = self.owner.get(*i) {
                     s |= 1 << r;
                 }
             }
+            Expr::Correlated(_) => s = RelSet::MAX,
+            _ => {}
         });
         s
     }

@@ -147,16 +147,37 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let inner = s.inner.clone();
     let db = s.db.clone();
     let ctes = s.ctes.clone();
+    let outer_scope = s.outer_scope.clone();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
-        // Uncorrelated subqueries run in the same transaction.
+        // Uncorrelated subqueries run in the same transaction, once.
         let mut sub = SubSession { inner: inner.clone(), db: db.clone(), ctes: ctes.clone() };
         sub.run(txn, q)
     };
-    from.bind_on(&mut |e| Ok(Binder::plain(&scope, &sysvar, &mut subq, "on clause").bind(e)?.0))?;
+    from.bind_on(&mut |e| {
+        Ok(Binder::plain(&scope, &sysvar, &mut subq, "on clause").with_outer(&outer_scope).bind(e)?.0)
+    })?;
     // WHERE.
     let filter = match &sel.selection {
-        Some(w) => Some(Binder::plain(&scope, &sysvar, &mut subq, "where clause").bind(w)?.0),
+        Some(w) => Some(
+            Binder::plain(&scope, &sysvar, &mut subq, "where clause").with_outer(&outer_scope).bind(w)?.0,
+        ),
         None => None,
+    };
+    // Correlated subqueries run per row in a session that sees this
+    // query's columns, then the enclosing queries'.
+    let corr_scope: Vec<ScopeCol> = scope.iter().chain(outer_scope.iter()).cloned().collect();
+    let outer_row = s.outer_row.clone();
+    let (inner2, db2, ctes2) = (s.inner.clone(), s.db.clone(), s.ctes.clone());
+    let width = scope.len();
+    let mut runner = move |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
+        let mut sub = Session::new(inner2.clone());
+        sub.db = db2.clone();
+        sub.ctes = ctes2.clone();
+        sub.outer_scope = corr_scope.clone();
+        sub.outer_row = row.iter().take(width).cloned().collect();
+        sub.outer_row.resize(width, Value::Null);
+        sub.outer_row.extend(outer_row.iter().cloned());
+        select(&mut sub, txn, q, false).map(|rs| rs.rows)
     };
     let sources = &from.rels;
     // The select list, GROUP BY, HAVING, ORDER BY, with aggregates.
@@ -202,6 +223,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     aliases: &[],
                     insert_cols: &[],
                     place: "field list",
+                    outer: &outer_scope,
                 };
                 let (x, t) = b.bind(e)?;
                 let name = match item {
@@ -248,6 +270,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             &mut None,
             n,
             "group statement",
+            &outer_scope,
         )?);
     }
     let having = match &sel.having {
@@ -261,6 +284,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 aliases: &aliases,
                 insert_cols: &[],
                 place: "having clause",
+                outer: &outer_scope,
             };
             Some(b.bind(h)?.0)
         }
@@ -281,6 +305,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     &mut ag,
                     n,
                     "order clause",
+                    &outer_scope,
                 )
                 .map(|e| (e.0, e.1))?;
                 order.push((e, t, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
@@ -349,6 +374,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         Vec::new()
     } else {
         let mut cx = s.eval_ctx(&mut warnings);
+        cx.sub = Some(&mut runner);
         match (&from.tree, &sources[..]) {
             (None, _) => {
                 let keep = match &filter {
@@ -386,6 +412,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
     };
     let mut cx = s.eval_ctx(&mut warnings);
+    cx.sub = Some(&mut runner);
     // Group.
     let mut rows = if grouped {
         // Keyed by (level, the first `level` group keys): `level` is the
@@ -730,6 +757,7 @@ fn bind_item_ref(
     aggs: &mut Option<&mut Vec<AggSpec>>,
     n: usize,
     place: &'static str,
+    outer: &[ScopeCol],
 ) -> SqlResult<(Expr, Ty)> {
     // ORDER BY 2 / GROUP BY 1: a position in the select list.
     if let ast::Expr::Value(v) = e {
@@ -760,6 +788,7 @@ fn bind_item_ref(
         aliases,
         insert_cols: &[],
         place,
+        outer,
     };
     b.bind(e)
 }

@@ -110,6 +110,10 @@ pub struct Session {
     pub(crate) com_select: u64,
     /// The CTEs of the running query (see `cte.rs`).
     pub(crate) ctes: crate::cte::Ctes,
+    /// In a correlated subquery's session: the enclosing queries' columns
+    /// and their current values (innermost first).
+    pub(crate) outer_scope: Vec<crate::expr::ScopeCol>,
+    pub(crate) outer_row: Vec<Value>,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -153,6 +157,8 @@ impl Session {
             questions: 0,
             com_select: 0,
             ctes: Vec::new(),
+            outer_scope: Vec::new(),
+            outer_row: Vec::new(),
         }
     }
 
@@ -623,6 +629,8 @@ impl Session {
             user_vars: &self.user_vars,
             insert_row: None,
             strict_dml: false,
+            outer: &self.outer_row,
+            sub: None,
         }
     }
 
