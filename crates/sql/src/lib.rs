@@ -52,6 +52,7 @@ mod table;
 pub mod temporal;
 pub mod types;
 pub mod value;
+mod views;
 mod window;
 
 pub use db::{Database, DbOptions};

@@ -815,6 +815,15 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
                 let view = crate::infoschema::rows(s, txn, &t)?;
                 let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());
                 Rel::Rows { alias, view }
+            } else if let Some(def) = match resolve_table(s, name) {
+                Err(e) if e.code == 1146 => Some(crate::views::lookup(s, txn, &db, &t)?.ok_or(e)?),
+                Err(e) => return Err(e),
+                Ok(_) => None,
+            } {
+                // A view: its rows, read as a derived table.
+                let view = crate::views::materialize(s, txn, &def)?;
+                let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());
+                Rel::Rows { alias, view }
             } else {
                 let table = resolve_table(s, name)?;
                 let alias =

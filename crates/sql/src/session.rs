@@ -114,6 +114,8 @@ pub struct Session {
     /// and their current values (innermost first).
     pub(crate) outer_scope: Vec<crate::expr::ScopeCol>,
     pub(crate) outer_row: Vec<Value>,
+    /// How many views deep this (sub-)session's query is.
+    pub(crate) view_depth: u32,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -159,6 +161,7 @@ impl Session {
             ctes: Vec::new(),
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
+            view_depth: 0,
         }
     }
 
@@ -321,6 +324,14 @@ impl Session {
                 Ok(Outcome::done(0))
             }
             S::Set(set) => self.set(set),
+            S::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
+                self.commit_open()?;
+                crate::views::drop(self, names, *if_exists)
+            }
+            S::CreateView(cv) => {
+                self.commit_open()?;
+                crate::views::create(self, cv)
+            }
             S::CreateDatabase { .. }
             | S::CreateSchema { .. }
             | S::CreateTable(_)
@@ -332,7 +343,6 @@ impl Session {
                 self.commit_open()?;
                 crate::ddl::execute(self, stmt)
             }
-            S::CreateView(_) => Err(SqlError::unsupported("views")),
             S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
             S::CreateProcedure { .. } | S::CreateFunction(_) => Err(SqlError::unsupported("stored routines")),
             S::Explain { .. } | S::ExplainTable { .. } => crate::show::explain(self, stmt),

@@ -139,19 +139,29 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
         }
         K::Tables => {
             let db = target_db(s, st)?;
-            let (names, kind): (Vec<String>, &str) = if db == is::SCHEMA {
-                (is::view_names().into_iter().map(String::from).collect(), "SYSTEM VIEW")
+            let named: Vec<(String, &str)> = if db == is::SCHEMA {
+                is::view_names().into_iter().map(|n| (n.to_string(), "SYSTEM VIEW")).collect()
             } else {
-                let names = s.inner.schema.read().tables.keys().filter(|(d, _)| *d == db).map(|(_, t)| t.clone()).collect();
-                (names, "BASE TABLE")
+                let mut v: Vec<(String, &str)> = s
+                    .inner
+                    .schema
+                    .read()
+                    .tables
+                    .keys()
+                    .filter(|(d, _)| *d == db)
+                    .map(|(_, t)| (t.clone(), "BASE TABLE"))
+                    .collect();
+                let views = s.in_txn(false, |s, txn| crate::views::list(s, txn, &db))?;
+                v.extend(views.into_iter().map(|d| (d.name, "VIEW")));
+                v
             };
             let mut spec = with_like(format!("Tables_in_{db}"), st) + ":varchar(64)";
             if st.full {
                 spec += "|Table_type:varchar(64)";
             }
-            let rows = names
+            let rows = named
                 .into_iter()
-                .map(|n| {
+                .map(|(n, kind)| {
                     let mut r = vec![Value::str(n)];
                     if st.full {
                         r.push(Value::str(kind));
@@ -160,6 +170,13 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                 })
                 .collect();
             Shown { cols: show_cols(&spec), rows, like_col: 0 }
+        }
+        K::CreateTable | K::CreateView if view_of(s, st)?.is_some() => {
+            let def = view_of(s, st)?.expect("checked above");
+            shown(
+                "View:varchar(64)|Create View:varchar(1024)|character_set_client:varchar(32)|collation_connection:varchar(32)",
+                vec![crate::views::show_create(&def)],
+            )
         }
         K::CreateTable => {
             let (t, _) = table_of(s, st)?;
@@ -401,6 +418,19 @@ enum Either {
 }
 
 /// The engine table SHOW COLUMNS / INDEX / CREATE TABLE names.
+/// The view a SHOW CREATE names, if it names one.
+fn view_of(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<crate::views::ViewDef>> {
+    let db = match &st.db {
+        Some(d) => d.clone(),
+        None => s.db.clone().ok_or_else(SqlError::no_db)?,
+    };
+    let name = st.table.clone().unwrap_or_default();
+    if is::is_schema(&db) || s.inner.table(&db, &name).is_ok() {
+        return Ok(None);
+    }
+    s.in_txn(false, |s, txn| crate::views::lookup(s, txn, &db, &name))
+}
+
 fn table_of(s: &Session, st: &ShowStmt) -> SqlResult<(std::sync::Arc<crate::table::Table>, String)> {
     let db = match &st.db {
         Some(d) => d.clone(),

@@ -468,3 +468,32 @@ fn unions() {
     );
     assert_eq!(err(&mut s, "SELECT * FROM (SELECT 1)"), 1248);
 }
+
+/// A view is a catalog record: it survives a restart, and reading it runs
+/// its SELECT in the view's database whatever the session's current one.
+#[test]
+fn views_survive_restart_and_read_their_own_database() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, v INT)");
+        ok(&mut s, "INSERT INTO t VALUES (1, 10), (2, 20)");
+        ok(&mut s, "CREATE VIEW big AS SELECT id FROM t WHERE v > 15");
+        drop(s);
+        db.close().unwrap();
+    }
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE other");
+    ok(&mut s, "USE other");
+    assert_eq!(rows(&mut s, "SELECT * FROM d.big"), [["2"]]);
+    // A view sees the transaction's own writes.
+    ok(&mut s, "BEGIN");
+    ok(&mut s, "INSERT INTO d.t VALUES (3, 30)");
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM d.big"), [["2"]]);
+    ok(&mut s, "ROLLBACK");
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM d.big"), [["1"]]);
+}
