@@ -289,6 +289,22 @@ impl From {
         }
     }
 
+    /// Every bound ON condition of the tree.
+    pub fn on_conds(&self) -> Vec<&Expr> {
+        fn walk<'n>(n: &'n Node, out: &mut Vec<&'n Expr>) {
+            if let Node::Join(j) = n {
+                walk(&j.outer, out);
+                walk(&j.inner, out);
+                out.extend(j.on.iter());
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(t) = &self.tree {
+            walk(t, &mut out);
+        }
+        out
+    }
+
     /// True when FROM is one table without joins.
     pub fn single(&self) -> bool {
         matches!(self.tree, Some(Node::Leaf(_))) && self.rels.len() == 1
@@ -304,6 +320,28 @@ enum Kind {
 
 /// A set of FROM's tables (at most 61: MySQL's limit).
 type RelSet = u64;
+
+/// A join's conditions as they serve its inner side (`Exec::conditions`).
+struct Conds<'j> {
+    inner_only: Vec<&'j Expr>,
+    cross: Vec<&'j Expr>,
+    probes: Vec<(CmpOp, CmpKind, usize, Expr)>,
+}
+
+/// How EXPLAIN describes the read of one table in the join.
+pub(crate) struct Step {
+    pub rel: usize,
+    /// The access path of the table's own conditions.
+    pub access: Option<crate::plan::Access>,
+    /// An index nested loop: the index and, per pinned part, what pins it.
+    pub probe: Option<(usize, Vec<String>)>,
+    /// Read once and probed through a hash table.
+    pub hashed: bool,
+    /// Conditions checked on the rows read.
+    pub filtered: bool,
+    /// Joined to earlier tables (EXPLAIN's join buffer note).
+    pub joined: bool,
+}
 
 /// Runs the join tree, returning the rows that pass WHERE.
 pub(crate) struct Exec<'a, 'c> {
@@ -479,8 +517,14 @@ impl<'a, 'c> Exec<'a, 'c> {
         Ok(out)
     }
 
-    fn join(&mut self, j: &Join, top: bool) -> SqlResult<Vec<Vec<Value>>> {
-        let outer_rows = self.node(&j.outer, top)?;
+    /// The conditions of join `j` as they serve its inner side: those on
+    /// the inner side alone, those across both sides, and among the latter
+    /// the comparisons of an inner column with outer values (probes). Marks
+    /// the WHERE conjuncts this join applies.
+    fn conditions<'j>(&mut self, j: &'j Join, top: bool) -> Conds<'j>
+    where
+        'a: 'j,
+    {
         let omask = Self::mask(&j.outer);
         let imask = Self::mask(&j.inner);
         // Conditions that may narrow the inner side: ON's, and on the top
@@ -505,14 +549,11 @@ impl<'a, 'c> Exec<'a, 'c> {
         for &(e, s, wi) in &pool {
             if s & !imask == 0 {
                 inner_only.push(e);
-                if let (Some(i), false) = (wi, j.left_outer) {
-                    self.applied[i] = true;
-                }
             } else {
                 cross.push(e);
-                if let (Some(i), false) = (wi, j.left_outer) {
-                    self.applied[i] = true;
-                }
+            }
+            if let (Some(i), false) = (wi, j.left_outer) {
+                self.applied[i] = true;
             }
         }
         // Equalities and comparisons between an inner column and outer values.
@@ -537,6 +578,13 @@ impl<'a, 'c> Exec<'a, 'c> {
                 probes.push((flip(*op), *kind, c, (**a).clone()));
             }
         }
+        Conds { inner_only, cross, probes }
+    }
+
+    fn join(&mut self, j: &Join, top: bool) -> SqlResult<Vec<Vec<Value>>> {
+        let outer_rows = self.node(&j.outer, top)?;
+        let imask = Self::mask(&j.inner);
+        let Conds { inner_only, cross, probes } = self.conditions(j, top);
         let rels = self.rels;
         let leaf = match j.inner {
             Node::Leaf(r) => Some(r),
@@ -634,6 +682,99 @@ impl<'a, 'c> Exec<'a, 'c> {
             }
         }
         Ok(out)
+    }
+
+    /// EXPLAIN: how each table of `tree` would be read, in execution
+    /// order, by the same decisions `run` makes (the index nested loop's
+    /// per-row choice is judged by which index parts the probes pin).
+    pub fn explain(&mut self, tree: &Node) -> Vec<Step> {
+        let mut out = Vec::new();
+        self.explain_node(tree, true, false, &mut out);
+        out
+    }
+
+    fn explain_node(&mut self, n: &Node, top: bool, joined: bool, out: &mut Vec<Step>) {
+        match n {
+            Node::Leaf(r) => {
+                let mine = 1u64 << *r;
+                let mut filters: Vec<&Expr> = Vec::new();
+                if top {
+                    for (i, (e, s)) in self.conj.iter().enumerate() {
+                        if *s == mine && !self.applied[i] {
+                            filters.push(*e);
+                            self.applied[i] = true;
+                        }
+                    }
+                }
+                let access = match &self.rels[*r] {
+                    Rel::Table(src) => {
+                        Some(crate::plan::choose(&src.table, &filters, self.offs[*r], self.cx))
+                    }
+                    Rel::Rows { .. } => None,
+                };
+                let filtered = !filters.is_empty();
+                out.push(Step { rel: *r, access, probe: None, hashed: false, filtered, joined });
+            }
+            Node::Join(j) => {
+                self.explain_node(&j.outer, top, joined, out);
+                let c = self.conditions(j, top);
+                let Node::Leaf(r) = j.inner else {
+                    self.explain_node(&j.inner, top && !j.left_outer, true, out);
+                    return;
+                };
+                let off = self.offs[r];
+                let (access, probe) = match &self.rels[r] {
+                    Rel::Table(src) => {
+                        let base = crate::plan::choose(&src.table, &c.inner_only, off, self.cx);
+                        let mut best: Option<(usize, Vec<String>)> = None;
+                        for (ix, def) in src.table.def.indexes.iter().enumerate() {
+                            let mut refs = Vec::new();
+                            for p in &def.parts {
+                                let col = off + p.col;
+                                if let Some((_, _, _, y)) =
+                                    c.probes.iter().find(|(op, _, pc, _)| *op == CmpOp::Eq && *pc == col)
+                                {
+                                    refs.push(self.describe(y));
+                                } else if base.index == Some(ix) && refs.len() < base.eq_parts {
+                                    refs.push("const".to_string());
+                                } else {
+                                    break;
+                                }
+                                if p.prefix.is_some() {
+                                    break;
+                                }
+                            }
+                            if refs.len() > base.eq_parts
+                                && best.as_ref().is_none_or(|(_, b)| refs.len() > b.len())
+                            {
+                                best = Some((ix, refs));
+                            }
+                        }
+                        (Some(base), best)
+                    }
+                    Rel::Rows { .. } => (None, None),
+                };
+                let hashed = probe.is_none() && self.hashable(&c.probes).is_some();
+                let filtered = !c.inner_only.is_empty() || !c.cross.is_empty();
+                out.push(Step { rel: r, access, probe, hashed, filtered, joined: true });
+            }
+        }
+    }
+
+    /// What pins an index part in EXPLAIN's `ref`: `db.table.column` for
+    /// an outer column, else `func`.
+    fn describe(&self, e: &Expr) -> String {
+        match e {
+            Expr::Col(c) => {
+                let r = self.owner[*c];
+                let col = self.rels[r].col(*c - self.offs[r]).name;
+                match &self.rels[r] {
+                    Rel::Table(src) => format!("{}.{}.{}", src.table.def.db, src.alias, col),
+                    Rel::Rows { alias, .. } => format!("{alias}.{col}"),
+                }
+            }
+            _ => "func".to_string(),
+        }
     }
 
     /// Joins outer row `l` with inner row `ir` and keeps it if `conds` hold.

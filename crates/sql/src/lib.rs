@@ -37,6 +37,7 @@ mod db;
 mod ddl;
 mod dml;
 pub mod error;
+mod explain;
 mod expr;
 pub mod func;
 mod infoschema;

@@ -370,6 +370,16 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
     };
+    if s.explaining {
+        return explain_plan(
+            s,
+            txn,
+            &from,
+            filter.as_ref(),
+            pk_order.is_some() && stop_after.is_some(),
+            count_only,
+        );
+    }
     let rows = if count.is_some() {
         Vec::new()
     } else {
@@ -587,6 +597,47 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
     }
     Ok(ResultSet { columns, rows })
+}
+
+/// EXPLAIN's rows for a bound query (see `explain.rs`).
+fn explain_plan(
+    s: &Session,
+    txn: &Txn,
+    from: &crate::join::From,
+    filter: Option<&Expr>,
+    pk_order: bool,
+    count_only: bool,
+) -> SqlResult<ResultSet> {
+    let Some(tree) = &from.tree else {
+        return Ok(crate::explain::no_tables("No tables used"));
+    };
+    let mut w = Vec::new();
+    let mut cx = s.eval_ctx(&mut w);
+    let mut conj = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut conj);
+    }
+    let steps = match &from.rels[..] {
+        [Rel::Table(t)] if from.single() => {
+            let access = crate::plan::choose(&t.table, &conj, 0, &mut cx);
+            let used = access.eq_parts + usize::from(access.has_range);
+            vec![crate::join::Step {
+                rel: 0,
+                filtered: conj.len() > used,
+                access: Some(access),
+                probe: None,
+                hashed: false,
+                joined: false,
+            }]
+        }
+        _ => {
+            let killed = std::sync::atomic::AtomicBool::new(false);
+            crate::join::Exec::new(&from.rels, txn, &mut cx, filter, &killed).explain(tree)
+        }
+    };
+    let mut all = conj.clone();
+    all.extend(from.on_conds());
+    crate::explain::plan(txn, &from.rels, &steps, &all, pk_order, count_only)
 }
 
 /// `left UNION|INTERSECT|EXCEPT [ALL|DISTINCT] right`, then the query's ORDER BY (by

@@ -116,6 +116,8 @@ pub struct Session {
     pub(crate) outer_row: Vec<Value>,
     /// How many views deep this (sub-)session's query is.
     pub(crate) view_depth: u32,
+    /// EXPLAIN: SELECT binds its query, then returns the plan unread.
+    pub(crate) explaining: bool,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -162,6 +164,7 @@ impl Session {
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
             view_depth: 0,
+            explaining: false,
         }
     }
 
@@ -345,7 +348,7 @@ impl Session {
             }
             S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
             S::CreateProcedure { .. } | S::CreateFunction(_) => Err(SqlError::unsupported("stored routines")),
-            S::Explain { .. } | S::ExplainTable { .. } => crate::show::explain(self, stmt),
+            S::Explain { .. } | S::ExplainTable { .. } => crate::explain::explain(self, stmt),
             other => Err(SqlError::unsupported(first_words(&other.to_string()))),
         }
     }

@@ -627,7 +627,3 @@ const PRIVILEGES: &[(&str, &str, &str)] = &[
     ("Read_only admin", "Server", "To perform write operations even if @@read_only=ON"),
     ("Usage", "Server Admin", "No privileges - allow connect only"),
 ];
-
-pub fn explain(_s: &mut Session, _stmt: &ast::Statement) -> SqlResult<Outcome> {
-    Err(SqlError::unsupported("EXPLAIN"))
-}

@@ -1,0 +1,292 @@
+//! EXPLAIN: the plan of a SELECT in MySQL's columns (id, select_type,
+//! table, type, possible_keys, key, key_len, ref, rows, Extra), and
+//! EXPLAIN/DESCRIBE of a table (SHOW COLUMNS).
+//!
+//! The query is bound by the ordinary SELECT path with the session's
+//! `explaining` flag set; it stops before reading rows and describes the
+//! access paths `plan::choose` and the join executor (`join::Exec::explain`)
+//! pick. Uncorrelated subqueries and derived tables still run while the
+//! query binds (their results are constants of the plan). `rows` is the
+//! table's exact row count (an upper bound) except for point reads, until
+//! the engine gives range estimates.
+
+use sqlparser::ast;
+
+use crate::catalog::IndexKind;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::Expr;
+use crate::join::Step;
+use crate::query::Rel;
+use crate::session::{ColumnMeta, Outcome, ResultSet, Session};
+use crate::types::{Charset, Collation, SqlType, StrKind};
+use crate::value::Value;
+
+pub fn explain(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
+    match stmt {
+        ast::Statement::ExplainTable { table_name, .. } => {
+            let parts = crate::expr::ident_name(table_name);
+            let (db, table) = match parts.as_slice() {
+                [t] => (None, t.clone()),
+                [d, t] => (Some(d.clone()), t.clone()),
+                _ => return Err(SqlError::syntax(format!("'{table_name}'"))),
+            };
+            let st = crate::lex::ShowStmt {
+                kind: crate::lex::ShowKind::Columns,
+                full: false,
+                global: false,
+                db,
+                table: Some(table),
+                like: None,
+                filter: None,
+                name: None,
+                limit: None,
+                if_not_exists: false,
+            };
+            crate::show::show(s, &st)
+        }
+        ast::Statement::Explain { statement, analyze, format, .. } => {
+            if *analyze {
+                return Err(SqlError::unsupported("ANALYZE"));
+            }
+            if format.is_some() {
+                return Err(SqlError::unsupported("EXPLAIN FORMAT"));
+            }
+            let ast::Statement::Query(q) = statement.as_ref() else {
+                return Err(SqlError::unsupported("EXPLAIN of a statement other than SELECT"));
+            };
+            s.explaining = true;
+            let r = s.in_txn(false, |s, txn| crate::query::select(s, txn, q, false));
+            s.explaining = false;
+            r.map(Outcome::Rows)
+        }
+        _ => Err(SqlError::unsupported("this EXPLAIN")),
+    }
+}
+
+fn text_col(name: &str) -> ColumnMeta {
+    ColumnMeta::expr(name, SqlType::Str { kind: StrKind::Var, len: 64, coll: Collation::Utf8mb3GeneralCi })
+}
+
+fn columns() -> Vec<ColumnMeta> {
+    let mut c = vec![ColumnMeta::expr("id", SqlType::Int { bytes: 8, unsigned: false })];
+    for n in ["select_type", "table", "type", "possible_keys", "key", "key_len", "ref"] {
+        c.push(text_col(n));
+    }
+    c.push(ColumnMeta::expr("rows", SqlType::Int { bytes: 8, unsigned: true }));
+    c.push(text_col("Extra"));
+    c
+}
+
+/// One plan row: `c` is table, type, possible_keys, key, key_len, ref, rows.
+fn row(c: [Value; 7], extra: &str) -> Vec<Value> {
+    let mut r = vec![Value::Int(1), Value::str("SIMPLE")];
+    r.extend(c);
+    r.push(Value::str(extra));
+    r
+}
+
+/// A query without tables.
+pub fn no_tables(extra: &str) -> ResultSet {
+    let n = Value::Null;
+    ResultSet {
+        columns: columns(),
+        rows: vec![row([n.clone(), n.clone(), n.clone(), n.clone(), n.clone(), n.clone(), n], extra)],
+    }
+}
+
+/// The plan's rows. `conj`: every condition (WHERE and ON) for
+/// possible_keys; `pk_order`: ORDER BY served by the primary key's order;
+/// `count_only`: COUNT(*) answered from the exact row count.
+pub fn plan(
+    txn: &fractaldb::Txn,
+    rels: &[Rel],
+    steps: &[Step],
+    conj: &[&Expr],
+    pk_order: bool,
+    count_only: bool,
+) -> SqlResult<ResultSet> {
+    if count_only {
+        return Ok(no_tables("Select tables optimized away"));
+    }
+    let mut offs = Vec::new();
+    let mut off = 0;
+    for r in rels {
+        offs.push(off);
+        off += r.width();
+    }
+    let single = steps.len() == 1;
+    let mut out = Vec::new();
+    for st in steps {
+        let s = |x: &str| Value::str(x);
+        match &rels[st.rel] {
+            Rel::Rows { alias, view } => {
+                let extra = if st.hashed {
+                    "Using where; Using join buffer (flat, BNLH join)"
+                } else if st.joined {
+                    "Using where; Using join buffer (flat, BNL join)"
+                } else if st.filtered {
+                    "Using where"
+                } else {
+                    ""
+                };
+                let ty = if st.hashed { "hash_ALL" } else { "ALL" };
+                out.push(row(
+                    [
+                        s(alias),
+                        s(ty),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::UInt(view.rows.len() as u64),
+                    ],
+                    extra,
+                ));
+            }
+            Rel::Table(src) => {
+                let t = &src.table;
+                let def = &t.def;
+                let ix_name = |i: usize| -> String {
+                    let ix = &def.indexes[i];
+                    if ix.kind == IndexKind::Primary {
+                        "PRIMARY".to_string()
+                    } else {
+                        ix.name.clone()
+                    }
+                };
+                let possible = possible_keys(def, conj, offs[st.rel]);
+                let possible_v = if possible.is_empty() {
+                    Value::Null
+                } else {
+                    s(&possible.iter().map(|&i| ix_name(i)).collect::<Vec<_>>().join(","))
+                };
+                let count = t.row_count(txn)?;
+                let (ty, key, parts, refs, rows): (&str, Option<usize>, usize, Option<String>, u64) =
+                    if let Some((ix, refs)) = &st.probe {
+                        let whole = refs.len() == def.indexes[*ix].parts.len()
+                            && def.indexes[*ix].kind != IndexKind::Plain;
+                        let ty = if whole { "eq_ref" } else { "ref" };
+                        (ty, Some(*ix), refs.len(), Some(refs.join(",")), if whole { 1 } else { count })
+                    } else {
+                        match &st.access {
+                            Some(a) if a.index.is_some() => {
+                                let ix = a.index.expect("checked");
+                                let d = &def.indexes[ix];
+                                let whole = a.eq_parts == d.parts.len() && d.kind != IndexKind::Plain;
+                                let consts = vec!["const"; a.eq_parts].join(",");
+                                if whole && !a.has_range {
+                                    (
+                                        if single { "const" } else { "eq_ref" },
+                                        Some(ix),
+                                        a.eq_parts,
+                                        Some(consts),
+                                        1,
+                                    )
+                                } else if a.has_range {
+                                    ("range", Some(ix), a.eq_parts + 1, None, count)
+                                } else {
+                                    ("ref", Some(ix), a.eq_parts, Some(consts), count)
+                                }
+                            }
+                            _ if pk_order && single && def.primary.is_some() => {
+                                ("index", def.primary, 0, None, count)
+                            }
+                            _ if st.hashed => ("hash_ALL", None, 0, None, count),
+                            _ => ("ALL", None, 0, None, count),
+                        }
+                    };
+                let key_len = key.map(|i| key_len(def, i, parts));
+                let mut extra: Vec<&str> = Vec::new();
+                if st.filtered && ty != "const" && ty != "eq_ref" {
+                    extra.push("Using where");
+                }
+                if st.hashed {
+                    extra.push("Using join buffer (flat, BNLH join)");
+                } else if st.joined && key.is_none() {
+                    extra.push("Using join buffer (flat, BNL join)");
+                }
+                out.push(row(
+                    [
+                        s(&src.alias),
+                        s(ty),
+                        possible_v,
+                        key.map_or(Value::Null, |i| s(&ix_name(i))),
+                        key_len.map_or(Value::Null, |l| s(&l.to_string())),
+                        refs.map_or(Value::Null, |r| s(&r)),
+                        Value::UInt(rows),
+                    ],
+                    &extra.join("; "),
+                ));
+            }
+        }
+    }
+    Ok(ResultSet { columns: columns(), rows: out })
+}
+
+/// Indexes whose first column some condition compares.
+fn possible_keys(def: &crate::catalog::TableDef, conj: &[&Expr], off: usize) -> Vec<usize> {
+    let mut cols = Vec::new();
+    for e in conj {
+        let mut tested = |x: &Expr| {
+            if let Expr::Col(c) = x {
+                if *c >= off && *c < off + def.columns.len() {
+                    cols.push(*c - off);
+                }
+            }
+        };
+        match e {
+            Expr::Cmp(_, _, a, b) => {
+                tested(a);
+                tested(b);
+            }
+            Expr::Between(x, ..) | Expr::In(x, ..) => tested(x),
+            _ => {}
+        }
+    }
+    (0..def.indexes.len())
+        .filter(|&i| def.indexes[i].parts.first().is_some_and(|p| cols.contains(&p.col)))
+        .collect()
+}
+
+/// MySQL's key_len: the bytes of the index parts used (a nullable part
+/// one more, a variable-length one two more).
+fn key_len(def: &crate::catalog::TableDef, ix: usize, parts: usize) -> usize {
+    let mut n = 0;
+    for p in def.indexes[ix].parts.iter().take(parts) {
+        let c = &def.columns[p.col];
+        n += match &c.ty {
+            SqlType::Int { bytes, .. } => *bytes as usize,
+            SqlType::Decimal { precision, scale, .. } => {
+                let dig = |d: u8| (d as usize / 9) * 4 + [0, 1, 1, 2, 2, 3, 3, 4, 4, 4][d as usize % 9];
+                dig(precision - scale) + dig(*scale)
+            }
+            SqlType::Float { .. } => 4,
+            SqlType::Double { .. } => 8,
+            SqlType::Bit { bits } => (*bits as usize).div_ceil(8),
+            SqlType::Str { kind, len, coll } => {
+                let per = match coll.charset() {
+                    Charset::Utf8mb4 => 4,
+                    Charset::Utf8mb3 => 3,
+                    Charset::Latin1 | Charset::Binary => 1,
+                };
+                let chars = p.prefix.map_or(*len as usize, |x| x as usize);
+                chars * per + if matches!(kind, StrKind::Fixed) { 0 } else { 2 }
+            }
+            SqlType::Enum { values, .. } => {
+                if values.len() > 255 {
+                    2
+                } else {
+                    1
+                }
+            }
+            SqlType::Set { values, .. } => values.len().div_ceil(8).max(1),
+            SqlType::Date => 3,
+            SqlType::Time { fsp } => 3 + (*fsp as usize).div_ceil(2),
+            SqlType::DateTime { fsp } => 5 + (*fsp as usize).div_ceil(2),
+            SqlType::Timestamp { fsp } => 4 + (*fsp as usize).div_ceil(2),
+            SqlType::Year => 1,
+            SqlType::Json => 0,
+        } + usize::from(c.nullable);
+    }
+    n
+}
