@@ -50,6 +50,8 @@ pub(crate) struct Inner {
     pub next_slot: AtomicU64,
     /// When the folder was opened (SHOW STATUS Uptime).
     pub started: std::time::Instant,
+    /// Where GROUP BY spills its runs (`group.rs`); emptied at open.
+    pub tmp_dir: std::path::PathBuf,
 }
 
 /// An open database folder. Sessions share it.
@@ -73,6 +75,9 @@ impl Database {
             ..EnvOptions::default()
         };
         let env = Env::open(dir, eo)?;
+        // Runs a crash left behind.
+        let tmp_dir = dir.join("sql-tmp");
+        let _ = std::fs::remove_dir_all(&tmp_dir);
         let catalog = match env.open_dictionary(CATALOG_DICT) {
             Ok(d) => d,
             Err(fractaldb::Error::NoSuchDictionary(_)) => {
@@ -89,6 +94,7 @@ impl Database {
             free_slots: Mutex::new(Vec::new()),
             next_slot: AtomicU64::new(0),
             started: std::time::Instant::now(),
+            tmp_dir,
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;

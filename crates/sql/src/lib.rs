@@ -40,6 +40,7 @@ pub mod error;
 mod explain;
 mod expr;
 pub mod func;
+mod group;
 mod infoschema;
 mod join;
 pub mod keycodec;

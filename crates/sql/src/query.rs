@@ -8,7 +8,6 @@
 //! LIMIT apply.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fractaldb::Txn;
@@ -380,6 +379,17 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             count_only,
         );
     }
+    // GROUP BY folds rows in as they are read, spilling past its budget.
+    let budget = s
+        .sysvar("tmp_memory_table_size")
+        .ok()
+        .and_then(|v| v.to_i64())
+        .map_or(16 << 20, |b| b.max(1 << 16) as usize);
+    let mut grouper = if grouped {
+        Some(crate::group::Grouper::new(&groups, &aggs, rollup, budget, &s.inner.tmp_dir))
+    } else {
+        None
+    };
     let rows = if count.is_some() {
         Vec::new()
     } else {
@@ -396,6 +406,11 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 } else {
                     Vec::new()
                 }
+            }
+            (Some(_), [Rel::Table(t)]) if from.single() && grouper.is_some() => {
+                let g = grouper.as_mut().expect("checked");
+                scan_each(txn, &t.table, filter.as_ref(), &mut cx, &s.killed, |row, cx| g.add(&row, cx))?;
+                Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
                 let order = ReadOrder { stop_after, pk_order };
@@ -429,51 +444,18 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         // number of group expressions a row is grouped by; WITH ROLLUP adds
         // the super-aggregate levels below the full one.
         let k = groups.len();
-        let levels: Vec<usize> = if rollup { (0..=k).rev().collect() } else { vec![k] };
-        let mut map: BTreeMap<Vec<u8>, (Vec<Value>, Vec<AggState>)> = BTreeMap::new();
+        let mut g = grouper.take().expect("a grouped query has its grouper");
         for r in &rows {
-            let mut parts = Vec::with_capacity(k);
-            for (g, t) in &groups {
-                let v = g.eval(r, &mut cx)?;
-                let mut key = Vec::new();
-                group_key(&v, *t, &mut key);
-                parts.push(key);
-            }
-            let mut args = Vec::with_capacity(aggs.len());
-            for spec in &aggs {
-                args.push(match &spec.arg {
-                    Some(a) => Some(a.eval(r, &mut cx)?),
-                    None => None,
-                });
-            }
-            for &level in &levels {
-                let mut key = vec![level as u8];
-                for p in &parts[..level] {
-                    key.extend_from_slice(p);
-                }
-                let entry = map.entry(key).or_insert_with(|| {
-                    let mut first = r.clone();
-                    // A super-aggregate row shows NULL for the columns it
-                    // rolls up.
-                    for (g, _) in &groups[level..] {
-                        if let Expr::Col(c) = g {
-                            first[*c] = Value::Null;
-                        }
-                    }
-                    (first, aggs.iter().map(AggState::new).collect())
-                });
-                for ((st, spec), v) in entry.1.iter_mut().zip(&aggs).zip(&args) {
-                    st.add(spec, v.clone())?;
-                }
-            }
+            g.add(r, &mut cx)?;
         }
+        let mut map = g.finish()?;
         if map.is_empty() && groups.is_empty() {
             let blank: Vec<Value> = vec![Value::Null; n];
             let mut states: Vec<AggState> = aggs.iter().map(AggState::new).collect();
             if let Some(c) = count {
                 states = aggs.iter().map(|_| AggState::Count(c as i64)).collect();
             }
-            map.insert(Vec::new(), (blank, states));
+            map.push((Vec::new(), (blank, states)));
         }
         let mut out = Vec::new();
         let mut sort_keys = Vec::new();
@@ -961,6 +943,38 @@ pub fn limits(s: &mut Session, l: &Option<ast::LimitClause>) -> SqlResult<(Optio
             (lim, off)
         }
         Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(num(limit)?), num(offset)?),
+    })
+}
+
+/// Reads table `t` through the access path `filter` allows, calling `f`
+/// with each row that passes it, without holding the rows (GROUP BY's
+/// streaming input). Stops with 1317 when the statement is killed.
+fn scan_each(
+    txn: &Txn,
+    t: &Table,
+    filter: Option<&Expr>,
+    cx: &mut crate::expr::EvalCtx,
+    killed: &std::sync::atomic::AtomicBool,
+    mut f: impl FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
+) -> SqlResult<()> {
+    let mut conj = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut conj);
+    }
+    let access = crate::plan::choose(t, &conj, 0, cx);
+    let mut n = 0u64;
+    crate::plan::for_each_row(txn, t, &access, |_, row| {
+        n += 1;
+        if n.is_multiple_of(1024) && killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SqlError::interrupted());
+        }
+        if let Some(p) = filter {
+            if p.eval(&row, cx)?.truth() != Some(true) {
+                return Ok(true);
+            }
+        }
+        f(row, cx)?;
+        Ok(true)
     })
 }
 

@@ -582,6 +582,10 @@ impl Session {
             | "sql_safe_updates"
             | "sql_auto_is_null"
             | "group_concat_max_len"
+            | "tmp_memory_table_size"
+            | "tmp_table_size"
+            | "max_heap_table_size"
+            | "max_recursive_iterations"
             | "sql_select_limit"
             | "lock_wait_timeout"
             | "innodb_lock_wait_timeout"
@@ -697,6 +701,8 @@ impl Session {
             "license" => Value::str("Apache-2.0"),
             "max_connections" => Value::Int(151),
             "group_concat_max_len" => Value::Int(1 << 20),
+            "tmp_memory_table_size" | "tmp_table_size" | "max_heap_table_size" => Value::Int(16 << 20),
+            "max_recursive_iterations" => Value::UInt(u32::MAX as u64),
             "sql_select_limit" => Value::UInt(u64::MAX),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.iter().filter(|w| w.level != "Note").count() as i64),

@@ -535,3 +535,39 @@ fn explain_shows_the_chosen_access_paths() {
     // The plan was not run: nothing changed, and the query still answers.
     assert_eq!(rows(&mut s, "SELECT f.id FROM e JOIN f ON f.eid = e.id ORDER BY f.id"), [["1"], ["2"]]);
 }
+
+/// GROUP BY past its memory budget spills sorted runs of partial
+/// aggregates and merges them: the same answer as in memory, and no run
+/// file left behind.
+#[test]
+fn group_by_spills_past_its_budget_with_the_same_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, g INT, v DECIMAL(10,2), name VARCHAR(20))");
+    for chunk in 0..20 {
+        let values: Vec<String> = (0..1000)
+            .map(|i| {
+                let id = chunk * 1000 + i;
+                format!("({id}, {}, {}.25, 'n{}')", (id * 7919) % 5000, id % 100, id % 37)
+            })
+            .collect();
+        ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+    }
+    let q = "SELECT g, COUNT(*), SUM(v), MIN(name), MAX(v), COUNT(DISTINCT name), AVG(v) FROM t GROUP BY g HAVING COUNT(*) > 3 ORDER BY g";
+    let in_memory = rows(&mut s, q);
+    let rollup_q = "SELECT g % 10 AS m, COUNT(*), SUM(v) FROM t GROUP BY m WITH ROLLUP";
+    let rollup_mem = rows(&mut s, rollup_q);
+    ok(&mut s, "SET SESSION tmp_memory_table_size = 65536");
+    assert_eq!(rows(&mut s, "SELECT @@tmp_memory_table_size"), [["65536"]]);
+    let spilled = rows(&mut s, q);
+    assert_eq!(spilled.len(), 5000);
+    assert_eq!(spilled, in_memory);
+    assert_eq!(rows(&mut s, rollup_q), rollup_mem);
+    // The run folder exists only once something spilled.
+    let left: Vec<_> =
+        std::fs::read_dir(dir.path().join("sql-tmp")).expect("GROUP BY spilled").flatten().collect();
+    assert!(left.is_empty(), "run files left: {left:?}");
+}
