@@ -95,14 +95,12 @@ pub fn no_tables(extra: &str) -> ResultSet {
 }
 
 /// The plan's rows. `conj`: every condition (WHERE and ON) for
-/// possible_keys; `pk_order`: ORDER BY served by the primary key's order;
-/// `count_only`: COUNT(*) answered from the exact row count.
+/// possible_keys; `count_only`: COUNT(*) answered from the exact row count.
 pub fn plan(
     txn: &fractaldb::Txn,
     rels: &[Rel],
     steps: &[Step],
     conj: &[&Expr],
-    pk_order: bool,
     count_only: bool,
 ) -> SqlResult<ResultSet> {
     if count_only {
@@ -174,7 +172,10 @@ pub fn plan(
                                 let d = &def.indexes[ix];
                                 let whole = a.eq_parts == d.parts.len() && d.kind != IndexKind::Plain;
                                 let consts = vec!["const"; a.eq_parts].join(",");
-                                if whole && !a.has_range {
+                                if a.eq_parts == 0 && !a.has_range {
+                                    // A whole index read in its order (ORDER BY ... LIMIT).
+                                    ("index", Some(ix), d.parts.len(), None, count)
+                                } else if whole && !a.has_range {
                                     (
                                         if single { "const" } else { "eq_ref" },
                                         Some(ix),
@@ -187,9 +188,6 @@ pub fn plan(
                                 } else {
                                     ("ref", Some(ix), a.eq_parts, Some(consts), count)
                                 }
-                            }
-                            _ if pk_order && single && def.primary.is_some() => {
-                                ("index", def.primary, 0, None, count)
                             }
                             _ if st.hashed => ("hash_ALL", None, 0, None, count),
                             _ => ("ALL", None, 0, None, count),

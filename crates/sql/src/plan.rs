@@ -231,6 +231,58 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Acces
     Some(Access { index: Some(i), lo, hi, eq_parts: eq, has_range, reverse: false })
 }
 
+/// An access path that returns rows in the order `order` asks (columns
+/// of `t` with DESC flags), if one is at hand: the chosen index when the
+/// order is its parts after the pinned equality prefix (or from its
+/// first part), all one way (read backwards for the other way); or, for
+/// a full scan and only when `switch` (a LIMIT will stop the read early),
+/// a whole index whose leading parts are the order, the primary key
+/// first. `None`: the rows must be sorted.
+pub fn ordered(t: &Table, a: &Access, order: &[(usize, bool)], switch: bool) -> Option<Access> {
+    let serves = |i: usize, skip: usize| -> Option<bool> {
+        let parts = &t.def.indexes[i].parts;
+        let mut dir = None;
+        for (k, (col, desc)) in order.iter().enumerate() {
+            let p = parts.get(skip + k)?;
+            if p.col != *col || p.prefix.is_some() {
+                return None;
+            }
+            let rev = *desc != p.desc;
+            if *dir.get_or_insert(rev) != rev {
+                return None;
+            }
+        }
+        dir
+    };
+    match a.index {
+        Some(i) => {
+            let rev = serves(i, a.eq_parts).or_else(|| serves(i, 0))?;
+            Some(Access { reverse: rev, ..a.clone() })
+        }
+        None if switch => {
+            let candidates = t
+                .def
+                .primary
+                .into_iter()
+                .chain((0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary));
+            for i in candidates {
+                if let Some(rev) = serves(i, 0) {
+                    return Some(Access {
+                        index: Some(i),
+                        lo: None,
+                        hi: None,
+                        eq_parts: 0,
+                        has_range: false,
+                        reverse: rev,
+                    });
+                }
+            }
+            None
+        }
+        None => None,
+    }
+}
+
 /// Calls `f(pk, row)` for each row the access path reads, in its index's
 /// order, until `f` returns `Ok(false)`. Rows of a secondary index are
 /// fetched from the main dictionary by their primary key (or decoded from

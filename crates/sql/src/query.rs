@@ -317,37 +317,31 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // ORDER BY a prefix of the primary key, all one way: the primary key's
     // order serves it (read backwards when it is the other way round), so
     // with LIMIT the read stops early instead of reading and sorting all.
-    let pk_order: Option<bool> = match &sources[..] {
-        [Rel::Table(t)]
+    // ORDER BY plain columns of the one table: an index's order may serve
+    // it (see `plan::ordered`), so with LIMIT the read stops early instead
+    // of reading and sorting all.
+    let order_cols: Option<Vec<(usize, bool)>> = match &sources[..] {
+        [Rel::Table(_)]
             if !order.is_empty() && !grouped && !windows && having.is_none() && sel.distinct.is_none() =>
         {
-            t.table.def.primary.and_then(|p| {
-                let parts = &t.table.def.indexes[p].parts;
-                let mut dir = None;
-                for (i, (e, _, desc)) in order.iter().enumerate() {
-                    let part = parts.get(i)?;
-                    match e {
-                        Expr::Col(c) if *c == part.col && part.prefix.is_none() => {}
-                        _ => return None,
-                    }
-                    let rev = *desc != part.desc;
-                    if *dir.get_or_insert(rev) != rev {
-                        return None;
-                    }
-                }
-                dir
-            })
+            order
+                .iter()
+                .map(|(e, _, desc)| match e {
+                    Expr::Col(c) => Some((*c, *desc)),
+                    _ => None,
+                })
+                .collect()
         }
         _ => None,
     };
-    // LIMIT without ORDER BY (or with one the primary key serves), grouping
+    // LIMIT without ORDER BY (or with one an index may serve), grouping
     // or DISTINCT: stop reading early.
     let stop_after = match limit {
         Some(l)
             if from.single()
                 && !grouped
                 && !windows
-                && (order.is_empty() || pk_order.is_some())
+                && (order.is_empty() || order_cols.is_some())
                 && having.is_none()
                 && sel.distinct.is_none() =>
         {
@@ -375,7 +369,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             txn,
             &from,
             filter.as_ref(),
-            pk_order.is_some() && stop_after.is_some(),
+            order_cols.as_deref().filter(|_| stop_after.is_some()),
             count_only,
         );
     }
@@ -413,7 +407,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
-                let order = ReadOrder { stop_after, pk_order };
+                let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order)?
             }
             (Some(_), [Rel::Rows { view, .. }]) if from.single() => {
@@ -587,7 +581,7 @@ fn explain_plan(
     txn: &Txn,
     from: &crate::join::From,
     filter: Option<&Expr>,
-    pk_order: bool,
+    order_cols: Option<&[(usize, bool)]>,
     count_only: bool,
 ) -> SqlResult<ResultSet> {
     let Some(tree) = &from.tree else {
@@ -601,7 +595,10 @@ fn explain_plan(
     }
     let steps = match &from.rels[..] {
         [Rel::Table(t)] if from.single() => {
-            let access = crate::plan::choose(&t.table, &conj, 0, &mut cx);
+            let mut access = crate::plan::choose(&t.table, &conj, 0, &mut cx);
+            if let Some(a) = order_cols.and_then(|o| crate::plan::ordered(&t.table, &access, o, true)) {
+                access = a;
+            }
             let used = access.eq_parts + usize::from(access.has_range);
             vec![crate::join::Step {
                 rel: 0,
@@ -619,7 +616,7 @@ fn explain_plan(
     };
     let mut all = conj.clone();
     all.extend(from.on_conds());
-    crate::explain::plan(txn, &from.rels, &steps, &all, pk_order, count_only)
+    crate::explain::plan(txn, &from.rels, &steps, &all, count_only)
 }
 
 /// `left UNION|INTERSECT|EXCEPT [ALL|DISTINCT] right`, then the query's ORDER BY (by
@@ -979,12 +976,12 @@ fn scan_each(
 }
 
 /// How a scan may end early: after `stop_after` rows passing the filter,
-/// reading in primary-key order (`pk_order`: backwards when true) if the
-/// query's ORDER BY asked for it.
+/// when an index's order serves the query's ORDER BY on these columns
+/// (`order_cols`, with DESC flags), or there is none.
 #[derive(Clone, Copy)]
-struct ReadOrder {
+struct ReadOrder<'o> {
     stop_after: Option<u64>,
-    pk_order: Option<bool>,
+    order_cols: Option<&'o [(usize, bool)]>,
 }
 
 /// Reads the rows of source `si` through the access path its WHERE
@@ -999,21 +996,18 @@ fn scan(
     cx: &mut crate::expr::EvalCtx,
     order: ReadOrder,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let ReadOrder { stop_after, pk_order } = order;
+    let ReadOrder { stop_after, order_cols } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
     let mut access = crate::plan::choose(t, &conj, offset, cx);
     let mut stop_after = stop_after;
-    if let Some(rev) = pk_order {
-        let on_primary = access.index.is_none_or(|i| Some(i) == t.def.primary);
-        if on_primary {
-            access.reverse = rev;
-        } else {
-            // A secondary index's order is not the one asked for: read it
-            // all and sort.
-            stop_after = None;
+    if let Some(cols) = order_cols {
+        match crate::plan::ordered(t, &access, cols, stop_after.is_some()) {
+            Some(a) => access = a,
+            // No index gives this order: read all, then sort.
+            None => stop_after = None,
         }
     }
     let mut out = Vec::new();
