@@ -234,6 +234,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                 }
             }
         }
+        crate::progress::changed(crate::progress::Stage::Inserted, 1);
         s.check_killed()?;
     }
     batch.flush(txn, &t)?;
@@ -506,6 +507,7 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
         }
         t.replace(txn, &old, &pk, &new, &new_pk)?;
         affected += 1;
+        crate::progress::changed(crate::progress::Stage::Updated, 1);
         s.check_killed()?;
     }
     let nwarn = warnings.len();
@@ -532,6 +534,7 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     let n = rows.len() as u64;
     for (pk, row) in rows {
         t.remove(txn, &row, &pk)?;
+        crate::progress::changed(crate::progress::Stage::Deleted, 1);
         s.check_killed()?;
     }
     t.add_rows(txn, s.slot, -(n as i64))?;

@@ -46,6 +46,7 @@ mod join;
 pub mod keycodec;
 pub mod lex;
 mod plan;
+mod progress;
 mod query;
 mod rowcodec;
 mod session;
@@ -59,6 +60,7 @@ mod window;
 
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
+pub use progress::ProgressHandle;
 pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, Session};
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};

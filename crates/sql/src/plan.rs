@@ -297,6 +297,7 @@ pub fn for_each_row(
         None => {
             for kv in txn.range(&t.main, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
                 let (k, v) = kv?;
+                crate::progress::examined();
                 if !f(k, t.decode_row(&v)?)? {
                     break;
                 }
@@ -307,6 +308,7 @@ pub fn for_each_row(
             let d = t.sec[i].as_ref().expect("secondary dictionary");
             for kv in txn.range(d, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
                 let (_, v) = kv?;
+                crate::progress::examined();
                 let (pk, row) = if ix.clustering {
                     let row = t.decode_row(&v)?;
                     (t.pk(&row, None)?, row)

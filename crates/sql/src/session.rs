@@ -118,6 +118,8 @@ pub struct Session {
     pub(crate) view_depth: u32,
     /// EXPLAIN: SELECT binds its query, then returns the plan unread.
     pub(crate) explaining: bool,
+    /// The running statement's progress, read by PROCESSLIST.
+    pub(crate) progress: Arc<crate::progress::Progress>,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -165,11 +167,13 @@ impl Session {
             outer_row: Vec::new(),
             view_depth: 0,
             explaining: false,
+            progress: Arc::default(),
         }
     }
 
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
+        let _progress = crate::progress::begin(&self.progress);
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
         self.questions += 1;
         let parsed = crate::lex::parse(sql)?;
@@ -215,6 +219,11 @@ impl Session {
     /// True inside BEGIN ... COMMIT (or with autocommit off after a statement).
     pub fn in_transaction(&self) -> bool {
         self.txn.is_some()
+    }
+
+    /// Reads this session's running statement's progress from another thread.
+    pub fn progress_handle(&self) -> crate::progress::ProgressHandle {
+        crate::progress::ProgressHandle(self.progress.clone())
     }
 
     /// A handle that interrupts this session's statements (error 1317).

@@ -571,3 +571,41 @@ fn group_by_spills_past_its_budget_with_the_same_answer() {
         std::fs::read_dir(dir.path().join("sql-tmp")).expect("GROUP BY spilled").flatten().collect();
     assert!(left.is_empty(), "run files left: {left:?}");
 }
+
+/// A running statement's progress is readable from another thread, as
+/// PROCESSLIST shows it ("Queried about N rows"), and idle afterwards.
+#[test]
+fn progress_of_a_running_statement_is_visible_from_another_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, v INT)");
+    for c in 0..10 {
+        let values: Vec<String> = (0..1000).map(|i| format!("({}, {i})", c * 1000 + i)).collect();
+        ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+    }
+    let h = s.progress_handle();
+    assert_eq!(h.state(), None);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (h2, stop2) = (h.clone(), stop.clone());
+    let watcher = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !stop2.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Some(st) = h2.state() {
+                seen.push(st);
+            }
+            std::thread::yield_now();
+        }
+        seen
+    });
+    // A slow query: a cross join counted row by row.
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM t a JOIN t b ON a.v + b.v = 5 WHERE a.id < 300"), [["60"]]);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = watcher.join().unwrap();
+    assert!(seen.iter().any(|s| s.starts_with("Queried about ")), "{seen:?}");
+    assert_eq!(h.state(), None);
+    let (examined, _) = h.counts();
+    assert!(examined >= 10_000, "{examined}");
+}

@@ -1,0 +1,114 @@
+//! A running statement's progress, readable from other threads (SHOW
+//! PROCESSLIST's State, as TokuDB showed it: "Queried about 4000 rows",
+//! "Inserted about 1000 rows", ...).
+//!
+//! Each session owns one [`Progress`]; while a statement runs, its thread
+//! holds it in a thread-local, so the layers that touch rows (the access
+//! paths, INSERT/UPDATE/DELETE) count without carrying the session. The
+//! counters are relaxed atomics: a reader sees a recent, not an exact,
+//! count, which is all "about" promises.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+/// What a statement is doing to the rows it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Idle = 0,
+    Queried = 1,
+    Inserted = 2,
+    Updated = 3,
+    Deleted = 4,
+}
+
+#[derive(Default)]
+pub struct Progress {
+    stage: AtomicU8,
+    /// Rows read by the statement's access paths.
+    examined: AtomicU64,
+    /// Rows the statement changed (inserted, updated or deleted).
+    changed: AtomicU64,
+}
+
+/// Reads a session's progress from another thread.
+#[derive(Clone)]
+pub struct ProgressHandle(pub(crate) Arc<Progress>);
+
+impl ProgressHandle {
+    /// The processlist State: `None` when no statement runs.
+    pub fn state(&self) -> Option<String> {
+        let p = &self.0;
+        let stage = p.stage.load(Ordering::Relaxed);
+        let (examined, changed) = (p.examined.load(Ordering::Relaxed), p.changed.load(Ordering::Relaxed));
+        Some(match stage {
+            x if x == Stage::Inserted as u8 => format!("Inserted about {changed} rows"),
+            x if x == Stage::Updated as u8 => {
+                format!("Updated about {changed} rows, queried about {examined} rows")
+            }
+            x if x == Stage::Deleted as u8 => {
+                format!("Deleted about {changed} rows, queried about {examined} rows")
+            }
+            x if x == Stage::Queried as u8 => format!("Queried about {examined} rows"),
+            _ => return None,
+        })
+    }
+
+    /// Rows read and rows changed by the running (or last) statement.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.0.examined.load(Ordering::Relaxed), self.0.changed.load(Ordering::Relaxed))
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Progress>>> = const { RefCell::new(None) };
+}
+
+/// Installs `p` as this thread's running statement until the guard drops.
+pub(crate) fn begin(p: &Arc<Progress>) -> Guard {
+    p.stage.store(Stage::Queried as u8, Ordering::Relaxed);
+    p.examined.store(0, Ordering::Relaxed);
+    p.changed.store(0, Ordering::Relaxed);
+    let prev = CURRENT.with(|c| c.replace(Some(p.clone())));
+    Guard { prev, p: p.clone() }
+}
+
+pub(crate) struct Guard {
+    prev: Option<Arc<Progress>>,
+    p: Arc<Progress>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // A nested statement (a view's or a subquery's session) hands the
+        // thread back to the outer one.
+        if self.prev.is_none() {
+            self.p.stage.store(Stage::Idle as u8, Ordering::Relaxed);
+        }
+        CURRENT.with(|c| *c.borrow_mut() = self.prev.take());
+    }
+}
+
+fn with(f: impl FnOnce(&Progress)) {
+    CURRENT.with(|c| {
+        if let Some(p) = c.borrow().as_ref() {
+            f(p)
+        }
+    })
+}
+
+/// One more row read by an access path.
+pub(crate) fn examined() {
+    with(|p| {
+        p.examined.fetch_add(1, Ordering::Relaxed);
+    })
+}
+
+/// `n` more rows changed; `stage` says how.
+pub(crate) fn changed(stage: Stage, n: u64) {
+    with(|p| {
+        p.stage.store(stage as u8, Ordering::Relaxed);
+        p.changed.fetch_add(n, Ordering::Relaxed);
+    })
+}
