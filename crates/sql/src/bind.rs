@@ -708,6 +708,7 @@ fn merge_kind(a: CmpKind, b: CmpKind) -> CmpKind {
 /// with a point as DECIMAL, with an exponent as DOUBLE.
 pub fn literal(v: &ast::Value) -> SqlResult<(Expr, Ty)> {
     Ok(match v {
+        ast::Value::Placeholder(p) => return crate::prepared::param(p),
         ast::Value::Number(s, _) => {
             let s = s.to_string();
             if s.contains(['e', 'E']) {

@@ -1120,6 +1120,26 @@ impl<'a> Cur<'a> {
 
 /// Parses one statement. See the module documentation for what is
 /// rewritten; everything that does not parse is error 1064.
+/// The statement with its `?` placeholders numbered in text order (`?1`,
+/// `?2`, ...; strings, quoted names and comments keep theirs), and how
+/// many there are: what a prepared statement parses.
+pub fn number_placeholders(stmt: &[u8]) -> SqlResult<(Vec<u8>, usize)> {
+    let toks = lex(stmt)?;
+    let mut out = Vec::with_capacity(stmt.len() + 8);
+    let mut at = 0;
+    let mut n = 0;
+    for t in &toks {
+        if t.k == K::Punct && stmt.get(t.start) == Some(&b'?') {
+            n += 1;
+            out.extend_from_slice(&stmt[at..t.start]);
+            out.extend_from_slice(format!("?{n}").as_bytes());
+            at = t.start + 1;
+        }
+    }
+    out.extend_from_slice(&stmt[at..]);
+    Ok((out, n))
+}
+
 pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
     let stmt = strip_vertical(stmt);
     let mut toks = lex(stmt)?;

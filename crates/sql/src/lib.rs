@@ -46,6 +46,7 @@ mod join;
 pub mod keycodec;
 pub mod lex;
 mod plan;
+mod prepared;
 mod progress;
 mod query;
 mod rowcodec;
@@ -60,6 +61,7 @@ mod window;
 
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
+pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
 pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, Session};
 pub use types::{Charset, Collation, SqlType, StrKind};

@@ -177,6 +177,30 @@ impl Session {
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
         self.questions += 1;
         let parsed = crate::lex::parse(sql)?;
+        self.run_parsed(parsed)
+    }
+
+    /// Parses a statement once for [`Session::execute_prepared`]; its `?`
+    /// are parameters.
+    pub fn prepare(&mut self, sql: &[u8]) -> SqlResult<crate::prepared::PreparedStatement> {
+        crate::prepared::prepare(sql)
+    }
+
+    /// Runs a prepared statement with `params` as the values of its `?`,
+    /// in order (error 1210 when there are too few).
+    pub fn execute_prepared(
+        &mut self,
+        p: &crate::prepared::PreparedStatement,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
+        let _progress = crate::progress::begin(&self.progress);
+        let _params = crate::prepared::bind_params(params);
+        self.stmt_text.clone_from(&p.text);
+        self.questions += 1;
+        self.run_parsed(p.parsed.clone())
+    }
+
+    fn run_parsed(&mut self, parsed: Parsed) -> SqlResult<Outcome> {
         if matches!(&parsed, Parsed::Std(st, _) if matches!(**st, ast::Statement::Query(_))) {
             self.com_select += 1;
         }

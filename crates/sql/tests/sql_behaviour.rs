@@ -609,3 +609,45 @@ fn progress_of_a_running_statement_is_visible_from_another_thread() {
     let (examined, _) = h.counts();
     assert!(examined >= 10_000, "{examined}");
 }
+
+/// A prepared statement is parsed once and run with parameters: `?` in
+/// text order, not inside strings or comments; a parameter is a value,
+/// never SQL text; too few parameters is 1210.
+#[test]
+fn prepared_statements_take_parameters_as_values() {
+    use fractaldb_sql::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), k INT, KEY (k))");
+    let ins = s.prepare(b"INSERT INTO t VALUES (?, ?, ? + 1) /* ? */").unwrap();
+    assert_eq!(ins.param_count(), 3);
+    for (id, name, k) in [(1, "a'b", 10), (2, "?", 20), (3, "x); DROP TABLE t; --", 30)] {
+        s.execute_prepared(&ins, &[Value::Int(id), Value::str(name), Value::Int(k)]).unwrap();
+    }
+    s.execute_prepared(&ins, &[Value::Int(4), Value::Null, Value::Null]).unwrap();
+    let sel = s.prepare(b"SELECT name, k FROM t WHERE id = ? OR name = '?' ORDER BY id LIMIT ?").unwrap();
+    assert_eq!(sel.param_count(), 2);
+    let get = |s: &mut Session, params: &[Value]| -> Vec<Vec<String>> {
+        match s.execute_prepared(&sel, params).unwrap() {
+            fractaldb_sql::Outcome::Rows(rs) => {
+                rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(get(&mut s, &[Value::Int(1), Value::Int(5)]), [["a'b", "11"], ["?", "21"]]);
+    assert_eq!(get(&mut s, &[Value::Int(3), Value::Int(1)]), [["?", "21"]]);
+    assert_eq!(get(&mut s, &[Value::str("4"), Value::Int(9)]), [["?", "21"], ["NULL", "NULL"]]);
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM t"), [["4"]]);
+    let e = s.execute_prepared(&sel, &[Value::Int(1)]).unwrap_err();
+    assert_eq!(e.code, 1210);
+    // A parameter narrows the access path like a literal.
+    let by_k = s.prepare(b"SELECT id FROM t WHERE k = ?").unwrap();
+    match s.execute_prepared(&by_k, &[Value::Int(31)]).unwrap() {
+        fractaldb_sql::Outcome::Rows(rs) => assert_eq!(rs.rows.len(), 1),
+        other => panic!("{other:?}"),
+    }
+}
