@@ -202,6 +202,37 @@ impl Session {
         self.txn.is_some()
     }
 
+    /// True while each statement commits on its own (`@@autocommit`); the
+    /// server reports it in every OK packet's status flags.
+    pub fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+
+    /// Returns the session to a fresh connection's state, keeping its
+    /// connection id, row-count slot and kill handle (the server's
+    /// COM_RESET_CONNECTION and COM_CHANGE_USER): the open transaction is
+    /// rolled back, variables, the current database and warnings go.
+    pub fn reset(&mut self) {
+        if let Some(t) = self.txn.take() {
+            let _ = t.abort();
+        }
+        self.savepoints.clear();
+        self.explicit = false;
+        self.warnings.clear();
+        self.db = None;
+        self.autocommit = true;
+        self.isolation = Isolation::RepeatableRead;
+        self.next_isolation = None;
+        self.strict = true;
+        self.sql_mode = DEFAULT_SQL_MODE.into();
+        self.time_zone = "SYSTEM".into();
+        self.user_vars.clear();
+        self.vars.clear();
+        self.last_insert_id = 0;
+        self.killed.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.stmt_text.clear();
+    }
+
     /// A handle that interrupts this session's statements (error 1317).
     pub fn kill_handle(&self) -> KillHandle {
         KillHandle(self.killed.clone())
