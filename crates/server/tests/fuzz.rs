@@ -1,0 +1,211 @@
+//! Protocol fuzzing from a raw socket: malformed, truncated, oversized and
+//! out-of-order packets, before and after authentication. The server must
+//! answer with an error packet or close the connection, within a timeout,
+//! and keep serving other connections.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use rand::{Rng, SeedableRng};
+use support::TestServer;
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    s
+}
+
+/// Reads one packet: (sequence id, payload); `None` on close.
+fn read_packet(s: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+    let mut h = [0u8; 4];
+    match s.read_exact(&mut h) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            panic!("the server hung: no answer and no close within the timeout")
+        }
+        Err(_) => return None,
+    }
+    let len = h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16;
+    let mut p = vec![0u8; len];
+    s.read_exact(&mut p).ok()?;
+    Some((h[3], p))
+}
+
+fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
+    let mut b = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+    b.push(seq);
+    b.extend_from_slice(payload);
+    let _ = s.write_all(&b);
+}
+
+/// A handshake response for root with an empty password (protocol 41,
+/// plugin auth, deprecate EOF off).
+fn login(port: u16) -> TcpStream {
+    let mut s = connect(port);
+    let (_, greeting) = read_packet(&mut s).expect("greeting");
+    assert_eq!(greeting[0], 10);
+    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0001_0000 | 0x0002_0000;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"root\0");
+    p.push(0); // empty auth response
+    p.extend_from_slice(b"mysql_native_password\0");
+    write_packet(&mut s, 1, &p);
+    let (_, ok) = read_packet(&mut s).expect("auth reply");
+    assert_eq!(ok[0], 0, "login failed: {ok:?}");
+    s
+}
+
+/// Reads answers until the server closes or is quiet for a while; returns
+/// the first byte of each.
+fn answers(s: &mut TcpStream) -> Vec<u8> {
+    answers_within(s, Duration::from_millis(300))
+}
+
+fn answers_within(s: &mut TcpStream, quiet: Duration) -> Vec<u8> {
+    let mut firsts = Vec::new();
+    s.set_read_timeout(Some(quiet)).unwrap();
+    loop {
+        let mut h = [0u8; 4];
+        match s.read_exact(&mut h) {
+            Ok(()) => {
+                let len = h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16;
+                let mut p = vec![0u8; len];
+                if s.read_exact(&mut p).is_err() {
+                    break;
+                }
+                firsts.push(p.first().copied().unwrap_or(0));
+            }
+            Err(_) => break,
+        }
+    }
+    firsts
+}
+
+fn still_serving(srv: &TestServer) {
+    let mut c = srv.conn();
+    let one: Option<i64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[test]
+fn malformed_packets_get_errors_or_a_close() {
+    let srv = TestServer::start();
+    let port = srv.port;
+
+    // Before authentication: garbage, a truncated response, a header that
+    // promises more than it sends, a wrong sequence id, a huge length.
+    for bad in [
+        vec![1, 0, 0, 1, 0xff],
+        vec![4, 0, 0, 1, 1, 2, 3],
+        vec![100, 0, 0, 1, 1, 2, 3],
+        vec![0, 0, 0, 7],
+        vec![0xff, 0xff, 0xff, 1, 0, 0],
+        b"GET / HTTP/1.0\r\n\r\n".to_vec(),
+    ] {
+        let mut s = connect(port);
+        read_packet(&mut s).expect("greeting");
+        let _ = s.write_all(&bad);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        while read_packet(&mut s).is_some() {}
+    }
+    still_serving(&srv);
+
+    // After authentication: each command with a bad body gets an ERR (0xff).
+    let mut s = login(port);
+    for payload in [
+        vec![],                                // no command byte
+        vec![0x63],                            // unknown command
+        vec![0x00],                            // COM_SLEEP
+        vec![0x17, 1],                         // COM_STMT_EXECUTE, truncated
+        vec![0x17, 9, 9, 9, 9, 0, 1, 0, 0, 0], // EXECUTE of an unknown statement
+        vec![0x1a, 1],                         // COM_STMT_RESET, truncated
+        vec![0x1c, 5, 0, 0, 0, 1, 0, 0, 0],    // COM_STMT_FETCH without a cursor
+        vec![0x0c],                            // COM_PROCESS_KILL without an id
+        vec![0x1b, 9, 9],                      // COM_SET_OPTION, unknown option
+        vec![0x03, 0xff, 0xfe, b';'],          // COM_QUERY, not UTF-8
+        vec![0x02, b'n', b'o'],                // COM_INIT_DB of a missing database
+    ] {
+        write_packet(&mut s, 0, &payload);
+        let a = answers(&mut s);
+        assert_eq!(a, vec![0xff], "payload {payload:?}: answers {a:?}");
+    }
+    // A prepared statement whose parameters are malformed.
+    let mut q = vec![0x16];
+    q.extend_from_slice(b"SELECT ?");
+    write_packet(&mut s, 0, &q);
+    let (_, ok) = read_packet(&mut s).unwrap();
+    assert_eq!(ok[0], 0);
+    let id = u32::from_le_bytes(ok[1..5].try_into().unwrap());
+    let _ = answers(&mut s); // the parameter and column definitions
+    let mut ex = vec![0x17];
+    ex.extend_from_slice(&id.to_le_bytes());
+    ex.extend_from_slice(&[0, 1, 0, 0, 0]);
+    ex.extend_from_slice(&[0, 1, 253, 0, 0xfc]); // a string length cut short
+    write_packet(&mut s, 0, &ex);
+    assert_eq!(answers(&mut s), vec![0xff]);
+    let mut ex2 = vec![0x17];
+    ex2.extend_from_slice(&id.to_le_bytes());
+    ex2.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0]); // no types ever bound
+    write_packet(&mut s, 0, &ex2);
+    assert_eq!(answers(&mut s), vec![0xff]);
+    // The connection still works.
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"SELECT 1");
+    write_packet(&mut s, 0, &q);
+    let a = answers(&mut s);
+    assert_eq!(a.first(), Some(&1), "a result set (1 column): {a:?}");
+
+    // Out of order: a command with sequence id 5 gets 1156 and a close.
+    write_packet(&mut s, 5, &[0x0e]);
+    let (_, e) = read_packet(&mut s).expect("an error before the close");
+    assert_eq!(e[0], 0xff);
+    assert_eq!(u16::from_le_bytes([e[1], e[2]]), 1156);
+    assert!(read_packet(&mut s).is_none(), "closed after 1156");
+
+    // Oversized: more than max_allowed_packet (64 MiB) announced in chunks.
+    let mut s = login(port);
+    let chunk = vec![0u8; 0xff_ffff];
+    let mut seq = 0u8;
+    let mut saw_error = false;
+    for _ in 0..5 {
+        let mut b = vec![0xff, 0xff, 0xff, seq];
+        b.extend_from_slice(&chunk);
+        seq = seq.wrapping_add(1);
+        if s.write_all(&b).is_err() {
+            break;
+        }
+    }
+    if let Some((_, e)) = read_packet(&mut s) {
+        assert_eq!(e[0], 0xff);
+        assert_eq!(u16::from_le_bytes([e[1], e[2]]), 1153);
+        saw_error = true;
+    }
+    assert!(saw_error || read_packet(&mut s).is_none());
+    still_serving(&srv);
+
+    // Random bytes after login, many times: never a hang or a crash.
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(23);
+    for _ in 0..60 {
+        let mut s = login(port);
+        let n = rng.gen_range(0..64);
+        let mut payload: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+        if !payload.is_empty() && rng.gen_bool(0.5) {
+            // Mostly valid command bytes, to reach the command handlers.
+            payload[0] = rng.gen_range(0..32);
+        }
+        if payload.first() == Some(&0x08) || payload.first() == Some(&0x1f) {
+            continue;
+        }
+        write_packet(&mut s, 0, &payload);
+        let _ = answers_within(&mut s, Duration::from_millis(50));
+    }
+    still_serving(&srv);
+    assert!(!srv.log().contains("panicked"), "{}", srv.log());
+}
