@@ -254,14 +254,14 @@ fn kill_reset_change_user_and_auth() {
 
     // Access denied: another user, or root with a password.
     for (user, pass) in [("bob", None), ("root", Some("secret"))] {
-        let e = mysql::Conn::new(s.opts().user(Some(user)).pass(pass)).err().expect("refused");
+        let e = mysql::Conn::new(s.opts().user(Some(user)).pass(pass)).expect_err("refused");
         let (n, msg) = code(e);
         assert_eq!(n, 1045);
         let using = if pass.is_some() { "YES" } else { "NO" };
         assert_eq!(msg, format!("Access denied for user '{user}'@'127.0.0.1' (using password: {using})"));
     }
     // Connect with a database that does not exist.
-    let e = mysql::Conn::new(s.opts().db_name(Some("nope"))).err().expect("refused");
+    let e = mysql::Conn::new(s.opts().db_name(Some("nope"))).expect_err("refused");
     assert_eq!(code(e).0, 1049);
 }
 
