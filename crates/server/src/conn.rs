@@ -66,6 +66,7 @@ struct Conn {
     stmts: HashMap<u32, Prepared>,
     next_stmt: u32,
     killed: Arc<AtomicBool>,
+    busy: Arc<AtomicBool>,
 }
 
 /// Serves one connection to its end. Never panics out: a panic is logged.
@@ -101,9 +102,15 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
     let session = shared.db.session();
     let id = session.connection_id();
     let killed = Arc::new(AtomicBool::new(false));
+    let busy = Arc::new(AtomicBool::new(false));
     shared.conns.lock().insert(
         id,
-        ConnEntry { kill: session.kill_handle(), stream: registry_stream, killed: killed.clone() },
+        ConnEntry {
+            kill: session.kill_handle(),
+            stream: registry_stream,
+            killed: killed.clone(),
+            busy: busy.clone(),
+        },
     );
     let mut c = Conn {
         shared: shared.clone(),
@@ -118,6 +125,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         stmts: HashMap::new(),
         next_stmt: 1,
         killed,
+        busy,
     };
     if c.handshake() {
         let _ = c.io.stream().set_read_timeout(None);
@@ -563,7 +571,10 @@ impl Conn {
             self.kill(id, connection);
             return true;
         }
-        match self.session.execute(sql) {
+        self.busy.store(true, Ordering::SeqCst);
+        let r = self.session.execute(sql);
+        self.busy.store(false, Ordering::SeqCst);
+        match r {
             Ok(o) => {
                 self.send_outcome(o, binary, more);
                 true

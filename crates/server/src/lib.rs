@@ -98,6 +98,10 @@ pub(crate) struct ConnEntry {
     /// A clone of the connection's socket, to end it from another thread.
     pub stream: Stream,
     pub killed: Arc<AtomicBool>,
+    /// True while the connection runs a statement: KILL QUERY of an idle
+    /// connection does nothing (as in MySQL) instead of failing its next
+    /// statement.
+    pub busy: Arc<AtomicBool>,
 }
 
 /// What every connection shares.
@@ -117,7 +121,9 @@ impl Shared {
     pub(crate) fn kill(&self, id: u64, connection: bool) -> bool {
         let conns = self.conns.lock();
         let Some(c) = conns.get(&id) else { return false };
-        c.kill.kill();
+        if connection || c.busy.load(Ordering::SeqCst) {
+            c.kill.kill();
+        }
         if connection {
             c.killed.store(true, Ordering::SeqCst);
             c.stream.shutdown();

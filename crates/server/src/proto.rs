@@ -281,11 +281,13 @@ pub struct WireCol {
 }
 
 /// The wire description of a result column, as MariaDB 10.11 gives it for
-/// the same type. Text is always sent as UTF-8 (what the SQL layer keeps),
+/// the same type (compared field by field through PyMySQL against MariaDB:
+/// numbers of a table carry no BINARY flag, computed ones do; no NUM flag
+/// on the wire; TEXT lengths in bytes of utf8mb4). Text is always sent as UTF-8 (what the SQL layer keeps),
 /// so text columns of any character set are described as utf8mb4.
 pub fn wire_col(meta: &ColumnMeta) -> WireCol {
     let mut flags = if meta.nullable { 0 } else { NOT_NULL_FLAG };
-    let num = BINARY_FLAG | NUM_FLAG;
+    let num = if meta.org_table.is_empty() { BINARY_FLAG } else { 0 };
     let uns = |u: bool| if u { UNSIGNED_FLAG } else { 0 };
     let (ty, length, decimals, charset) = match &meta.ty {
         SqlType::Int { bytes, unsigned } => {
@@ -323,8 +325,7 @@ pub fn wire_col(meta: &ColumnMeta) -> WireCol {
             if binary {
                 flags |= BINARY_FLAG;
             }
-            let bytes =
-                len.saturating_mul(if *kind == StrKind::Lob { 1 } else { mb }).min(u32::MAX as u64) as u32;
+            let bytes = len.saturating_mul(mb).min(u32::MAX as u64) as u32;
             let ty = match kind {
                 StrKind::Fixed => T_STRING,
                 StrKind::Var => T_VAR_STRING,
@@ -347,7 +348,7 @@ pub fn wire_col(meta: &ColumnMeta) -> WireCol {
         }
         SqlType::Json => {
             flags |= BLOB_FLAG | BINARY_FLAG;
-            (T_BLOB, u32::MAX, 0, 46)
+            (T_BLOB, u32::MAX, 0, UTF8MB4_GENERAL_CI)
         }
         SqlType::Date => {
             flags |= BINARY_FLAG;
@@ -362,11 +363,11 @@ pub fn wire_col(meta: &ColumnMeta) -> WireCol {
             (T_DATETIME, 19 + fsp_len(*fsp), *fsp, BINARY_COLLATION)
         }
         SqlType::Timestamp { fsp } => {
-            flags |= BINARY_FLAG | TIMESTAMP_FLAG;
+            flags |= BINARY_FLAG | UNSIGNED_FLAG;
             (T_TIMESTAMP, 19 + fsp_len(*fsp), *fsp, BINARY_COLLATION)
         }
         SqlType::Year => {
-            flags |= UNSIGNED_FLAG | ZEROFILL_FLAG | NUM_FLAG;
+            flags |= UNSIGNED_FLAG | ZEROFILL_FLAG;
             (T_YEAR, 4, 0, BINARY_COLLATION)
         }
     };

@@ -231,11 +231,38 @@ fn kill_reset_change_user_and_auth() {
     let (n, _) = code(a.query_drop("KILL 999999").unwrap_err());
     assert_eq!(n, 1094);
     a.query_drop(format!("KILL QUERY {bid}")).unwrap();
-    // KILL QUERY between statements: the next statement of b may see 1317
-    // once; the connection stays.
-    let _ = b.query_drop("SELECT 1");
+    // KILL QUERY of an idle connection does nothing: its next statement runs.
     let one: Option<i64> = b.query_first("SELECT 1").unwrap();
     assert_eq!(one, Some(1));
+    // KILL QUERY of a running statement: it stops between rows with 1317.
+    // (The SQL layer checks the kill flag in INSERT/UPDATE/DELETE loops,
+    // not yet in SELECT: the statement here is a long INSERT ... SELECT.)
+    a.query_drop("CREATE TABLE k (id INT PRIMARY KEY)").unwrap();
+    a.query_drop("CREATE TABLE k2 (id INT PRIMARY KEY)").unwrap();
+    let values: Vec<String> = (0..700).map(|i| format!("({i})")).collect();
+    a.query_drop(format!("INSERT INTO k VALUES {}", values.join(","))).unwrap();
+    let opts = s.opts().db_name(Some("app"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let long = std::thread::spawn(move || {
+        let mut c = mysql::Conn::new(opts).unwrap();
+        tx.send(c.connection_id()).unwrap();
+        let t0 = std::time::Instant::now();
+        let r = c.query_drop("INSERT INTO k2 SELECT a.id * 1000 + b.id FROM k a, k b");
+        (r, t0.elapsed())
+    });
+    let lid = rx.recv().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    a.query_drop(format!("KILL QUERY {lid}")).unwrap();
+    let (r, took) = long.join().unwrap();
+    eprintln!("the long INSERT ... SELECT: {:?} after {took:?}", r.as_ref().map_err(|e| e.to_string()));
+    match r {
+        Err(e) => {
+            assert_eq!(code(e).0, 1317);
+            let n: Option<i64> = a.query_first("SELECT COUNT(*) FROM k2").unwrap();
+            assert_eq!(n, Some(0), "the killed statement is undone");
+        }
+        Ok(()) => assert!(took < std::time::Duration::from_millis(500), "finished after the KILL: {took:?}"),
+    }
     a.query_drop(format!("KILL CONNECTION {bid}")).unwrap();
     assert!(b.query_drop("SELECT 1").is_err(), "a killed connection is gone");
 
