@@ -209,3 +209,129 @@ fn malformed_packets_get_errors_or_a_close() {
     still_serving(&srv);
     assert!(!srv.log().contains("panicked"), "{}", srv.log());
 }
+
+/// Sends one command and collects every packet of the reply until the
+/// server is quiet.
+fn command(s: &mut TcpStream, payload: &[u8]) -> Vec<Vec<u8>> {
+    write_packet(s, 0, payload);
+    let mut out = Vec::new();
+    s.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
+    loop {
+        let mut h = [0u8; 4];
+        if s.read_exact(&mut h).is_err() {
+            break;
+        }
+        let mut p = vec![0u8; h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16];
+        if s.read_exact(&mut p).is_err() {
+            break;
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// The commands the mariadb client uses besides COM_QUERY, answered in
+/// MySQL's forms (classic EOF packets: this client does not ask for
+/// DEPRECATE_EOF).
+#[test]
+fn raw_commands_answer_in_mysql_forms() {
+    let srv = TestServer::start();
+    let mut c = srv.conn();
+    c.query_drop("CREATE DATABASE d").unwrap();
+    c.query_drop("CREATE TABLE d.t (id INT PRIMARY KEY, name VARCHAR(10), note TEXT)").unwrap();
+    let mut s = login(srv.port);
+
+    let r = command(&mut s, b"\x02d"); // COM_INIT_DB
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0][0], 0);
+
+    // COM_FIELD_LIST: one definition per column (with a default value
+    // field at the end), then EOF; a wildcard filters.
+    let r = command(&mut s, b"\x04t\x00");
+    assert_eq!(r.len(), 4, "{r:?}");
+    for def in &r[..3] {
+        assert!(def.starts_with(b"\x03def\x01d\x01t\x01t"), "{def:?}");
+        assert_eq!(*def.last().unwrap(), 0xfb, "default NULL");
+    }
+    assert!(r[1].windows(4).any(|w| w == b"name"));
+    assert_eq!(r[3][0], 0xfe);
+    let r = command(&mut s, b"\x04t\x00n%");
+    assert_eq!(r.len(), 3, "name and note");
+    let r = command(&mut s, b"\x04nope\x00");
+    assert_eq!(r.len(), 1);
+    assert_eq!(u16::from_le_bytes([r[0][1], r[0][2]]), 1146);
+
+    // COM_STATISTICS: one plain text packet.
+    let r = command(&mut s, b"\x09");
+    assert_eq!(r.len(), 1);
+    let line = String::from_utf8_lossy(&r[0]).into_owned();
+    assert!(
+        line.starts_with("Uptime: ") && line.contains("  Threads: ") && line.contains("  Questions: "),
+        "{line}"
+    );
+
+    // COM_SET_OPTION: multi-statements off, then on (EOF each time).
+    let r = command(&mut s, b"\x1b\x01\x00");
+    assert_eq!(r, vec![vec![0xfe, 0, 0, 2, 0]]);
+    let r = command(&mut s, b"\x03SELECT 1; SELECT 2");
+    assert_eq!(r.len(), 1);
+    assert_eq!(u16::from_le_bytes([r[0][1], r[0][2]]), 1064);
+    let r = command(&mut s, b"\x1b\x00\x00");
+    assert_eq!(r[0][0], 0xfe);
+    let r = command(&mut s, b"\x03SELECT 1; SELECT 2");
+    // Two result sets: count, def, EOF, row, EOF each; the first EOF after
+    // rows says more results exist (status bit 8).
+    assert_eq!(r.len(), 10, "{r:?}");
+    assert_eq!(r[4][0], 0xfe);
+    assert_eq!(u16::from_le_bytes([r[4][3], r[4][4]]) & 8, 8);
+    assert_eq!(u16::from_le_bytes([r[9][3], r[9][4]]) & 8, 0);
+
+    // COM_PING, COM_PROCESS_INFO, COM_RESET_CONNECTION.
+    assert_eq!(command(&mut s, b"\x0e")[0][0], 0);
+    let r = command(&mut s, b"\x0a");
+    assert_eq!(r[0][0], 9, "SHOW PROCESSLIST's 9 columns (MariaDB's, with Progress): {r:?}");
+    assert_eq!(command(&mut s, b"\x1f")[0][0], 0);
+    // COM_QUIT: the server closes without a reply.
+    write_packet(&mut s, 0, b"\x01");
+    assert!(read_packet(&mut s).is_none());
+}
+
+/// A handshake response for root naming `plugin`, with `auth` as its data.
+fn hello(port: u16, plugin: &str, auth: &[u8]) -> TcpStream {
+    let mut s = connect(port);
+    read_packet(&mut s).expect("greeting");
+    let caps: u32 = 0x200 | 0x8000 | 0x8_0000 | 0x20_0000; // 4.1, secure, plugin auth, lenenc data
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"root\0");
+    p.push(auth.len() as u8);
+    p.extend_from_slice(auth);
+    p.extend_from_slice(plugin.as_bytes());
+    p.push(0);
+    write_packet(&mut s, 1, &p);
+    s
+}
+
+#[test]
+fn auth_plugins_and_switch() {
+    let srv = TestServer::start();
+    // caching_sha2_password (MySQL 8 clients' default), empty password.
+    let mut s = hello(srv.port, "caching_sha2_password", b"");
+    assert_eq!(read_packet(&mut s).unwrap().1[0], 0, "OK");
+    // A plugin this server lacks: switched to mysql_native_password.
+    let mut s = hello(srv.port, "client_ed25519", b"xx");
+    let (seq, sw) = read_packet(&mut s).unwrap();
+    assert_eq!(sw[0], 0xfe, "AuthSwitchRequest");
+    assert!(sw[1..].starts_with(b"mysql_native_password\0"));
+    assert_eq!(sw.len(), 1 + 22 + 20 + 1, "plugin, 20-byte scramble, NUL");
+    write_packet(&mut s, seq + 1, b"");
+    assert_eq!(read_packet(&mut s).unwrap().1[0], 0, "OK after the switch");
+    // A password for root (which has none): 1045.
+    let mut s = hello(srv.port, "mysql_native_password", &[7; 20]);
+    let (_, e) = read_packet(&mut s).unwrap();
+    assert_eq!(u16::from_le_bytes([e[1], e[2]]), 1045);
+    assert!(String::from_utf8_lossy(&e[9..]).ends_with("(using password: YES)"));
+    assert!(read_packet(&mut s).is_none(), "closed after 1045");
+}
