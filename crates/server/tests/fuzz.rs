@@ -286,6 +286,20 @@ fn raw_commands_answer_in_mysql_forms() {
     assert_eq!(u16::from_le_bytes([r[4][3], r[4][4]]) & 8, 8);
     assert_eq!(u16::from_le_bytes([r[9][3], r[9][4]]) & 8, 0);
 
+    // Pipelined: two commands in one write, two replies in order.
+    let mut both = Vec::new();
+    for q in [&b"\x03SELECT 7"[..], b"\x03SELECT * FROM nope"] {
+        both.extend_from_slice(&(q.len() as u32).to_le_bytes()[..3]);
+        both.push(0);
+        both.extend_from_slice(q);
+    }
+    s.write_all(&both).unwrap();
+    let r = command(&mut s, b"\x0e"); // and a third, a ping
+    assert_eq!(r.len(), 5 + 1 + 1, "a result set, an ERR, an OK: {r:?}");
+    assert_eq!(r[3], b"\x017");
+    assert_eq!(r[5][0], 0xff);
+    assert_eq!(r[6][0], 0);
+
     // COM_PING, COM_PROCESS_INFO, COM_RESET_CONNECTION.
     assert_eq!(command(&mut s, b"\x0e")[0][0], 0);
     let r = command(&mut s, b"\x0a");
