@@ -410,7 +410,9 @@ impl Conn {
             COM_PROCESS_KILL => {
                 let mut c = Cursor::new(body);
                 match c.u32() {
-                    Some(id) => self.kill(id as u64, true),
+                    Some(id) => {
+                        self.kill(id as u64, true, false);
+                    }
                     None => {
                         self.send_err(&malformed());
                     }
@@ -568,8 +570,7 @@ impl Conn {
     fn run_and_send(&mut self, sql: &[u8], binary: bool, more: bool) -> bool {
         self.shared.questions.fetch_add(1, Ordering::Relaxed);
         if let Some((id, connection)) = parse_kill(sql) {
-            self.kill(id, connection);
-            return true;
+            return self.kill(id, connection, more);
         }
         self.busy.store(true, Ordering::SeqCst);
         let r = self.session.execute(sql);
@@ -586,15 +587,18 @@ impl Conn {
         }
     }
 
-    fn kill(&mut self, id: u64, connection: bool) {
+    /// KILL: false (and an ERR sent) when no connection has the id.
+    fn kill(&mut self, id: u64, connection: bool, more: bool) -> bool {
         if self.shared.kill(id, connection) {
             if id == self.id && connection {
                 // Killing oneself: the socket is already shut; no reply.
-                return;
+                return false;
             }
-            self.send_ok(0, 0, 0, "");
+            self.send_ok(0, 0, if more { SERVER_MORE_RESULTS_EXISTS } else { 0 }, "");
+            true
         } else {
             self.send_err(&err(1094, "HY000", format!("Unknown thread id: {id}")));
+            false
         }
     }
 
