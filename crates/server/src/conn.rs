@@ -228,6 +228,7 @@ impl Conn {
         self.caps = resp.caps & SERVER_CAPABILITIES;
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
+        self.session.set_client(&self.user, &self.peer);
         let plugin =
             if self.caps & CLIENT_PLUGIN_AUTH != 0 { resp.plugin.clone() } else { auth::NATIVE.to_string() };
         if !self.authenticate(&resp.user, &plugin, resp.auth) {
@@ -536,6 +537,7 @@ impl Conn {
             return Next::Close;
         }
         self.user = String::from_utf8_lossy(&user).into_owned();
+        self.session.set_client(&self.user, &self.peer);
         self.reset();
         let r = self.init_session().and_then(|()| if db.is_empty() { Ok(()) } else { self.use_db(&db) });
         match r {

@@ -228,6 +228,19 @@ fn kill_reset_change_user_and_auth() {
     let mut a = setup(&s);
     let mut b = s.conn();
     let bid = b.connection_id();
+    // SHOW PROCESSLIST lists every connection: how a user finds the id to KILL.
+    b.query_drop("USE app").unwrap();
+    let list: Vec<(u64, String, String, Option<String>, String)> = a
+        .query_map("SHOW PROCESSLIST", |r: mysql::Row| {
+            (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap(), r.get(3).unwrap(), r.get(4).unwrap())
+        })
+        .unwrap();
+    let row_b = list.iter().find(|r| r.0 == bid as u64).unwrap_or_else(|| panic!("{list:?}"));
+    assert_eq!(
+        (row_b.1.as_str(), row_b.2.as_str(), row_b.3.as_deref(), row_b.4.as_str()),
+        ("root", "127.0.0.1", Some("app"), "Sleep")
+    );
+    assert!(list.iter().any(|r| r.0 == a.connection_id() as u64 && r.4 == "Query"));
     let (n, _) = code(a.query_drop("KILL 999999").unwrap_err());
     assert_eq!(n, 1094);
     a.query_drop(format!("KILL QUERY {bid}")).unwrap();

@@ -108,6 +108,8 @@ pub struct Session {
     /// Statements run (SHOW STATUS Questions) and SELECTs among them (Com_select).
     pub(crate) questions: u64,
     pub(crate) com_select: u64,
+    /// This session's PROCESSLIST row (also in `Inner::procs`).
+    pub(crate) proc: Arc<parking_lot::Mutex<crate::db::Proc>>,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -127,6 +129,15 @@ impl Session {
     pub(crate) fn new(inner: Arc<Inner>) -> Session {
         let conn_id = inner.next_conn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let slot = inner.alloc_slot();
+        let proc = Arc::new(parking_lot::Mutex::new(crate::db::Proc {
+            user: "root".into(),
+            host: "localhost".into(),
+            db: None,
+            command: "Sleep",
+            info: String::new(),
+            since: std::time::Instant::now(),
+        }));
+        inner.procs.lock().insert(conn_id, proc.clone());
         Session {
             inner,
             warnings: Vec::new(),
@@ -150,12 +161,38 @@ impl Session {
             stmt_text: String::new(),
             questions: 0,
             com_select: 0,
+            proc,
         }
+    }
+
+    /// Who is connected, for SHOW PROCESSLIST's User and Host (the server
+    /// sets them at login; an embedded session is root@localhost).
+    pub fn set_client(&mut self, user: &str, host: &str) {
+        let mut p = self.proc.lock();
+        p.user = user.to_string();
+        p.host = host.to_string();
     }
 
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        {
+            let mut p = self.proc.lock();
+            p.command = "Query";
+            p.info.clone_from(&self.stmt_text);
+            p.db.clone_from(&self.db);
+            p.since = std::time::Instant::now();
+        }
+        let r = self.execute_statement(sql);
+        let mut p = self.proc.lock();
+        p.command = "Sleep";
+        p.info.clear();
+        p.db.clone_from(&self.db);
+        p.since = std::time::Instant::now();
+        r
+    }
+
+    fn execute_statement(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         self.questions += 1;
         let parsed = crate::lex::parse(sql)?;
         if matches!(&parsed, Parsed::Std(st, _) if matches!(**st, ast::Statement::Query(_))) {
@@ -815,6 +852,7 @@ impl Drop for Session {
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }
+        self.inner.procs.lock().remove(&self.conn_id);
         self.inner.free_slot(self.slot);
     }
 }
