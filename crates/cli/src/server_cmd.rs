@@ -27,6 +27,9 @@ pub struct ServerArgs {
     /// The largest packet a client may send, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_allowed_packet: usize,
+    /// Connections at once (error 1040 past it).
+    #[arg(long, default_value_t = 151)]
+    pub max_connections: usize,
     /// The engine's node cache, in MiB.
     #[arg(long, default_value_t = 64)]
     pub cache_mb: usize,
@@ -47,6 +50,7 @@ pub fn run(args: ServerArgs) -> ExitCode {
         opts.socket = Some(s);
     }
     opts.max_allowed_packet = args.max_allowed_packet;
+    opts.max_connections = args.max_connections;
     opts.db.cache_size_bytes = args.cache_mb << 20;
     // SAFETY: the handler only stores to an atomic.
     unsafe {

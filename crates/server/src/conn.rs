@@ -92,13 +92,20 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         }
     };
     let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
-    let io = match PacketIo::new(stream) {
+    let mut io = match PacketIo::new(stream) {
         Ok(io) => io,
         Err(e) => {
             shared.log.log("warning", &format!("connection from {peer}: {e}"));
             return;
         }
     };
+    if shared.conns.lock().len() >= shared.max_connections {
+        // As MySQL: the error instead of the greeting.
+        let _ = io.write_packet(&err_packet(1040, "08004", "Too many connections"));
+        let _ = io.flush();
+        shared.log.log("warning", &format!("connection from {peer} refused: too many connections"));
+        return;
+    }
     let session = shared.db.session();
     let id = session.connection_id();
     let killed = Arc::new(AtomicBool::new(false));

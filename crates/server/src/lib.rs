@@ -52,6 +52,8 @@ pub struct ServerOptions {
     pub socket: Option<PathBuf>,
     /// The largest packet a client may send (error 1153 past it).
     pub max_allowed_packet: usize,
+    /// Connections at once; one more gets error 1040 instead of a greeting.
+    pub max_connections: usize,
     pub db: DbOptions,
     /// Log lines go to stderr as well as to `<datadir>/fractaldb.log`.
     pub log_stderr: bool,
@@ -59,7 +61,8 @@ pub struct ServerOptions {
 
 impl ServerOptions {
     /// Defaults: 127.0.0.1:3306, the socket `<datadir>/fractaldb.sock`,
-    /// max_allowed_packet 64 MiB (MySQL 8's default).
+    /// max_allowed_packet 64 MiB (MySQL 8's default), 151 connections
+    /// (MySQL's max_connections).
     pub fn new(datadir: impl Into<PathBuf>) -> ServerOptions {
         let datadir = datadir.into();
         ServerOptions {
@@ -68,6 +71,7 @@ impl ServerOptions {
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 3306,
             max_allowed_packet: 64 << 20,
+            max_connections: 151,
             db: DbOptions::default(),
             log_stderr: true,
         }
@@ -112,6 +116,7 @@ pub(crate) struct Shared {
     /// Statements run (COM_STATISTICS' Questions).
     pub questions: AtomicU64,
     pub max_allowed_packet: usize,
+    pub max_connections: usize,
     pub log: Logger,
     pub shutting_down: AtomicBool,
 }
@@ -182,6 +187,7 @@ impl Server {
             started: Instant::now(),
             questions: AtomicU64::new(0),
             max_allowed_packet: opts.max_allowed_packet,
+            max_connections: opts.max_connections,
             log,
             shutting_down: AtomicBool::new(false),
         });

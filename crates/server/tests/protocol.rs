@@ -333,3 +333,27 @@ fn concurrent_connections_each_have_their_session() {
     drop(c);
     s.stop();
 }
+
+#[test]
+fn max_connections_refuses_with_1040() {
+    let s = TestServer::start_with(|o| o.max_connections = 2);
+    let a = s.conn();
+    let b = s.conn();
+    let e = mysql::Conn::new(s.opts()).expect_err("a third connection");
+    assert_eq!(code(e).0, 1040);
+    drop(b);
+    // The slot frees once the server has seen the close.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut c = loop {
+        match mysql::Conn::new(s.opts()) {
+            Ok(c) => break c,
+            Err(e) => {
+                assert!(std::time::Instant::now() < deadline, "no slot after a close: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    let one: Option<i64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+    drop(a);
+}
