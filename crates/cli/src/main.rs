@@ -1,8 +1,10 @@
 //! The `fractaldb` command: the embedded benchmarks (`fractaldb bench`) and
-//! a SQL shell on a database folder (`fractaldb sql`); the server comes later.
+//! a SQL shell on a database folder (`fractaldb sql`), and the MySQL-protocol
+//! server (`fractaldb server`).
 
 mod bench;
 mod error;
+mod server_cmd;
 mod sql_shell;
 
 use std::process::ExitCode;
@@ -36,6 +38,8 @@ enum Command {
     Check(bench::inspect::CheckArgs),
     /// A SQL shell on a database folder, like the mariadb client (a script on stdin runs in batch mode).
     Sql(sql_shell::SqlArgs),
+    /// The server: MySQL's protocol on a data folder (connect with `mariadb -h 127.0.0.1 -u root`).
+    Server(server_cmd::ServerArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::BenchTxn(args) => bench::txn::run(args),
         Command::Check(args) => bench::inspect::run(args),
         Command::Sql(args) => return sql_shell::run(args),
+        Command::Server(args) => return server_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -65,10 +65,7 @@ pub fn select_with(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) ->
 
 /// Runs a query in a sub-session that sees the current CTEs.
 fn sub(s: &Session, txn: &Txn, q: &ast::Query) -> SqlResult<ResultSet> {
-    let mut sub = Session::new(s.inner.clone());
-    sub.db = s.db.clone();
-    sub.ctes = s.ctes.clone();
-    sub.user_vars = s.user_vars.clone();
+    let mut sub = s.child();
     crate::query::select(&mut sub, txn, q, false)
 }
 

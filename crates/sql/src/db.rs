@@ -52,6 +52,47 @@ pub(crate) struct Inner {
     pub started: std::time::Instant,
     /// Where GROUP BY spills its runs (`group.rs`); emptied at open.
     pub tmp_dir: std::path::PathBuf,
+    /// Every open session's PROCESSLIST row, by connection id.
+    pub procs: Mutex<BTreeMap<u64, Arc<Mutex<Proc>>>>,
+}
+
+/// What SHOW PROCESSLIST shows of a session; the session updates it at the
+/// start and end of each statement.
+pub(crate) struct Proc {
+    pub user: String,
+    pub host: String,
+    pub db: Option<String>,
+    /// "Query" while a statement runs, "Sleep" between statements.
+    pub command: &'static str,
+    /// The running statement's text ("" between statements).
+    pub info: String,
+    /// Since when the session is in `command`.
+    pub since: std::time::Instant,
+}
+
+impl Inner {
+    /// The PROCESSLIST rows, by connection id:
+    /// (id, user, host, db, command, since, info).
+    pub(crate) fn processes(&self) -> Vec<(u64, Proc)> {
+        let procs = self.procs.lock();
+        procs
+            .iter()
+            .map(|(id, p)| {
+                let p = p.lock();
+                (
+                    *id,
+                    Proc {
+                        user: p.user.clone(),
+                        host: p.host.clone(),
+                        db: p.db.clone(),
+                        command: p.command,
+                        info: p.info.clone(),
+                        since: p.since,
+                    },
+                )
+            })
+            .collect()
+    }
 }
 
 /// An open database folder. Sessions share it.
@@ -95,6 +136,7 @@ impl Database {
             next_slot: AtomicU64::new(0),
             started: std::time::Instant::now(),
             tmp_dir,
+            procs: Mutex::new(BTreeMap::new()),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;

@@ -375,11 +375,9 @@ fn matching(
 ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
     let scope = scope_of(&[Source { table: t.clone(), alias: t.def.name.clone() }]);
     let sysvar = |n: &str| s.sysvar(n);
-    let inner = s.inner.clone();
-    let db = s.db.clone();
+    let proto = s.child();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
-        let mut sub = Session::new(inner.clone());
-        sub.db = db.clone();
+        let mut sub = proto.child();
         crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
     };
     let filter = match selection {

@@ -258,26 +258,40 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
             .collect(),
         "PROCESSLIST" => {
             let info = |v: &str| if v.is_empty() { Value::Null } else { Value::str(v) };
-            vec![vec![
-                Value::Int(s.conn_id as i64),
-                Value::str("root"),
-                Value::str("localhost"),
-                s.db.as_deref().map_or(Value::Null, Value::str),
-                Value::str("Query"),
-                Value::Int(0),
-                Value::str("Filling schema table"),
-                info(&s.stmt_text),
-                Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(0),
-                Value::Int(0),
-                info(&s.stmt_text),
-                Value::Int(0),
-            ]]
+            s.inner
+                .processes()
+                .into_iter()
+                .map(|(id, p)| {
+                    let state = if id == s.conn_id {
+                        "Filling schema table"
+                    } else if p.command == "Query" {
+                        "Sending data"
+                    } else {
+                        ""
+                    };
+                    let ms = p.since.elapsed().as_millis() as i64;
+                    vec![
+                        Value::Int(id as i64),
+                        Value::str(&p.user),
+                        Value::str(&p.host),
+                        p.db.as_deref().map_or(Value::Null, Value::str),
+                        Value::str(p.command),
+                        Value::Int(ms / 1000),
+                        Value::str(state),
+                        info(&p.info),
+                        Value::Decimal(bigdecimal::BigDecimal::from(ms).with_scale(3)),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(0),
+                        Value::Int(0),
+                        info(&p.info),
+                        Value::Int(0),
+                    ]
+                })
+                .collect()
         }
         "SESSION_VARIABLES" | "GLOBAL_VARIABLES" => variables(s)
             .into_iter()

@@ -143,14 +143,14 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     from.apply_hidden(&mut scope);
     let scope = scope;
     let sysvar = |n: &str| s.sysvar(n);
-    let inner = s.inner.clone();
-    let db = s.db.clone();
-    let ctes = s.ctes.clone();
     let outer_scope = s.outer_scope.clone();
+    // Subqueries run in child sessions of this one (same transaction,
+    // connection, variables, CTEs and kill flag).
+    let proto = s.child();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
-        // Uncorrelated subqueries run in the same transaction, once.
-        let mut sub = SubSession { inner: inner.clone(), db: db.clone(), ctes: ctes.clone() };
-        sub.run(txn, q)
+        // Uncorrelated subqueries run once, while the query binds.
+        let mut sub = proto.child();
+        select(&mut sub, txn, q, false).map(|rs| rs.rows)
     };
     from.bind_on(&mut |e| {
         Ok(Binder::plain(&scope, &sysvar, &mut subq, "on clause").with_outer(&outer_scope).bind(e)?.0)
@@ -166,12 +166,10 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // query's columns, then the enclosing queries'.
     let corr_scope: Vec<ScopeCol> = scope.iter().chain(outer_scope.iter()).cloned().collect();
     let outer_row = s.outer_row.clone();
-    let (inner2, db2, ctes2) = (s.inner.clone(), s.db.clone(), s.ctes.clone());
     let width = scope.len();
+    let proto2 = s.child();
     let mut runner = move |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
-        let mut sub = Session::new(inner2.clone());
-        sub.db = db2.clone();
-        sub.ctes = ctes2.clone();
+        let mut sub = proto2.child();
         sub.outer_scope = corr_scope.clone();
         sub.outer_row = row.iter().take(width).cloned().collect();
         sub.outer_row.resize(width, Value::Null);
@@ -363,6 +361,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
     };
+    if s.describing {
+        return Ok(ResultSet { columns: items.iter().map(|i| i.2.clone()).collect(), rows: Vec::new() });
+    }
     if s.explaining {
         return explain_plan(
             s,
@@ -759,23 +760,6 @@ fn union(
     Ok(ResultSet { columns: a.columns, rows })
 }
 
-/// A session view for running subqueries while the outer query holds the session.
-struct SubSession {
-    inner: Arc<crate::db::Inner>,
-    db: Option<String>,
-    ctes: crate::cte::Ctes,
-}
-
-impl SubSession {
-    fn run(&mut self, txn: &Txn, q: &ast::Query) -> SqlResult<Vec<Vec<Value>>> {
-        let mut s = Session::new(self.inner.clone());
-        s.db = self.db.clone();
-        s.ctes = self.ctes.clone();
-        let r = select(&mut s, txn, q, false);
-        r.map(|rs| rs.rows)
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn bind_item_ref(
     e: &ast::Expr,
@@ -872,9 +856,7 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
                 .map(|a| a.name.value.clone())
                 .ok_or_else(|| SqlError::new(1248, "42000", "Every derived table must have its own alias"))?;
             // Materialized first, in the same transaction (not correlated).
-            let mut sub = Session::new(s.inner.clone());
-            sub.db = s.db.clone();
-            sub.ctes = s.ctes.clone();
+            let mut sub = s.child();
             let rs = select(&mut sub, txn, subquery, false)?;
             let cols = rs
                 .columns

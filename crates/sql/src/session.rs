@@ -118,8 +118,16 @@ pub struct Session {
     pub(crate) view_depth: u32,
     /// EXPLAIN: SELECT binds its query, then returns the plan unread.
     pub(crate) explaining: bool,
+    /// `describe_prepared`: SELECT binds its query, then returns its
+    /// columns and no rows.
+    pub(crate) describing: bool,
     /// The running statement's progress, read by PROCESSLIST.
     pub(crate) progress: Arc<crate::progress::Progress>,
+    /// This session's PROCESSLIST row (also in `Inner::procs`).
+    pub(crate) proc: Arc<parking_lot::Mutex<crate::db::Proc>>,
+    /// A child session (`Session::child`): shares its parent's connection
+    /// id, row-count slot and PROCESSLIST row, which it must not release.
+    pub(crate) child: bool,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -139,6 +147,15 @@ impl Session {
     pub(crate) fn new(inner: Arc<Inner>) -> Session {
         let conn_id = inner.next_conn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let slot = inner.alloc_slot();
+        let proc = Arc::new(parking_lot::Mutex::new(crate::db::Proc {
+            user: "root".into(),
+            host: "localhost".into(),
+            db: None,
+            command: "Sleep",
+            info: String::new(),
+            since: std::time::Instant::now(),
+        }));
+        inner.procs.lock().insert(conn_id, proc.clone());
         Session {
             inner,
             warnings: Vec::new(),
@@ -167,14 +184,72 @@ impl Session {
             outer_row: Vec::new(),
             view_depth: 0,
             explaining: false,
+            describing: false,
             progress: Arc::default(),
+            proc,
+            child: false,
         }
+    }
+
+    /// A session for a query inside this session's statement (a
+    /// subquery, derived table, CTE or view): the same connection, row-count
+    /// slot, PROCESSLIST row, kill flag, progress, variables, database and
+    /// CTEs; no transaction of its own (it runs in the caller's).
+    pub(crate) fn child(&self) -> Session {
+        Session {
+            inner: self.inner.clone(),
+            warnings: Vec::new(),
+            db: self.db.clone(),
+            txn: None,
+            explicit: false,
+            autocommit: self.autocommit,
+            isolation: self.isolation,
+            next_isolation: None,
+            strict: self.strict,
+            sql_mode: self.sql_mode.clone(),
+            time_zone: self.time_zone.clone(),
+            user_vars: self.user_vars.clone(),
+            vars: self.vars.clone(),
+            last_insert_id: self.last_insert_id,
+            conn_id: self.conn_id,
+            slot: self.slot,
+            savepoints: Vec::new(),
+            now_micros: self.now_micros,
+            killed: self.killed.clone(),
+            stmt_text: String::new(),
+            questions: 0,
+            com_select: 0,
+            ctes: self.ctes.clone(),
+            outer_scope: Vec::new(),
+            outer_row: Vec::new(),
+            view_depth: self.view_depth,
+            explaining: false,
+            describing: false,
+            progress: self.progress.clone(),
+            proc: self.proc.clone(),
+            child: true,
+        }
+    }
+
+    /// Who is connected, for SHOW PROCESSLIST's User and Host (the server
+    /// sets them at login; an embedded session is root@localhost).
+    pub fn set_client(&mut self, user: &str, host: &str) {
+        let mut p = self.proc.lock();
+        p.user = user.to_string();
+        p.host = host.to_string();
     }
 
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         let _progress = crate::progress::begin(&self.progress);
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.proc_start();
+        let r = self.execute_statement(sql);
+        self.proc_end();
+        r
+    }
+
+    fn execute_statement(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         self.questions += 1;
         let parsed = crate::lex::parse(sql)?;
         self.run_parsed(parsed)
@@ -196,8 +271,57 @@ impl Session {
         let _progress = crate::progress::begin(&self.progress);
         let _params = crate::prepared::bind_params(params);
         self.stmt_text.clone_from(&p.text);
+        self.proc_start();
         self.questions += 1;
-        self.run_parsed(p.parsed.clone())
+        let r = self.run_parsed(p.parsed.clone());
+        self.proc_end();
+        r
+    }
+
+    /// The columns a prepared statement's rows will have, without running
+    /// it (its parameters NULL): a query is bound, not read (uncorrelated
+    /// subqueries and derived tables in it do run); a SHOW runs; other
+    /// statements have none. What a server tells a client at PREPARE.
+    pub fn describe_prepared(
+        &mut self,
+        p: &crate::prepared::PreparedStatement,
+    ) -> SqlResult<Vec<ColumnMeta>> {
+        let nulls = vec![Value::Null; p.param_count()];
+        let _params = crate::prepared::bind_params(&nulls);
+        match &p.parsed {
+            Parsed::Std(st, _) => match st.as_ref() {
+                ast::Statement::Query(q) => {
+                    self.describing = true;
+                    let r = self.in_txn(false, |s, txn| crate::query::select(s, txn, q, false));
+                    self.describing = false;
+                    Ok(r?.columns)
+                }
+                _ => Ok(Vec::new()),
+            },
+            Parsed::Special(sp @ Special::Show(_)) => match self.special(sp.clone())? {
+                Outcome::Rows(rs) => Ok(rs.columns),
+                Outcome::Done { .. } => Ok(Vec::new()),
+            },
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// PROCESSLIST: a statement starts (Query, its text).
+    fn proc_start(&self) {
+        let mut p = self.proc.lock();
+        p.command = "Query";
+        p.info.clone_from(&self.stmt_text);
+        p.db.clone_from(&self.db);
+        p.since = std::time::Instant::now();
+    }
+
+    /// PROCESSLIST: back to Sleep.
+    fn proc_end(&self) {
+        let mut p = self.proc.lock();
+        p.command = "Sleep";
+        p.info.clear();
+        p.db.clone_from(&self.db);
+        p.since = std::time::Instant::now();
     }
 
     fn run_parsed(&mut self, parsed: Parsed) -> SqlResult<Outcome> {
@@ -248,6 +372,37 @@ impl Session {
     /// Reads this session's running statement's progress from another thread.
     pub fn progress_handle(&self) -> crate::progress::ProgressHandle {
         crate::progress::ProgressHandle(self.progress.clone())
+    }
+
+    /// True while each statement commits on its own (`@@autocommit`); the
+    /// server reports it in every OK packet's status flags.
+    pub fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+
+    /// Returns the session to a fresh connection's state, keeping its
+    /// connection id, row-count slot and kill handle (the server's
+    /// COM_RESET_CONNECTION and COM_CHANGE_USER): the open transaction is
+    /// rolled back, variables, the current database and warnings go.
+    pub fn reset(&mut self) {
+        if let Some(t) = self.txn.take() {
+            let _ = t.abort();
+        }
+        self.savepoints.clear();
+        self.explicit = false;
+        self.warnings.clear();
+        self.db = None;
+        self.autocommit = true;
+        self.isolation = Isolation::RepeatableRead;
+        self.next_isolation = None;
+        self.strict = true;
+        self.sql_mode = DEFAULT_SQL_MODE.into();
+        self.time_zone = "SYSTEM".into();
+        self.user_vars.clear();
+        self.vars.clear();
+        self.last_insert_id = 0;
+        self.killed.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.stmt_text.clear();
     }
 
     /// A handle that interrupts this session's statements (error 1317).
@@ -847,7 +1002,10 @@ impl Drop for Session {
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }
-        self.inner.free_slot(self.slot);
+        if !self.child {
+            self.inner.procs.lock().remove(&self.conn_id);
+            self.inner.free_slot(self.slot);
+        }
     }
 }
 

@@ -297,20 +297,38 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
             shown("Name:varchar(64)|Engine:varchar(64)|Version:bigint(21) unsigned|Row_format:varchar(10)|Rows:bigint(21) unsigned|Avg_row_length:bigint(21) unsigned|Data_length:bigint(21) unsigned|Max_data_length:bigint(21) unsigned|Index_length:bigint(21) unsigned|Data_free:bigint(21) unsigned|Auto_increment:bigint(21) unsigned|Create_time:datetime|Update_time:datetime|Check_time:datetime|Collation:varchar(64)|Checksum:bigint(21) unsigned|Create_options:varchar(2048)|Comment:varchar(2048)|Max_index_length:bigint(21) unsigned|Temporary:varchar(1)", rows)
         }
         K::ProcessList => {
-            let info: String = if st.full { s.stmt_text.clone() } else { s.stmt_text.chars().take(100).collect() };
+            // Every session of the database, by id; this one is running
+            // the SHOW ("starting", as MariaDB says for its own row).
+            let rows = s
+                .inner
+                .processes()
+                .into_iter()
+                .map(|(id, p)| {
+                    let running = p.command == "Query";
+                    let info: String = if st.full { p.info } else { p.info.chars().take(100).collect() };
+                    let state = if id == s.conn_id {
+                        "starting"
+                    } else if running {
+                        "Sending data"
+                    } else {
+                        ""
+                    };
+                    vec![
+                        Value::Int(id as i64),
+                        Value::str(&p.user),
+                        Value::str(&p.host),
+                        p.db.as_deref().map_or(Value::Null, Value::str),
+                        Value::str(p.command),
+                        Value::Int(p.since.elapsed().as_secs() as i64),
+                        Value::str(state),
+                        if running { Value::str(info) } else { Value::Null },
+                        Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                    ]
+                })
+                .collect();
             shown(
                 "Id:bigint(4)|User:varchar(128)|Host:varchar(64)|db:varchar(64)|Command:varchar(16)|Time:int(7)|State:varchar(64)|Info:longtext|Progress:decimal(7,3)",
-                vec![vec![
-                    Value::Int(s.conn_id as i64),
-                    Value::str("root"),
-                    Value::str("localhost"),
-                    s.db.as_deref().map_or(Value::Null, Value::str),
-                    Value::str("Query"),
-                    Value::Int(0),
-                    Value::str("starting"),
-                    Value::str(info),
-                    Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
-                ]],
+                rows,
             )
         }
         K::Grants => {

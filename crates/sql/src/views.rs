@@ -180,8 +180,10 @@ fn run_txn(s: &Session, txn: &fractaldb::Txn, db: &str, q: &ast::Query, depth: u
     if depth > MAX_VIEW_DEPTH {
         return Err(SqlError::new(1462, "HY000", "`view` contains recursive reference to view"));
     }
-    let mut sub = Session::new(s.inner.clone());
+    let mut sub = s.child();
     sub.db = Some(db.to_string());
+    // A view sees only its own CTE-free definition.
+    sub.ctes.clear();
     sub.view_depth = depth;
     crate::query::select(&mut sub, txn, q, false)
 }

@@ -438,13 +438,90 @@ impl Gen {
 
     fn select(&mut self) -> Stmt {
         let t = self.table();
-        let kind = if self.stage >= 3 { self.rng.gen_range(0..6) } else { 0 };
+        let kind = if self.stage >= 3 { self.rng.gen_range(0..8) } else { 0 };
         match kind {
             1 => self.select_distinct(&t),
             2 | 3 => self.select_group(&t),
             4 => self.select_exprs(&t),
+            6 | 7 => self.select_join(),
             _ => self.select_rows(&t),
         }
+    }
+
+    /// Two tables (maybe the same one twice) joined INNER, LEFT, RIGHT,
+    /// by a comma and WHERE, or USING a shared column name; conditions on
+    /// either side, sometimes grouped.
+    fn select_join(&mut self) -> Stmt {
+        let (t1, t2) = (self.table(), self.table());
+        let qualified = |t: &Table, alias: &str| {
+            let mut q = t.clone();
+            for c in &mut q.cols {
+                c.name = format!("{alias}.{}", c.name);
+            }
+            q
+        };
+        let (qa, qb) = (qualified(&t1, "a"), qualified(&t2, "b"));
+        let x = self.pick(&qa.cols);
+        let same: Vec<Column> = qb
+            .cols
+            .iter()
+            .filter(|c| c.ty.numeric() == x.ty.numeric() && c.ty.string() == x.ty.string())
+            .cloned()
+            .collect();
+        let y = if !same.is_empty() && self.chance(0.85) { self.pick(&same) } else { self.pick(&qb.cols) };
+        let op = if self.chance(0.8) { "=" } else { self.pick(&["<", ">=", "<>", "<=>"]) };
+        let mut on = format!("{} {op} {}", x.name, y.name);
+        if self.chance(0.3) {
+            let _ = write!(on, " AND {}", self.predicate(&qb));
+        }
+        let kind = self.pick(&["JOIN", "LEFT JOIN", "RIGHT JOIN", "INNER JOIN", ",", "USING"]);
+        let mut w = Vec::new();
+        if self.chance(0.4) {
+            w.push(self.predicate(&qa));
+        }
+        if self.chance(0.3) {
+            w.push(self.predicate(&qb));
+        }
+        let from = match kind {
+            "," => {
+                w.insert(0, on);
+                format!("{} a, {} b", t1.name, t2.name)
+            }
+            "USING" => {
+                // Every table has c0.
+                let jk = self.pick(&["LEFT JOIN", "RIGHT JOIN", "JOIN"]);
+                format!("{} a {jk} {} b USING (c0)", t1.name, t2.name)
+            }
+            k => format!("{} a {k} {} b ON {on}", t1.name, t2.name),
+        };
+        let w = if w.is_empty() { String::new() } else { format!(" WHERE {}", w.join(" AND ")) };
+        if self.chance(0.25) {
+            let g = self.pick(&qa.cols);
+            let v = self.pick(&qb.cols);
+            return Stmt {
+                sql: format!(
+                    "SELECT {}, COUNT(*), COUNT({}) FROM {from}{w} GROUP BY {}",
+                    g.name, v.name, g.name
+                ),
+                ordered: false,
+                ci_representative: g.ty.string(),
+            };
+        }
+        let list = if kind == "USING" && self.chance(0.5) {
+            "*".to_string()
+        } else {
+            let mut l: Vec<String> = Vec::new();
+            for c in qa.cols.iter().chain(qb.cols.iter()) {
+                if self.chance(0.5) {
+                    l.push(c.name.clone());
+                }
+            }
+            if l.is_empty() {
+                l.push(x.name.clone());
+            }
+            l.join(", ")
+        };
+        Stmt::plain(format!("SELECT {list} FROM {from}{w}"))
     }
 
     /// Plain rows, sometimes in key order with a LIMIT.

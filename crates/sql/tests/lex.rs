@@ -1024,3 +1024,18 @@ fn large_binary_insert() {
     let Expr::Value(b) = &v.rows[0][0] else { panic!() };
     assert_eq!(lit_bytes(&b.value), blob);
 }
+
+/// Prepared statements number `?` outside strings, quoted names and
+/// comments (inside `/*!NNNNN ... */`, which is code, they count).
+#[test]
+fn placeholders_are_numbered_outside_strings_and_comments() {
+    let sql =
+        b"SELECT ?, '?', \"a\\\"?\", `?``?`, 'it''s?' -- ?\n, ? # ?\n /* ? */ /*!40101 ? */ FROM t WHERE a=?";
+    let (text, n) = fractaldb_sql::lex::number_placeholders(sql).unwrap();
+    assert_eq!(n, 4, "{}", String::from_utf8_lossy(&text));
+    let text = String::from_utf8(text).unwrap();
+    for i in 1..=4 {
+        assert!(text.contains(&format!("?{i}")), "{text}");
+    }
+    assert_eq!(fractaldb_sql::lex::number_placeholders(b"SELECT 1--?").unwrap().1, 1, "--? is not a comment");
+}

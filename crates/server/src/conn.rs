@@ -1,0 +1,880 @@
+//! One client connection: the handshake, then one command at a time until
+//! COM_QUIT, a closed socket, KILL or shutdown.
+//!
+//! Invariants:
+//! - every command that expects a reply gets exactly one: a result, an OK
+//!   or an ERR. An unknown command gets ERR 1047, never OK;
+//! - a malformed packet gets an ERR (and the connection may close); it
+//!   never panics the server. A panic inside a statement is caught, answered
+//!   with ERR 1105 and ends this connection only;
+//! - the session's transaction rolls back when the connection ends.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fractaldb_sql::{ColumnMeta, Outcome, ResultSet, Session, SqlError};
+
+use crate::auth;
+use crate::packet::{PacketIo, ReadError, Stream};
+use crate::prepared::{self, ParamError, Prepared};
+use crate::proto::{self, *};
+use crate::{ConnEntry, Shared};
+
+/// MySQL's connect_timeout: a client has this long to finish the handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An error reply.
+struct Err {
+    code: u16,
+    state: &'static str,
+    msg: String,
+}
+
+impl From<SqlError> for Err {
+    fn from(e: SqlError) -> Err {
+        Err { code: e.code, state: e.state, msg: e.message }
+    }
+}
+
+fn err(code: u16, state: &'static str, msg: impl Into<String>) -> Err {
+    Err { code, state, msg: msg.into() }
+}
+
+fn malformed() -> Err {
+    err(1835, "HY000", "Malformed communication packet")
+}
+
+/// What the command loop does after a command.
+enum Next {
+    Continue,
+    Close,
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    io: PacketIo,
+    session: Session,
+    id: u64,
+    peer: String,
+    user: String,
+    caps: u32,
+    scramble: [u8; 20],
+    multi_statements: bool,
+    stmts: HashMap<u32, Prepared>,
+    next_stmt: u32,
+    killed: Arc<AtomicBool>,
+    busy: Arc<AtomicBool>,
+}
+
+/// Serves one connection to its end. Never panics out: a panic is logged.
+pub(crate) fn run(shared: Arc<Shared>, stream: Stream, peer: String) {
+    let sh = shared.clone();
+    let r = catch_unwind(AssertUnwindSafe(move || serve(shared, stream, peer)));
+    if let Err(p) = r {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        sh.log.log("error", &format!("a connection thread panicked: {what}"));
+    }
+}
+
+fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
+    let registry_stream = match stream.try_clone() {
+        Ok(s) => s,
+        Err(e) => {
+            shared.log.log("warning", &format!("connection from {peer}: {e}"));
+            return;
+        }
+    };
+    let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
+    let mut io = match PacketIo::new(stream) {
+        Ok(io) => io,
+        Err(e) => {
+            shared.log.log("warning", &format!("connection from {peer}: {e}"));
+            return;
+        }
+    };
+    if shared.conns.lock().len() >= shared.max_connections {
+        // As MySQL: the error instead of the greeting.
+        let _ = io.write_packet(&err_packet(1040, "08004", "Too many connections"));
+        let _ = io.flush();
+        shared.log.log("warning", &format!("connection from {peer} refused: too many connections"));
+        return;
+    }
+    let session = shared.db.session();
+    let id = session.connection_id();
+    let killed = Arc::new(AtomicBool::new(false));
+    let busy = Arc::new(AtomicBool::new(false));
+    shared.conns.lock().insert(
+        id,
+        ConnEntry {
+            kill: session.kill_handle(),
+            stream: registry_stream,
+            killed: killed.clone(),
+            busy: busy.clone(),
+        },
+    );
+    let mut c = Conn {
+        shared: shared.clone(),
+        io,
+        session,
+        id,
+        peer,
+        user: String::new(),
+        caps: 0,
+        scramble: auth::new_scramble(),
+        multi_statements: false,
+        stmts: HashMap::new(),
+        next_stmt: 1,
+        killed,
+        busy,
+    };
+    if c.handshake() {
+        let _ = c.io.stream().set_read_timeout(None);
+        c.command_loop();
+    }
+    shared.conns.lock().remove(&id);
+    // The session drops here: its open transaction rolls back.
+}
+
+impl Conn {
+    fn deprecate_eof(&self) -> bool {
+        self.caps & CLIENT_DEPRECATE_EOF != 0
+    }
+
+    fn status(&self) -> u16 {
+        let mut s = 0;
+        if self.session.in_transaction() {
+            s |= SERVER_STATUS_IN_TRANS;
+        }
+        if self.session.autocommit() {
+            s |= SERVER_STATUS_AUTOCOMMIT;
+        }
+        s
+    }
+
+    fn warnings(&self) -> u16 {
+        self.session.warnings().len().min(u16::MAX as usize) as u16
+    }
+
+    fn send(&mut self, payload: &[u8]) -> bool {
+        self.io.write_packet(payload).is_ok()
+    }
+
+    fn send_err(&mut self, e: &Err) -> bool {
+        let p = err_packet(e.code, e.state, &e.msg);
+        self.send(&p)
+    }
+
+    fn send_ok(&mut self, affected: u64, last_id: u64, extra_status: u16, info: &str) -> bool {
+        let p = ok_packet(0, affected, last_id, self.status() | extra_status, self.warnings(), info);
+        self.send(&p)
+    }
+
+    /// The end of a column list or of rows: EOF, or with DEPRECATE_EOF an
+    /// OK packet with the 0xfe header (`end_of_rows`) / nothing (columns).
+    fn send_eof(&mut self, extra_status: u16) -> bool {
+        let p = if self.deprecate_eof() {
+            ok_packet(0xfe, 0, 0, self.status() | extra_status, self.warnings(), "")
+        } else {
+            eof_packet(self.warnings(), self.status() | extra_status)
+        };
+        self.send(&p)
+    }
+
+    // ---------------------------------------------------------------
+    // Handshake
+    // ---------------------------------------------------------------
+
+    /// Greets, authenticates and applies connect-with-db. True when the
+    /// client is in.
+    fn handshake(&mut self) -> bool {
+        let mut p = vec![10u8];
+        p.extend_from_slice(fractaldb_sql::SERVER_VERSION.as_bytes());
+        p.push(0);
+        p.extend_from_slice(&(self.id as u32).to_le_bytes());
+        p.extend_from_slice(&self.scramble[..8]);
+        p.push(0);
+        p.extend_from_slice(&(SERVER_CAPABILITIES as u16).to_le_bytes());
+        p.push(UTF8MB4_GENERAL_CI as u8);
+        p.extend_from_slice(&SERVER_STATUS_AUTOCOMMIT.to_le_bytes());
+        p.extend_from_slice(&((SERVER_CAPABILITIES >> 16) as u16).to_le_bytes());
+        p.push(21);
+        p.extend_from_slice(&[0; 10]);
+        p.extend_from_slice(&self.scramble[8..]);
+        p.push(0);
+        p.extend_from_slice(auth::NATIVE.as_bytes());
+        p.push(0);
+        if !self.send(&p) || self.io.flush().is_err() {
+            return false;
+        }
+        let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+            Ok(p) => p,
+            Err(e) => {
+                self.read_failed(e, "handshake");
+                return false;
+            }
+        };
+        let Some(resp) = parse_handshake_response(&pkt) else {
+            self.fail(&err(1043, "08S01", "Bad handshake"));
+            return false;
+        };
+        if resp.caps & CLIENT_PROTOCOL_41 == 0 {
+            self.fail(&err(1043, "08S01", "Bad handshake: the client does not speak protocol 4.1"));
+            return false;
+        }
+        if resp.caps & CLIENT_SSL != 0 {
+            self.fail(&err(1043, "08S01", "Bad handshake: SSL is not built yet"));
+            return false;
+        }
+        self.caps = resp.caps & SERVER_CAPABILITIES;
+        self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
+        self.user = String::from_utf8_lossy(&resp.user).into_owned();
+        self.session.set_client(&self.user, &self.peer);
+        let plugin =
+            if self.caps & CLIENT_PLUGIN_AUTH != 0 { resp.plugin.clone() } else { auth::NATIVE.to_string() };
+        if !self.authenticate(&resp.user, &plugin, resp.auth) {
+            return false;
+        }
+        if let Some(db) = resp.db.filter(|d| !d.is_empty()) {
+            if let Err(e) = self.use_db(&db) {
+                self.fail(&e);
+                return false;
+            }
+        }
+        if let Err(e) = self.init_session() {
+            self.fail(&e);
+            return false;
+        }
+        self.send_ok(0, 0, 0, "") && self.io.flush().is_ok()
+    }
+
+    /// Checks a client's credentials; switches it to mysql_native_password
+    /// first when it answered for a plugin this server does not know.
+    /// Sends the ERR on failure.
+    fn authenticate(&mut self, user: &[u8], plugin: &str, mut response: Vec<u8>) -> bool {
+        let mut plugin = plugin.to_string();
+        if plugin != auth::NATIVE && plugin != auth::CACHING_SHA2 {
+            let mut p = vec![0xfe];
+            p.extend_from_slice(auth::NATIVE.as_bytes());
+            p.push(0);
+            p.extend_from_slice(&self.scramble);
+            p.push(0);
+            if !self.send(&p) || self.io.flush().is_err() {
+                return false;
+            }
+            match self.io.read_packet(self.shared.max_allowed_packet) {
+                Ok(r) => response = r,
+                Err(e) => {
+                    self.read_failed(e, "authentication");
+                    return false;
+                }
+            }
+            plugin = auth::NATIVE.to_string();
+        }
+        let ok =
+            auth::find_account(user).is_some_and(|a| auth::verify(&a, &plugin, &self.scramble, &response));
+        if !ok {
+            let msg = format!(
+                "Access denied for user '{}'@'{}' (using password: {})",
+                String::from_utf8_lossy(user),
+                self.peer,
+                if response.is_empty() { "NO" } else { "YES" }
+            );
+            self.shared.log.log("note", &format!("connection {}: {msg}", self.id));
+            self.fail(&err(1045, "28000", msg));
+            return false;
+        }
+        true
+    }
+
+    /// What every new or reset session starts with.
+    fn init_session(&mut self) -> Result<(), Err> {
+        // @@max_allowed_packet reads the session's copy: clients size their
+        // packets by it (the Rust mysql crate refuses larger ones itself).
+        let set = format!("SET max_allowed_packet = {}", self.shared.max_allowed_packet);
+        self.session.execute(set.as_bytes())?;
+        Ok(())
+    }
+
+    fn use_db(&mut self, db: &[u8]) -> Result<(), Err> {
+        let mut q = b"USE `".to_vec();
+        for &b in db {
+            if b == b'`' {
+                q.push(b'`');
+            }
+            q.push(b);
+        }
+        q.push(b'`');
+        self.session.execute(&q)?;
+        Ok(())
+    }
+
+    /// Sends an error and flushes it; the caller closes.
+    fn fail(&mut self, e: &Err) {
+        self.send_err(e);
+        let _ = self.io.flush();
+    }
+
+    fn read_failed(&mut self, e: ReadError, during: &str) {
+        match e {
+            ReadError::Closed => {}
+            ReadError::Io(e) => {
+                if !self.killed.load(Ordering::SeqCst) && !self.shared.shutting_down.load(Ordering::SeqCst) {
+                    self.shared
+                        .log
+                        .log("note", &format!("connection {} ({}): {during}: {e}", self.id, self.peer));
+                }
+            }
+            ReadError::TooLarge => {
+                self.fail(&err(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes"));
+                self.io.drain(self.shared.max_allowed_packet.saturating_mul(2));
+                self.shared
+                    .log
+                    .log("note", &format!("connection {}: packet bigger than max_allowed_packet", self.id));
+            }
+            ReadError::OutOfOrder => {
+                self.fail(&err(1156, "08S01", "Got packets out of order"));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------
+    // Commands
+    // ---------------------------------------------------------------
+
+    fn command_loop(&mut self) {
+        loop {
+            self.io.seq = 0;
+            let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.read_failed(e, "reading a command");
+                    return;
+                }
+            };
+            let r = catch_unwind(AssertUnwindSafe(|| self.command(&pkt)));
+            let next = match r {
+                Ok(n) => n,
+                Err(_) => {
+                    self.shared
+                        .log
+                        .log("error", &format!("connection {}: a command panicked; closing it", self.id));
+                    self.send_err(&err(
+                        1105,
+                        "HY000",
+                        "internal error: the command failed; closing the connection",
+                    ));
+                    Next::Close
+                }
+            };
+            if self.io.flush().is_err() {
+                return;
+            }
+            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    fn command(&mut self, pkt: &[u8]) -> Next {
+        let Some((&cmd, body)) = pkt.split_first() else {
+            self.send_err(&malformed());
+            return Next::Continue;
+        };
+        match cmd {
+            COM_QUIT => return Next::Close,
+            COM_QUERY => self.com_query(body),
+            COM_PING => {
+                self.send_ok(0, 0, 0, "");
+            }
+            COM_INIT_DB => match self.use_db(body) {
+                Ok(()) => {
+                    self.send_ok(0, 0, 0, "");
+                }
+                Err(e) => {
+                    self.send_err(&e);
+                }
+            },
+            COM_FIELD_LIST => self.com_field_list(body),
+            COM_STATISTICS => {
+                let up = self.shared.started.elapsed().as_secs();
+                let q = self.shared.questions.load(Ordering::Relaxed);
+                let threads = self.shared.conns.lock().len();
+                let line = format!(
+                    "Uptime: {up}  Threads: {threads}  Questions: {q}  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: {:.3}",
+                    q as f64 / up.max(1) as f64
+                );
+                self.send(line.as_bytes());
+            }
+            COM_PROCESS_INFO => {
+                self.run_and_send(b"SHOW PROCESSLIST", false, false);
+            }
+            COM_PROCESS_KILL => {
+                let mut c = Cursor::new(body);
+                match c.u32() {
+                    Some(id) => {
+                        self.kill(id as u64, true, false);
+                    }
+                    None => {
+                        self.send_err(&malformed());
+                    }
+                }
+            }
+            COM_SET_OPTION => match Cursor::new(body).u16() {
+                Some(0) => {
+                    self.multi_statements = true;
+                    self.send_eof(0);
+                }
+                Some(1) => {
+                    self.multi_statements = false;
+                    self.send_eof(0);
+                }
+                _ => {
+                    self.send_err(&err(1047, "08S01", "Unknown command"));
+                }
+            },
+            COM_RESET_CONNECTION => {
+                self.reset();
+                match self.init_session() {
+                    Ok(()) => {
+                        self.send_ok(0, 0, 0, "");
+                    }
+                    Err(e) => {
+                        self.send_err(&e);
+                    }
+                }
+            }
+            COM_CHANGE_USER => return self.com_change_user(body),
+            COM_STMT_PREPARE => self.stmt_prepare(body),
+            COM_STMT_EXECUTE => self.stmt_execute(body),
+            COM_STMT_SEND_LONG_DATA => {
+                // No reply, by the protocol; a bad id is reported at EXECUTE.
+                let mut c = Cursor::new(body);
+                if let (Some(id), Some(p)) = (c.u32(), c.u16()) {
+                    if let Some(st) = self.stmts.get_mut(&id) {
+                        if let Some(slot) = st.long_data.get_mut(p as usize) {
+                            slot.get_or_insert_with(Vec::new).extend_from_slice(c.rest());
+                        }
+                    }
+                }
+            }
+            COM_STMT_CLOSE => {
+                // No reply, by the protocol.
+                if let Some(id) = Cursor::new(body).u32() {
+                    self.stmts.remove(&id);
+                }
+            }
+            COM_STMT_RESET => match Cursor::new(body).u32() {
+                Some(id) => match self.stmts.get_mut(&id) {
+                    Some(st) => {
+                        st.long_data.iter_mut().for_each(|d| *d = None);
+                        self.send_ok(0, 0, 0, "");
+                    }
+                    None => {
+                        self.send_err(&unknown_stmt(id, "mysqld_stmt_reset"));
+                    }
+                },
+                None => {
+                    self.send_err(&malformed());
+                }
+            },
+            COM_STMT_FETCH => {
+                // EXECUTE never opens a cursor (it sends the whole result,
+                // as MySQL does for statements it cannot give one).
+                let id = Cursor::new(body).u32().unwrap_or(0);
+                let e = if self.stmts.contains_key(&id) {
+                    err(1421, "HY000", format!("The statement ({id}) has no open cursor."))
+                } else {
+                    unknown_stmt(id, "mysqld_stmt_fetch")
+                };
+                self.send_err(&e);
+            }
+            COM_SLEEP => {
+                self.send_err(&err(1047, "08S01", "Unknown command"));
+            }
+            _ => {
+                self.send_err(&err(1047, "08S01", "Unknown command"));
+            }
+        }
+        Next::Continue
+    }
+
+    fn reset(&mut self) {
+        self.session.reset();
+        self.stmts.clear();
+        self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
+    }
+
+    fn com_change_user(&mut self, body: &[u8]) -> Next {
+        let mut c = Cursor::new(body);
+        let Some(user) = c.nul_str().map(<[u8]>::to_vec) else {
+            self.send_err(&malformed());
+            return Next::Close;
+        };
+        let response = if self.caps & CLIENT_SECURE_CONNECTION != 0 {
+            let Some(n) = c.u8() else {
+                self.send_err(&malformed());
+                return Next::Close;
+            };
+            match c.bytes(n as usize) {
+                Some(b) => b.to_vec(),
+                None => {
+                    self.send_err(&malformed());
+                    return Next::Close;
+                }
+            }
+        } else {
+            c.nul_str_or_rest().to_vec()
+        };
+        let db = c.nul_str_or_rest().to_vec();
+        let _charset = c.u16();
+        let plugin = if self.caps & CLIENT_PLUGIN_AUTH != 0 {
+            String::from_utf8_lossy(c.nul_str_or_rest()).into_owned()
+        } else {
+            auth::NATIVE.to_string()
+        };
+        let plugin = if plugin.is_empty() { auth::NATIVE.to_string() } else { plugin };
+        if !self.authenticate(&user, &plugin, response) {
+            return Next::Close;
+        }
+        self.user = String::from_utf8_lossy(&user).into_owned();
+        self.session.set_client(&self.user, &self.peer);
+        self.reset();
+        let r = self.init_session().and_then(|()| if db.is_empty() { Ok(()) } else { self.use_db(&db) });
+        match r {
+            Ok(()) => {
+                self.send_ok(0, 0, 0, "");
+            }
+            Err(e) => {
+                self.send_err(&e);
+            }
+        }
+        Next::Continue
+    }
+
+    fn com_query(&mut self, sql: &[u8]) {
+        let stmts =
+            if self.multi_statements { fractaldb_sql::lex::split_script(sql) } else { vec![sql.to_vec()] };
+        if stmts.is_empty() {
+            // Only comments or spaces: the session's own answer (1065).
+            self.run_and_send(sql, false, false);
+            return;
+        }
+        let n = stmts.len();
+        for (i, s) in stmts.iter().enumerate() {
+            if !self.run_and_send(s, false, i + 1 < n) {
+                break;
+            }
+        }
+    }
+
+    /// Runs one statement and sends its result (text or binary rows).
+    /// False when it failed (a multi-statement query stops there).
+    fn run_and_send(&mut self, sql: &[u8], binary: bool, more: bool) -> bool {
+        self.shared.questions.fetch_add(1, Ordering::Relaxed);
+        if let Some((id, connection)) = parse_kill(sql) {
+            return self.kill(id, connection, more);
+        }
+        self.busy.store(true, Ordering::SeqCst);
+        let r = self.session.execute(sql);
+        self.busy.store(false, Ordering::SeqCst);
+        match r {
+            Ok(o) => {
+                self.send_outcome(o, binary, more);
+                true
+            }
+            Err(e) => {
+                self.send_err(&e.into());
+                false
+            }
+        }
+    }
+
+    /// KILL: false (and an ERR sent) when no connection has the id.
+    fn kill(&mut self, id: u64, connection: bool, more: bool) -> bool {
+        if self.shared.kill(id, connection) {
+            if id == self.id && connection {
+                // Killing oneself: the socket is already shut; no reply.
+                return false;
+            }
+            self.send_ok(0, 0, if more { SERVER_MORE_RESULTS_EXISTS } else { 0 }, "");
+            true
+        } else {
+            self.send_err(&err(1094, "HY000", format!("Unknown thread id: {id}")));
+            false
+        }
+    }
+
+    fn send_outcome(&mut self, o: Outcome, binary: bool, more: bool) {
+        let more_flag = if more { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+        match o {
+            Outcome::Done { affected, last_insert_id, info } => {
+                self.send_ok(affected, last_insert_id, more_flag, info.as_deref().unwrap_or(""));
+            }
+            Outcome::Rows(rs) => self.send_result_set(&rs, binary, more_flag),
+        }
+    }
+
+    fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more_flag: u16) {
+        let mut p = Vec::new();
+        put_lenenc_int(&mut p, rs.columns.len() as u64);
+        self.send(&p);
+        for c in &rs.columns {
+            let d = column_def(c, None);
+            self.send(&d);
+        }
+        if !self.deprecate_eof() {
+            let e = eof_packet(self.warnings(), self.status());
+            self.send(&e);
+        }
+        let wire: Vec<_> = if binary { rs.columns.iter().map(proto::wire_col).collect() } else { Vec::new() };
+        let mut row = Vec::with_capacity(256);
+        for r in &rs.rows {
+            row.clear();
+            if binary {
+                binary_row(&mut row, r, &wire);
+            } else {
+                text_row(&mut row, r);
+            }
+            if !self.send(&row) {
+                return;
+            }
+        }
+        self.send_eof(more_flag);
+    }
+
+    /// COM_FIELD_LIST: the columns of a table, as column definitions with
+    /// their defaults (the mariadb client's tab completion asks for them).
+    fn com_field_list(&mut self, body: &[u8]) {
+        let mut c = Cursor::new(body);
+        let table = c.nul_str_or_rest().to_vec();
+        let wild = c.rest().to_vec();
+        let mut q = b"SELECT * FROM `".to_vec();
+        for &b in &table {
+            if b == b'`' {
+                q.push(b'`');
+            }
+            q.push(b);
+        }
+        q.extend_from_slice(b"` LIMIT 0");
+        let cols: Vec<ColumnMeta> = match self.session.execute(&q) {
+            Ok(Outcome::Rows(rs)) => rs.columns,
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                self.send_err(&e.into());
+                return;
+            }
+        };
+        for col in cols {
+            if !wild.is_empty() && !like(col.name.as_bytes(), &wild) {
+                continue;
+            }
+            // Defaults are not in ColumnMeta; NULL says "not known here".
+            let d = column_def(&col, Some(None));
+            self.send(&d);
+        }
+        self.send_eof(0);
+    }
+
+    // ---------------------------------------------------------------
+    // Prepared statements
+    // ---------------------------------------------------------------
+
+    fn stmt_prepare(&mut self, sql: &[u8]) {
+        // Parsed once, here: syntax errors come at PREPARE, as in MySQL.
+        let st = match self.session.prepare(sql) {
+            Ok(p) => Prepared::new(p),
+            Err(e) => {
+                self.send_err(&e.into());
+                return;
+            }
+        };
+        let columns = self.probe_columns(&st);
+        let id = self.next_stmt;
+        self.next_stmt = self.next_stmt.wrapping_add(1).max(1);
+        let n = st.params().min(u16::MAX as usize) as u16;
+        let mut p = vec![0u8];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.extend_from_slice(&(columns.len().min(u16::MAX as usize) as u16).to_le_bytes());
+        p.extend_from_slice(&n.to_le_bytes());
+        p.push(0);
+        p.extend_from_slice(&0u16.to_le_bytes());
+        self.send(&p);
+        if n > 0 {
+            let d = param_def();
+            for _ in 0..n {
+                self.send(&d);
+            }
+            if !self.deprecate_eof() {
+                let e = eof_packet(0, self.status());
+                self.send(&e);
+            }
+        }
+        if !columns.is_empty() {
+            for c in &columns {
+                let d = column_def(c, None);
+                self.send(&d);
+            }
+            if !self.deprecate_eof() {
+                let e = eof_packet(0, self.status());
+                self.send(&e);
+            }
+        }
+        self.stmts.insert(id, st);
+    }
+
+    /// The columns a prepared statement's result will have. Clients size
+    /// their result bindings by PREPARE's column count and refuse a result
+    /// with another count (libmariadb: commands out of sync, or
+    /// CR_NEW_STMT_METADATA), so PREPARE reports them: the SQL layer binds
+    /// the query with NULL parameters without reading rows
+    /// (`Session::describe_prepared`). Other statements report none.
+    fn probe_columns(&mut self, st: &Prepared) -> Vec<ColumnMeta> {
+        self.session.describe_prepared(&st.stmt).unwrap_or_default()
+    }
+
+    fn stmt_execute(&mut self, body: &[u8]) {
+        let mut c = Cursor::new(body);
+        let (Some(id), Some(_flags), Some(_iterations)) = (c.u32(), c.u8(), c.u32()) else {
+            self.send_err(&malformed());
+            return;
+        };
+        let Some(st) = self.stmts.get_mut(&id) else {
+            self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
+            return;
+        };
+        let params = match prepared::read_params(st, &mut c) {
+            Ok(v) => v,
+            Err(e) => {
+                st.long_data.iter_mut().for_each(|d| *d = None);
+                let e = match e {
+                    ParamError::Malformed => malformed(),
+                    ParamError::NoTypes => {
+                        err(2031, "HY000", "No data supplied for parameters in prepared statement")
+                    }
+                    ParamError::Unrepresentable => {
+                        err(1367, "22007", "Illegal double value found during parsing")
+                    }
+                };
+                self.send_err(&e);
+                return;
+            }
+        };
+        let Some(st) = self.stmts.remove(&id) else { return };
+        self.shared.questions.fetch_add(1, Ordering::Relaxed);
+        self.busy.store(true, Ordering::SeqCst);
+        let r = self.session.execute_prepared(&st.stmt, &params);
+        self.busy.store(false, Ordering::SeqCst);
+        self.stmts.insert(id, st);
+        match r {
+            Ok(o) => self.send_outcome(o, true, false),
+            Err(e) => {
+                self.send_err(&e.into());
+            }
+        }
+    }
+}
+
+fn unknown_stmt(id: u32, to: &str) -> Err {
+    err(1243, "HY000", format!("Unknown prepared statement handler ({id}) given to {to}"))
+}
+
+struct HandshakeResponse {
+    caps: u32,
+    user: Vec<u8>,
+    auth: Vec<u8>,
+    db: Option<Vec<u8>>,
+    plugin: String,
+}
+
+fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
+    let mut c = Cursor::new(p);
+    let caps = c.u32()?;
+    let _max_packet = c.u32()?;
+    let _charset = c.u8()?;
+    c.bytes(23)?;
+    let user = c.nul_str()?.to_vec();
+    let auth = if caps & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
+        c.lenenc_bytes()?.to_vec()
+    } else if caps & CLIENT_SECURE_CONNECTION != 0 {
+        let n = c.u8()? as usize;
+        c.bytes(n)?.to_vec()
+    } else {
+        c.nul_str_or_rest().to_vec()
+    };
+    let db = if caps & CLIENT_CONNECT_WITH_DB != 0 && c.remaining() > 0 {
+        Some(c.nul_str_or_rest().to_vec())
+    } else {
+        None
+    };
+    let plugin = if caps & CLIENT_PLUGIN_AUTH != 0 && c.remaining() > 0 {
+        String::from_utf8_lossy(c.nul_str_or_rest()).into_owned()
+    } else {
+        auth::NATIVE.to_string()
+    };
+    // Connection attributes (CLIENT_CONNECT_ATTRS) are read past, not kept.
+    Some(HandshakeResponse { caps, user, auth, db, plugin })
+}
+
+/// `KILL [CONNECTION | QUERY] id`: the SQL layer has no connections to
+/// kill, so the server answers it. `None` when the text is not one.
+fn parse_kill(sql: &[u8]) -> Option<(u64, bool)> {
+    let text = std::str::from_utf8(sql).ok()?;
+    let text = text.trim().trim_end_matches(';').trim_end();
+    let mut words = text.split_ascii_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("kill") {
+        return None;
+    }
+    let mut w = words.next()?;
+    if w.eq_ignore_ascii_case("hard") || w.eq_ignore_ascii_case("soft") {
+        w = words.next()?;
+    }
+    let mut connection = true;
+    if w.eq_ignore_ascii_case("connection") {
+        w = words.next()?;
+    } else if w.eq_ignore_ascii_case("query") {
+        connection = false;
+        w = words.next()?;
+    }
+    let id = w.parse().ok()?;
+    words.next().is_none().then_some((id, connection))
+}
+
+/// SQL LIKE with `%` and `_` (COM_FIELD_LIST's wildcard), case-insensitive.
+fn like(s: &[u8], pat: &[u8]) -> bool {
+    match pat.split_first() {
+        None => s.is_empty(),
+        Some((b'%', rest)) => (0..=s.len()).any(|i| like(&s[i..], rest)),
+        Some((b'_', rest)) => !s.is_empty() && like(&s[1..], rest),
+        Some((c, rest)) => s.first().is_some_and(|x| x.eq_ignore_ascii_case(c)) && like(&s[1..], rest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_statements() {
+        assert_eq!(parse_kill(b"KILL 5"), Some((5, true)));
+        assert_eq!(parse_kill(b" kill query 7 ;"), Some((7, false)));
+        assert_eq!(parse_kill(b"KILL CONNECTION 9"), Some((9, true)));
+        assert_eq!(parse_kill(b"KILL HARD QUERY 9"), Some((9, false)));
+        assert_eq!(parse_kill(b"KILL USER bob"), None);
+        assert_eq!(parse_kill(b"SELECT 1"), None);
+        assert_eq!(parse_kill(b"KILL 5 6"), None);
+    }
+
+    #[test]
+    fn like_wildcards() {
+        assert!(like(b"abc", b"a%"));
+        assert!(like(b"abc", b"_B_"));
+        assert!(!like(b"abc", b"b%"));
+    }
+}

@@ -1,0 +1,328 @@
+//! fractaldb-server: MySQL's client/server protocol in front of
+//! `fractaldb_sql` sessions, so the `mariadb` client, drivers and sysbench
+//! work unchanged (see `docs/ARCHITECTURE.md`, "Server").
+//!
+//! - `packet`: framing (length, sequence id, 16 MiB chunks), the sockets;
+//! - `proto`: constants, OK/ERR/EOF, column definitions, text and binary rows;
+//! - `auth`: the scramble, mysql_native_password, caching_sha2_password;
+//! - `prepared`: COM_STMT_* statements (placeholders, parameters);
+//! - `conn`: one connection: handshake, then the command loop.
+//!
+//! One OS thread per connection, each with its own `Session` on the shared
+//! `Database`. A registry of live connections serves KILL and shutdown.
+//!
+//! ```no_run
+//! let opts = fractaldb_server::ServerOptions::new("/tmp/fdb");
+//! let server = fractaldb_server::Server::start(opts)?;
+//! println!("listening on {}", server.tcp_addr());
+//! server.shutdown()?;
+//! # Ok::<(), String>(())
+//! ```
+
+mod auth;
+mod conn;
+mod packet;
+mod prepared;
+mod proto;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use fractaldb_sql::{Database, DbOptions, KillHandle};
+use parking_lot::Mutex;
+
+use crate::packet::Stream;
+
+/// How a server is started.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The data folder: the database, the log file, the default socket.
+    pub datadir: PathBuf,
+    pub bind: IpAddr,
+    /// 0 picks a free port ([`Server::tcp_addr`] tells which).
+    pub port: u16,
+    /// The Unix socket; `None` listens on TCP only.
+    pub socket: Option<PathBuf>,
+    /// The largest packet a client may send (error 1153 past it).
+    pub max_allowed_packet: usize,
+    /// Connections at once; one more gets error 1040 instead of a greeting.
+    pub max_connections: usize,
+    pub db: DbOptions,
+    /// Log lines go to stderr as well as to `<datadir>/fractaldb.log`.
+    pub log_stderr: bool,
+}
+
+impl ServerOptions {
+    /// Defaults: 127.0.0.1:3306, the socket `<datadir>/fractaldb.sock`,
+    /// max_allowed_packet 64 MiB (MySQL 8's default), 151 connections
+    /// (MySQL's max_connections).
+    pub fn new(datadir: impl Into<PathBuf>) -> ServerOptions {
+        let datadir = datadir.into();
+        ServerOptions {
+            socket: Some(datadir.join("fractaldb.sock")),
+            datadir,
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 3306,
+            max_allowed_packet: 64 << 20,
+            max_connections: 151,
+            db: DbOptions::default(),
+            log_stderr: true,
+        }
+    }
+}
+
+/// The log: `<datadir>/fractaldb.log`, and stderr.
+pub(crate) struct Logger {
+    file: Mutex<Option<std::fs::File>>,
+    stderr: bool,
+}
+
+impl Logger {
+    pub(crate) fn log(&self, level: &str, msg: &str) {
+        let line = format!("{} [{level}] {msg}\n", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ"));
+        if self.stderr {
+            eprint!("{line}");
+        }
+        if let Some(f) = self.file.lock().as_mut() {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// A live connection, as KILL and shutdown reach it.
+pub(crate) struct ConnEntry {
+    pub kill: KillHandle,
+    /// A clone of the connection's socket, to end it from another thread.
+    pub stream: Stream,
+    pub killed: Arc<AtomicBool>,
+    /// True while the connection runs a statement: KILL QUERY of an idle
+    /// connection does nothing (as in MySQL) instead of failing its next
+    /// statement.
+    pub busy: Arc<AtomicBool>,
+}
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub db: Database,
+    pub conns: Mutex<HashMap<u64, ConnEntry>>,
+    pub started: Instant,
+    /// Statements run (COM_STATISTICS' Questions).
+    pub questions: AtomicU64,
+    pub max_allowed_packet: usize,
+    pub max_connections: usize,
+    pub log: Logger,
+    pub shutting_down: AtomicBool,
+}
+
+impl Shared {
+    /// KILL [CONNECTION] / KILL QUERY: false when no connection has the id.
+    pub(crate) fn kill(&self, id: u64, connection: bool) -> bool {
+        let conns = self.conns.lock();
+        let Some(c) = conns.get(&id) else { return false };
+        if connection || c.busy.load(Ordering::SeqCst) {
+            c.kill.kill();
+        }
+        if connection {
+            c.killed.store(true, Ordering::SeqCst);
+            c.stream.shutdown();
+        }
+        true
+    }
+}
+
+/// A running server.
+pub struct Server {
+    shared: Arc<Shared>,
+    tcp_addr: SocketAddr,
+    socket: Option<PathBuf>,
+    acceptors: Vec<JoinHandle<()>>,
+    workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+impl Server {
+    /// Opens (creating) the data folder and starts listening.
+    pub fn start(opts: ServerOptions) -> Result<Server, String> {
+        if !opts.bind.is_loopback() {
+            return Err(format!(
+                "refusing to listen on {}: the root account has no password yet (accounts are not built); \
+                 use a loopback address such as 127.0.0.1",
+                opts.bind
+            ));
+        }
+        std::fs::create_dir_all(&opts.datadir)
+            .map_err(|e| format!("cannot create {}: {e}", opts.datadir.display()))?;
+        let log_path = opts.datadir.join("fractaldb.log");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let log = Logger { file: Mutex::new(Some(file)), stderr: opts.log_stderr };
+        log.log(
+            "note",
+            &format!("fractaldb {} starting on {}", fractaldb_sql::SERVER_VERSION, opts.datadir.display()),
+        );
+        let t0 = Instant::now();
+        let db = Database::open(opts.datadir.join("db"), opts.db.clone())
+            .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
+        log.log("note", &format!("database open in {} ms", t0.elapsed().as_millis()));
+
+        let tcp = TcpListener::bind((opts.bind, opts.port))
+            .map_err(|e| format!("cannot listen on {}:{}: {e}", opts.bind, opts.port))?;
+        let tcp_addr = tcp.local_addr().map_err(|e| e.to_string())?;
+        let unix = match &opts.socket {
+            None => None,
+            Some(p) => Some(bind_unix(p)?),
+        };
+        let shared = Arc::new(Shared {
+            db,
+            conns: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+            questions: AtomicU64::new(0),
+            max_allowed_packet: opts.max_allowed_packet,
+            max_connections: opts.max_connections,
+            log,
+            shutting_down: AtomicBool::new(false),
+        });
+        shared.log.log("note", &format!("listening on {tcp_addr}"));
+        if let Some(p) = &opts.socket {
+            shared.log.log("note", &format!("listening on socket {}", p.display()));
+        }
+        let workers = Arc::new(Mutex::new(Vec::new()));
+        let mut acceptors = Vec::new();
+        {
+            let (shared, workers) = (shared.clone(), workers.clone());
+            acceptors.push(
+                std::thread::Builder::new()
+                    .name("accept-tcp".into())
+                    .spawn(move || {
+                        for s in tcp.incoming() {
+                            if shared.shutting_down.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            match s {
+                                Ok(s) => {
+                                    let _ = s.set_nodelay(true);
+                                    let peer = s
+                                        .peer_addr()
+                                        .map(|a| a.ip().to_string())
+                                        .unwrap_or_else(|_| "?".into());
+                                    spawn_conn(&shared, &workers, Stream::Tcp(s), peer);
+                                }
+                                Err(e) => {
+                                    shared.log.log("warning", &format!("accept failed: {e}"));
+                                    std::thread::sleep(std::time::Duration::from_millis(10));
+                                }
+                            }
+                        }
+                    })
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        if let Some(unix) = unix {
+            let (shared, workers) = (shared.clone(), workers.clone());
+            acceptors.push(
+                std::thread::Builder::new()
+                    .name("accept-unix".into())
+                    .spawn(move || {
+                        for s in unix.incoming() {
+                            if shared.shutting_down.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            match s {
+                                Ok(s) => spawn_conn(&shared, &workers, Stream::Unix(s), "localhost".into()),
+                                Err(e) => {
+                                    shared.log.log("warning", &format!("accept failed: {e}"));
+                                    std::thread::sleep(std::time::Duration::from_millis(10));
+                                }
+                            }
+                        }
+                    })
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(Server { shared, tcp_addr, socket: opts.socket, acceptors, workers })
+    }
+
+    pub fn tcp_addr(&self) -> SocketAddr {
+        self.tcp_addr
+    }
+
+    pub fn socket_path(&self) -> Option<&Path> {
+        self.socket.as_deref()
+    }
+
+    /// Stops accepting, ends every connection (open transactions roll
+    /// back), and closes the database with a checkpoint.
+    pub fn shutdown(self) -> Result<(), String> {
+        let Server { shared, tcp_addr, socket, acceptors, workers } = self;
+        shared.log.log("note", "shutting down");
+        shared.shutting_down.store(true, Ordering::SeqCst);
+        // Wake the accept loops with a connection each; they see the flag.
+        let _ = TcpStream::connect(tcp_addr);
+        if let Some(p) = &socket {
+            let _ = UnixStream::connect(p);
+        }
+        for a in acceptors {
+            let _ = a.join();
+        }
+        if let Some(p) = &socket {
+            let _ = std::fs::remove_file(p);
+        }
+        for c in shared.conns.lock().values() {
+            c.kill.kill();
+            c.stream.shutdown();
+        }
+        let handles: Vec<_> = std::mem::take(&mut *workers.lock());
+        for h in handles {
+            let _ = h.join();
+        }
+        let shared = Arc::try_unwrap(shared).map_err(|_| "a connection outlived shutdown".to_string())?;
+        let Shared { db, log, .. } = shared;
+        let t0 = Instant::now();
+        db.close().map_err(|e| format!("closing the database: {e}"))?;
+        log.log(
+            "note",
+            &format!("database closed (checkpoint) in {} ms; shutdown complete", t0.elapsed().as_millis()),
+        );
+        Ok(())
+    }
+}
+
+/// Binds the Unix socket, replacing a stale file but never a live server's.
+fn bind_unix(p: &Path) -> Result<UnixListener, String> {
+    if p.exists() {
+        if UnixStream::connect(p).is_ok() {
+            return Err(format!("another server is listening on {}", p.display()));
+        }
+        let _ = std::fs::remove_file(p);
+    }
+    UnixListener::bind(p).map_err(|e| format!("cannot listen on socket {}: {e}", p.display()))
+}
+
+fn spawn_conn(shared: &Arc<Shared>, workers: &Arc<Mutex<Vec<JoinHandle<()>>>>, stream: Stream, peer: String) {
+    let sh = shared.clone();
+    let spawned = std::thread::Builder::new().name("conn".into()).spawn(move || conn::run(sh, stream, peer));
+    match spawned {
+        Ok(h) => {
+            let mut w = workers.lock();
+            // Finished threads are joined as new ones come.
+            let (done, live): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut *w).into_iter().partition(|h| h.is_finished());
+            *w = live;
+            w.push(h);
+            drop(w);
+            for h in done {
+                let _ = h.join();
+            }
+        }
+        Err(e) => shared.log.log("error", &format!("cannot start a connection thread: {e}")),
+    }
+}
