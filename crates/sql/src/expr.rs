@@ -75,8 +75,16 @@ pub fn cmp_kind(a: Ty, b: Ty) -> CmpKind {
     match (a, b) {
         (Ty::Str(x), Ty::Str(y)) => CmpKind::Str(coerce_collation(x, y)),
         (Ty::Str(c), Ty::Null) | (Ty::Null, Ty::Str(c)) => CmpKind::Str(c),
-        (Ty::Temporal(k), Ty::Str(_) | Ty::Temporal(_) | Ty::Null)
-        | (Ty::Str(_) | Ty::Null, Ty::Temporal(k)) => CmpKind::Temporal(k),
+        // Two temporals of different kinds compare as DATETIME (a DATE
+        // against a DATETIME is midnight, not a truncated day).
+        (Ty::Temporal(x), Ty::Temporal(y)) if x != y => CmpKind::Temporal(TemporalKind::DateTime),
+        // A temporal against a string or a number compares as the
+        // temporal: the other side converts (a number as YYYYMMDD[hhmmss]),
+        // and one that is no date or time is the zero value, with 1292.
+        (Ty::Temporal(k), Ty::Str(_) | Ty::Temporal(_) | Ty::Null | Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double)
+        | (Ty::Str(_) | Ty::Null | Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double, Ty::Temporal(k)) => {
+            CmpKind::Temporal(k)
+        }
         _ => CmpKind::Numeric,
     }
 }

@@ -34,3 +34,8 @@ SELECT q.* FROM a;
 SELECT * FROM a LEFT JOIN b;
 SELECT a.x FROM a JOIN c ON a.id = c.id WHERE c.w LIKE 't%' ORDER BY 1;
 SELECT x, (SELECT COUNT(*) FROM b) FROM a JOIN c USING (id) ORDER BY x;
+CREATE TABLE dt (id INT PRIMARY KEY, d DATE, t DATETIME);
+INSERT INTO dt VALUES (1, '2024-01-31', '2024-01-31 10:00:00'), (2, '2024-02-01', '2024-01-31 00:00:00');
+SELECT id, d = 20240131, d < 20240201, t > d FROM dt ORDER BY id;
+SELECT a.id, b.id FROM dt a JOIN dt b ON a.d <= b.t ORDER BY a.id, b.id;
+SELECT a.id, c.id FROM dt a JOIN c ON a.d > c.id ORDER BY a.id, c.id;
