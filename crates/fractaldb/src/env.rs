@@ -620,7 +620,7 @@ impl Env {
 
     /// Begins a transaction at `isolation`.
     pub fn begin(&self, isolation: Isolation) -> Result<Txn> {
-        self.begin_with(TxnOptions { isolation, lock_timeout: None })
+        self.begin_with(TxnOptions { isolation, lock_timeout: None, writes_see_latest: false })
     }
 
     /// Begins a transaction with `opts`.

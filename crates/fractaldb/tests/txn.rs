@@ -283,6 +283,31 @@ fn repeatable_read_refuses_to_overwrite_a_newer_commit() {
     assert_eq!(d.get(b"k").unwrap(), Some(b"1".to_vec()));
 }
 
+/// With `writes_see_latest` (InnoDB's repeatable read, the SQL layer's),
+/// a locking read sees the newer commit and a write goes on top of it,
+/// while a plain read keeps the snapshot.
+#[test]
+fn repeatable_read_with_writes_see_latest_writes_over_a_newer_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), EnvOptions::default()).unwrap();
+    let d = env.create_dictionary("t", small_dict()).unwrap();
+    d.put(b"k", b"0").unwrap();
+    let opts = fractaldb::TxnOptions {
+        isolation: Isolation::RepeatableRead,
+        lock_timeout: None,
+        writes_see_latest: true,
+    };
+    let t = env.begin_with(opts).unwrap();
+    assert_eq!(t.get(&d, b"k").unwrap(), Some(b"0".to_vec()));
+    d.put(b"k", b"1").unwrap();
+    assert_eq!(t.get(&d, b"k").unwrap(), Some(b"0".to_vec()), "plain reads keep the snapshot");
+    assert_eq!(t.get_for_update(&d, b"k").unwrap(), Some(b"1".to_vec()));
+    t.put(&d, b"k", b"2").unwrap();
+    assert_eq!(t.get(&d, b"k").unwrap(), Some(b"2".to_vec()), "its own write");
+    t.commit().unwrap();
+    assert_eq!(d.get(b"k").unwrap(), Some(b"2".to_vec()));
+}
+
 /// A transaction whose undo list outgrows memory (4 MiB) spills it to a
 /// scratch file, and both commit and abort walk it back.
 #[test]

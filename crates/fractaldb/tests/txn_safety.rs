@@ -229,8 +229,11 @@ fn restart(sim: &Arc<SimVfs>, env: Env) -> (Env, Dictionary, Dictionary) {
 /// What `other` transactions see of keys a finished transaction wrote:
 /// no lock of it left in their way.
 fn locks_free(env: &Env, y: &Dictionary, k: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-    let opts =
-        TxnOptions { isolation: Isolation::Serializable, lock_timeout: Some(Duration::from_millis(100)) };
+    let opts = TxnOptions {
+        isolation: Isolation::Serializable,
+        lock_timeout: Some(Duration::from_millis(100)),
+        writes_see_latest: false,
+    };
     let r = env.begin_with(opts)?;
     let v = r.get(y, k)?;
     r.commit()?;
@@ -323,8 +326,11 @@ fn a_commit_whose_record_cannot_be_logged_rolls_back_and_leaves_no_locks() {
     sim.fail_next_syncs(1, Some(".fdl"));
     assert!(matches!(x.put(b"k", b"v"), Err(Error::ReadOnly(_))));
     let commit = t.commit();
-    let opts =
-        TxnOptions { isolation: Isolation::Serializable, lock_timeout: Some(Duration::from_millis(100)) };
+    let opts = TxnOptions {
+        isolation: Isolation::Serializable,
+        lock_timeout: Some(Duration::from_millis(100)),
+        writes_see_latest: false,
+    };
     let r = env.begin_with(opts).unwrap();
     let read = r.get(&y, &key(5));
     drop(r);

@@ -81,7 +81,10 @@ pub fn cmp_kind(a: Ty, b: Ty) -> CmpKind {
         // A temporal against a string or a number compares as the
         // temporal: the other side converts (a number as YYYYMMDD[hhmmss]),
         // and one that is no date or time is the zero value, with 1292.
-        (Ty::Temporal(k), Ty::Str(_) | Ty::Temporal(_) | Ty::Null | Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double)
+        (
+            Ty::Temporal(k),
+            Ty::Str(_) | Ty::Temporal(_) | Ty::Null | Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double,
+        )
         | (Ty::Str(_) | Ty::Null | Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double, Ty::Temporal(k)) => {
             CmpKind::Temporal(k)
         }

@@ -306,6 +306,14 @@ impl Session {
         }
     }
 
+    /// The engine transaction options of an SQL transaction: writes and
+    /// locking reads act on the newest committed row, as InnoDB's do at
+    /// every level, so a concurrent commit never fails an UPDATE with a
+    /// write conflict (plain SELECTs still read the snapshot).
+    fn txn_options(&self, iso: Isolation) -> TxnOptions {
+        TxnOptions { isolation: iso, lock_timeout: self.lock_timeout(), writes_see_latest: true }
+    }
+
     /// PROCESSLIST: a statement starts (Query, its text).
     fn proc_start(&self) {
         let mut p = self.proc.lock();
@@ -440,11 +448,7 @@ impl Session {
                         iso = isolation_of(l);
                     }
                 }
-                self.txn = Some(
-                    self.inner
-                        .env
-                        .begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
-                );
+                self.txn = Some(self.inner.env.begin_with(self.txn_options(iso))?);
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
@@ -550,11 +554,7 @@ impl Session {
                 // WITH CONSISTENT SNAPSHOT asks for what BEGIN gives.
                 self.commit_open()?;
                 let iso = self.next_isolation.take().unwrap_or(self.isolation);
-                self.txn = Some(
-                    self.inner
-                        .env
-                        .begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
-                );
+                self.txn = Some(self.inner.env.begin_with(self.txn_options(iso))?);
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
@@ -924,9 +924,7 @@ impl Session {
 
     fn begin_implicit(&mut self) -> SqlResult<()> {
         let iso = self.next_isolation.take().unwrap_or(self.isolation);
-        self.txn = Some(
-            self.inner.env.begin_with(TxnOptions { isolation: iso, lock_timeout: self.lock_timeout() })?,
-        );
+        self.txn = Some(self.inner.env.begin_with(self.txn_options(iso))?);
         Ok(())
     }
 

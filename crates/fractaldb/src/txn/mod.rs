@@ -84,6 +84,13 @@ pub struct TxnOptions {
     pub isolation: Isolation,
     /// How long a lock request waits; `None`: `EnvOptions::lock_timeout`.
     pub lock_timeout: Option<Duration>,
+    /// At repeatable read, as InnoDB does: writes and `get_for_update` act
+    /// on the newest committed version, under their write lock, instead of
+    /// failing with `WriteConflict` when someone committed the key after
+    /// the snapshot (plain reads still read the snapshot). The SQL layer's
+    /// UPDATE re-reads each row with `get_for_update` before writing it,
+    /// so no update is lost.
+    pub writes_see_latest: bool,
 }
 
 /// A savepoint inside a transaction (see [`Txn::savepoint`]).
@@ -625,8 +632,12 @@ impl Txn {
         crate::Range::new(self.cursor(d), d.tree.cmp, lo, hi, reverse)
     }
 
-    /// At repeatable read: fails if someone committed `key` after the snapshot.
+    /// At repeatable read: fails if someone committed `key` after the
+    /// snapshot (unless `TxnOptions::writes_see_latest`).
     fn check_conflict(&self, d: &crate::Dictionary, key: &[u8]) -> Result<()> {
+        if self.shared.opts.writes_see_latest {
+            return Ok(());
+        }
         let Some(snap) = &self.shared.snapshot else { return Ok(()) };
         match d.tree.newest_committed_txid(key, &*self.shared.mgr)? {
             Some(t) if t != 0 && t != self.id() && !snap.sees(t) => {
