@@ -18,7 +18,7 @@ use crate::session::{Outcome, Session};
 use crate::types::{Charset, Collation, SqlType, StrKind};
 use crate::value::Value;
 
-pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
+pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
     use ast::Statement as S;
     let inner = s.inner.clone();
     let _g = inner.ddl.lock();
@@ -110,7 +110,7 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
             add_index(s, &db, &name, d)?;
             Ok(Outcome::done(0))
         }
-        S::AlterTable(at) => alter_table(s, at),
+        S::AlterTable(at) => crate::alter::alter_table(s, at, &flags.table_options),
         S::RenameTable(list) => {
             for r in list {
                 let from = qualify(s, &r.old_name)?;
@@ -132,7 +132,11 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
     }
 }
 
-fn pick_collation(cs: Option<&str>, coll: Option<&str>, default: Collation) -> SqlResult<Collation> {
+pub(crate) fn pick_collation(
+    cs: Option<&str>,
+    coll: Option<&str>,
+    default: Collation,
+) -> SqlResult<Collation> {
     if let Some(c) = coll {
         return Collation::by_name(c)
             .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{c}'")));
@@ -194,7 +198,7 @@ fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 
 /// Commits `def` as its table's catalog record (one engine transaction)
 /// and puts the table, opened with it, in the schema.
-fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
+pub(crate) fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.put(
         &s.inner.catalog,
@@ -208,7 +212,7 @@ fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
     Ok(())
 }
 
-fn dict_names(def: &TableDef) -> Vec<String> {
+pub(crate) fn dict_names(def: &TableDef) -> Vec<String> {
     let mut v = vec![def.main_dict.clone(), def.status_dict.clone()];
     v.extend(def.indexes.iter().filter(|i| i.kind != IndexKind::Primary).map(|i| i.dict.clone()));
     v
@@ -231,7 +235,7 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 
 /// Gives `def` fresh dictionaries (named `<db>/<table>/main` etc., with a
 /// suffix where the name is taken) and creates them.
-fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
+pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     let base = format!("{}/{}", def.db, def.name);
     def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
     s.inner.env.create_dictionary(&def.main_dict, DictOptions::default())?;
@@ -261,102 +265,67 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
         }
         return Err(SqlError::table_exists(&name));
     }
-    if ct.query.is_some() || ct.like.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE ... SELECT / LIKE"));
-    }
     if ct.temporary {
         return Err(SqlError::unsupported("temporary tables"));
     }
-    if ct.columns.is_empty() {
+    if let Some(like) = &ct.like {
+        let (ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l)) = like;
+        let from = qualify(s, &l.name)?;
+        return crate::create_from::create_like(s, from, (db, name));
+    }
+    // CREATE TABLE ... SELECT: the query runs first; its columns follow
+    // the declared ones.
+    let selected = match &ct.query {
+        Some(q) => Some(crate::create_from::run_query(s, q)?),
+        None => None,
+    };
+    if ct.columns.is_empty() && selected.is_none() {
         return Err(SqlError::table_needs_column());
     }
-    let table_coll = s.inner.db_collation(&db);
+    let topts = table_options(&ct.table_options)?;
+    let table_coll = match (&topts.charset, &topts.collate) {
+        (None, None) => s.inner.db_collation(&db),
+        (cs, co) => pick_collation(cs.as_deref(), co.as_deref(), Collation::Utf8mb4GeneralCi)?,
+    };
     let mut columns: Vec<Column> = Vec::new();
     let mut indexes: Vec<IndexDef> = Vec::new();
     let mut pk: Option<Vec<IndexPart>> = None;
     let mut checks: Vec<CheckDef> = Vec::new();
     for cd in &ct.columns {
-        let cname = cd.name.value.clone();
-        check_ident(&cname, Ident::Column)?;
-        if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&cname)) {
-            return Err(SqlError::dup_column(&cname));
+        let b = build_column(s, cd, table_coll, &columns)?;
+        if b.primary {
+            if pk.is_some() {
+                return Err(SqlError::multiple_primary_keys());
+            }
+            pk = Some(vec![IndexPart { col: columns.len(), prefix: None, desc: false }]);
         }
-        let mut coll_name = None;
-        let mut cs_name = None;
-        for o in &cd.options {
-            match &o.option {
-                ast::ColumnOption::Collation(c) => coll_name = Some(ident_name(c).join(".")),
-                ast::ColumnOption::CharacterSet(c) => cs_name = Some(ident_name(c).join(".")),
-                _ => {}
+        if b.unique {
+            indexes.push(IndexDef {
+                name: b.col.name.clone(),
+                kind: IndexKind::Unique,
+                clustering: false,
+                parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
+                dict: String::new(),
+                comment: String::new(),
+            });
+        }
+        checks.extend(b.checks);
+        columns.push(b.col);
+    }
+    // Where each selected column goes.
+    let mut targets: Vec<usize> = Vec::new();
+    if let Some(rs) = &selected {
+        let declared = columns.len();
+        for meta in &rs.columns {
+            match columns.iter().position(|c| c.name.eq_ignore_ascii_case(&meta.name)) {
+                Some(i) if i < declared => targets.push(i),
+                Some(_) => return Err(SqlError::dup_column(&meta.name)),
+                None => {
+                    targets.push(columns.len());
+                    columns.push(crate::create_from::column_from_meta(s, meta)?);
+                }
             }
         }
-        let coll = pick_collation(cs_name.as_deref(), coll_name.as_deref(), table_coll)?;
-        let ty = map_type(&cd.data_type, coll, &cname)?;
-        ty.validate(&cname)?;
-        let mut col = Column {
-            name: cname.clone(),
-            ty,
-            nullable: true,
-            default: DefaultSpec::Null,
-            auto_increment: false,
-            on_update_now: false,
-            comment: String::new(),
-        };
-        let mut explicit_null = false;
-        for o in &cd.options {
-            match &o.option {
-                ast::ColumnOption::Null => explicit_null = true,
-                ast::ColumnOption::NotNull => col.nullable = false,
-                ast::ColumnOption::Default(e) => col.default = default_spec(s, e, &cname)?,
-                ast::ColumnOption::Comment(c) => col.comment = c.clone(),
-                ast::ColumnOption::OnUpdate(_) => col.on_update_now = true,
-                ast::ColumnOption::PrimaryKey(_) => {
-                    if pk.is_some() {
-                        return Err(SqlError::multiple_primary_keys());
-                    }
-                    pk = Some(vec![IndexPart { col: columns.len(), prefix: None, desc: false }]);
-                    col.nullable = false;
-                }
-                ast::ColumnOption::Unique(_) => indexes.push(IndexDef {
-                    name: cname.clone(),
-                    kind: IndexKind::Unique,
-                    clustering: false,
-                    parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
-                    dict: String::new(),
-                    comment: String::new(),
-                }),
-                ast::ColumnOption::DialectSpecific(toks) => {
-                    let t: String =
-                        toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
-                    if t.contains("AUTO_INCREMENT") {
-                        col.auto_increment = true;
-                    }
-                }
-                ast::ColumnOption::Check(c) => {
-                    checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
-                }
-                ast::ColumnOption::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("FOREIGN KEY constraints"));
-                }
-                _ => {}
-            }
-        }
-        if explicit_null && !col.nullable {
-            return Err(SqlError::syntax("'NULL'"));
-        }
-        if !col.nullable && col.default == DefaultSpec::Null {
-            col.default = DefaultSpec::None;
-        }
-        if matches!(col.ty, SqlType::Timestamp { .. }) && col.default == DefaultSpec::Null && !explicit_null {
-            col.nullable = explicit_null;
-            if !col.nullable && columns.iter().all(|c| !matches!(c.ty, SqlType::Timestamp { .. })) {
-                col.default = DefaultSpec::CurrentTimestamp;
-                col.on_update_now = true;
-            } else if !col.nullable {
-                col.default = DefaultSpec::None;
-            }
-        }
-        columns.push(col);
     }
     let parts_of = index_parts;
     for c in &ct.constraints {
@@ -484,8 +453,8 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
         main_dict: String::new(),
         status_dict: String::new(),
         collation: table_coll,
-        comment: String::new(),
-        auto_increment_start: 1,
+        comment: topts.comment.clone().unwrap_or_default(),
+        auto_increment_start: topts.auto_increment.unwrap_or(1).max(1),
         schema_version: 1,
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -495,20 +464,201 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
     // Every CHECK must bind over the table's columns now, not at the first insert.
     crate::dml::bind_checks(s, &def)?;
     create_dicts(s, &mut def)?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(&db, &name),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
-    txn.commit()?;
-    let t = s.inner.open_table(def)?;
-    s.inner.schema.write().tables.insert((db, name), Arc::new(t));
-    Ok(Outcome::done(0))
+    let made = dict_names(&def);
+    // The rows of CREATE TABLE ... SELECT go in with the catalog record, in
+    // one transaction: after a crash the table is there with its rows or
+    // not at all.
+    let res = (|| -> SqlResult<(crate::table::Table, Outcome)> {
+        let t = Arc::new(s.inner.open_table(def.clone())?);
+        let out = match selected {
+            Some(rs) => crate::create_from::fill(s, &txn, &t, &targets, rs)?,
+            None => Outcome::done(0),
+        };
+        txn.put(
+            &s.inner.catalog,
+            &catalog::table_key(&db, &name),
+            &serde_json::to_vec(&def).expect("serialisable"),
+        )?;
+        txn.commit()?;
+        let t = Arc::try_unwrap(t).map_err(|_| SqlError::internal("the new table is still shared"))?;
+        Ok((t, out))
+    })();
+    match res {
+        Ok((t, out)) => {
+            s.inner.schema.write().tables.insert((db, name), Arc::new(t));
+            Ok(out)
+        }
+        Err(e) => {
+            for d in made {
+                let _ = s.inner.env.drop_dictionary(&d);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A column as a column definition declares it, with what it declares
+/// beside: an inline PRIMARY KEY or UNIQUE, CHECK constraints.
+pub(crate) struct BuiltColumn {
+    pub col: Column,
+    pub primary: bool,
+    pub unique: bool,
+    pub checks: Vec<CheckDef>,
+}
+
+/// Builds column `cd` of a table whose other columns are `columns` (the
+/// first TIMESTAMP NOT NULL without a default gets CURRENT_TIMESTAMP, as
+/// in MariaDB).
+pub(crate) fn build_column(
+    s: &mut Session,
+    cd: &ast::ColumnDef,
+    table_coll: Collation,
+    columns: &[Column],
+) -> SqlResult<BuiltColumn> {
+    let cname = cd.name.value.clone();
+    check_ident(&cname, Ident::Column)?;
+    if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&cname)) {
+        return Err(SqlError::dup_column(&cname));
+    }
+    let mut coll_name = None;
+    let mut cs_name = None;
+    for o in &cd.options {
+        match &o.option {
+            ast::ColumnOption::Collation(c) => coll_name = Some(ident_name(c).join(".")),
+            ast::ColumnOption::CharacterSet(c) => cs_name = Some(ident_name(c).join(".")),
+            _ => {}
+        }
+    }
+    let coll = pick_collation(cs_name.as_deref(), coll_name.as_deref(), table_coll)?;
+    let ty = map_type(&cd.data_type, coll, &cname)?;
+    ty.validate(&cname)?;
+    let mut b = BuiltColumn {
+        col: Column {
+            name: cname.clone(),
+            ty,
+            nullable: true,
+            default: DefaultSpec::Null,
+            auto_increment: false,
+            on_update_now: false,
+            comment: String::new(),
+        },
+        primary: false,
+        unique: false,
+        checks: Vec::new(),
+    };
+    let col = &mut b.col;
+    let mut explicit_null = false;
+    for o in &cd.options {
+        match &o.option {
+            ast::ColumnOption::Null => explicit_null = true,
+            ast::ColumnOption::NotNull => col.nullable = false,
+            ast::ColumnOption::Default(e) => col.default = default_spec(s, e, &cname)?,
+            ast::ColumnOption::Comment(c) => col.comment = c.clone(),
+            ast::ColumnOption::OnUpdate(_) => col.on_update_now = true,
+            ast::ColumnOption::PrimaryKey(_) => {
+                if b.primary {
+                    return Err(SqlError::multiple_primary_keys());
+                }
+                b.primary = true;
+                col.nullable = false;
+            }
+            ast::ColumnOption::Unique(_) => b.unique = true,
+            ast::ColumnOption::DialectSpecific(toks) => {
+                let t: String =
+                    toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+                if t.contains("AUTO_INCREMENT") {
+                    col.auto_increment = true;
+                }
+            }
+            ast::ColumnOption::Check(c) => {
+                b.checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
+            }
+            ast::ColumnOption::ForeignKey(_) => {
+                return Err(SqlError::unsupported("FOREIGN KEY constraints"));
+            }
+            _ => {}
+        }
+    }
+    if explicit_null && !col.nullable {
+        return Err(SqlError::syntax("'NULL'"));
+    }
+    if !col.nullable && col.default == DefaultSpec::Null {
+        col.default = DefaultSpec::None;
+    }
+    if matches!(col.ty, SqlType::Timestamp { .. }) && col.default == DefaultSpec::Null && !explicit_null {
+        col.nullable = explicit_null;
+        if !col.nullable && columns.iter().all(|c| !matches!(c.ty, SqlType::Timestamp { .. })) {
+            col.default = DefaultSpec::CurrentTimestamp;
+            col.on_update_now = true;
+        } else if !col.nullable {
+            col.default = DefaultSpec::None;
+        }
+    }
+    if col.auto_increment {
+        // MariaDB makes an AUTO_INCREMENT column NOT NULL.
+        col.nullable = false;
+        col.default = DefaultSpec::Null;
+    }
+    Ok(b)
+}
+
+/// The table options of CREATE TABLE that change the table: the others
+/// (ENGINE, ROW_FORMAT, ...) are accepted and ignored.
+#[derive(Default)]
+pub(crate) struct TableOptions {
+    pub comment: Option<String>,
+    pub auto_increment: Option<u64>,
+    pub charset: Option<String>,
+    pub collate: Option<String>,
+}
+
+pub(crate) fn table_options(o: &ast::CreateTableOptions) -> SqlResult<TableOptions> {
+    let mut t = TableOptions::default();
+    let list = match o {
+        ast::CreateTableOptions::None => return Ok(t),
+        ast::CreateTableOptions::With(l)
+        | ast::CreateTableOptions::Options(l)
+        | ast::CreateTableOptions::Plain(l)
+        | ast::CreateTableOptions::TableProperties(l) => l,
+    };
+    for opt in list {
+        match opt {
+            ast::SqlOption::Comment(c) => {
+                t.comment = Some(match c {
+                    ast::CommentDef::WithEq(s) | ast::CommentDef::WithoutEq(s) => s.clone(),
+                })
+            }
+            ast::SqlOption::KeyValue { key, value } => {
+                let k = key.to_string().to_ascii_uppercase();
+                let v = match value {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    ast::Expr::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                };
+                match k.as_str() {
+                    "AUTO_INCREMENT" => {
+                        t.auto_increment =
+                            Some(v.parse::<u64>().map_err(|_| SqlError::syntax(format!("'{v}'")))?)
+                    }
+                    "DEFAULT CHARSET" | "CHARSET" | "DEFAULT CHARACTER SET" | "CHARACTER SET" => {
+                        t.charset = Some(v)
+                    }
+                    "DEFAULT COLLATE" | "COLLATE" => t.collate = Some(v),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(t)
 }
 
 /// An index's parts from its column list: `col`, `col(10)` (a prefix),
 /// `col DESC`.
-fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<IndexPart>> {
+pub(crate) fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<IndexPart>> {
     let mut v = Vec::new();
     for ic in ics {
         let desc = matches!(ic.column.options.sort, Some(ast::OrderBySort::Desc));
@@ -618,7 +768,7 @@ fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult
 }
 
 /// RENAME TABLE: the catalog record moves; the dictionaries keep their names.
-fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -> SqlResult<()> {
+pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -> SqlResult<()> {
     let t = s.inner.table(&from.0, &from.1)?;
     check_ident(&to.1, Ident::Table)?;
     if !s.inner.schema.read().dbs.contains_key(&to.0) {
@@ -645,51 +795,17 @@ fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -
     Ok(())
 }
 
-fn index_def(name: Option<String>, kind: IndexKind, parts: Vec<IndexPart>, cols: &[Column]) -> IndexDef {
+pub(crate) fn index_def(
+    name: Option<String>,
+    kind: IndexKind,
+    parts: Vec<IndexPart>,
+    cols: &[Column],
+) -> IndexDef {
     let name = name.unwrap_or_else(|| cols[parts[0].col].name.clone());
     IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment: String::new() }
 }
 
-fn alter_table(s: &mut Session, at: &ast::AlterTable) -> SqlResult<Outcome> {
-    let (db, name) = qualify(s, &at.name)?;
-    for op in &at.operations {
-        let t = s.inner.table(&db, &name)?;
-        let cols = &t.def.columns;
-        match op {
-            ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
-                ast::TableConstraint::Index(ix) => {
-                    let parts = index_parts(&ix.columns, cols)?;
-                    let d =
-                        index_def(ix.name.as_ref().map(|n| n.value.clone()), IndexKind::Plain, parts, cols);
-                    add_index(s, &db, &name, d)?;
-                }
-                ast::TableConstraint::Unique(u) => {
-                    let parts = index_parts(&u.columns, cols)?;
-                    let n = u.name.as_ref().or(u.index_name.as_ref()).map(|n| n.value.clone());
-                    let d = index_def(n, IndexKind::Unique, parts, cols);
-                    add_index(s, &db, &name, d)?;
-                }
-                _ => return Err(SqlError::unsupported("this ALTER TABLE ... ADD")),
-            },
-            ast::AlterTableOperation::DropIndex { name: ix } => drop_index(s, &db, &name, &ix.value)?,
-            ast::AlterTableOperation::RenameTable { table_name } => {
-                let to = match table_name {
-                    ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => qualify(s, n)?,
-                };
-                rename_table(s, (db.clone(), name.clone()), to)?;
-                return Ok(Outcome::done(0));
-            }
-            other => {
-                let words: String =
-                    other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-                return Err(SqlError::unsupported(format!("ALTER TABLE ... {words}")));
-            }
-        }
-    }
-    Ok(Outcome::done(0))
-}
-
-fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {
+pub(crate) fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {
     let text = e.to_string().to_ascii_uppercase();
     if text.starts_with("CURRENT_TIMESTAMP") || text.starts_with("NOW(") || text.starts_with("LOCALTIMESTAMP")
     {

@@ -14,7 +14,7 @@ use crate::session::{Outcome, Session};
 use crate::table::{self, Table};
 use crate::value::Value;
 
-fn now_value(s: &Session) -> Value {
+pub(crate) fn now_value(s: &Session) -> Value {
     let mut w = Vec::new();
     let mut cx = s.eval_ctx(&mut w);
     Expr::Func("NOW".into(), vec![], vec![]).eval(&[], &mut cx).unwrap_or(Value::Null)
@@ -281,7 +281,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
 }
 
 /// Fails with 4025 when a CHECK constraint is false for `row` (NULL passes).
-fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -> SqlResult<()> {
+pub(crate) fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -> SqlResult<()> {
     if checks.is_empty() {
         return Ok(());
     }
@@ -319,7 +319,7 @@ fn assign_col(t: &Table, a: &ast::Assignment) -> SqlResult<usize> {
 /// table, read once (from the end of the primary key when the column
 /// leads it, else by a scan) and then counted in memory; values are not
 /// given back on rollback, as in MySQL.
-fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
+pub(crate) fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
@@ -329,7 +329,7 @@ fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
     Ok(v)
 }
 
-fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
+pub(crate) fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));

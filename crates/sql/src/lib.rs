@@ -28,10 +28,12 @@
 //! # Ok::<(), fractaldb_sql::SqlError>(())
 //! ```
 
+mod alter;
 mod bind;
 pub mod catalog;
 mod coerce;
 pub mod collation;
+mod create_from;
 mod db;
 mod ddl;
 mod dml;

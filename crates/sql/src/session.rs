@@ -321,7 +321,7 @@ impl Session {
             | S::AlterTable(_)
             | S::RenameTable(_) => {
                 self.commit_open()?;
-                crate::ddl::execute(self, stmt)
+                crate::ddl::execute(self, stmt, flags)
             }
             S::CreateView(_) => Err(SqlError::unsupported("views")),
             S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
@@ -357,13 +357,8 @@ impl Session {
             }
             Special::AlterTableOptions { db, table, options } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
-                self.inner.table(&db, &table)?;
-                for (k, v) in &options {
-                    if k != "ENGINE" {
-                        return Err(SqlError::unsupported(format!("ALTER TABLE ... {k}={v}")));
-                    }
-                }
-                Ok(Outcome::done(0))
+                self.commit_open()?;
+                crate::alter::alter_options(self, &db, &table, &options)
             }
             Special::Maintenance { op, tables } => {
                 let opname = match op {
