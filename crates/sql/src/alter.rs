@@ -117,7 +117,7 @@ fn cant_drop(what: &str, name: &str) -> SqlError {
     SqlError::new(1091, "42000", format!("Can't DROP {what} `{name}`; check that it exists"))
 }
 
-fn index_comment(opts: &[ast::IndexOption]) -> String {
+pub(crate) fn index_comment(opts: &[ast::IndexOption]) -> String {
     opts.iter()
         .find_map(|o| match o {
             ast::IndexOption::Comment(c) => Some(c.clone()),
@@ -626,6 +626,13 @@ pub(crate) struct Plan {
     pub rows_change: bool,
     /// Rows affected and "Records: n" report the copied rows.
     pub copy: bool,
+}
+
+impl Plan {
+    /// No row changes: columns stay where they are.
+    pub fn metadata(ncols: usize) -> Plan {
+        Plan { src: (0..ncols).map(Some).collect(), rows_change: false, copy: false }
+    }
 }
 
 /// Swaps `def` in for `old`'s definition (see the module comment). `def`'s

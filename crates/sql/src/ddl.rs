@@ -93,8 +93,7 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags
             ast::ObjectType::Index => {
                 let on = table.as_ref().ok_or_else(|| SqlError::syntax("''"))?;
                 let (db, t) = qualify(s, on)?;
-                drop_index(s, &db, &t, &ident_name(&names[0]).join("."))?;
-                Ok(Outcome::done(0))
+                drop_index(s, &db, &t, &ident_name(&names[0]).join("."))
             }
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
@@ -107,8 +106,7 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags
             let kind = if ci.unique { IndexKind::Unique } else { IndexKind::Plain };
             let d = index_def(ix_name, kind, parts, &t.def.columns);
             drop(t);
-            add_index(s, &db, &name, d)?;
-            Ok(Outcome::done(0))
+            add_index(s, &db, &name, d)
         }
         S::AlterTable(at) => crate::alter::alter_table(s, at, &flags.table_options),
         S::RenameTable(list) => {
@@ -357,7 +355,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     clustering: false,
                     parts,
                     dict: String::new(),
-                    comment: String::new(),
+                    comment: crate::alter::index_comment(&u.index_options),
                 });
             }
             ast::TableConstraint::Index(ix) => {
@@ -373,7 +371,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     clustering: false,
                     parts,
                     dict: String::new(),
-                    comment: String::new(),
+                    comment: crate::alter::index_comment(&ix.index_options),
                 });
             }
             ast::TableConstraint::Check(c) => {
@@ -695,76 +693,33 @@ pub(crate) fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResul
 }
 
 /// Adds secondary index `ix` to a table: a new dictionary filled from the
-/// table's rows in one transaction, which also commits the catalog change.
-/// Not online yet: rows other sessions write meanwhile may miss the index
-/// (issue 20 builds indexes while writes go on).
-fn add_index(s: &mut Session, db: &str, name: &str, mut ix: IndexDef) -> SqlResult<()> {
+/// table's rows by the transaction that commits the catalog change
+/// (`alter::swap`, ALTER TABLE's mechanism). Not online yet: rows other
+/// sessions write meanwhile may miss the index (issue 20 builds indexes
+/// while writes go on).
+fn add_index(s: &mut Session, db: &str, name: &str, mut ix: IndexDef) -> SqlResult<Outcome> {
     let t = s.inner.table(db, name)?;
     if ix.name.eq_ignore_ascii_case("PRIMARY") || t.def.index_by_name(&ix.name).is_some() {
         return Err(SqlError::dup_key_name(&ix.name));
     }
     check_ident(&ix.name, Ident::Index)?;
     let mut def = t.def.clone();
-    ix.dict = s.inner.fresh_dict_name(&format!("{db}/{name}/key-{}", ix.name));
-    s.inner.env.create_dictionary(&ix.dict, DictOptions::default())?;
-    let dict_name = ix.dict.clone();
+    ix.dict = String::new();
     def.indexes.push(ix);
-    let build = || -> SqlResult<crate::table::Table> {
-        let newt = s.inner.open_table(def.clone())?;
-        let i = newt.def.indexes.len() - 1;
-        let d = newt.sec[i].clone().expect("the new index");
-        let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
-        let mut batch = fractaldb::WriteBatch::new();
-        let mut seen = std::collections::HashSet::new();
-        for kv in txn.range(&newt.main, None, None, false) {
-            let (pk, v) = kv?;
-            let row = newt.decode_row(&v)?;
-            let (k, val) = newt.sec_entry(i, &row, &pk)?;
-            if newt.def.indexes[i].kind == IndexKind::Unique && !seen.insert(k.clone()) {
-                return Err(SqlError::dup_entry(&newt.dup_entry_text(i, &row), &newt.def.indexes[i].name));
-            }
-            batch.put(&k, &val);
-            if batch.len() >= 10_000 {
-                txn.write_batch(&d, &batch)?;
-                batch.clear();
-            }
-        }
-        if !batch.is_empty() {
-            txn.write_batch(&d, &batch)?;
-        }
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(db, name),
-            &serde_json::to_vec(&newt.def).expect("serialisable"),
-        )?;
-        txn.commit()?;
-        Ok(newt)
-    };
-    match build() {
-        Ok(newt) => {
-            s.inner.schema.write().tables.insert((db.to_string(), name.to_string()), Arc::new(newt));
-            Ok(())
-        }
-        Err(e) => {
-            let _ = s.inner.env.drop_dictionary(&dict_name);
-            Err(e)
-        }
-    }
+    crate::alter::swap(s, &t, def, &crate::alter::Plan::metadata(t.def.columns.len()))
 }
 
-/// Drops secondary index `ix_name` of a table.
-fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult<()> {
+/// Drops secondary index `ix_name` of a table: the catalog change, then
+/// its dictionary (`alter::swap`).
+fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult<Outcome> {
     let t = s.inner.table(db, name)?;
     let i = t.def.index_by_name(ix_name).ok_or_else(|| SqlError::cant_drop(ix_name))?;
     if t.def.indexes[i].kind == IndexKind::Primary {
         return Err(SqlError::unsupported("dropping the primary key"));
     }
     let mut def = t.def.clone();
-    let gone = def.indexes.remove(i);
-    replace_def(s, def)?;
-    drop(t);
-    s.inner.env.drop_dictionary(&gone.dict)?;
-    Ok(())
+    def.indexes.remove(i);
+    crate::alter::swap(s, &t, def, &crate::alter::Plan::metadata(t.def.columns.len()))
 }
 
 /// RENAME TABLE: the catalog record moves; the dictionaries keep their names.

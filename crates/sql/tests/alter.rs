@@ -198,7 +198,7 @@ fn create_like_and_select_like_mariadb() {
         "create_like_and_select_like_mariadb",
         &[
             "CREATE TABLE s (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20) NOT NULL DEFAULT 'q' COMMENT 'vee', \
-             n DECIMAL(10,2), dt DATETIME, ti TINYINT UNSIGNED, e ENUM('a','b'), j TEXT, KEY (n), UNIQUE KEY uv (v)) \
+             n DECIMAL(10,2), dt DATETIME, ti TINYINT UNSIGNED, e ENUM('a','b'), j TEXT, KEY (n) COMMENT 'en', UNIQUE KEY uv (v)) \
              COMMENT='sc' AUTO_INCREMENT=50",
             "INSERT INTO s (v,n,dt,ti,e,j) VALUES ('a',1.5,'2020-01-01',3,'a','x'),('b',NULL,NULL,NULL,NULL,NULL)",
             "SHOW CREATE TABLE s",
