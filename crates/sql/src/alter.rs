@@ -58,6 +58,9 @@ struct Work {
     /// Index parts' `col` are `WCol::id`s here.
     indexes: Vec<IndexDef>,
     checks: Vec<CheckDef>,
+    /// The table's foreign keys (columns by name), and those added.
+    fks: Vec<catalog::ForeignKeyDef>,
+    new_fks: Vec<crate::fk::Declared>,
     next_id: usize,
     comment: String,
     collation: Collation,
@@ -140,6 +143,8 @@ impl Work {
             cols,
             indexes: old.def.indexes.clone(),
             checks: old.def.checks.clone(),
+            fks: old.def.foreign_keys.clone(),
+            new_fks: Vec::new(),
             comment: old.def.comment.clone(),
             collation: old.def.collation,
             auto_increment: None,
@@ -270,6 +275,15 @@ impl Work {
         match op {
             O::DropColumn { column_names, if_exists, .. } => {
                 for n in column_names {
+                    // An index a foreign key needs cannot lose the column.
+                    if let Some(p) = self.pos(&n.value) {
+                        let id = self.cols[p].id;
+                        for ix in &self.indexes {
+                            if ix.parts.iter().any(|part| part.col == id) {
+                                self.fk_needs_index(s, ix)?;
+                            }
+                        }
+                    }
                     match self.pos(&n.value) {
                         Some(p) => self.drop_column(p),
                         None if *if_exists => {
@@ -288,6 +302,7 @@ impl Work {
             O::DropIndex { name } => {
                 match self.indexes.iter().position(|i| i.name.eq_ignore_ascii_case(&name.value)) {
                     Some(p) => {
+                        self.fk_needs_index(s, &self.indexes[p])?;
                         self.indexes.remove(p);
                     }
                     None => return Err(cant_drop("INDEX", &name.value)),
@@ -308,7 +323,15 @@ impl Work {
                     return Err(cant_drop("CONSTRAINT", &name.value));
                 }
             }
-            O::DropForeignKey { name, .. } => return Err(cant_drop("FOREIGN KEY", &name.value)),
+            O::DropForeignKey { name, .. } => {
+                match self.fks.iter().position(|f| f.name.eq_ignore_ascii_case(&name.value)) {
+                    // Its index stays, as in InnoDB.
+                    Some(p) => {
+                        self.fks.remove(p);
+                    }
+                    None => return Err(cant_drop("FOREIGN KEY", &name.value)),
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -326,6 +349,7 @@ impl Work {
         others.remove(p);
         let b = build_column(s, cd, self.collation, &others)?;
         let mut wc = self.cols[p].clone();
+        self.rename_in_fks(&wc.col.name, &b.col.name);
         wc.col = b.col.clone();
         if position.is_some() {
             self.cols.remove(p);
@@ -336,7 +360,63 @@ impl Work {
         self.inline_keys(&b, wc.id)
     }
 
+    /// 1553 when index `ix` (parts as ids, before this statement's drops
+    /// of other indexes) is the one a foreign key of this table, or of a
+    /// table referencing it, is served by.
+    fn fk_needs_index(&self, s: &Session, ix: &IndexDef) -> SqlResult<()> {
+        let od = &self.old.def;
+        let names: Vec<String> = ix
+            .parts
+            .iter()
+            .map(|p| self.cols.iter().find(|c| c.id == p.col).map(|c| c.col.name.clone()).unwrap_or_default())
+            .collect();
+        let leads = |cols: &[String]| {
+            names.len() >= cols.len() && names.iter().zip(cols).all(|(a, b)| a.eq_ignore_ascii_case(b))
+        };
+        // Another index leading with the same columns would serve as well.
+        let others = |cols: &[String]| {
+            self.indexes.iter().filter(|o| o.name != ix.name).any(|o| {
+                o.parts.len() >= cols.len()
+                    && o.parts.iter().zip(cols).all(|(p, c)| {
+                        self.cols
+                            .iter()
+                            .find(|x| x.id == p.col)
+                            .is_some_and(|x| x.col.name.eq_ignore_ascii_case(c))
+                    })
+            })
+        };
+        let mut needed = self.fks.iter().any(|f| leads(&f.cols) && !others(&f.cols));
+        if !needed && crate::fk::checks_on(s) {
+            needed = crate::fk::children(s, &od.db, &od.name).iter().any(|(c, i)| {
+                leads(&c.def.foreign_keys[*i].ref_cols) && !others(&c.def.foreign_keys[*i].ref_cols)
+            });
+        }
+        if needed {
+            return Err(SqlError::new(
+                1553,
+                "HY000",
+                format!("Cannot drop index '{}': needed in a foreign key constraint", ix.name),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A column renamed: the table's foreign keys follow.
+    fn rename_in_fks(&mut self, from: &str, to: &str) {
+        for fk in &mut self.fks {
+            for c in &mut fk.cols {
+                if c.eq_ignore_ascii_case(from) {
+                    *c = to.to_string();
+                }
+            }
+        }
+    }
+
     fn inline_keys(&mut self, b: &BuiltColumn, id: usize) -> SqlResult<()> {
+        for fk in &b.fks {
+            let d = crate::fk::declared(&self.old.def.db, fk, Some(&b.col.name))?;
+            self.new_fks.push(d);
+        }
         let part = || vec![catalog::IndexPart { col: id, prefix: None, desc: false }];
         if b.primary {
             self.add_index(None, IndexKind::Primary, part(), String::new())?;
@@ -385,6 +465,8 @@ impl Work {
                 if self.cols.iter().enumerate().any(|(i, c)| i != p && c.col.name.eq_ignore_ascii_case(new)) {
                     return Err(SqlError::dup_column(new));
                 }
+                let old_name = self.cols[p].col.name.clone();
+                self.rename_in_fks(&old_name, new);
                 self.cols[p].col.name = new.clone();
             }
             O::AlterColumn { column_name, op } => {
@@ -440,8 +522,9 @@ impl Work {
                     }
                     self.checks.push(CheckDef { name, expr: c.expr.to_string() });
                 }
-                ast::TableConstraint::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("FOREIGN KEY constraints"))
+                ast::TableConstraint::ForeignKey(fk) => {
+                    let d = crate::fk::declared(&self.old.def.db, fk, None)?;
+                    self.new_fks.push(d);
                 }
                 _ => return Err(SqlError::unsupported("this ALTER TABLE ... ADD")),
             },
@@ -554,8 +637,15 @@ impl Work {
             collation: self.collation,
             comment: self.comment.clone(),
             checks: self.checks.clone(),
+            foreign_keys: self.fks.clone(),
             ..od.clone()
         };
+        // New foreign keys: checked, named, given their child index.
+        let mut check_fks = Vec::new();
+        for d in std::mem::take(&mut self.new_fks) {
+            crate::fk::add(s, &mut def, d)?;
+            check_fks.push(def.foreign_keys.last().expect("just added").clone());
+        }
         if let Some(n) = self.auto_increment {
             def.auto_increment_start = n.max(1);
         }
@@ -589,7 +679,7 @@ impl Work {
         // A copy the way InnoDB reports it (rows affected): a retype or a
         // primary key dropped without a new one.
         let copy = retyped || (od.primary.is_some() && def.primary.is_none());
-        let plan = Plan { src: self.cols.iter().map(|c| c.src).collect(), rows_change, copy };
+        let plan = Plan { src: self.cols.iter().map(|c| c.src).collect(), rows_change, copy, check_fks };
         let rename = self.rename.take();
         let out = swap(s, &old, def, &plan)?;
         drop(old);
@@ -626,12 +716,14 @@ pub(crate) struct Plan {
     pub rows_change: bool,
     /// Rows affected and "Records: n" report the copied rows.
     pub copy: bool,
+    /// Foreign keys added: every row must satisfy them (1452).
+    pub check_fks: Vec<catalog::ForeignKeyDef>,
 }
 
 impl Plan {
     /// No row changes: columns stay where they are.
     pub fn metadata(ncols: usize) -> Plan {
-        Plan { src: (0..ncols).map(Some).collect(), rows_change: false, copy: false }
+        Plan { src: (0..ncols).map(Some).collect(), rows_change: false, copy: false, check_fks: Vec::new() }
     }
 }
 
@@ -674,6 +766,9 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
         } else {
             0
         };
+        for fk in &plan.check_fks {
+            crate::fk::check_existing(s, &txn, &newt, fk)?;
+        }
         txn.put(
             &s.inner.catalog,
             &catalog::table_key(&def.db, &def.name),

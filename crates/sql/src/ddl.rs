@@ -65,6 +65,22 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags
                 drop_database(s, &name, *if_exists)
             }
             ast::ObjectType::Table => {
+                // A table other tables reference through a foreign key
+                // cannot go (unless they go too, or checks are off).
+                if crate::fk::checks_on(s) {
+                    let mut dropping = Vec::new();
+                    for n in names {
+                        dropping.push(qualify(s, n)?);
+                    }
+                    for (db, t) in &dropping {
+                        for (child, _) in crate::fk::children(s, db, t) {
+                            let c = (child.def.db.clone(), child.def.name.clone());
+                            if !dropping.iter().any(|d| d.0 == c.0 && d.1.eq_ignore_ascii_case(&c.1)) {
+                                return Err(crate::fk::drop_parent_error());
+                            }
+                        }
+                    }
+                }
                 let mut missing = Vec::new();
                 for n in names {
                     let (db, t) = qualify(s, n)?;
@@ -220,6 +236,23 @@ pub(crate) fn dict_names(def: &TableDef) -> Vec<String> {
 /// constant time; the old ones are dropped after.
 fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
     let t = s.inner.table(db, name)?;
+    if crate::fk::checks_on(s) {
+        if let Some((child, i)) = crate::fk::children(s, db, name)
+            .into_iter()
+            .find(|(c, _)| !(c.def.db == db && c.def.name == name))
+        {
+            return Err(SqlError::new(
+                1701,
+                "42000",
+                format!(
+                    "Cannot truncate a table referenced in a foreign key constraint (`{}`.`{}`, {})",
+                    child.def.db,
+                    child.def.name,
+                    crate::fk::text("", &child.def.foreign_keys[i])
+                ),
+            ));
+        }
+    }
     let mut def = t.def.clone();
     create_dicts(s, &mut def)?;
     replace_def(s, def)?;
@@ -289,6 +322,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
     let mut indexes: Vec<IndexDef> = Vec::new();
     let mut pk: Option<Vec<IndexPart>> = None;
     let mut checks: Vec<CheckDef> = Vec::new();
+    let mut fks: Vec<crate::fk::Declared> = Vec::new();
     for cd in &ct.columns {
         let b = build_column(s, cd, table_coll, &columns)?;
         if b.primary {
@@ -308,6 +342,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
             });
         }
         checks.extend(b.checks);
+        for fk in &b.fks {
+            fks.push(crate::fk::declared(&db, fk, Some(&b.col.name))?);
+        }
         columns.push(b.col);
     }
     // Where each selected column goes.
@@ -382,9 +419,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     .unwrap_or_else(|| format!("CONSTRAINT_{}", checks.len() + 1));
                 checks.push(CheckDef { name, expr: c.expr.to_string() });
             }
-            ast::TableConstraint::ForeignKey(_) => {
-                return Err(SqlError::unsupported("FOREIGN KEY constraints"));
-            }
+            ast::TableConstraint::ForeignKey(fk) => fks.push(crate::fk::declared(&db, fk, None)?),
             _ => return Err(SqlError::unsupported("this table constraint")),
         }
     }
@@ -458,7 +493,11 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
         checks,
+        foreign_keys: Vec::new(),
     };
+    for d in fks {
+        crate::fk::add(s, &mut def, d)?;
+    }
     // Every CHECK must bind over the table's columns now, not at the first insert.
     crate::dml::bind_checks(s, &def)?;
     create_dicts(s, &mut def)?;
@@ -502,6 +541,8 @@ pub(crate) struct BuiltColumn {
     pub primary: bool,
     pub unique: bool,
     pub checks: Vec<CheckDef>,
+    /// `REFERENCES ...` of the column.
+    pub fks: Vec<ast::ForeignKeyConstraint>,
 }
 
 /// Builds column `cd` of a table whose other columns are `columns` (the
@@ -543,6 +584,7 @@ pub(crate) fn build_column(
         primary: false,
         unique: false,
         checks: Vec::new(),
+        fks: Vec::new(),
     };
     let col = &mut b.col;
     let mut explicit_null = false;
@@ -571,9 +613,8 @@ pub(crate) fn build_column(
             ast::ColumnOption::Check(c) => {
                 b.checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
             }
-            ast::ColumnOption::ForeignKey(_) => {
-                return Err(SqlError::unsupported("FOREIGN KEY constraints"));
-            }
+            // MariaDB 10.5+ honours a column's REFERENCES.
+            ast::ColumnOption::ForeignKey(fk) => b.fks.push(fk.clone()),
             _ => {}
         }
     }

@@ -169,6 +169,17 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
             full.push(v);
         }
         check_row(s, &t, &checks, &full)?;
+        if !def.foreign_keys.is_empty() {
+            // A self-referencing row may need one of this statement's rows.
+            if def
+                .foreign_keys
+                .iter()
+                .any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
+            {
+                batch.flush(txn, &t)?;
+            }
+            crate::fk::check_child(s, txn, &t, None, &full)?;
+        }
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
         // A collision with a row of this statement not yet in the engine:
@@ -185,10 +196,12 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
             Some(d) => {
                 let old = table::fetch(&t, txn, &d.existing_pk, true)?.ok_or_else(table::damaged)?;
                 if ins.replace_into {
+                    crate::fk::on_parent_delete(s, txn, &t, &old, 0)?;
                     t.remove(txn, &old, &d.existing_pk)?;
                     // Another unique index may collide too: remove those rows as well.
                     while let Some(d2) = t.find_duplicate(txn, &full, &pk, None)? {
                         let o2 = table::fetch(&t, txn, &d2.existing_pk, true)?.ok_or_else(table::damaged)?;
+                        crate::fk::on_parent_delete(s, txn, &t, &o2, 0)?;
                         t.remove(txn, &o2, &d2.existing_pk)?;
                         affected += 1;
                         delta -= 1;
@@ -222,6 +235,8 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                         if let Some(d2) = t.find_duplicate(txn, &new, &new_pk, Some(&d.existing_pk))? {
                             return Err(t.dup_error(&d2, &new));
                         }
+                        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
+                        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
                         t.replace(txn, &old, &d.existing_pk, &new, &new_pk)?;
                         affected += 2;
                     }
@@ -300,11 +315,16 @@ pub(crate) fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: 
 }
 
 fn changed(a: &[Value], b: &[Value]) -> bool {
-    a.iter().zip(b).any(|(x, y)| match (x, y) {
-        (Value::Null, Value::Null) => false,
-        (Value::Null, _) | (_, Value::Null) => true,
-        _ => x.to_bytes() != y.to_bytes() || std::mem::discriminant(x) != std::mem::discriminant(y),
-    })
+    a.iter().zip(b).any(|(x, y)| !same_value(x, y))
+}
+
+/// Two stored values are the same (NULL is the same as NULL).
+pub(crate) fn same_value(x: &Value, y: &Value) -> bool {
+    match (x, y) {
+        (Value::Null, Value::Null) => true,
+        (Value::Null, _) | (_, Value::Null) => false,
+        _ => x.to_bytes() == y.to_bytes() && std::mem::discriminant(x) == std::mem::discriminant(y),
+    }
 }
 
 fn assign_col(t: &Table, a: &ast::Assignment) -> SqlResult<usize> {
@@ -502,6 +522,8 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
         if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
             return Err(t.dup_error(&d, &new));
         }
+        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
+        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
         t.replace(txn, &old, &pk, &new, &new_pk)?;
         affected += 1;
         s.check_killed()?;
@@ -529,6 +551,7 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     let rows = matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref())?;
     let n = rows.len() as u64;
     for (pk, row) in rows {
+        crate::fk::on_parent_delete(s, txn, &t, &row, 0)?;
         t.remove(txn, &row, &pk)?;
         s.check_killed()?;
     }

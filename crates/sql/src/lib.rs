@@ -39,6 +39,7 @@ mod ddl;
 mod dml;
 pub mod error;
 mod expr;
+mod fk;
 pub mod func;
 mod infoschema;
 pub mod keycodec;
