@@ -776,6 +776,26 @@ pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String,
     let mut def = t.def.clone();
     def.db = to.0.clone();
     def.name = to.1.clone();
+    // Foreign keys referencing the table follow it (as in InnoDB), in the
+    // same transaction.
+    let follow = |d: &mut TableDef| {
+        for fk in &mut d.foreign_keys {
+            if fk.ref_db == from.0 && fk.ref_table.eq_ignore_ascii_case(&from.1) {
+                fk.ref_db = to.0.clone();
+                fk.ref_table = to.1.clone();
+            }
+        }
+    };
+    follow(&mut def);
+    let children: Vec<(Arc<crate::table::Table>, TableDef)> = crate::fk::children(s, &from.0, &from.1)
+        .into_iter()
+        .filter(|(c, _)| c.def.id != t.def.id)
+        .map(|(c, _)| {
+            let mut d = c.def.clone();
+            follow(&mut d);
+            (c, d)
+        })
+        .collect();
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.delete(&s.inner.catalog, &catalog::table_key(&from.0, &from.1))?;
     txn.put(
@@ -783,11 +803,21 @@ pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String,
         &catalog::table_key(&to.0, &to.1),
         &serde_json::to_vec(&def).expect("serialisable"),
     )?;
+    for (_, d) in &children {
+        txn.put(
+            &s.inner.catalog,
+            &catalog::table_key(&d.db, &d.name),
+            &serde_json::to_vec(d).expect("serialisable"),
+        )?;
+    }
     txn.commit()?;
-    let newt = s.inner.open_table(def)?;
+    let newt = t.with_def(def);
     let mut sc = s.inner.schema.write();
     sc.tables.remove(&from);
     sc.tables.insert(to, Arc::new(newt));
+    for (c, d) in children {
+        sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(c.with_def(d)));
+    }
     Ok(())
 }
 

@@ -551,15 +551,7 @@ pub fn check_existing(s: &Session, txn: &Txn, t: &Table, fk: &ForeignKeyDef) -> 
     if !checks_on(s) {
         return Ok(());
     }
-    let one = TableDef { foreign_keys: vec![fk.clone()], ..t.def.clone() };
-    let view = Table {
-        def: one,
-        main: t.main.clone(),
-        sec: t.sec.clone(),
-        status: t.status.clone(),
-        autoinc: parking_lot::Mutex::new(None),
-        next_row_id: std::sync::atomic::AtomicU64::new(0),
-    };
+    let view = t.with_def(TableDef { foreign_keys: vec![fk.clone()], ..t.def.clone() });
     for kv in txn.range(&t.main, None, None, false) {
         let (_, v) = kv?;
         let row = t.decode_row(&v)?;

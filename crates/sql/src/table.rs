@@ -59,6 +59,21 @@ pub struct Duplicate {
 }
 
 impl Table {
+    /// The same dictionaries under a changed definition (one that moves no
+    /// row: a rename, a foreign key's parent renamed); the AUTO_INCREMENT
+    /// counter and the next hidden row id go on.
+    pub fn with_def(&self, def: TableDef) -> Table {
+        debug_assert_eq!(def.main_dict, self.def.main_dict, "the same dictionaries");
+        Table {
+            def,
+            main: self.main.clone(),
+            sec: self.sec.clone(),
+            status: self.status.clone(),
+            autoinc: Mutex::new(*self.autoinc.lock()),
+            next_row_id: AtomicU64::new(self.next_row_id.load(Ordering::SeqCst)),
+        }
+    }
+
     pub fn types(&self) -> Vec<&SqlType> {
         self.def.columns.iter().map(|c| &c.ty).collect()
     }

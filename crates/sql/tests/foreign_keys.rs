@@ -155,6 +155,11 @@ fn cascades_and_counts() {
     ok(&mut s, "ALTER TABLE e ADD FOREIGN KEY (a_id) REFERENCES a(id)");
     assert_eq!(err(&mut s, "INSERT INTO e VALUES (3, 77)"), 1452);
     assert_eq!(err(&mut s, "ALTER TABLE e DROP INDEX a_id"), 1553);
+    // A renamed parent keeps its children.
+    ok(&mut s, "RENAME TABLE a TO a2");
+    assert!(rows(&mut s, "SHOW CREATE TABLE b")[0][1].contains("REFERENCES `a2` (`id`)"));
+    assert_eq!(err(&mut s, "INSERT INTO b VALUES (20, 42)"), 1452);
+    ok(&mut s, "INSERT INTO b VALUES (20, 5)");
     ok(&mut s, "SET foreign_key_checks = OFF");
-    ok(&mut s, "INSERT INTO b VALUES (20, 42)");
+    ok(&mut s, "INSERT INTO b VALUES (21, 42)");
 }
