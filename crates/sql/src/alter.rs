@@ -915,7 +915,7 @@ fn copy_rows(
                     coerce::store(v, col, &mut cx)?
                 }
                 None => match coerce::default_value(col, Some(now.clone()))? {
-                    Some(v) if !(v.is_null() && !col.nullable) => v,
+                    Some(v) if !v.is_null() || col.nullable => v,
                     _ => coerce::implicit_default(&col.ty),
                 },
             };

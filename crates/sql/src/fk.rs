@@ -200,7 +200,7 @@ fn well_formed(child: &TableDef, child_cols: &[usize], parent: &TableDef, fk: &F
     let set_null = fk.on_delete == FkAction::SetNull || fk.on_update == FkAction::SetNull;
     child_cols.iter().zip(&pcols).all(|(&c, &p)| {
         let (cc, pc) = (&child.columns[c], &parent.columns[p]);
-        compatible(&cc.ty, &pc.ty) && !(set_null && !cc.nullable)
+        compatible(&cc.ty, &pc.ty) && (!set_null || cc.nullable)
     })
 }
 
