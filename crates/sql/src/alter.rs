@@ -198,6 +198,7 @@ impl Work {
 
     fn add_index(
         &mut self,
+        s: &mut Session,
         name: Option<String>,
         kind: IndexKind,
         parts: Vec<catalog::IndexPart>,
@@ -258,6 +259,14 @@ impl Work {
                 n
             }
         };
+        if self.indexes.iter().any(|i| i.kind == kind && i.parts == parts) {
+            s.warnings.push(Warning::note(
+                1831,
+                format!(
+                    "Duplicate index `{name}`. This is deprecated and will be disallowed in a future release"
+                ),
+            ));
+        }
         self.indexes.push(IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment });
         Ok(())
     }
@@ -357,7 +366,7 @@ impl Work {
         } else {
             self.cols[p] = wc.clone();
         }
-        self.inline_keys(&b, wc.id)
+        self.inline_keys(s, &b, wc.id)
     }
 
     /// 1553 when index `ix` (parts as ids, before this statement's drops
@@ -412,17 +421,17 @@ impl Work {
         }
     }
 
-    fn inline_keys(&mut self, b: &BuiltColumn, id: usize) -> SqlResult<()> {
+    fn inline_keys(&mut self, s: &mut Session, b: &BuiltColumn, id: usize) -> SqlResult<()> {
         for fk in &b.fks {
             let d = crate::fk::declared(&self.old.def.db, fk, Some(&b.col.name))?;
             self.new_fks.push(d);
         }
         let part = || vec![catalog::IndexPart { col: id, prefix: None, desc: false }];
         if b.primary {
-            self.add_index(None, IndexKind::Primary, part(), String::new())?;
+            self.add_index(s, None, IndexKind::Primary, part(), String::new())?;
         }
         if b.unique {
-            self.add_index(None, IndexKind::Unique, part(), String::new())?;
+            self.add_index(s, None, IndexKind::Unique, part(), String::new())?;
         }
         self.checks.extend(b.checks.iter().cloned());
         Ok(())
@@ -446,7 +455,7 @@ impl Work {
                 let id = self.next_id;
                 self.next_id += 1;
                 self.place(WCol { col: b.col.clone(), id, src: None }, column_position)?;
-                self.inline_keys(&b, id)?;
+                self.inline_keys(s, &b, id)?;
             }
             O::ModifyColumn { col_name, data_type, options, column_position } => {
                 let p = self.pos_or_err(&col_name.value)?;
@@ -490,17 +499,17 @@ impl Work {
             O::AddConstraint { constraint, .. } => match constraint {
                 ast::TableConstraint::PrimaryKey(pk) => {
                     let parts = self.parts(&pk.columns)?;
-                    self.add_index(None, IndexKind::Primary, parts, index_comment(&pk.index_options))?;
+                    self.add_index(s, None, IndexKind::Primary, parts, index_comment(&pk.index_options))?;
                 }
                 ast::TableConstraint::Unique(u) => {
                     let parts = self.parts(&u.columns)?;
                     let n = u.name.as_ref().or(u.index_name.as_ref()).map(|n| n.value.clone());
-                    self.add_index(n, IndexKind::Unique, parts, index_comment(&u.index_options))?;
+                    self.add_index(s, n, IndexKind::Unique, parts, index_comment(&u.index_options))?;
                 }
                 ast::TableConstraint::Index(ix) => {
                     let parts = self.parts(&ix.columns)?;
                     let n = ix.name.as_ref().map(|n| n.value.clone());
-                    self.add_index(n, IndexKind::Plain, parts, index_comment(&ix.index_options))?;
+                    self.add_index(s, n, IndexKind::Plain, parts, index_comment(&ix.index_options))?;
                 }
                 ast::TableConstraint::Check(c) => {
                     let name = match &c.name {
@@ -679,7 +688,10 @@ impl Work {
         // A copy the way InnoDB reports it (rows affected): a retype or a
         // primary key dropped without a new one.
         let copy = retyped || (od.primary.is_some() && def.primary.is_none());
-        let plan = Plan { src: self.cols.iter().map(|c| c.src).collect(), rows_change, copy, check_fks };
+        // A CHECK added must hold for the rows there (4025).
+        let check_rows = def.checks.iter().any(|c| !od.checks.contains(c));
+        let plan =
+            Plan { src: self.cols.iter().map(|c| c.src).collect(), rows_change, copy, check_fks, check_rows };
         let rename = self.rename.take();
         let out = swap(s, &old, def, &plan)?;
         drop(old);
@@ -718,12 +730,20 @@ pub(crate) struct Plan {
     pub copy: bool,
     /// Foreign keys added: every row must satisfy them (1452).
     pub check_fks: Vec<catalog::ForeignKeyDef>,
+    /// A CHECK constraint was added: every row must satisfy the CHECKs (4025).
+    pub check_rows: bool,
 }
 
 impl Plan {
     /// No row changes: columns stay where they are.
     pub fn metadata(ncols: usize) -> Plan {
-        Plan { src: (0..ncols).map(Some).collect(), rows_change: false, copy: false, check_fks: Vec::new() }
+        Plan {
+            src: (0..ncols).map(Some).collect(),
+            rows_change: false,
+            copy: false,
+            check_fks: Vec::new(),
+            check_rows: false,
+        }
     }
 }
 
@@ -768,6 +788,13 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
         };
         for fk in &plan.check_fks {
             crate::fk::check_existing(s, &txn, &newt, fk)?;
+        }
+        if plan.check_rows {
+            let checks = crate::dml::bind_checks(s, &newt.def)?;
+            for kv in txn.range(&newt.main, None, None, false) {
+                let (_, v) = kv?;
+                crate::dml::check_row(s, &newt, &checks, &newt.decode_row(&v)?)?;
+            }
         }
         txn.put(
             &s.inner.catalog,

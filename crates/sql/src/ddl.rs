@@ -633,6 +633,12 @@ pub(crate) fn build_column(
             col.default = DefaultSpec::None;
         }
     }
+    // A constant default must fit the column (MariaDB checks it here).
+    if let DefaultSpec::Literal(_) = &col.default {
+        if crate::coerce::default_value(col, None).is_err() {
+            return Err(SqlError::invalid_default(&cname));
+        }
+    }
     if col.auto_increment {
         // MariaDB makes an AUTO_INCREMENT column NOT NULL.
         col.nullable = false;

@@ -257,7 +257,7 @@ impl SqlError {
 
     /// 1426
     pub fn too_big_precision(p: u64, col: &str, max: u64) -> SqlError {
-        SqlError::new(1426, "42000", format!("Too big precision {p} specified for '{col}'. Maximum is {max}"))
+        SqlError::new(1426, "42000", format!("Too big precision specified for '{col}'. Maximum is {max}"))
     }
 
     /// 1427

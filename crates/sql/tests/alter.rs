@@ -383,3 +383,54 @@ fn a_crash_during_alter_leaves_the_old_or_the_new_table() {
         db.close().unwrap();
     }
 }
+
+#[test]
+fn alter_edge_cases_like_mariadb() {
+    compare(
+        "alter_edge_cases_like_mariadb",
+        &[
+            "CREATE TABLE t (a INT, b VARCHAR(10), c INT NOT NULL DEFAULT 3)",
+            "INSERT INTO t VALUES (1, NULL, 1), (2, 'x', 2), (NULL, 'y', 3)",
+            "ALTER TABLE t ADD PRIMARY KEY (b)",
+            "ALTER TABLE t ADD PRIMARY KEY (a)",
+            "ALTER TABLE t ADD COLUMN x INT AFTER x",
+            "ALTER TABLE t MODIFY c INT FIRST",
+            "SELECT * FROM t",
+            "ALTER TABLE t ADD CONSTRAINT ck CHECK (c > 1)",
+            "ALTER TABLE t ADD CONSTRAINT ck CHECK (c > 0)",
+            "INSERT INTO t (c, a) VALUES (0, 9)",
+            "ALTER TABLE t DROP CONSTRAINT ck",
+            "ALTER TABLE t DROP CONSTRAINT ck",
+            "ALTER TABLE t ADD COLUMN ts DATETIME NOT NULL DEFAULT '2020-01-01 00:00:00', ADD COLUMN e ENUM('p','q') NOT NULL",
+            "SELECT * FROM t ORDER BY c",
+            "ALTER TABLE t MODIFY e ENUM('q','r')",
+            "ALTER TABLE t MODIFY e VARCHAR(3)",
+            "SELECT e FROM t ORDER BY c",
+            "ALTER TABLE t CHANGE a a BIGINT UNSIGNED NOT NULL",
+            "ALTER TABLE t ADD COLUMN j JSON, ADD COLUMN bl BLOB",
+            "ALTER TABLE t ADD COLUMN bl2 BLOB, ADD INDEX (bl2(4))",
+            "ALTER TABLE t ADD COLUMN `` INT",
+            "ALTER TABLE t RENAME COLUMN c TO b",
+            "ALTER TABLE t CHANGE c b INT",
+            "ALTER TABLE nope ADD COLUMN z INT",
+            "ALTER TABLE t ADD COLUMN z INT, DROP COLUMN z",
+            "ALTER TABLE t ADD INDEX ix (nope)",
+            "ALTER TABLE t ADD COLUMN d DECIMAL(70,2)",
+            "ALTER TABLE t ADD COLUMN v VARCHAR(5) DEFAULT 'toolong'",
+            "ALTER TABLE t AUTO_INCREMENT = 7",
+            "ALTER TABLE t ADD UNIQUE KEY uc (c), ADD UNIQUE KEY uc2 (c)",
+            "SHOW CREATE TABLE t",
+            "SHOW INDEX FROM t",
+            "ALTER TABLE t DROP INDEX uc2, DROP INDEX uc",
+            // A JSON column keeps utf8mb4_bin under CONVERT (a documented deviation).
+            "ALTER TABLE t DROP COLUMN j",
+            "ALTER TABLE t CONVERT TO CHARACTER SET latin1",
+            "SHOW CREATE TABLE t",
+            "ALTER TABLE t DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+            "ALTER TABLE t ADD COLUMN s2 VARCHAR(3)",
+            "SHOW CREATE TABLE t",
+            "SELECT COUNT(*) FROM t",
+        ],
+        true,
+    );
+}
