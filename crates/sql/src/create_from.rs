@@ -20,6 +20,7 @@ use crate::coerce::{self, StoreCtx};
 use crate::error::{SqlError, SqlResult, Warning};
 use crate::session::{ColumnMeta, Outcome, ResultSet, Session};
 use crate::table::Table;
+use crate::types::{Collation, SqlType, StrKind};
 use crate::value::Value;
 
 /// CREATE TABLE `to` LIKE `from` (the caller checked that `to` is free).
@@ -107,6 +108,40 @@ pub fn column_from_meta(s: &Session, meta: &ColumnMeta) -> SqlResult<Column> {
         on_update_now: false,
         comment: String::new(),
     })
+}
+
+/// An expression's string column is made wide enough for the values the
+/// query returned: the result metadata of some expressions is narrower
+/// than MariaDB's (a CONCAT of long strings), and a CREATE ... SELECT must
+/// not fail on its own rows. VARCHAR up to its limit, then TEXT types.
+pub fn widen(col: &mut Column, rows: &[Vec<Value>], i: usize) {
+    let SqlType::Str { kind, len, coll } = &mut col.ty else { return };
+    if *kind == StrKind::Lob {
+        return;
+    }
+    let binary = *coll == Collation::Binary;
+    let longest = rows
+        .iter()
+        .filter_map(|r| match r.get(i) {
+            Some(Value::Str(b)) => {
+                Some(if binary { b.len() } else { String::from_utf8_lossy(b).chars().count() })
+            }
+            Some(v) if !v.is_null() => v.to_bytes().map(|b| b.len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0) as u64;
+    if longest <= *len {
+        return;
+    }
+    let bytes = longest * coll.charset().max_len();
+    if bytes <= 65532 {
+        *kind = StrKind::Var;
+        *len = longest;
+    } else {
+        *kind = StrKind::Lob;
+        *len = if bytes <= 16777215 { 16777215 } else { 4294967295 };
+    }
 }
 
 /// Inserts the query's rows into the new table `t` (result column `i` into

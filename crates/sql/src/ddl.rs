@@ -357,7 +357,11 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                 Some(_) => return Err(SqlError::dup_column(&meta.name)),
                 None => {
                     targets.push(columns.len());
-                    columns.push(crate::create_from::column_from_meta(s, meta)?);
+                    let mut c = crate::create_from::column_from_meta(s, meta)?;
+                    if meta.org_name.is_empty() {
+                        crate::create_from::widen(&mut c, &rs.rows, targets.len() - 1);
+                    }
+                    columns.push(c);
                 }
             }
         }
