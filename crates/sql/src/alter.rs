@@ -412,10 +412,19 @@ impl Work {
 
     /// A column renamed: the table's foreign keys follow.
     fn rename_in_fks(&mut self, from: &str, to: &str) {
+        let (db, name) = (self.old.def.db.clone(), self.old.def.name.clone());
         for fk in &mut self.fks {
+            let self_ref = fk.ref_db == db && fk.ref_table.eq_ignore_ascii_case(&name);
             for c in &mut fk.cols {
                 if c.eq_ignore_ascii_case(from) {
                     *c = to.to_string();
+                }
+            }
+            if self_ref {
+                for c in &mut fk.ref_cols {
+                    if c.eq_ignore_ascii_case(from) {
+                        *c = to.to_string();
+                    }
                 }
             }
         }
@@ -664,6 +673,75 @@ impl Work {
         }
         // Every CHECK must still bind over the columns.
         crate::dml::bind_checks(s, &def)?;
+        // Columns a foreign key uses keep their type (1832 / 1833); the
+        // constraints of other tables follow a referenced column's rename.
+        let children: Vec<(Arc<Table>, usize)> =
+            crate::fk::children(s, &od.db, &od.name).into_iter().filter(|(c, _)| c.def.id != od.id).collect();
+        for fk in &def.foreign_keys {
+            if fk.on_delete != catalog::FkAction::SetNull && fk.on_update != catalog::FkAction::SetNull {
+                continue;
+            }
+            for c in &fk.cols {
+                if def.col_index(c).is_some_and(|i| !def.columns[i].nullable) {
+                    return Err(SqlError::new(
+                        1830,
+                        "HY000",
+                        format!("Column '{c}' cannot be NOT NULL: needed in a foreign key constraint '{}' SET NULL", fk.name),
+                    ));
+                }
+            }
+        }
+        let mut child_defs: Vec<(Arc<Table>, TableDef)> = Vec::new();
+        for c in &self.cols {
+            let Some(j) = c.src else { continue };
+            let was = &od.columns[j];
+            if !crate::fk::compatible(&was.ty, &c.col.ty) {
+                if let Some(fk) =
+                    od.foreign_keys.iter().find(|f| f.cols.iter().any(|x| x.eq_ignore_ascii_case(&was.name)))
+                {
+                    return Err(SqlError::new(
+                        1832,
+                        "HY000",
+                        format!(
+                            "Cannot change column '{}': used in a foreign key constraint '{}'",
+                            was.name, fk.name
+                        ),
+                    ));
+                }
+                for (ct, i) in &children {
+                    let fk = &ct.def.foreign_keys[*i];
+                    if fk.ref_cols.iter().any(|x| x.eq_ignore_ascii_case(&was.name)) {
+                        return Err(SqlError::new(
+                            1833,
+                            "HY000",
+                            format!(
+                                "Cannot change column '{}': used in a foreign key constraint '{}' of table '{}.{}'",
+                                was.name, fk.name, ct.def.db, ct.def.name
+                            ),
+                        ));
+                    }
+                }
+            }
+            if was.name != c.col.name {
+                for (ct, i) in &children {
+                    if !ct.def.foreign_keys[*i].ref_cols.iter().any(|x| x.eq_ignore_ascii_case(&was.name)) {
+                        continue;
+                    }
+                    let at = match child_defs.iter().position(|(t, _)| t.def.id == ct.def.id) {
+                        Some(p) => p,
+                        None => {
+                            child_defs.push((ct.clone(), ct.def.clone()));
+                            child_defs.len() - 1
+                        }
+                    };
+                    for x in &mut child_defs[at].1.foreign_keys[*i].ref_cols {
+                        if x.eq_ignore_ascii_case(&was.name) {
+                            *x = c.col.name.clone();
+                        }
+                    }
+                }
+            }
+        }
         // Do the rows change? A column added, dropped, moved, retyped or
         // made NOT NULL, or a different primary key.
         let same_pk = match (od.primary, def.primary) {
@@ -690,8 +768,14 @@ impl Work {
         let copy = retyped || (od.primary.is_some() && def.primary.is_none());
         // A CHECK added must hold for the rows there (4025).
         let check_rows = def.checks.iter().any(|c| !od.checks.contains(c));
-        let plan =
-            Plan { src: self.cols.iter().map(|c| c.src).collect(), rows_change, copy, check_fks, check_rows };
+        let plan = Plan {
+            src: self.cols.iter().map(|c| c.src).collect(),
+            rows_change,
+            copy,
+            check_fks,
+            check_rows,
+            children: child_defs,
+        };
         let rename = self.rename.take();
         let out = swap(s, &old, def, &plan)?;
         drop(old);
@@ -732,6 +816,9 @@ pub(crate) struct Plan {
     pub check_fks: Vec<catalog::ForeignKeyDef>,
     /// A CHECK constraint was added: every row must satisfy the CHECKs (4025).
     pub check_rows: bool,
+    /// Tables whose foreign keys follow this change (a referenced column
+    /// renamed): their new records, written in the same transaction.
+    pub children: Vec<(Arc<Table>, TableDef)>,
 }
 
 impl Plan {
@@ -743,6 +830,7 @@ impl Plan {
             copy: false,
             check_fks: Vec::new(),
             check_rows: false,
+            children: Vec::new(),
         }
     }
 }
@@ -801,6 +889,13 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
             &catalog::table_key(&def.db, &def.name),
             &serde_json::to_vec(&newt.def).expect("serialisable"),
         )?;
+        for (_, d) in &plan.children {
+            txn.put(
+                &s.inner.catalog,
+                &catalog::table_key(&d.db, &d.name),
+                &serde_json::to_vec(d).expect("serialisable"),
+            )?;
+        }
         txn.commit()?;
         Ok((newt, n, warnings))
     })();
@@ -823,7 +918,13 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     }
     let keep: HashSet<String> = crate::ddl::dict_names(&newt.def).into_iter().collect();
     let gone: Vec<String> = crate::ddl::dict_names(od).into_iter().filter(|d| !keep.contains(d)).collect();
-    s.inner.schema.write().tables.insert((newt.def.db.clone(), newt.def.name.clone()), Arc::new(newt));
+    {
+        let mut sc = s.inner.schema.write();
+        sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), Arc::new(newt));
+        for (t, d) in &plan.children {
+            sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(t.with_def(d.clone())));
+        }
+    }
     for d in gone {
         s.inner.env.drop_dictionary(&d)?;
     }

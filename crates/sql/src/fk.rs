@@ -204,7 +204,7 @@ fn well_formed(child: &TableDef, child_cols: &[usize], parent: &TableDef, fk: &F
     })
 }
 
-fn compatible(a: &SqlType, b: &SqlType) -> bool {
+pub fn compatible(a: &SqlType, b: &SqlType) -> bool {
     match (a, b) {
         (SqlType::Str { coll: x, .. }, SqlType::Str { coll: y, .. }) => x.charset() == y.charset(),
         (
