@@ -172,3 +172,79 @@ fn cascades_and_counts() {
     ok(&mut s, "SET foreign_key_checks = OFF");
     ok(&mut s, "INSERT INTO b VALUES (21, 42)");
 }
+
+/// A `mariadb-dump` of tables with foreign keys (the child dumped before
+/// its parent, as dumps order tables by name, under FOREIGN_KEY_CHECKS=0)
+/// loads; SHOW CREATE TABLE reads back as MariaDB's and the constraints
+/// are enforced afterwards.
+#[test]
+fn a_dump_with_foreign_keys_loads_and_enforces_them() {
+    use support::mariadb::{self, run};
+    if !mariadb::available("a_dump_with_foreign_keys_loads_and_enforces_them") {
+        return;
+    }
+    let server = mariadb::MariaDb::shared().expect("a shared MariaDB");
+    let (mut c, db) = server.fresh_db("fkdump");
+    for stmt in [
+        "CREATE TABLE z_parent (id INT PRIMARY KEY, code VARCHAR(10), UNIQUE KEY (code))",
+        "CREATE TABLE a_child (id INT PRIMARY KEY, pid INT, pcode VARCHAR(10), \
+         CONSTRAINT fk_p FOREIGN KEY (pid) REFERENCES z_parent (id) ON DELETE CASCADE, \
+         FOREIGN KEY (pcode) REFERENCES z_parent (code) ON UPDATE CASCADE ON DELETE SET NULL)",
+        "INSERT INTO z_parent VALUES (1, 'one'), (2, 'two')",
+        "INSERT INTO a_child VALUES (10, 1, 'one'), (11, 2, 'two'), (12, NULL, NULL)",
+    ] {
+        run(&mut c, stmt).unwrap_or_else(|e| panic!("{stmt}: {e:?}"));
+    }
+    let out = std::process::Command::new("mariadb-dump")
+        .args(["-uroot", "-h127.0.0.1", &format!("-P{}", server.port()), "--databases", &db])
+        .output()
+        .expect("mariadb-dump runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = tempfile::tempdir().unwrap();
+    let fdb = Database::open(dir.path(), DbOptions { direct_io: false, ..DbOptions::default() }).unwrap();
+    let mut s = fdb.session();
+    s.execute_script(&out.stdout).unwrap_or_else(|e| panic!("loading the dump: {e}"));
+    for t in ["a_child", "z_parent"] {
+        let q = format!("SHOW CREATE TABLE `{db}`.{t}");
+        let m = run(&mut c, &q).unwrap().rows[0][1].clone().unwrap();
+        let f = support::run_fractal(&mut s, &q).unwrap().rows[0][1].clone().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&f),
+            String::from_utf8_lossy(&m).replace("ENGINE=InnoDB", "ENGINE=FractalDB"),
+            "{t}"
+        );
+    }
+    ok(&mut s, &format!("USE `{db}`"));
+    assert_eq!(err(&mut s, "INSERT INTO a_child VALUES (13, 3, NULL)"), 1452);
+    ok(&mut s, "UPDATE z_parent SET code = 'uno' WHERE id = 1");
+    ok(&mut s, "DELETE FROM z_parent WHERE id = 2");
+    assert_eq!(
+        rows(&mut s, "SELECT id, pid, pcode FROM a_child ORDER BY id"),
+        [["10", "1", "uno"], ["12", "NULL", "NULL"]]
+    );
+}
+
+/// A child row written in an open transaction locks its parent row: a
+/// concurrent DELETE of the parent waits (and times out), and after the
+/// child commits the DELETE is refused.
+#[test]
+fn a_child_row_locks_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), DbOptions { direct_io: false, ..DbOptions::default() }).unwrap();
+    let mut a = db.session();
+    let mut b = db.session();
+    ok(&mut a, "CREATE DATABASE d");
+    ok(&mut a, "USE d");
+    ok(&mut b, "USE d");
+    ok(&mut a, "CREATE TABLE p (id INT PRIMARY KEY)");
+    ok(&mut a, "CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p(id))");
+    ok(&mut a, "INSERT INTO p VALUES (1), (2)");
+    ok(&mut b, "SET innodb_lock_wait_timeout = 1");
+    ok(&mut a, "BEGIN");
+    ok(&mut a, "INSERT INTO c VALUES (1, 1)");
+    assert_eq!(err(&mut b, "DELETE FROM p WHERE id = 1"), 1205);
+    ok(&mut b, "DELETE FROM p WHERE id = 2");
+    ok(&mut a, "COMMIT");
+    assert_eq!(err(&mut b, "DELETE FROM p WHERE id = 1"), 1451);
+    assert_eq!(rows(&mut b, "SELECT id FROM p"), [["1"]]);
+}
