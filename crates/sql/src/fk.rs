@@ -118,6 +118,11 @@ pub fn add(s: &Session, def: &mut TableDef, d: Declared) -> SqlResult<()> {
             format!("Duplicate FOREIGN KEY constraint name '{}'", fk.name),
         ));
     }
+    // The column lists must pair up, checks or not (MariaDB: 1239 or
+    // errno 150); an empty one would leave the child's index without parts.
+    if fk.cols.is_empty() || fk.cols.len() != fk.ref_cols.len() {
+        return Err(incorrectly_formed(&def.db, &def.name));
+    }
     let mut child_cols = Vec::new();
     for c in &fk.cols {
         child_cols.push(def.col_index(c).ok_or_else(|| SqlError::key_column_missing(c))?);
