@@ -194,6 +194,7 @@ pub fn fill(
             row.push(v);
         }
         crate::dml::check_row(s, t, &checks, &row)?;
+        crate::fk::check_child(s, txn, t, None, &row)?;
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&row, hidden)?;
         if let Some(d) = t.find_duplicate(txn, &row, &pk, None)? {

@@ -182,6 +182,14 @@ fn drop_database(s: &mut Session, name: &str, if_exists: bool) -> SqlResult<Outc
     }
     let tables: Vec<String> =
         s.inner.schema.read().tables.keys().filter(|(d, _)| d == name).map(|(_, t)| t.clone()).collect();
+    // A table another database's tables reference cannot go (1451).
+    if crate::fk::checks_on(s) {
+        for t in &tables {
+            if crate::fk::children(s, name, t).iter().any(|(c, _)| c.def.db != name) {
+                return Err(crate::fk::drop_parent_error());
+            }
+        }
+    }
     let n = tables.len();
     for t in tables {
         drop_table(s, name, &t)?;

@@ -164,6 +164,23 @@ fn cascades_and_counts() {
     ok(&mut s, "ALTER TABLE e ADD FOREIGN KEY (a_id) REFERENCES a(id)");
     assert_eq!(err(&mut s, "INSERT INTO e VALUES (3, 77)"), 1452);
     assert_eq!(err(&mut s, "ALTER TABLE e DROP INDEX a_id"), 1553);
+    // Another database's table referencing this one keeps it from DROP
+    // DATABASE; CREATE TABLE ... SELECT rows are checked too.
+    ok(&mut s, "CREATE DATABASE d2");
+    ok(&mut s, "CREATE TABLE d2.k (id INT, a_id INT, FOREIGN KEY (a_id) REFERENCES d.a(id))");
+    let e = s
+        .execute(b"CREATE TABLE d2.k2 (a_id INT, FOREIGN KEY (a_id) REFERENCES d.a(id)) SELECT 77 AS a_id")
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            1452,
+            "Cannot add or update a child row: a foreign key constraint fails (`d2`.`k2`, CONSTRAINT `k2_ibfk_1` \
+             FOREIGN KEY (`a_id`) REFERENCES `d`.`a` (`id`))"
+        )
+    );
+    assert_eq!(err(&mut s, "DROP DATABASE d"), 1451);
+    ok(&mut s, "DROP DATABASE d2");
     // A renamed parent keeps its children.
     ok(&mut s, "RENAME TABLE a TO a2");
     assert!(rows(&mut s, "SHOW CREATE TABLE b")[0][1].contains("REFERENCES `a2` (`id`)"));
