@@ -70,14 +70,10 @@ struct Work {
     rename: Option<(String, String)>,
 }
 
-/// ALTER TABLE as sqlparser parsed it; `table_options` are the options
-/// lex.rs took out of it (`ENGINE`, `COMMENT`, `CHARSET`, ...). The caller
-/// holds the DDL lock.
-pub fn alter_table(
-    s: &mut Session,
-    at: &ast::AlterTable,
-    table_options: &[(String, String)],
-) -> SqlResult<Outcome> {
+/// ALTER TABLE as sqlparser parsed it, with what lex.rs took out of it
+/// (`flags.table_options`: `ENGINE`, `COMMENT`, `CHARSET`, ...;
+/// `flags.clustering_indexes`). The caller holds the DDL lock.
+pub fn alter_table(s: &mut Session, at: &ast::AlterTable, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
     let (db, name) = qualify(s, &at.name)?;
     let old = s.inner.table(&db, &name)?;
     let mut w = Work::new(old);
@@ -89,8 +85,12 @@ pub fn alter_table(
     for op in &at.operations {
         w.apply(s, op)?;
     }
-    for (k, v) in table_options {
+    for (k, v) in &flags.table_options {
         w.option(k, v)?;
+    }
+    // TokuDB's CLUSTERING keys added by this statement.
+    for ix in w.indexes.iter_mut().filter(|i| i.dict.is_empty() && i.kind != IndexKind::Primary) {
+        ix.clustering = flags.clustering_indexes.iter().any(|c| c.eq_ignore_ascii_case(&ix.name));
     }
     w.finish(s)
 }

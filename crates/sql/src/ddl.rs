@@ -113,18 +113,19 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags
             }
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
-        S::CreateTable(ct) => create_table(s, ct),
+        S::CreateTable(ct) => create_table(s, ct, &flags.clustering_indexes),
         S::CreateIndex(ci) => {
             let (db, name) = qualify(s, &ci.table_name)?;
             let t = s.inner.table(&db, &name)?;
             let parts = index_parts(&ci.columns, &t.def.columns)?;
             let ix_name = ci.name.as_ref().map(|n| ident_name(n).join("."));
             let kind = if ci.unique { IndexKind::Unique } else { IndexKind::Plain };
-            let d = index_def(ix_name, kind, parts, &t.def.columns);
+            let mut d = index_def(ix_name, kind, parts, &t.def.columns);
+            d.clustering = flags.clustering_indexes.iter().any(|c| c.eq_ignore_ascii_case(&d.name));
             drop(t);
             add_index(s, &db, &name, d)
         }
-        S::AlterTable(at) => crate::alter::alter_table(s, at, &flags.table_options),
+        S::AlterTable(at) => crate::alter::alter_table(s, at, flags),
         S::RenameTable(list) => {
             for r in list {
                 let from = qualify(s, &r.old_name)?;
@@ -291,7 +292,9 @@ pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     Ok(())
 }
 
-fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
+/// CREATE TABLE; `clustering` names TokuDB's CLUSTERING keys (lex.rs took
+/// the word out of the statement).
+fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -> SqlResult<Outcome> {
     let (db, name) = qualify(s, &ct.name)?;
     check_ident(&name, Ident::Table)?;
     if !s.inner.schema.read().dbs.contains_key(&db) {
@@ -455,6 +458,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                 return Err(SqlError::blob_key_without_length(&columns[p.col].name));
             }
         }
+    }
+    for ix in indexes.iter_mut() {
+        ix.clustering = clustering.iter().any(|c| c.eq_ignore_ascii_case(&ix.name));
     }
     let mut all = Vec::new();
     let primary = pk.map(|parts| {
