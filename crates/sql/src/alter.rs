@@ -594,8 +594,9 @@ impl Work {
                 self.collation = c;
                 self.convert = Some(c);
             }
-            // ENGINE and the storage options of other engines are accepted
-            // and ignored: every table is a FractalDB table.
+            // ENGINE, FORCE and the storage options of other engines are
+            // accepted and ignored: every table is a FractalDB table, and
+            // FORCE's rebuild would write the same rows.
             _ => {}
         }
         Ok(())

@@ -457,6 +457,15 @@ fn alter_edge_cases_like_mariadb() {
             "ALTER TABLE t ADD COLUMN s2 VARCHAR(3)",
             "SHOW CREATE TABLE t",
             "SELECT COUNT(*) FROM t",
+            // `ADD COLUMN (y INT, w INT)` is a syntax error here (sqlparser 0.64).
+            "ALTER TABLE t ADD COLUMN y INT, ADD COLUMN w INT DEFAULT 2",
+            "ALTER TABLE t FORCE",
+            "ALTER TABLE t CHARACTER SET = latin1",
+            "ALTER TABLE t ADD KEY kk (a) COMMENT 'kc'",
+            "ALTER TABLE t MODIFY COLUMN a INT NOT NULL DEFAULT 0 AFTER w",
+            "ALTER TABLE t ALGORITHM=INPLACE, LOCK=NONE, ADD COLUMN q INT",
+            "SHOW CREATE TABLE t",
+            "SELECT a, w FROM t ORDER BY c",
         ],
         true,
     );
