@@ -909,12 +909,15 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
             return Err(e);
         }
     };
-    // The AUTO_INCREMENT counter goes on from where it was, unless
-    // AUTO_INCREMENT=n asked for another start (then it is found again).
-    if newt.def.auto_increment_start == od.auto_increment_start
-        && newt.def.auto_col().is_some()
-        && !plan.rows_change
-    {
+    // The AUTO_INCREMENT counter goes on from where it was (rows deleted
+    // at the top do not bring it back, as in InnoDB), unless AUTO_INCREMENT=n
+    // asked for another start or the column is another (then it is found
+    // again from the rows).
+    let same_auto = match (newt.def.auto_col(), od.auto_col()) {
+        (Some(a), Some(b)) => plan.src.get(a) == Some(&Some(b)),
+        _ => false,
+    };
+    if newt.def.auto_increment_start == od.auto_increment_start && same_auto {
         *newt.autoinc.lock() = *old.autoinc.lock();
     }
     let keep: HashSet<String> = crate::ddl::dict_names(&newt.def).into_iter().collect();

@@ -226,6 +226,13 @@ fn alter_table_results() {
         one(&mut s, "SELECT TABLE_COMMENT FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_NAME = 't'"),
         "a table"
     );
+    // The AUTO_INCREMENT counter survives a rebuild.
+    ok(&mut s, "CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT)");
+    ok(&mut s, "INSERT INTO ai (v) VALUES (1), (2), (3), (4)");
+    ok(&mut s, "DELETE FROM ai WHERE id > 2");
+    ok(&mut s, "ALTER TABLE ai ADD COLUMN w INT, MODIFY v BIGINT");
+    ok(&mut s, "INSERT INTO ai (v) VALUES (5)");
+    assert_eq!(rows(&mut s, "SELECT id FROM ai ORDER BY id"), [["1"], ["2"], ["5"]]);
     // ALTER TABLE t ENGINE=... alone changes nothing.
     ok(&mut s, "ALTER TABLE t ENGINE=InnoDB");
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "4");
