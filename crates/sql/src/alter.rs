@@ -769,6 +769,38 @@ impl Work {
         let copy = retyped || (od.primary.is_some() && def.primary.is_none());
         // A CHECK added must hold for the rows there (4025).
         let check_rows = def.checks.iter().any(|c| !od.checks.contains(c));
+        // RENAME TO in the same statement: the same transaction moves the
+        // record (and the foreign keys that name the table follow).
+        if let Some(to) = self.rename.take() {
+            if to.0 != od.db || to.1 != od.name {
+                check_ident(&to.1, Ident::Table)?;
+                if !s.inner.schema.read().dbs.contains_key(&to.0) {
+                    return Err(SqlError::unknown_db(&to.0));
+                }
+                if s.inner.table(&to.0, &to.1).is_ok() {
+                    return Err(SqlError::table_exists(&to.1));
+                }
+                let follow = |fk: &mut catalog::ForeignKeyDef| {
+                    if fk.ref_db == od.db && fk.ref_table.eq_ignore_ascii_case(&od.name) {
+                        fk.ref_db = to.0.clone();
+                        fk.ref_table = to.1.clone();
+                    }
+                };
+                def.foreign_keys.iter_mut().for_each(follow);
+                for (ct, i) in &children {
+                    let at = match child_defs.iter().position(|(t, _)| t.def.id == ct.def.id) {
+                        Some(p) => p,
+                        None => {
+                            child_defs.push((ct.clone(), ct.def.clone()));
+                            child_defs.len() - 1
+                        }
+                    };
+                    follow(&mut child_defs[at].1.foreign_keys[*i]);
+                }
+                def.db = to.0;
+                def.name = to.1;
+            }
+        }
         let plan = Plan {
             src: self.cols.iter().map(|c| c.src).collect(),
             rows_change,
@@ -777,15 +809,7 @@ impl Work {
             check_rows,
             children: child_defs,
         };
-        let rename = self.rename.take();
-        let out = swap(s, &old, def, &plan)?;
-        drop(old);
-        if let Some(to) = rename {
-            let from = (self.old.def.db.clone(), self.old.def.name.clone());
-            drop(self);
-            crate::ddl::rename_table(s, from, to)?;
-        }
-        Ok(out)
+        swap(s, &old, def, &plan)
     }
 }
 
@@ -890,6 +914,9 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
             &catalog::table_key(&def.db, &def.name),
             &serde_json::to_vec(&newt.def).expect("serialisable"),
         )?;
+        if (def.db.as_str(), def.name.as_str()) != (od.db.as_str(), od.name.as_str()) {
+            txn.delete(&s.inner.catalog, &catalog::table_key(&od.db, &od.name))?;
+        }
         for (_, d) in &plan.children {
             txn.put(
                 &s.inner.catalog,
@@ -924,6 +951,7 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     let gone: Vec<String> = crate::ddl::dict_names(od).into_iter().filter(|d| !keep.contains(d)).collect();
     {
         let mut sc = s.inner.schema.write();
+        sc.tables.remove(&(od.db.clone(), od.name.clone()));
         sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), Arc::new(newt));
         for (t, d) in &plan.children {
             sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(t.with_def(d.clone())));

@@ -186,6 +186,11 @@ fn cascades_and_counts() {
     assert!(rows(&mut s, "SHOW CREATE TABLE b")[0][1].contains("REFERENCES `a2` (`id`)"));
     assert_eq!(err(&mut s, "INSERT INTO b VALUES (20, 42)"), 1452);
     ok(&mut s, "INSERT INTO b VALUES (20, 5)");
+    // So does one renamed by ALTER TABLE with other changes (one transaction).
+    ok(&mut s, "ALTER TABLE a2 COMMENT 'parent', RENAME TO a3");
+    assert!(rows(&mut s, "SHOW CREATE TABLE b")[0][1].contains("REFERENCES `a3` (`id`)"));
+    assert_eq!(err(&mut s, "SELECT * FROM a2"), 1146);
+    assert_eq!(err(&mut s, "DELETE FROM a3 WHERE id = 5"), 1451);
     ok(&mut s, "SET foreign_key_checks = OFF");
     ok(&mut s, "INSERT INTO b VALUES (21, 42)");
 }
