@@ -170,6 +170,16 @@ impl Work {
         self.cols.iter().map(|c| c.col.clone()).collect()
     }
 
+    /// 1054 for `AFTER x` naming no column (MariaDB checks it first).
+    fn check_position(&self, position: &Option<ast::MySQLColumnPosition>) -> SqlResult<()> {
+        match position {
+            Some(ast::MySQLColumnPosition::After(a)) if self.pos(&a.value).is_none() => {
+                Err(unknown_col(&a.value, &self.tname()))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Puts `wc` where `position` says (at the end without one).
     fn place(&mut self, wc: WCol, position: &Option<ast::MySQLColumnPosition>) -> SqlResult<()> {
         match position {
@@ -354,6 +364,7 @@ impl Work {
         cd: &ast::ColumnDef,
         position: &Option<ast::MySQLColumnPosition>,
     ) -> SqlResult<()> {
+        self.check_position(position)?;
         let mut others = self.columns();
         others.remove(p);
         let b = build_column(s, cd, self.collation, &others)?;
@@ -460,6 +471,7 @@ impl Work {
                         .push(Warning::note(1060, SqlError::dup_column(&column_def.name.value).message));
                     return Ok(());
                 }
+                self.check_position(column_position)?;
                 let b = build_column(s, column_def, self.collation, &self.columns())?;
                 let id = self.next_id;
                 self.next_id += 1;
@@ -610,6 +622,17 @@ impl Work {
                 "42000",
                 "You can't delete all columns with ALTER TABLE; use DROP TABLE instead",
             ));
+        }
+        // Primary key columns are NOT NULL whatever MODIFY / CHANGE said
+        // (as in MariaDB, which adds it silently).
+        if let Some(p) = self.primary() {
+            let ids: Vec<usize> = self.indexes[p].parts.iter().map(|part| part.col).collect();
+            for c in self.cols.iter_mut().filter(|c| ids.contains(&c.id)) {
+                c.col.nullable = false;
+                if c.col.default == DefaultSpec::Null && !c.col.auto_increment {
+                    c.col.default = DefaultSpec::None;
+                }
+            }
         }
         if let Some(c) = self.convert {
             for wc in &mut self.cols {
@@ -1115,6 +1138,13 @@ fn copy_rows(
                 let row = w.message.rsplit(' ').next().and_then(|r| r.parse().ok()).unwrap_or(0);
                 *w = Warning::from_error(&SqlError::data_truncated(col, row));
             }
+        } else if w.code == 1366 {
+            // "Incorrect integer value: 'x' for column `c` at row n"
+            let col = w.message.split('`').nth(1).and_then(|c| nd.col_index(c));
+            let kind = col.and_then(|c| number_kind(&nd.columns[c].ty));
+            if let (Some(kind), Some(v)) = (kind, w.message.split('\'').nth(1)) {
+                *w = Warning::from_error(&SqlError::truncated_wrong_value(kind, v));
+            }
         }
     }
     // The exact count, in slot 0 of the new status dictionary.
@@ -1132,11 +1162,19 @@ fn alter_error(e: SqlError, col: &Column, row: usize) -> SqlError {
         return SqlError::data_truncated(&col.name, row);
     }
     if e.code == 1366 {
-        if let SqlType::Int { .. } = col.ty {
-            if let Some(v) = e.message.split('\'').nth(1) {
-                return SqlError::truncated_wrong_value("INTEGER", v);
-            }
+        if let (Some(kind), Some(v)) = (number_kind(&col.ty), e.message.split('\'').nth(1)) {
+            return SqlError::truncated_wrong_value(kind, v);
         }
     }
     e
+}
+
+/// The word MariaDB's 1292 uses for a column's number type.
+fn number_kind(ty: &SqlType) -> Option<&'static str> {
+    match ty {
+        SqlType::Int { .. } => Some("INTEGER"),
+        SqlType::Decimal { .. } => Some("DECIMAL"),
+        SqlType::Float { .. } | SqlType::Double { .. } => Some("DOUBLE"),
+        _ => None,
+    }
 }

@@ -749,6 +749,9 @@ pub(crate) fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResul
         if cols[c].ty.is_lob() && prefix.is_none() {
             return Err(SqlError::blob_key_without_length(&cols[c].name));
         }
+        if v.iter().any(|p: &IndexPart| p.col == c) {
+            return Err(SqlError::dup_column(&cols[c].name));
+        }
         v.push(IndexPart { col: c, prefix, desc });
     }
     if v.is_empty() {

@@ -5,7 +5,7 @@
 mod support;
 
 use fractaldb_sql::{Database, DbOptions, Outcome, Session};
-use support::script::compare;
+use support::script::{compare, compare_with};
 
 fn opts() -> DbOptions {
     DbOptions { direct_io: false, ..DbOptions::default() }
@@ -584,4 +584,45 @@ fn random_alters_never_panic_and_keep_counts_exact() {
     }
     assert!(altered >= 15, "seed {seed}: only {altered} ALTERs succeeded");
     eprintln!("seed {seed}: {altered} ALTERs succeeded");
+}
+
+/// Random ALTER sequences run on MariaDB and fractaldb, SHOW CREATE TABLE
+/// and the rows compared after each (`FRACTALDB_SEED`, default 3 seeds).
+#[test]
+fn random_alters_like_mariadb() {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    let seeds: Vec<u64> = match std::env::var("FRACTALDB_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => vec![1, 2, 3],
+    };
+    for seed in seeds {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut script: Vec<String> = vec![
+            "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(8), c INT, KEY (c))".into(),
+            "INSERT INTO t VALUES (1,'v1',1),(2,'v2',2),(3,'v3',NULL),(4,'v4',1),(5,NULL,2)".into(),
+        ];
+        let cols = ["a", "b", "c", "d", "e"];
+        let types = ["INT", "BIGINT", "VARCHAR(3)", "VARCHAR(20)", "DECIMAL(5,1)", "INT NOT NULL", "CHAR(4)"];
+        for _ in 0..25 {
+            let c1 = cols[rng.gen_range(0..cols.len())];
+            let c2 = cols[rng.gen_range(0..cols.len())];
+            let ty = types[rng.gen_range(0..types.len())];
+            let pos = ["", " FIRST", &format!(" AFTER {c2}")][rng.gen_range(0..3)].to_string();
+            script.push(match rng.gen_range(0..10) {
+                0 | 1 => format!("ALTER TABLE t ADD COLUMN {c1} {ty}{pos}"),
+                2 => format!("ALTER TABLE t DROP COLUMN {c1}"),
+                3 | 4 => format!("ALTER TABLE t MODIFY {c1} {ty}{pos}"),
+                5 => format!("ALTER TABLE t CHANGE {c1} {c2} {ty}"),
+                6 => format!("ALTER TABLE t ADD UNIQUE ({c1})"),
+                7 => format!("ALTER TABLE t ADD INDEX ({c1}, {c2})"),
+                8 => format!("ALTER TABLE t ALTER COLUMN {c1} SET DEFAULT '7'"),
+                _ => format!("ALTER TABLE t RENAME COLUMN {c1} TO {c2}"),
+            });
+            script.push("SHOW CREATE TABLE t".into());
+            script.push("SELECT * FROM t".into());
+        }
+        let refs: Vec<&str> = script.iter().map(|s| s.as_str()).collect();
+        compare_with(&format!("random_alters_like_mariadb_{seed}"), &refs, true, true);
+    }
 }
