@@ -1078,7 +1078,8 @@ fn copy_rows(
                         v
                     } else {
                         let mut cx = StoreCtx { strict, row: rownum, warnings: &mut *warnings };
-                        coerce::store(v, col, &mut cx).map_err(|e| alter_error(e, col, rownum))?
+                        coerce::store(v, col, &mut cx)
+                            .map_err(|e| alter_error(e, col, rownum, od, &od.columns[*j].name))?
                     };
                     if v.is_null() && !col.nullable {
                         let e = SqlError::data_truncated(&col.name, rownum);
@@ -1157,9 +1158,25 @@ fn copy_rows(
 /// MariaDB reports a string that is no number, met while ALTER converts a
 /// column, as 1292 "Truncated incorrect INTEGER value" (INSERT says 1366),
 /// and a string too long for the new column as 1265 (INSERT says 1406).
-fn alter_error(e: SqlError, col: &Column, row: usize) -> SqlError {
+fn alter_error(e: SqlError, col: &Column, row: usize, table: &TableDef, src: &str) -> SqlError {
     if e.code == 1406 {
         return SqlError::data_truncated(&col.name, row);
+    }
+    // A date that is none: MariaDB's ALTER names it a datetime, and the
+    // column (by its old name) with its database and table.
+    if e.code == 1292
+        && matches!(col.ty, SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. })
+    {
+        if let Some(v) = e.message.split('\'').nth(1) {
+            return SqlError::new(
+                1292,
+                "22007",
+                format!(
+                    "Incorrect datetime value: '{v}' for column `{}`.`{}`.`{src}` at row {row}",
+                    table.db, table.name
+                ),
+            );
+        }
     }
     if e.code == 1366 {
         if let (Some(kind), Some(v)) = (number_kind(&col.ty), e.message.split('\'').nth(1)) {

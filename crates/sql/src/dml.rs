@@ -20,7 +20,41 @@ pub(crate) fn now_value(s: &Session) -> Value {
     Expr::Func("NOW".into(), vec![], vec![]).eval(&[], &mut cx).unwrap_or(Value::Null)
 }
 
+/// Rewrites the conversion errors and warnings a statement on `table` left
+/// (from warning `from` on) to name their column as MariaDB does.
+fn qualified(
+    s: &mut Session,
+    from: usize,
+    table: Option<(String, String)>,
+    r: SqlResult<Outcome>,
+) -> SqlResult<Outcome> {
+    let Some((db, t)) = table else { return r };
+    for w in s.warnings.iter_mut().skip(from) {
+        if let Some(m) = coerce::qualify_column(&w.message, &db, &t) {
+            w.message = m;
+        }
+    }
+    r.map_err(|mut e| {
+        if let Some(m) = coerce::qualify_column(&e.message, &db, &t) {
+            e.message = m;
+        }
+        e
+    })
+}
+
 pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    let from = s.warnings.len();
+    let r = insert_rows(s, txn, ins);
+    let table = match &ins.table {
+        ast::TableObject::TableName(n) => {
+            resolve_table(s, n).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
+        }
+        _ => None,
+    };
+    qualified(s, from, table, r)
+}
+
+fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
@@ -33,7 +67,7 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         let mut v = Vec::new();
         for c in &ins.columns {
             let n = crate::expr::ident_name(c).pop().unwrap_or_default();
-            let i = def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "field list"))?;
+            let i = def.col_index(&n).ok_or_else(|| SqlError::unknown_column(&n, "INSERT INTO"))?;
             if v.contains(&i) {
                 return Err(SqlError::new(1110, "42000", format!("Column '{n}' specified twice")));
             }
@@ -461,6 +495,18 @@ fn matching(
 }
 
 pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
+    let from = s.warnings.len();
+    let r = update_rows(s, txn, up);
+    let table = match &up.table.relation {
+        ast::TableFactor::Table { name, .. } => {
+            resolve_table(s, name).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
+        }
+        _ => None,
+    };
+    qualified(s, from, table, r)
+}
+
+fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
     if !up.table.joins.is_empty() || up.from.is_some() {
         return Err(SqlError::unsupported("multi-table UPDATE"));
     }

@@ -266,14 +266,12 @@ impl Table {
         parts.join("-")
     }
 
+    /// 1062 as MariaDB 10.11 words it: the key's name alone (`'PRIMARY'`,
+    /// `'a'`; MySQL 8 writes `'t.a'`).
     pub fn dup_error(&self, d: &Duplicate, row: &[Value]) -> SqlError {
-        let name = &self.def.indexes[d.index].name;
-        let key = if self.def.indexes[d.index].kind == IndexKind::Primary {
-            format!("{}.PRIMARY", self.def.name)
-        } else {
-            format!("{}.{name}", self.def.name)
-        };
-        SqlError::dup_entry(&self.dup_entry_text(d.index, row), &key)
+        let ix = &self.def.indexes[d.index];
+        let key = if ix.kind == IndexKind::Primary { "PRIMARY" } else { ix.name.as_str() };
+        SqlError::dup_entry(&self.dup_entry_text(d.index, row), key)
     }
 
     pub fn next_row_id(&self) -> u64 {

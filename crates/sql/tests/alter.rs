@@ -603,13 +603,29 @@ fn random_alters_like_mariadb() {
             "INSERT INTO t VALUES (1,'v1',1),(2,'v2',2),(3,'v3',NULL),(4,'v4',1),(5,NULL,2)".into(),
         ];
         let cols = ["a", "b", "c", "d", "e"];
-        let types = ["INT", "BIGINT", "VARCHAR(3)", "VARCHAR(20)", "DECIMAL(5,1)", "INT NOT NULL", "CHAR(4)"];
+        let types = [
+            "INT",
+            "BIGINT",
+            "VARCHAR(3)",
+            "VARCHAR(20)",
+            "DECIMAL(5,1)",
+            "INT NOT NULL",
+            "CHAR(4)",
+            "TINYINT UNSIGNED",
+            "DATE",
+            "VARCHAR(10) NOT NULL DEFAULT 'x'",
+            "DOUBLE",
+        ];
         for _ in 0..25 {
             let c1 = cols[rng.gen_range(0..cols.len())];
             let c2 = cols[rng.gen_range(0..cols.len())];
             let ty = types[rng.gen_range(0..types.len())];
             let pos = ["", " FIRST", &format!(" AFTER {c2}")][rng.gen_range(0..3)].to_string();
-            script.push(match rng.gen_range(0..10) {
+            script.push(match rng.gen_range(0..14) {
+                10 => "ALTER TABLE t DROP PRIMARY KEY".into(),
+                11 => format!("ALTER TABLE t ADD PRIMARY KEY ({c1})"),
+                12 => format!("ALTER TABLE t DROP INDEX {c1}"),
+                13 => format!("INSERT INTO t ({c1}) VALUES ('{}')", rng.gen_range(0..9)),
                 0 | 1 => format!("ALTER TABLE t ADD COLUMN {c1} {ty}{pos}"),
                 2 => format!("ALTER TABLE t DROP COLUMN {c1}"),
                 3 | 4 => format!("ALTER TABLE t MODIFY {c1} {ty}{pos}"),
