@@ -203,17 +203,6 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
             full.push(v);
         }
         check_row(s, &t, &checks, &full)?;
-        if !def.foreign_keys.is_empty() {
-            // A self-referencing row may need one of this statement's rows.
-            if def
-                .foreign_keys
-                .iter()
-                .any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
-            {
-                batch.flush(txn, &t)?;
-            }
-            crate::fk::check_child(s, txn, &t, None, &full)?;
-        }
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
         // A collision with a row of this statement not yet in the engine:
@@ -223,6 +212,18 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         }
         match t.find_duplicate(txn, &full, &pk, None)? {
             None => {
+                // After the duplicate check, as InnoDB (1062 before 1452).
+                if !def.foreign_keys.is_empty() {
+                    // A self-referencing row may need one of this statement's rows.
+                    if def
+                        .foreign_keys
+                        .iter()
+                        .any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
+                    {
+                        batch.flush(txn, &t)?;
+                    }
+                    crate::fk::check_child(s, txn, &t, None, &full)?;
+                }
                 batch.add(txn, &t, &full, &pk)?;
                 affected += 1;
                 delta += 1;
@@ -565,11 +566,12 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
         }
         check_row(s, &t, &checks, &new)?;
         let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
+        // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
+        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
+        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
         if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
             return Err(t.dup_error(&d, &new));
         }
-        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
-        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
         t.replace(txn, &old, &pk, &new, &new_pk)?;
         affected += 1;
         s.check_killed()?;

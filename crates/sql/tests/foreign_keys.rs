@@ -6,7 +6,7 @@
 mod support;
 
 use fractaldb_sql::{Database, DbOptions, Outcome, Session};
-use support::script::compare;
+use support::script::{compare, compare_with};
 
 fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
     match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
@@ -269,4 +269,59 @@ fn a_child_row_locks_its_parent() {
     ok(&mut a, "COMMIT");
     assert_eq!(err(&mut b, "DELETE FROM p WHERE id = 1"), 1451);
     assert_eq!(rows(&mut b, "SELECT id FROM p"), [["1"]]);
+}
+
+/// Random DML over a parent and children with every action, compared with
+/// MariaDB after each statement (`FRACTALDB_SEED`, default 3 seeds).
+#[test]
+fn random_dml_under_foreign_keys_like_mariadb() {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    let seeds: Vec<u64> = match std::env::var("FRACTALDB_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => vec![1, 2, 3],
+    };
+    for seed in seeds {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut script: Vec<String> = vec![
+            "CREATE TABLE p (id INT PRIMARY KEY, k INT, UNIQUE KEY (k))".into(),
+            "CREATE TABLE cr (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p(id))".into(),
+            "CREATE TABLE cc (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p(id) ON DELETE CASCADE ON UPDATE CASCADE)".into(),
+            "CREATE TABLE cn (id INT PRIMARY KEY, pk INT, FOREIGN KEY (pk) REFERENCES p(k) ON DELETE SET NULL ON UPDATE SET NULL)".into(),
+            "CREATE TABLE gc (id INT PRIMARY KEY, cid INT, FOREIGN KEY (cid) REFERENCES cc(id) ON DELETE CASCADE)".into(),
+            "INSERT INTO p VALUES (1,10),(2,20),(3,30),(4,40)".into(),
+        ];
+        let tables = ["cr", "cc", "cn"];
+        for _ in 0..40 {
+            let n = rng.gen_range(1..7);
+            let m = rng.gen_range(1..7);
+            let t = tables[rng.gen_range(0..3)];
+            let col = if t == "cn" { "pk" } else { "pid" };
+            let v = if t == "cn" { n * 10 } else { n };
+            script.push(match rng.gen_range(0..9) {
+                0 | 1 => format!("INSERT INTO {t} VALUES ({}, {v})", rng.gen_range(1..20)),
+                2 => format!("INSERT INTO p VALUES ({n}, {})", m * 10),
+                3 => format!("DELETE FROM p WHERE id = {n}"),
+                4 => format!("UPDATE p SET id = {m} WHERE id = {n}"),
+                5 => format!("UPDATE p SET k = {} WHERE id = {n}", m * 10),
+                6 => format!("UPDATE {t} SET {col} = {v} WHERE id % 3 = {}", m % 3),
+                7 => format!("INSERT INTO gc VALUES ({}, {})", rng.gen_range(1..20), rng.gen_range(1..20)),
+                _ => format!("DELETE FROM {t} WHERE id = {}", rng.gen_range(1..20)),
+            });
+            for q in [
+                "SELECT * FROM p",
+                "SELECT * FROM cr",
+                "SELECT * FROM cc",
+                "SELECT * FROM cn",
+                "SELECT * FROM gc",
+            ] {
+                script.push(q.into());
+            }
+        }
+        for q in ["p", "cr", "cc", "cn", "gc"] {
+            script.push(format!("SELECT COUNT(*) FROM {q}"));
+        }
+        let refs: Vec<&str> = script.iter().map(|s| s.as_str()).collect();
+        compare_with(&format!("random_dml_under_foreign_keys_{seed}"), &refs, false, true);
+    }
 }
