@@ -298,7 +298,9 @@ fn random_dml_under_foreign_keys_like_mariadb() {
             let t = tables[rng.gen_range(0..3)];
             let col = if t == "cn" { "pk" } else { "pid" };
             let v = if t == "cn" { n * 10 } else { n };
-            script.push(match rng.gen_range(0..9) {
+            script.push(match rng.gen_range(0..11) {
+                9 => format!("DELETE FROM p WHERE id > {n}"),
+                10 => format!("UPDATE p SET k = k + {m} WHERE id >= {n}"),
                 0 | 1 => format!("INSERT INTO {t} VALUES ({}, {v})", rng.gen_range(1..20)),
                 2 => format!("INSERT INTO p VALUES ({n}, {})", m * 10),
                 3 => format!("DELETE FROM p WHERE id = {n}"),
