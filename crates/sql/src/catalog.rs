@@ -114,6 +114,52 @@ pub struct TableDef {
     /// CHECK constraints, enforced on every row written.
     #[serde(default)]
     pub checks: Vec<CheckDef>,
+    /// FOREIGN KEY constraints of this table (the child), enforced as
+    /// InnoDB enforces them (`fk.rs`). Records written before foreign keys
+    /// existed have none.
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKeyDef>,
+}
+
+/// What a foreign key does to the child rows when their parent row is
+/// deleted or its referenced columns change.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum FkAction {
+    Restrict,
+    NoAction,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl FkAction {
+    /// As SHOW CREATE TABLE and INFORMATION_SCHEMA write it.
+    pub fn sql(self) -> &'static str {
+        match self {
+            FkAction::Restrict => "RESTRICT",
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// A FOREIGN KEY constraint. Columns are kept by name (the parent's may
+/// not exist yet when `foreign_key_checks` is off, as in dump files);
+/// ALTER TABLE renames them here when it renames a column.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ForeignKeyDef {
+    /// The constraint's name (`<table>_ibfk_<n>` when none was given).
+    pub name: String,
+    /// The child's columns, in order.
+    pub cols: Vec<String>,
+    pub ref_db: String,
+    pub ref_table: String,
+    /// The parent's columns, one per child column.
+    pub ref_cols: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
 }
 
 /// A CHECK constraint: its name (a column-level one is named after its

@@ -414,6 +414,21 @@ fn check_charset(s: &[u8], coll: Collation, col: &str, row: usize) -> SqlResult<
     Ok(())
 }
 
+/// A conversion message names its column alone ("for column `c` at row
+/// 1"); MariaDB names it with its database and table. The statement that
+/// knows the table rewrites the message with this.
+pub fn qualify_column(msg: &str, db: &str, table: &str) -> Option<String> {
+    const AT: &str = "for column `";
+    let i = msg.find(AT)?;
+    let rest = &msg[i + AT.len()..];
+    let j = rest.find('`')?;
+    if !rest[j..].starts_with("` at row") {
+        return None;
+    }
+    let col = &rest[..j];
+    Some(format!("{}for column `{db}`.`{table}`.`{col}`{}", &msg[..i], &rest[j + 1..]))
+}
+
 /// A column's DEFAULT, converted, or `None` when it has none.
 pub fn default_value(col: &Column, now: Option<Value>) -> SqlResult<Option<Value>> {
     use crate::catalog::DefaultSpec;

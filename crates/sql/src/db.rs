@@ -147,6 +147,18 @@ impl Database {
         Session::new(self.inner.clone())
     }
 
+    /// The engine dictionaries of table `db`.`table`, as its catalog record
+    /// names them: main, status, then each secondary index's.
+    pub fn table_dictionaries(&self, db: &str, table: &str) -> SqlResult<Vec<String>> {
+        Ok(crate::ddl::dict_names(&self.inner.table(db, table)?.def))
+    }
+
+    /// Every engine dictionary of the folder (tests use it to see that no
+    /// dictionary is left that no catalog record names).
+    pub fn dictionaries(&self) -> Vec<String> {
+        self.inner.env.list_dictionaries()
+    }
+
     /// Closes the engine: a final checkpoint, files closed. Sessions must
     /// have been dropped.
     pub fn close(self) -> SqlResult<()> {

@@ -18,7 +18,7 @@ use crate::session::{Outcome, Session};
 use crate::types::{Charset, Collation, SqlType, StrKind};
 use crate::value::Value;
 
-pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
+pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
     use ast::Statement as S;
     let inner = s.inner.clone();
     let _g = inner.ddl.lock();
@@ -65,6 +65,22 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
                 drop_database(s, &name, *if_exists)
             }
             ast::ObjectType::Table => {
+                // A table other tables reference through a foreign key
+                // cannot go (unless they go too, or checks are off).
+                if crate::fk::checks_on(s) {
+                    let mut dropping = Vec::new();
+                    for n in names {
+                        dropping.push(qualify(s, n)?);
+                    }
+                    for (db, t) in &dropping {
+                        for (child, _) in crate::fk::children(s, db, t) {
+                            let c = (child.def.db.clone(), child.def.name.clone());
+                            if !dropping.iter().any(|d| d.0 == c.0 && d.1.eq_ignore_ascii_case(&c.1)) {
+                                return Err(crate::fk::drop_parent_error());
+                            }
+                        }
+                    }
+                }
                 let mut missing = Vec::new();
                 for n in names {
                     let (db, t) = qualify(s, n)?;
@@ -93,24 +109,23 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
             ast::ObjectType::Index => {
                 let on = table.as_ref().ok_or_else(|| SqlError::syntax("''"))?;
                 let (db, t) = qualify(s, on)?;
-                drop_index(s, &db, &t, &ident_name(&names[0]).join("."))?;
-                Ok(Outcome::done(0))
+                drop_index(s, &db, &t, &ident_name(&names[0]).join("."))
             }
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
-        S::CreateTable(ct) => create_table(s, ct),
+        S::CreateTable(ct) => create_table(s, ct, &flags.clustering_indexes),
         S::CreateIndex(ci) => {
             let (db, name) = qualify(s, &ci.table_name)?;
             let t = s.inner.table(&db, &name)?;
             let parts = index_parts(&ci.columns, &t.def.columns)?;
             let ix_name = ci.name.as_ref().map(|n| ident_name(n).join("."));
             let kind = if ci.unique { IndexKind::Unique } else { IndexKind::Plain };
-            let d = index_def(ix_name, kind, parts, &t.def.columns);
+            let mut d = index_def(ix_name, kind, parts, &t.def.columns);
+            d.clustering = flags.clustering_indexes.iter().any(|c| c.eq_ignore_ascii_case(&d.name));
             drop(t);
-            add_index(s, &db, &name, d)?;
-            Ok(Outcome::done(0))
+            add_index(s, &db, &name, d)
         }
-        S::AlterTable(at) => alter_table(s, at),
+        S::AlterTable(at) => crate::alter::alter_table(s, at, flags),
         S::RenameTable(list) => {
             for r in list {
                 let from = qualify(s, &r.old_name)?;
@@ -132,7 +147,11 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
     }
 }
 
-fn pick_collation(cs: Option<&str>, coll: Option<&str>, default: Collation) -> SqlResult<Collation> {
+pub(crate) fn pick_collation(
+    cs: Option<&str>,
+    coll: Option<&str>,
+    default: Collation,
+) -> SqlResult<Collation> {
     if let Some(c) = coll {
         return Collation::by_name(c)
             .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{c}'")));
@@ -164,6 +183,14 @@ fn drop_database(s: &mut Session, name: &str, if_exists: bool) -> SqlResult<Outc
     }
     let tables: Vec<String> =
         s.inner.schema.read().tables.keys().filter(|(d, _)| d == name).map(|(_, t)| t.clone()).collect();
+    // A table another database's tables reference cannot go (1451).
+    if crate::fk::checks_on(s) {
+        for t in &tables {
+            if crate::fk::children(s, name, t).iter().any(|(c, _)| c.def.db != name) {
+                return Err(crate::fk::drop_parent_error());
+            }
+        }
+    }
     let n = tables.len();
     for t in tables {
         drop_table(s, name, &t)?;
@@ -194,7 +221,7 @@ fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 
 /// Commits `def` as its table's catalog record (one engine transaction)
 /// and puts the table, opened with it, in the schema.
-fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
+pub(crate) fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.put(
         &s.inner.catalog,
@@ -208,7 +235,7 @@ fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
     Ok(())
 }
 
-fn dict_names(def: &TableDef) -> Vec<String> {
+pub(crate) fn dict_names(def: &TableDef) -> Vec<String> {
     let mut v = vec![def.main_dict.clone(), def.status_dict.clone()];
     v.extend(def.indexes.iter().filter(|i| i.kind != IndexKind::Primary).map(|i| i.dict.clone()));
     v
@@ -218,6 +245,23 @@ fn dict_names(def: &TableDef) -> Vec<String> {
 /// constant time; the old ones are dropped after.
 fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
     let t = s.inner.table(db, name)?;
+    if crate::fk::checks_on(s) {
+        if let Some((child, i)) = crate::fk::children(s, db, name)
+            .into_iter()
+            .find(|(c, _)| !(c.def.db == db && c.def.name == name))
+        {
+            return Err(SqlError::new(
+                1701,
+                "42000",
+                format!(
+                    "Cannot truncate a table referenced in a foreign key constraint (`{}`.`{}`, {})",
+                    child.def.db,
+                    child.def.name,
+                    crate::fk::text("", &child.def.foreign_keys[i])
+                ),
+            ));
+        }
+    }
     let mut def = t.def.clone();
     create_dicts(s, &mut def)?;
     replace_def(s, def)?;
@@ -231,7 +275,7 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 
 /// Gives `def` fresh dictionaries (named `<db>/<table>/main` etc., with a
 /// suffix where the name is taken) and creates them.
-fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
+pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     let base = format!("{}/{}", def.db, def.name);
     def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
     s.inner.env.create_dictionary(&def.main_dict, DictOptions::default())?;
@@ -248,7 +292,9 @@ fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     Ok(())
 }
 
-fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
+/// CREATE TABLE; `clustering` names TokuDB's CLUSTERING keys (lex.rs took
+/// the word out of the statement).
+fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -> SqlResult<Outcome> {
     let (db, name) = qualify(s, &ct.name)?;
     check_ident(&name, Ident::Table)?;
     if !s.inner.schema.read().dbs.contains_key(&db) {
@@ -261,102 +307,75 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
         }
         return Err(SqlError::table_exists(&name));
     }
-    if ct.query.is_some() || ct.like.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE ... SELECT / LIKE"));
-    }
     if ct.temporary {
         return Err(SqlError::unsupported("temporary tables"));
     }
-    if ct.columns.is_empty() {
+    if let Some(like) = &ct.like {
+        let (ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l)) = like;
+        let from = qualify(s, &l.name)?;
+        return crate::create_from::create_like(s, from, (db, name));
+    }
+    // CREATE TABLE ... SELECT: the query runs first; its columns follow
+    // the declared ones.
+    let selected = match &ct.query {
+        Some(q) => Some(crate::create_from::run_query(s, q)?),
+        None => None,
+    };
+    if ct.columns.is_empty() && selected.is_none() {
         return Err(SqlError::table_needs_column());
     }
-    let table_coll = s.inner.db_collation(&db);
+    let topts = table_options(&ct.table_options)?;
+    let table_coll = match (&topts.charset, &topts.collate) {
+        (None, None) => s.inner.db_collation(&db),
+        (cs, co) => pick_collation(cs.as_deref(), co.as_deref(), Collation::Utf8mb4GeneralCi)?,
+    };
     let mut columns: Vec<Column> = Vec::new();
     let mut indexes: Vec<IndexDef> = Vec::new();
     let mut pk: Option<Vec<IndexPart>> = None;
     let mut checks: Vec<CheckDef> = Vec::new();
+    let mut fks: Vec<crate::fk::Declared> = Vec::new();
     for cd in &ct.columns {
-        let cname = cd.name.value.clone();
-        check_ident(&cname, Ident::Column)?;
-        if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&cname)) {
-            return Err(SqlError::dup_column(&cname));
-        }
-        let mut coll_name = None;
-        let mut cs_name = None;
-        for o in &cd.options {
-            match &o.option {
-                ast::ColumnOption::Collation(c) => coll_name = Some(ident_name(c).join(".")),
-                ast::ColumnOption::CharacterSet(c) => cs_name = Some(ident_name(c).join(".")),
-                _ => {}
+        let b = build_column(s, cd, table_coll, &columns)?;
+        if b.primary {
+            if pk.is_some() {
+                return Err(SqlError::multiple_primary_keys());
             }
+            pk = Some(vec![IndexPart { col: columns.len(), prefix: None, desc: false }]);
         }
-        let coll = pick_collation(cs_name.as_deref(), coll_name.as_deref(), table_coll)?;
-        let ty = map_type(&cd.data_type, coll, &cname)?;
-        ty.validate(&cname)?;
-        let mut col = Column {
-            name: cname.clone(),
-            ty,
-            nullable: true,
-            default: DefaultSpec::Null,
-            auto_increment: false,
-            on_update_now: false,
-            comment: String::new(),
-        };
-        let mut explicit_null = false;
-        for o in &cd.options {
-            match &o.option {
-                ast::ColumnOption::Null => explicit_null = true,
-                ast::ColumnOption::NotNull => col.nullable = false,
-                ast::ColumnOption::Default(e) => col.default = default_spec(s, e, &cname)?,
-                ast::ColumnOption::Comment(c) => col.comment = c.clone(),
-                ast::ColumnOption::OnUpdate(_) => col.on_update_now = true,
-                ast::ColumnOption::PrimaryKey(_) => {
-                    if pk.is_some() {
-                        return Err(SqlError::multiple_primary_keys());
+        if b.unique {
+            indexes.push(IndexDef {
+                name: b.col.name.clone(),
+                kind: IndexKind::Unique,
+                clustering: false,
+                parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
+                dict: String::new(),
+                comment: String::new(),
+            });
+        }
+        checks.extend(b.checks);
+        for fk in &b.fks {
+            fks.push(crate::fk::declared(&db, fk, Some(&b.col.name))?);
+        }
+        columns.push(b.col);
+    }
+    // Where each selected column goes.
+    let mut targets: Vec<usize> = Vec::new();
+    if let Some(rs) = &selected {
+        let declared = columns.len();
+        for meta in &rs.columns {
+            match columns.iter().position(|c| c.name.eq_ignore_ascii_case(&meta.name)) {
+                Some(i) if i < declared => targets.push(i),
+                Some(_) => return Err(SqlError::dup_column(&meta.name)),
+                None => {
+                    targets.push(columns.len());
+                    let mut c = crate::create_from::column_from_meta(s, meta)?;
+                    if meta.org_name.is_empty() {
+                        crate::create_from::widen(&mut c, &rs.rows, targets.len() - 1);
                     }
-                    pk = Some(vec![IndexPart { col: columns.len(), prefix: None, desc: false }]);
-                    col.nullable = false;
+                    columns.push(c);
                 }
-                ast::ColumnOption::Unique(_) => indexes.push(IndexDef {
-                    name: cname.clone(),
-                    kind: IndexKind::Unique,
-                    clustering: false,
-                    parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
-                    dict: String::new(),
-                    comment: String::new(),
-                }),
-                ast::ColumnOption::DialectSpecific(toks) => {
-                    let t: String =
-                        toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
-                    if t.contains("AUTO_INCREMENT") {
-                        col.auto_increment = true;
-                    }
-                }
-                ast::ColumnOption::Check(c) => {
-                    checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
-                }
-                ast::ColumnOption::ForeignKey(_) => {
-                    return Err(SqlError::unsupported("FOREIGN KEY constraints"));
-                }
-                _ => {}
             }
         }
-        if explicit_null && !col.nullable {
-            return Err(SqlError::syntax("'NULL'"));
-        }
-        if !col.nullable && col.default == DefaultSpec::Null {
-            col.default = DefaultSpec::None;
-        }
-        if matches!(col.ty, SqlType::Timestamp { .. }) && col.default == DefaultSpec::Null && !explicit_null {
-            col.nullable = explicit_null;
-            if !col.nullable && columns.iter().all(|c| !matches!(c.ty, SqlType::Timestamp { .. })) {
-                col.default = DefaultSpec::CurrentTimestamp;
-                col.on_update_now = true;
-            } else if !col.nullable {
-                col.default = DefaultSpec::None;
-            }
-        }
-        columns.push(col);
     }
     let parts_of = index_parts;
     for c in &ct.constraints {
@@ -388,7 +407,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     clustering: false,
                     parts,
                     dict: String::new(),
-                    comment: String::new(),
+                    comment: crate::alter::index_comment(&u.index_options),
                 });
             }
             ast::TableConstraint::Index(ix) => {
@@ -404,7 +423,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     clustering: false,
                     parts,
                     dict: String::new(),
-                    comment: String::new(),
+                    comment: crate::alter::index_comment(&ix.index_options),
                 });
             }
             ast::TableConstraint::Check(c) => {
@@ -415,9 +434,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                     .unwrap_or_else(|| format!("CONSTRAINT_{}", checks.len() + 1));
                 checks.push(CheckDef { name, expr: c.expr.to_string() });
             }
-            ast::TableConstraint::ForeignKey(_) => {
-                return Err(SqlError::unsupported("FOREIGN KEY constraints"));
-            }
+            ast::TableConstraint::ForeignKey(fk) => fks.push(crate::fk::declared(&db, fk, None)?),
             _ => return Err(SqlError::unsupported("this table constraint")),
         }
     }
@@ -441,6 +458,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
                 return Err(SqlError::blob_key_without_length(&columns[p.col].name));
             }
         }
+    }
+    for ix in indexes.iter_mut() {
+        ix.clustering = clustering.iter().any(|c| c.eq_ignore_ascii_case(&ix.name));
     }
     let mut all = Vec::new();
     let primary = pk.map(|parts| {
@@ -484,31 +504,224 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable) -> SqlResult<Outcome> {
         main_dict: String::new(),
         status_dict: String::new(),
         collation: table_coll,
-        comment: String::new(),
-        auto_increment_start: 1,
+        comment: topts.comment.clone().unwrap_or_default(),
+        auto_increment_start: topts.auto_increment.unwrap_or(1).max(1),
         schema_version: 1,
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
         checks,
+        foreign_keys: Vec::new(),
     };
+    for d in fks {
+        crate::fk::add(s, &mut def, d)?;
+    }
     // Every CHECK must bind over the table's columns now, not at the first insert.
     crate::dml::bind_checks(s, &def)?;
     create_dicts(s, &mut def)?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(&db, &name),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
-    txn.commit()?;
-    let t = s.inner.open_table(def)?;
-    s.inner.schema.write().tables.insert((db, name), Arc::new(t));
-    Ok(Outcome::done(0))
+    let made = dict_names(&def);
+    // The rows of CREATE TABLE ... SELECT go in with the catalog record, in
+    // one transaction: after a crash the table is there with its rows or
+    // not at all.
+    let res = (|| -> SqlResult<(crate::table::Table, Outcome)> {
+        let t = Arc::new(s.inner.open_table(def.clone())?);
+        let out = match selected {
+            Some(rs) => crate::create_from::fill(s, &txn, &t, &targets, rs)?,
+            None => Outcome::done(0),
+        };
+        txn.put(
+            &s.inner.catalog,
+            &catalog::table_key(&db, &name),
+            &serde_json::to_vec(&def).expect("serialisable"),
+        )?;
+        txn.commit()?;
+        let t = Arc::try_unwrap(t).map_err(|_| SqlError::internal("the new table is still shared"))?;
+        Ok((t, out))
+    })();
+    match res {
+        Ok((t, out)) => {
+            s.inner.schema.write().tables.insert((db, name), Arc::new(t));
+            Ok(out)
+        }
+        Err(e) => {
+            for d in made {
+                let _ = s.inner.env.drop_dictionary(&d);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A column as a column definition declares it, with what it declares
+/// beside: an inline PRIMARY KEY or UNIQUE, CHECK constraints.
+pub(crate) struct BuiltColumn {
+    pub col: Column,
+    pub primary: bool,
+    pub unique: bool,
+    pub checks: Vec<CheckDef>,
+    /// `REFERENCES ...` of the column.
+    pub fks: Vec<ast::ForeignKeyConstraint>,
+}
+
+/// Builds column `cd` of a table whose other columns are `columns` (the
+/// first TIMESTAMP NOT NULL without a default gets CURRENT_TIMESTAMP, as
+/// in MariaDB).
+pub(crate) fn build_column(
+    s: &mut Session,
+    cd: &ast::ColumnDef,
+    table_coll: Collation,
+    columns: &[Column],
+) -> SqlResult<BuiltColumn> {
+    let cname = cd.name.value.clone();
+    check_ident(&cname, Ident::Column)?;
+    if columns.iter().any(|c| c.name.eq_ignore_ascii_case(&cname)) {
+        return Err(SqlError::dup_column(&cname));
+    }
+    let mut coll_name = None;
+    let mut cs_name = None;
+    for o in &cd.options {
+        match &o.option {
+            ast::ColumnOption::Collation(c) => coll_name = Some(ident_name(c).join(".")),
+            ast::ColumnOption::CharacterSet(c) => cs_name = Some(ident_name(c).join(".")),
+            _ => {}
+        }
+    }
+    let coll = pick_collation(cs_name.as_deref(), coll_name.as_deref(), table_coll)?;
+    let ty = map_type(&cd.data_type, coll, &cname)?;
+    ty.validate(&cname)?;
+    let mut b = BuiltColumn {
+        col: Column {
+            name: cname.clone(),
+            ty,
+            nullable: true,
+            default: DefaultSpec::Null,
+            auto_increment: false,
+            on_update_now: false,
+            comment: String::new(),
+        },
+        primary: false,
+        unique: false,
+        checks: Vec::new(),
+        fks: Vec::new(),
+    };
+    let col = &mut b.col;
+    let mut explicit_null = false;
+    for o in &cd.options {
+        match &o.option {
+            ast::ColumnOption::Null => explicit_null = true,
+            ast::ColumnOption::NotNull => col.nullable = false,
+            ast::ColumnOption::Default(e) => col.default = default_spec(s, e, &cname)?,
+            ast::ColumnOption::Comment(c) => col.comment = c.clone(),
+            ast::ColumnOption::OnUpdate(_) => col.on_update_now = true,
+            ast::ColumnOption::PrimaryKey(_) => {
+                if b.primary {
+                    return Err(SqlError::multiple_primary_keys());
+                }
+                b.primary = true;
+                col.nullable = false;
+            }
+            ast::ColumnOption::Unique(_) => b.unique = true,
+            ast::ColumnOption::DialectSpecific(toks) => {
+                let t: String =
+                    toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+                if t.contains("AUTO_INCREMENT") {
+                    col.auto_increment = true;
+                }
+            }
+            ast::ColumnOption::Check(c) => {
+                b.checks.push(CheckDef { name: cname.clone(), expr: c.expr.to_string() });
+            }
+            // MariaDB 10.5+ honours a column's REFERENCES.
+            ast::ColumnOption::ForeignKey(fk) => b.fks.push(fk.clone()),
+            _ => {}
+        }
+    }
+    if explicit_null && !col.nullable {
+        return Err(SqlError::syntax("'NULL'"));
+    }
+    if !col.nullable && col.default == DefaultSpec::Null {
+        col.default = DefaultSpec::None;
+    }
+    if matches!(col.ty, SqlType::Timestamp { .. }) && col.default == DefaultSpec::Null && !explicit_null {
+        col.nullable = explicit_null;
+        if !col.nullable && columns.iter().all(|c| !matches!(c.ty, SqlType::Timestamp { .. })) {
+            col.default = DefaultSpec::CurrentTimestamp;
+            col.on_update_now = true;
+        } else if !col.nullable {
+            col.default = DefaultSpec::None;
+        }
+    }
+    // A constant default must fit the column (MariaDB checks it here).
+    if let DefaultSpec::Literal(_) = &col.default {
+        if crate::coerce::default_value(col, None).is_err() {
+            return Err(SqlError::invalid_default(&cname));
+        }
+    }
+    if col.auto_increment {
+        // MariaDB makes an AUTO_INCREMENT column NOT NULL.
+        col.nullable = false;
+        col.default = DefaultSpec::Null;
+    }
+    Ok(b)
+}
+
+/// The table options of CREATE TABLE that change the table: the others
+/// (ENGINE, ROW_FORMAT, ...) are accepted and ignored.
+#[derive(Default)]
+pub(crate) struct TableOptions {
+    pub comment: Option<String>,
+    pub auto_increment: Option<u64>,
+    pub charset: Option<String>,
+    pub collate: Option<String>,
+}
+
+pub(crate) fn table_options(o: &ast::CreateTableOptions) -> SqlResult<TableOptions> {
+    let mut t = TableOptions::default();
+    let list = match o {
+        ast::CreateTableOptions::None => return Ok(t),
+        ast::CreateTableOptions::With(l)
+        | ast::CreateTableOptions::Options(l)
+        | ast::CreateTableOptions::Plain(l)
+        | ast::CreateTableOptions::TableProperties(l) => l,
+    };
+    for opt in list {
+        match opt {
+            ast::SqlOption::Comment(c) => {
+                t.comment = Some(match c {
+                    ast::CommentDef::WithEq(s) | ast::CommentDef::WithoutEq(s) => s.clone(),
+                })
+            }
+            ast::SqlOption::KeyValue { key, value } => {
+                let k = key.to_string().to_ascii_uppercase();
+                let v = match value {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                        other => other.to_string(),
+                    },
+                    ast::Expr::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                };
+                match k.as_str() {
+                    "AUTO_INCREMENT" => {
+                        t.auto_increment =
+                            Some(v.parse::<u64>().map_err(|_| SqlError::syntax(format!("'{v}'")))?)
+                    }
+                    "DEFAULT CHARSET" | "CHARSET" | "DEFAULT CHARACTER SET" | "CHARACTER SET" => {
+                        t.charset = Some(v)
+                    }
+                    "DEFAULT COLLATE" | "COLLATE" => t.collate = Some(v),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(t)
 }
 
 /// An index's parts from its column list: `col`, `col(10)` (a prefix),
 /// `col DESC`.
-fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<IndexPart>> {
+pub(crate) fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<IndexPart>> {
     let mut v = Vec::new();
     for ic in ics {
         let desc = matches!(ic.column.options.sort, Some(ast::OrderBySort::Desc));
@@ -536,6 +749,9 @@ fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<Index
         if cols[c].ty.is_lob() && prefix.is_none() {
             return Err(SqlError::blob_key_without_length(&cols[c].name));
         }
+        if v.iter().any(|p: &IndexPart| p.col == c) {
+            return Err(SqlError::dup_column(&cols[c].name));
+        }
         v.push(IndexPart { col: c, prefix, desc });
     }
     if v.is_empty() {
@@ -545,80 +761,37 @@ fn index_parts(ics: &[ast::IndexColumn], cols: &[Column]) -> SqlResult<Vec<Index
 }
 
 /// Adds secondary index `ix` to a table: a new dictionary filled from the
-/// table's rows in one transaction, which also commits the catalog change.
-/// Not online yet: rows other sessions write meanwhile may miss the index
-/// (issue 20 builds indexes while writes go on).
-fn add_index(s: &mut Session, db: &str, name: &str, mut ix: IndexDef) -> SqlResult<()> {
+/// table's rows by the transaction that commits the catalog change
+/// (`alter::swap`, ALTER TABLE's mechanism). Not online yet: rows other
+/// sessions write meanwhile may miss the index (issue 20 builds indexes
+/// while writes go on).
+fn add_index(s: &mut Session, db: &str, name: &str, mut ix: IndexDef) -> SqlResult<Outcome> {
     let t = s.inner.table(db, name)?;
     if ix.name.eq_ignore_ascii_case("PRIMARY") || t.def.index_by_name(&ix.name).is_some() {
         return Err(SqlError::dup_key_name(&ix.name));
     }
     check_ident(&ix.name, Ident::Index)?;
     let mut def = t.def.clone();
-    ix.dict = s.inner.fresh_dict_name(&format!("{db}/{name}/key-{}", ix.name));
-    s.inner.env.create_dictionary(&ix.dict, DictOptions::default())?;
-    let dict_name = ix.dict.clone();
+    ix.dict = String::new();
     def.indexes.push(ix);
-    let build = || -> SqlResult<crate::table::Table> {
-        let newt = s.inner.open_table(def.clone())?;
-        let i = newt.def.indexes.len() - 1;
-        let d = newt.sec[i].clone().expect("the new index");
-        let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
-        let mut batch = fractaldb::WriteBatch::new();
-        let mut seen = std::collections::HashSet::new();
-        for kv in txn.range(&newt.main, None, None, false) {
-            let (pk, v) = kv?;
-            let row = newt.decode_row(&v)?;
-            let (k, val) = newt.sec_entry(i, &row, &pk)?;
-            if newt.def.indexes[i].kind == IndexKind::Unique && !seen.insert(k.clone()) {
-                return Err(SqlError::dup_entry(&newt.dup_entry_text(i, &row), &newt.def.indexes[i].name));
-            }
-            batch.put(&k, &val);
-            if batch.len() >= 10_000 {
-                txn.write_batch(&d, &batch)?;
-                batch.clear();
-            }
-        }
-        if !batch.is_empty() {
-            txn.write_batch(&d, &batch)?;
-        }
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(db, name),
-            &serde_json::to_vec(&newt.def).expect("serialisable"),
-        )?;
-        txn.commit()?;
-        Ok(newt)
-    };
-    match build() {
-        Ok(newt) => {
-            s.inner.schema.write().tables.insert((db.to_string(), name.to_string()), Arc::new(newt));
-            Ok(())
-        }
-        Err(e) => {
-            let _ = s.inner.env.drop_dictionary(&dict_name);
-            Err(e)
-        }
-    }
+    crate::alter::swap(s, &t, def, &crate::alter::Plan::metadata(t.def.columns.len()))
 }
 
-/// Drops secondary index `ix_name` of a table.
-fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult<()> {
+/// Drops secondary index `ix_name` of a table: the catalog change, then
+/// its dictionary (`alter::swap`).
+fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult<Outcome> {
     let t = s.inner.table(db, name)?;
     let i = t.def.index_by_name(ix_name).ok_or_else(|| SqlError::cant_drop(ix_name))?;
     if t.def.indexes[i].kind == IndexKind::Primary {
         return Err(SqlError::unsupported("dropping the primary key"));
     }
     let mut def = t.def.clone();
-    let gone = def.indexes.remove(i);
-    replace_def(s, def)?;
-    drop(t);
-    s.inner.env.drop_dictionary(&gone.dict)?;
-    Ok(())
+    def.indexes.remove(i);
+    crate::alter::swap(s, &t, def, &crate::alter::Plan::metadata(t.def.columns.len()))
 }
 
 /// RENAME TABLE: the catalog record moves; the dictionaries keep their names.
-fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -> SqlResult<()> {
+pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -> SqlResult<()> {
     let t = s.inner.table(&from.0, &from.1)?;
     check_ident(&to.1, Ident::Table)?;
     if !s.inner.schema.read().dbs.contains_key(&to.0) {
@@ -630,6 +803,26 @@ fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -
     let mut def = t.def.clone();
     def.db = to.0.clone();
     def.name = to.1.clone();
+    // Foreign keys referencing the table follow it (as in InnoDB), in the
+    // same transaction.
+    let follow = |d: &mut TableDef| {
+        for fk in &mut d.foreign_keys {
+            if fk.ref_db == from.0 && fk.ref_table.eq_ignore_ascii_case(&from.1) {
+                fk.ref_db = to.0.clone();
+                fk.ref_table = to.1.clone();
+            }
+        }
+    };
+    follow(&mut def);
+    let children: Vec<(Arc<crate::table::Table>, TableDef)> = crate::fk::children(s, &from.0, &from.1)
+        .into_iter()
+        .filter(|(c, _)| c.def.id != t.def.id)
+        .map(|(c, _)| {
+            let mut d = c.def.clone();
+            follow(&mut d);
+            (c, d)
+        })
+        .collect();
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.delete(&s.inner.catalog, &catalog::table_key(&from.0, &from.1))?;
     txn.put(
@@ -637,59 +830,35 @@ fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -
         &catalog::table_key(&to.0, &to.1),
         &serde_json::to_vec(&def).expect("serialisable"),
     )?;
+    for (_, d) in &children {
+        txn.put(
+            &s.inner.catalog,
+            &catalog::table_key(&d.db, &d.name),
+            &serde_json::to_vec(d).expect("serialisable"),
+        )?;
+    }
     txn.commit()?;
-    let newt = s.inner.open_table(def)?;
+    let newt = t.with_def(def);
     let mut sc = s.inner.schema.write();
     sc.tables.remove(&from);
     sc.tables.insert(to, Arc::new(newt));
+    for (c, d) in children {
+        sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(c.with_def(d)));
+    }
     Ok(())
 }
 
-fn index_def(name: Option<String>, kind: IndexKind, parts: Vec<IndexPart>, cols: &[Column]) -> IndexDef {
+pub(crate) fn index_def(
+    name: Option<String>,
+    kind: IndexKind,
+    parts: Vec<IndexPart>,
+    cols: &[Column],
+) -> IndexDef {
     let name = name.unwrap_or_else(|| cols[parts[0].col].name.clone());
     IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment: String::new() }
 }
 
-fn alter_table(s: &mut Session, at: &ast::AlterTable) -> SqlResult<Outcome> {
-    let (db, name) = qualify(s, &at.name)?;
-    for op in &at.operations {
-        let t = s.inner.table(&db, &name)?;
-        let cols = &t.def.columns;
-        match op {
-            ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
-                ast::TableConstraint::Index(ix) => {
-                    let parts = index_parts(&ix.columns, cols)?;
-                    let d =
-                        index_def(ix.name.as_ref().map(|n| n.value.clone()), IndexKind::Plain, parts, cols);
-                    add_index(s, &db, &name, d)?;
-                }
-                ast::TableConstraint::Unique(u) => {
-                    let parts = index_parts(&u.columns, cols)?;
-                    let n = u.name.as_ref().or(u.index_name.as_ref()).map(|n| n.value.clone());
-                    let d = index_def(n, IndexKind::Unique, parts, cols);
-                    add_index(s, &db, &name, d)?;
-                }
-                _ => return Err(SqlError::unsupported("this ALTER TABLE ... ADD")),
-            },
-            ast::AlterTableOperation::DropIndex { name: ix } => drop_index(s, &db, &name, &ix.value)?,
-            ast::AlterTableOperation::RenameTable { table_name } => {
-                let to = match table_name {
-                    ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => qualify(s, n)?,
-                };
-                rename_table(s, (db.clone(), name.clone()), to)?;
-                return Ok(Outcome::done(0));
-            }
-            other => {
-                let words: String =
-                    other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-                return Err(SqlError::unsupported(format!("ALTER TABLE ... {words}")));
-            }
-        }
-    }
-    Ok(Outcome::done(0))
-}
-
-fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {
+pub(crate) fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {
     let text = e.to_string().to_ascii_uppercase();
     if text.starts_with("CURRENT_TIMESTAMP") || text.starts_with("NOW(") || text.starts_with("LOCALTIMESTAMP")
     {

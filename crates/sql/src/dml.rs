@@ -14,13 +14,47 @@ use crate::session::{Outcome, Session};
 use crate::table::{self, Table};
 use crate::value::Value;
 
-fn now_value(s: &Session) -> Value {
+pub(crate) fn now_value(s: &Session) -> Value {
     let mut w = Vec::new();
     let mut cx = s.eval_ctx(&mut w);
     Expr::Func("NOW".into(), vec![], vec![]).eval(&[], &mut cx).unwrap_or(Value::Null)
 }
 
+/// Rewrites the conversion errors and warnings a statement on `table` left
+/// (from warning `from` on) to name their column as MariaDB does.
+fn qualified(
+    s: &mut Session,
+    from: usize,
+    table: Option<(String, String)>,
+    r: SqlResult<Outcome>,
+) -> SqlResult<Outcome> {
+    let Some((db, t)) = table else { return r };
+    for w in s.warnings.iter_mut().skip(from) {
+        if let Some(m) = coerce::qualify_column(&w.message, &db, &t) {
+            w.message = m;
+        }
+    }
+    r.map_err(|mut e| {
+        if let Some(m) = coerce::qualify_column(&e.message, &db, &t) {
+            e.message = m;
+        }
+        e
+    })
+}
+
 pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    let from = s.warnings.len();
+    let r = insert_rows(s, txn, ins);
+    let table = match &ins.table {
+        ast::TableObject::TableName(n) => {
+            resolve_table(s, n).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
+        }
+        _ => None,
+    };
+    qualified(s, from, table, r)
+}
+
+fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
@@ -179,6 +213,18 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         }
         match t.find_duplicate(txn, &full, &pk, None)? {
             None => {
+                // After the duplicate check, as InnoDB (1062 before 1452).
+                if !def.foreign_keys.is_empty() {
+                    // A self-referencing row may need one of this statement's rows.
+                    if def
+                        .foreign_keys
+                        .iter()
+                        .any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
+                    {
+                        batch.flush(txn, &t)?;
+                    }
+                    crate::fk::check_child(s, txn, &t, None, &full)?;
+                }
                 batch.add(txn, &t, &full, &pk)?;
                 affected += 1;
                 delta += 1;
@@ -186,10 +232,12 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
             Some(d) => {
                 let old = table::fetch(&t, txn, &d.existing_pk, true)?.ok_or_else(table::damaged)?;
                 if ins.replace_into {
+                    crate::fk::on_parent_delete(s, txn, &t, &old, 0)?;
                     t.remove(txn, &old, &d.existing_pk)?;
                     // Another unique index may collide too: remove those rows as well.
                     while let Some(d2) = t.find_duplicate(txn, &full, &pk, None)? {
                         let o2 = table::fetch(&t, txn, &d2.existing_pk, true)?.ok_or_else(table::damaged)?;
+                        crate::fk::on_parent_delete(s, txn, &t, &o2, 0)?;
                         t.remove(txn, &o2, &d2.existing_pk)?;
                         affected += 1;
                         delta -= 1;
@@ -223,6 +271,8 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
                         if let Some(d2) = t.find_duplicate(txn, &new, &new_pk, Some(&d.existing_pk))? {
                             return Err(t.dup_error(&d2, &new));
                         }
+                        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
+                        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
                         t.replace(txn, &old, &d.existing_pk, &new, &new_pk)?;
                         affected += 2;
                     }
@@ -284,7 +334,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
 }
 
 /// Fails with 4025 when a CHECK constraint is false for `row` (NULL passes).
-fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -> SqlResult<()> {
+pub(crate) fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -> SqlResult<()> {
     if checks.is_empty() {
         return Ok(());
     }
@@ -303,11 +353,16 @@ fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: &[Value]) -
 }
 
 fn changed(a: &[Value], b: &[Value]) -> bool {
-    a.iter().zip(b).any(|(x, y)| match (x, y) {
-        (Value::Null, Value::Null) => false,
-        (Value::Null, _) | (_, Value::Null) => true,
-        _ => x.to_bytes() != y.to_bytes() || std::mem::discriminant(x) != std::mem::discriminant(y),
-    })
+    a.iter().zip(b).any(|(x, y)| !same_value(x, y))
+}
+
+/// Two stored values are the same (NULL is the same as NULL).
+pub(crate) fn same_value(x: &Value, y: &Value) -> bool {
+    match (x, y) {
+        (Value::Null, Value::Null) => true,
+        (Value::Null, _) | (_, Value::Null) => false,
+        _ => x.to_bytes() == y.to_bytes() && std::mem::discriminant(x) == std::mem::discriminant(y),
+    }
 }
 
 fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
@@ -322,7 +377,7 @@ fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
 /// table, read once (from the end of the primary key when the column
 /// leads it, else by a scan) and then counted in memory; values are not
 /// given back on rollback, as in MySQL.
-fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
+pub(crate) fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
@@ -332,7 +387,7 @@ fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
     Ok(v)
 }
 
-fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
+pub(crate) fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
@@ -442,6 +497,18 @@ fn matching(
 }
 
 pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
+    let from = s.warnings.len();
+    let r = update_rows(s, txn, up);
+    let table = match &up.table.relation {
+        ast::TableFactor::Table { name, .. } => {
+            resolve_table(s, name).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
+        }
+        _ => None,
+    };
+    qualified(s, from, table, r)
+}
+
+fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
     if !up.table.joins.is_empty() || up.from.is_some() {
         return Err(SqlError::unsupported("multi-table UPDATE"));
     }
@@ -500,6 +567,9 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
         }
         check_row(s, &t, &checks, &new)?;
         let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
+        // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
+        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
+        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
         if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
             return Err(t.dup_error(&d, &new));
         }
@@ -531,6 +601,7 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     let rows = matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref())?;
     let n = rows.len() as u64;
     for (pk, row) in rows {
+        crate::fk::on_parent_delete(s, txn, &t, &row, 0)?;
         t.remove(txn, &row, &pk)?;
         crate::progress::changed(crate::progress::Stage::Deleted, 1);
         s.check_killed()?;

@@ -204,6 +204,59 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         ]);
                     }
                 }
+                for fk in sorted_fks(def) {
+                    for (pos, (c, r)) in fk.cols.iter().zip(&fk.ref_cols).enumerate() {
+                        out.push(vec![
+                            Value::str("def"),
+                            Value::str(&def.db),
+                            Value::str(&fk.name),
+                            Value::str("def"),
+                            Value::str(&def.db),
+                            Value::str(&def.name),
+                            Value::str(c),
+                            Value::Int(pos as i64 + 1),
+                            Value::Int(pos as i64 + 1),
+                            Value::str(&fk.ref_db),
+                            Value::str(&fk.ref_table),
+                            Value::str(r),
+                        ]);
+                    }
+                }
+            }
+            out
+        }
+        "REFERENTIAL_CONSTRAINTS" => {
+            let mut out = Vec::new();
+            for t in tables(s) {
+                let def = &t.def;
+                for fk in sorted_fks(def) {
+                    // The parent's index the constraint uses.
+                    let unique = s.inner.table(&fk.ref_db, &fk.ref_table).ok().and_then(|p| {
+                        let cols: Vec<usize> =
+                            fk.ref_cols.iter().filter_map(|c| p.def.col_index(c)).collect();
+                        p.def
+                            .indexes
+                            .iter()
+                            .find(|ix| {
+                                ix.parts.len() >= cols.len()
+                                    && ix.parts.iter().zip(&cols).all(|(a, b)| a.col == *b)
+                            })
+                            .map(|ix| ix.name.clone())
+                    });
+                    out.push(vec![
+                        Value::str("def"),
+                        Value::str(&def.db),
+                        Value::str(&fk.name),
+                        Value::str("def"),
+                        Value::str(&fk.ref_db),
+                        unique.map_or(Value::Null, Value::str),
+                        Value::str("NONE"),
+                        Value::str(fk.on_update.sql()),
+                        Value::str(fk.on_delete.sql()),
+                        Value::str(&def.name),
+                        Value::str(&fk.ref_table),
+                    ]);
+                }
             }
             out
         }
@@ -218,6 +271,9 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         IndexKind::Plain => continue,
                     };
                     out.push(constraint_row(def, &ix.name, kind));
+                }
+                for fk in sorted_fks(def) {
+                    out.push(constraint_row(def, &fk.name, "FOREIGN KEY"));
                 }
                 // A JSON column carries MariaDB's CHECK (json_valid(col)), named after it.
                 for c in def.columns.iter().filter(|c| c.ty == SqlType::Json) {
@@ -305,6 +361,13 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
         _ => Vec::new(),
     };
     Ok(Virtual { name: canon.to_string(), cols, rows })
+}
+
+/// A table's foreign keys by name, as InnoDB lists them.
+fn sorted_fks(def: &TableDef) -> Vec<&crate::catalog::ForeignKeyDef> {
+    let mut v: Vec<_> = def.foreign_keys.iter().collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
 }
 
 fn constraint_row(def: &TableDef, name: &str, kind: &str) -> Vec<Value> {

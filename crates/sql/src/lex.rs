@@ -1554,6 +1554,10 @@ fn table_option(c: &mut Cur) -> Option<(String, String)> {
         }
         return Some(("CONVERT".into(), v));
     }
+    // FORCE (rebuild the table) takes no value.
+    if c.kw("FORCE") {
+        return Some(("FORCE".into(), String::new()));
+    }
     c.kw("DEFAULT");
     if c.kws(&["CHARACTER", "SET"]) || c.kw("CHARSET") {
         return Some(("CHARSET".into(), value(c)?));

@@ -28,17 +28,20 @@
 //! # Ok::<(), fractaldb_sql::SqlError>(())
 //! ```
 
+mod alter;
 mod bind;
 pub mod catalog;
 mod coerce;
 pub mod collation;
 mod cte;
+mod create_from;
 mod db;
 mod ddl;
 mod dml;
 pub mod error;
 mod explain;
 mod expr;
+mod fk;
 pub mod func;
 mod group;
 mod infoschema;

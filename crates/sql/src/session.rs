@@ -536,7 +536,7 @@ impl Session {
             | S::AlterTable(_)
             | S::RenameTable(_) => {
                 self.commit_open()?;
-                crate::ddl::execute(self, stmt)
+                crate::ddl::execute(self, stmt, flags)
             }
             S::CreateTrigger(_) => Err(SqlError::unsupported("triggers")),
             S::CreateProcedure { .. } | S::CreateFunction(_) => Err(SqlError::unsupported("stored routines")),
@@ -567,13 +567,8 @@ impl Session {
             }
             Special::AlterTableOptions { db, table, options } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
-                self.inner.table(&db, &table)?;
-                for (k, v) in &options {
-                    if k != "ENGINE" {
-                        return Err(SqlError::unsupported(format!("ALTER TABLE ... {k}={v}")));
-                    }
-                }
-                Ok(Outcome::done(0))
+                self.commit_open()?;
+                crate::alter::alter_options(self, &db, &table, &options)
             }
             Special::Maintenance { op, tables } => {
                 let opname = match op {

@@ -581,6 +581,12 @@ fn create_table_text(_s: &Session, txn: &fractaldb::Txn, t: &crate::table::Table
         }
         lines.push(l);
     }
+    // Foreign keys after the keys, by name, as InnoDB lists them.
+    let mut fks: Vec<&crate::catalog::ForeignKeyDef> = def.foreign_keys.iter().collect();
+    fks.sort_by(|a, b| a.name.cmp(&b.name));
+    for fk in fks {
+        lines.push(format!("  {}", crate::fk::text(&def.db, fk)));
+    }
     let mut opts = String::from(") ENGINE=FractalDB");
     if def.auto_col().is_some() {
         let next = is::next_auto_increment(txn, t)?;

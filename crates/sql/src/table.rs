@@ -59,6 +59,21 @@ pub struct Duplicate {
 }
 
 impl Table {
+    /// The same dictionaries under a changed definition (one that moves no
+    /// row: a rename, a foreign key's parent renamed); the AUTO_INCREMENT
+    /// counter and the next hidden row id go on.
+    pub fn with_def(&self, def: TableDef) -> Table {
+        debug_assert_eq!(def.main_dict, self.def.main_dict, "the same dictionaries");
+        Table {
+            def,
+            main: self.main.clone(),
+            sec: self.sec.clone(),
+            status: self.status.clone(),
+            autoinc: Mutex::new(*self.autoinc.lock()),
+            next_row_id: AtomicU64::new(self.next_row_id.load(Ordering::SeqCst)),
+        }
+    }
+
     pub fn types(&self) -> Vec<&SqlType> {
         self.def.columns.iter().map(|c| &c.ty).collect()
     }
@@ -251,14 +266,12 @@ impl Table {
         parts.join("-")
     }
 
+    /// 1062 as MariaDB 10.11 words it: the key's name alone (`'PRIMARY'`,
+    /// `'a'`; MySQL 8 writes `'t.a'`).
     pub fn dup_error(&self, d: &Duplicate, row: &[Value]) -> SqlError {
-        let name = &self.def.indexes[d.index].name;
-        let key = if self.def.indexes[d.index].kind == IndexKind::Primary {
-            format!("{}.PRIMARY", self.def.name)
-        } else {
-            format!("{}.{name}", self.def.name)
-        };
-        SqlError::dup_entry(&self.dup_entry_text(d.index, row), &key)
+        let ix = &self.def.indexes[d.index];
+        let key = if ix.kind == IndexKind::Primary { "PRIMARY" } else { ix.name.as_str() };
+        SqlError::dup_entry(&self.dup_entry_text(d.index, row), key)
     }
 
     pub fn next_row_id(&self) -> u64 {

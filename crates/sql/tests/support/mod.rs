@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod mariadb;
+pub mod script;
 
 use std::fmt;
 
