@@ -42,6 +42,48 @@ fn qualified(
     })
 }
 
+/// `INSERT ... VALUES` of literal rows, as `fastinsert.rs` scanned them:
+/// the same checks and writes as the general path, without an AST.
+pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert) -> SqlResult<Outcome> {
+    let from = s.warnings.len();
+    let db = match &fi.db {
+        Some(d) => d.clone(),
+        None => s.db.clone().ok_or_else(SqlError::no_db)?,
+    };
+    if crate::infoschema::is_schema(&db) {
+        let name = ast::ObjectName::from(vec![ast::Ident::new(&db), ast::Ident::new(&fi.table)]);
+        resolve_table(s, &name)?;
+    }
+    let t = s.inner.table(&db, &fi.table)?;
+    let crate::fastinsert::FastInsert { ignore, columns, rows, .. } = fi;
+    let r = (|| {
+        let def = &t.def;
+        let cols: Vec<usize> = match &columns {
+            None => (0..def.columns.len()).collect(),
+            Some(names) => {
+                let mut v = Vec::new();
+                for n in names {
+                    let i = def.col_index(n).ok_or_else(|| SqlError::unknown_column(n, "INSERT INTO"))?;
+                    if v.contains(&i) {
+                        return Err(SqlError::new(1110, "42000", format!("Column '{n}' specified twice")));
+                    }
+                    v.push(i);
+                }
+                v
+            }
+        };
+        let empty_ok = columns.is_none();
+        for (ri, r) in rows.iter().enumerate() {
+            if r.len() != cols.len() && !(r.is_empty() && empty_ok) {
+                return Err(SqlError::column_count(ri + 1));
+            }
+        }
+        let how = InsertHow { ignore, replace: false, upd: Vec::new(), from_select: false };
+        write_rows(s, txn, &t, &cols, rows, how, Vec::new())
+    })();
+    qualified(s, from, Some((t.def.db.clone(), t.def.name.clone())), r)
+}
+
 pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
     let from = s.warnings.len();
     let r = insert_rows(s, txn, ins);
@@ -140,8 +182,40 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
             upd.push((i, x));
         }
     }
+    let from_select =
+        ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
+    let how = InsertHow { ignore: ins.ignore, replace: ins.replace_into, upd, from_select };
+    write_rows(s, txn, &t, &cols, input, how, warnings)
+}
+
+/// How an INSERT treats its rows.
+struct InsertHow {
+    ignore: bool,
+    /// REPLACE: a duplicate's old row goes.
+    replace: bool,
+    /// ON DUPLICATE KEY UPDATE assignments, bound over the existing row.
+    upd: Vec<(usize, Expr)>,
+    /// INSERT ... SELECT (the info line is given even for one row).
+    from_select: bool,
+}
+
+/// INSERT of `cols` from `input` (one value per column; a DEFAULT as the
+/// marker string): defaults, AUTO_INCREMENT, conversion, CHECK, unique and
+/// foreign key checks, then the writes, batched per statement.
+fn write_rows(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    cols: &[usize],
+    input: Vec<Vec<Value>>,
+    how: InsertHow,
+    mut warnings: Vec<Warning>,
+) -> SqlResult<Outcome> {
+    let t = t.clone();
+    let def = &t.def;
+    let InsertHow { ignore, replace, upd, from_select } = how;
     let checks = bind_checks(s, def)?;
-    let strict = s.strict && !ins.ignore;
+    let strict = s.strict && !ignore;
     // A NOT NULL column without a default that the statement never names
     // fails before any row (MySQL checks it when it prepares the insert).
     if strict {
@@ -161,7 +235,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     for (ri, vals) in input.into_iter().enumerate() {
         let rownum = ri + 1;
         let mut row = vec![None; def.columns.len()];
-        for (v, &c) in vals.into_iter().zip(&cols) {
+        for (v, &c) in vals.into_iter().zip(cols) {
             let is_default = matches!(&v, Value::Str(b) if b == b"\0DEFAULT");
             row[c] = if is_default { None } else { Some(v) };
         }
@@ -195,7 +269,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 let e = SqlError::null_column(&col.name);
                 // An explicit NULL: an error for a single row or in strict
                 // mode, unless IGNORE turns it into a warning.
-                if !ins.ignore && (strict || n_rows == 1) {
+                if !ignore && (strict || n_rows == 1) {
                     return Err(e);
                 }
                 warnings.push(Warning::from_error(&e));
@@ -231,7 +305,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
             }
             Some(d) => {
                 let old = table::fetch(&t, txn, &d.existing_pk, true)?.ok_or_else(table::damaged)?;
-                if ins.replace_into {
+                if replace {
                     crate::fk::on_parent_delete(s, txn, &t, &old, 0)?;
                     t.remove(txn, &old, &d.existing_pk)?;
                     // Another unique index may collide too: remove those rows as well.
@@ -276,7 +350,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                         t.replace(txn, &old, &d.existing_pk, &new, &new_pk)?;
                         affected += 2;
                     }
-                } else if ins.ignore {
+                } else if ignore {
                     warnings.push(Warning::from_error(&t.dup_error(&d, &full)));
                     dups += 1;
                 } else {
@@ -294,9 +368,8 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     }
     let nwarn = warnings.len();
     s.warnings.extend(warnings);
-    let info = (n_rows > 1
-        || ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))))
-    .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
+    let info = (n_rows > 1 || from_select)
+        .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
     Ok(Outcome::Done { affected, last_insert_id: first_id.unwrap_or(0), info })
 }
 

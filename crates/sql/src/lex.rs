@@ -485,6 +485,9 @@ pub enum Special {
     Account(String),
     /// `DO expr, ...`
     Do(Vec<Expr>),
+    /// `INSERT ... VALUES` of literal rows, scanned without sqlparser
+    /// (`fastinsert.rs`).
+    FastInsert(crate::fastinsert::FastInsert),
     /// A statement this server knows and refuses (error 1235 with this
     /// name): "XA", "LOAD DATA", "LOAD XML", "partitioning",
     /// "CREATE TRIGGER", "CREATE PROCEDURE", "CREATE FUNCTION",
@@ -639,7 +642,7 @@ const CHARSETS: &[&str] = &[
 
 /// Reads a quoted string starting at the quote `s[i]`, with MySQL's
 /// escapes; returns its bytes and the index after the closing quote.
-fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
+pub(crate) fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
     let q = s[i];
     let mut out = Vec::new();
     let mut j = i + 1;
@@ -674,7 +677,7 @@ fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
     None
 }
 
-fn hex_digits(h: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn hex_digits(h: &[u8]) -> Option<Vec<u8>> {
     if h.len() % 2 == 1 {
         return None;
     }
@@ -1141,6 +1144,9 @@ pub fn number_placeholders(stmt: &[u8]) -> SqlResult<(Vec<u8>, usize)> {
 }
 
 pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
+    if let Some(fi) = crate::fastinsert::parse(stmt) {
+        return Ok(Parsed::Special(Special::FastInsert(fi)));
+    }
     let stmt = strip_vertical(stmt);
     let mut toks = lex(stmt)?;
     // A trailing delimiter is harmless; anything after one is a second

@@ -293,6 +293,20 @@ pub fn for_each_row(
     a: &Access,
     mut f: impl FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
 ) -> crate::SqlResult<()> {
+    // The whole primary key pinned: one point read, not a cursor (which
+    // loads and merges a batch of keys around it).
+    if let (Some(i), Some(key)) = (a.index, a.lo.as_deref()) {
+        let ix = &t.def.indexes[i];
+        let whole = ix.parts.iter().all(|p| p.prefix.is_none());
+        if ix.kind == IndexKind::Primary && whole && a.eq_parts == ix.parts.len() && !a.has_range {
+            // `lo` is then exactly the row's key (`for_index`).
+            if let Some(v) = txn.get(&t.main, key)? {
+                crate::progress::examined();
+                f(key.to_vec(), t.decode_row(&v)?)?;
+            }
+            return Ok(());
+        }
+    }
     match a.index.filter(|i| t.def.indexes[*i].kind != IndexKind::Primary) {
         None => {
             for kv in txn.range(&t.main, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {

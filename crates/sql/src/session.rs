@@ -549,6 +549,7 @@ impl Session {
         use crate::lex::MaintenanceOp;
         match s {
             Special::Show(show) => crate::show::show(self, &show),
+            Special::FastInsert(fi) => self.in_txn(true, |s, txn| crate::dml::insert_fast(s, txn, fi)),
             Special::Begin { .. } => {
                 // Every transaction reads one snapshot from its start, so
                 // WITH CONSISTENT SNAPSHOT asks for what BEGIN gives.

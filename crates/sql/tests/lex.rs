@@ -29,6 +29,14 @@ fn special(sql: &str) -> Special {
     }
 }
 
+fn special_bytes(sql: &[u8]) -> Special {
+    match parse(sql) {
+        Ok(Parsed::Special(s)) => s,
+        Ok(other) => panic!("not special: {other:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
 fn show(sql: &str) -> ShowStmt {
     match special(sql) {
         Special::Show(s) => s,
@@ -277,13 +285,22 @@ fn double_quotes_are_strings() {
 
 #[test]
 fn non_utf8_literal_is_hex() {
-    let sql = b"INSERT INTO t VALUES (1, '\xff\x00\\'\\\\x\x80')";
+    // (The comment sends it down the general path: plain literal rows take
+    // the INSERT fast path, which keeps the same bytes.)
+    let sql = b"INSERT INTO t VALUES (1, '\xff\x00\\'\\\\x\x80') /* general */";
     let (st, _) = std(sql);
     let Statement::Insert(ins) = st else { panic!() };
     let SetExpr::Values(vals) = &*ins.source.unwrap().body else { panic!() };
     let Expr::Value(v) = &vals.rows[0][1] else { panic!() };
     assert_eq!(v.value, Value::HexStringLiteral("FF00275C7880".into()));
     assert_eq!(one_lit(b"SELECT 'a\xc3'"), b"a\xc3");
+    let Special::FastInsert(fi) = special_bytes(b"INSERT INTO t VALUES (1, '\xff\x00\\'\\\\x\x80')") else {
+        panic!("not the fast path")
+    };
+    assert_eq!(
+        format!("{:?}", fi.rows[0][1]),
+        format!("{:?}", fractaldb_sql::Value::Str(b"\xff\x00'\\x\x80".to_vec()))
+    );
 }
 
 #[test]

@@ -651,3 +651,74 @@ fn prepared_statements_take_parameters_as_values() {
         other => panic!("{other:?}"),
     }
 }
+
+/// INSERT of literal rows takes the fast path (no sqlparser AST); the same
+/// statement with a comment takes the general one. Both must store the
+/// same rows and give the same counts, warnings and errors.
+#[test]
+fn the_insert_fast_path_matches_the_general_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    let cases = [
+        "INSERT INTO {t} VALUES (1, -5, 1.50, 'a''b\\\\c', X'00ff', NULL, 1e3, '2024-01-31')",
+        "INSERT INTO {t} VALUES (2, +7, .5, \"dq\", 'é', DEFAULT, -2.5E-3, 20240131), (3, 18446744073709551615, -0.0, '\\%', '', TRUE, FALSE, NULL)",
+        "INSERT INTO {t} (id, i) VALUES (4, -9223372036854775808)",
+        "INSERT INTO {t} (i, id) VALUE (9, 5)",
+        "INSERT IGNORE INTO {t} VALUES (5, 1, 1, 'dup', '', 1, 1, NULL), (6, 'x7', 99999999.999, 'toolongvalue', '', 1, 1, 'nope')",
+        "INSERT INTO {t} VALUES (7, 'x7', 1, 'a', '', 1, 1, NULL)",
+        "INSERT INTO {t} VALUES (8, 1, 1)",
+        "INSERT INTO {t} (id, nope) VALUES (9, 1)",
+        "INSERT INTO {t} (id, id) VALUES (9, 1)",
+        "INSERT INTO {t} VALUES (1, 1, 1, 'a', '', 1, 1, NULL)",
+        "INSERT INTO {t} () VALUES ()",
+        "INSERT INTO {t} VALUES ()",
+        "INSERT INTO d.{t} (id) VALUES (10), (11), (12)",
+    ];
+    let mut outcomes = Vec::new();
+    for (t, suffix) in [("fast", ""), ("slow", " /* general path */")] {
+        ok(
+            &mut s,
+            &format!(
+                "CREATE TABLE {t} (id INT PRIMARY KEY, i BIGINT UNSIGNED, d DECIMAL(6,2), s VARCHAR(5), b VARBINARY(4), \
+                 n INT DEFAULT 42, f DOUBLE, dt DATE)"
+            ),
+        );
+        let mut got = Vec::new();
+        for c in cases {
+            let sql = c.replace("{t}", t) + suffix;
+            let r = match s.execute(sql.as_bytes()) {
+                Ok(fractaldb_sql::Outcome::Done { affected, info, .. }) => format!("ok {affected} {info:?}"),
+                Ok(other) => format!("{other:?}"),
+                Err(e) => format!("error {} {}", e.code, e.message.replace(t, "T")),
+            };
+            let warnings: Vec<String> =
+                s.warnings().iter().map(|w| format!("{} {}", w.code, w.message.replace(t, "T"))).collect();
+            got.push((c, r, warnings));
+        }
+        got.push((
+            "rows",
+            format!("{:?}", rows(&mut s, &format!("SELECT * FROM {t} ORDER BY id"))),
+            Vec::new(),
+        ));
+        outcomes.push(got);
+    }
+    for (f, g) in outcomes[0].iter().zip(&outcomes[1]) {
+        assert_eq!(f, g, "fast path differs");
+    }
+    // The fast path really was taken for the plain statements.
+    assert!(matches!(
+        fractaldb_sql::lex::parse(b"INSERT INTO t VALUES (1, 'a'), (2, NULL)").unwrap(),
+        fractaldb_sql::lex::Parsed::Special(fractaldb_sql::lex::Special::FastInsert(_))
+    ));
+    assert!(matches!(
+        fractaldb_sql::lex::parse(b"INSERT INTO t VALUES (1, 'a') /* x */").unwrap(),
+        fractaldb_sql::lex::Parsed::Std(..)
+    ));
+    assert!(matches!(
+        fractaldb_sql::lex::parse(b"INSERT INTO t VALUES (1 + 1)").unwrap(),
+        fractaldb_sql::lex::Parsed::Std(..)
+    ));
+}
