@@ -476,17 +476,41 @@ pub(crate) fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()
     Ok(())
 }
 
+/// One past the largest AUTO_INCREMENT value in `t`. MySQL makes the
+/// column the first part of some index: that index's far end holds the
+/// largest value (its last entry, or its first for a DESC part; NULLs sort
+/// before everything), so this reads one entry, not the table. A table
+/// without such an index (not creatable through SQL) is scanned.
 fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
     let Some(col) = t.def.auto_col() else { return Ok(1) };
+    let as_u64 = |v: &Value| match v {
+        Value::Int(i) if *i > 0 => *i as u64,
+        Value::UInt(u) => *u,
+        _ => 0,
+    };
+    let led = t.def.indexes.iter().enumerate().find(|(_, ix)| ix.parts.first().is_some_and(|p| p.col == col));
+    if let Some((i, ix)) = led {
+        let reverse = !ix.parts[0].desc;
+        let access = crate::plan::Access {
+            index: Some(i),
+            lo: None,
+            hi: None,
+            eq_parts: 0,
+            has_range: false,
+            reverse,
+        };
+        let mut max = 0u64;
+        crate::plan::for_each_row(txn, t, &access, |_, row| {
+            max = as_u64(&row[col]);
+            // Past the NULLs (read last going backwards, first going forwards).
+            Ok(row[col].is_null() && !reverse)
+        })?;
+        return Ok(max + 1);
+    }
     let mut max = 0u64;
     for kv in txn.range(&t.main, None, None, false) {
         let (_, v) = kv?;
-        let row = t.decode_row(&v)?;
-        match &row[col] {
-            Value::Int(i) if *i > 0 => max = max.max(*i as u64),
-            Value::UInt(u) => max = max.max(*u),
-            _ => {}
-        }
+        max = max.max(as_u64(&t.decode_row(&v)?[col]));
     }
     Ok(max + 1)
 }

@@ -722,3 +722,38 @@ fn the_insert_fast_path_matches_the_general_path() {
         fractaldb_sql::lex::Parsed::Std(..)
     ));
 }
+
+/// After a restart, AUTO_INCREMENT continues past the largest value, read
+/// from the far end of the index the column leads (ASC or DESC), not from
+/// a scan.
+#[test]
+fn auto_increment_continues_after_restart_from_the_index_end() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(&mut s, "CREATE TABLE a (id INT AUTO_INCREMENT PRIMARY KEY, v INT)");
+        ok(&mut s, "CREATE TABLE b (id BIGINT AUTO_INCREMENT, v INT, PRIMARY KEY (id DESC))");
+        ok(&mut s, "CREATE TABLE c (k INT PRIMARY KEY, id INT AUTO_INCREMENT, KEY (id))");
+        for t in ["a", "b"] {
+            ok(&mut s, &format!("INSERT INTO {t} (v) VALUES (1), (2), (3)"));
+            ok(&mut s, &format!("INSERT INTO {t} VALUES (1000, 4)"));
+            ok(&mut s, &format!("INSERT INTO {t} VALUES (7, 5)"));
+        }
+        ok(&mut s, "INSERT INTO c (k) VALUES (1), (2)");
+        ok(&mut s, "INSERT INTO c VALUES (3, 500), (4, 9)");
+        drop(s);
+        db.close().unwrap();
+    }
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    for t in ["a", "b"] {
+        ok(&mut s, &format!("INSERT INTO {t} (v) VALUES (6)"));
+        assert_eq!(rows(&mut s, &format!("SELECT MAX(id) FROM {t}")), [["1001"]], "{t}");
+    }
+    ok(&mut s, "INSERT INTO c (k) VALUES (5)");
+    assert_eq!(rows(&mut s, "SELECT id FROM c WHERE k = 5"), [["501"]]);
+}
