@@ -232,8 +232,13 @@ fn write_rows(
     let mut dups = 0u64;
     let n_rows = input.len();
     let mut batch = table::StmtWrites::new(&t);
+    let auto_pk = def.primary.is_some_and(|p| {
+        let parts = &def.indexes[p].parts;
+        parts.len() == 1 && Some(parts[0].col) == def.auto_col() && parts[0].prefix.is_none()
+    });
     for (ri, vals) in input.into_iter().enumerate() {
         let rownum = ri + 1;
+        let mut generated = false;
         let mut row = vec![None; def.columns.len()];
         for (v, &c) in vals.into_iter().zip(cols) {
             let is_default = matches!(&v, Value::Str(b) if b == b"\0DEFAULT");
@@ -262,6 +267,7 @@ fn write_rows(
                 let id = next_autoinc(&t, txn)?;
                 first_id.get_or_insert(id);
                 v = coerce::store(Value::UInt(id), col, &mut cx)?;
+                generated = true;
             } else if col.auto_increment {
                 note_autoinc(&t, txn, &v)?;
             }
@@ -285,7 +291,10 @@ fn write_rows(
         if batch.collides(&t, &full, &pk)? {
             batch.flush(txn, &t)?;
         }
-        match t.find_duplicate(txn, &full, &pk, None)? {
+        // A primary key that is just an AUTO_INCREMENT value allocated now
+        // holds no row: it is locked, not read.
+        let fresh_pk = generated && auto_pk;
+        match t.find_duplicate_as(txn, &full, &pk, None, fresh_pk)? {
             None => {
                 // After the duplicate check, as InnoDB (1062 before 1452).
                 if !def.foreign_keys.is_empty() {
@@ -450,7 +459,7 @@ fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
 /// table, read once (from the end of the primary key when the column
 /// leads it, else by a scan) and then counted in memory; values are not
 /// given back on rollback, as in MySQL.
-pub(crate) fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
+pub(crate) fn next_autoinc(t: &Table, txn: &Txn) -> SqlResult<u64> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
@@ -460,7 +469,7 @@ pub(crate) fn next_autoinc(t: &Arc<Table>, txn: &Txn) -> SqlResult<u64> {
     Ok(v)
 }
 
-pub(crate) fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()> {
+pub(crate) fn note_autoinc(t: &Table, txn: &Txn, v: &Value) -> SqlResult<()> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
@@ -481,7 +490,7 @@ pub(crate) fn note_autoinc(t: &Arc<Table>, txn: &Txn, v: &Value) -> SqlResult<()
 /// largest value (its last entry, or its first for a DESC part; NULLs sort
 /// before everything), so this reads one entry, not the table. A table
 /// without such an index (not creatable through SQL) is scanned.
-fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
+pub(crate) fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
     let Some(col) = t.def.auto_col() else { return Ok(1) };
     let as_u64 = |v: &Value| match v {
         Value::Int(i) if *i > 0 => *i as u64,

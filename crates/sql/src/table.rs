@@ -132,8 +132,27 @@ impl Table {
         pk: &[u8],
         own: Option<&[u8]>,
     ) -> SqlResult<Option<Duplicate>> {
-        if self.def.primary.is_some() && own != Some(pk) && txn.get_for_update(&self.main, pk)?.is_some() {
-            return Ok(Some(Duplicate { index: 0, existing_pk: pk.to_vec() }));
+        self.find_duplicate_as(txn, row, pk, own, false)
+    }
+
+    /// [`Table::find_duplicate`]; with `fresh_pk` the primary key is a value
+    /// AUTO_INCREMENT just allocated, which no row can hold (every stored
+    /// row's AUTO_INCREMENT value is below the counter: `note_auto` on
+    /// every write), so it is only locked, not read.
+    pub fn find_duplicate_as(
+        &self,
+        txn: &Txn,
+        row: &[Value],
+        pk: &[u8],
+        own: Option<&[u8]>,
+        fresh_pk: bool,
+    ) -> SqlResult<Option<Duplicate>> {
+        if self.def.primary.is_some() && own != Some(pk) {
+            if fresh_pk {
+                txn.lock_for_update(&self.main, pk)?;
+            } else if txn.get_for_update(&self.main, pk)?.is_some() {
+                return Ok(Some(Duplicate { index: 0, existing_pk: pk.to_vec() }));
+            }
         }
         for (i, ix) in self.def.secondary() {
             if ix.kind != IndexKind::Unique {
@@ -159,8 +178,20 @@ impl Table {
         self.pk(&row, None)
     }
 
+    /// Keeps the AUTO_INCREMENT invariant: every stored row's value is
+    /// below the counter, whichever statement wrote it (INSERT, UPDATE,
+    /// a cascade, CREATE ... SELECT), so a value the counter hands out is
+    /// never a stored row's (`find_duplicate_as` relies on it).
+    pub(crate) fn note_auto(&self, txn: &Txn, row: &[Value]) -> SqlResult<()> {
+        match self.def.auto_col() {
+            Some(col) => crate::dml::note_autoinc(self, txn, &row[col]),
+            None => Ok(()),
+        }
+    }
+
     /// Writes a new row and its index entries (the caller checked uniqueness).
     pub fn write_new(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
+        self.note_auto(txn, row)?;
         txn.put(&self.main, pk, &self.encode_row(row)?)?;
         for (i, _) in self.def.secondary() {
             let (k, v) = self.sec_entry(i, row, pk)?;
@@ -212,6 +243,7 @@ impl Table {
             self.remove(txn, old, old_pk)?;
             return self.write_new(txn, new, new_pk);
         }
+        self.note_auto(txn, new)?;
         txn.put(&self.main, new_pk, &self.encode_row(new)?)?;
         for (i, ix) in self.def.secondary() {
             let (ok, ov) = self.sec_entry(i, old, old_pk)?;
@@ -340,6 +372,7 @@ impl StmtWrites {
     }
 
     pub fn add(&mut self, txn: &Txn, t: &Table, row: &[Value], pk: &[u8]) -> SqlResult<()> {
+        t.note_auto(txn, row)?;
         let enc = t.encode_row(row)?;
         self.bytes += pk.len() + enc.len();
         self.main.put(pk, &enc);

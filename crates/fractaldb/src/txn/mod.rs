@@ -578,6 +578,18 @@ impl Txn {
         d.tree.get(key, &ReadView { own: self.id(), mode: ViewMode::Latest, states: &**m })
     }
 
+    /// Takes the write lock on `key` as `get_for_update` does, without
+    /// reading it: for a caller that knows the key holds no row (a value
+    /// just allocated from a counter above every key) and only needs
+    /// concurrent writers of that key to wait for this transaction.
+    pub fn lock_for_update(&self, d: &crate::Dictionary, key: &[u8]) -> Result<()> {
+        crate::limits::check_key(key)?;
+        Self::check_live(&self.st.lock())?;
+        let m = &self.shared.mgr;
+        m.lock(&d.tree, self.id(), LockKey::Key(key), LockKey::Key(key), LockMode::Write, self.timeout())?;
+        self.check_conflict(d, key)
+    }
+
     /// A cursor reading as the isolation level says, while the transaction
     /// runs: once it has ended (commit, abort, drop), every move of the
     /// cursor returns an error.
