@@ -93,14 +93,13 @@ fn run_inner(args: &SqlArgs) -> Result<ExitCode, String> {
             Format::Table
         };
         code = if let Some(sql) = &args.execute {
-            run_script(&mut session, sql.as_bytes(), format, args.force)
+            run_script(&mut session, sql.as_bytes(), format, args.force)?
         } else if stdin_tty {
             interactive(&mut session).map_err(|e| e.to_string())?;
             ExitCode::SUCCESS
         } else {
-            let mut script = Vec::new();
-            io::stdin().read_to_end(&mut script).map_err(|e| format!("reading stdin: {e}"))?;
-            run_script(&mut session, &script, format, args.force)
+            // Streamed: a dump of any size runs in bounded memory.
+            run_script(&mut session, io::stdin().lock(), format, args.force)?
         };
     }
     drop(session);
@@ -133,13 +132,38 @@ enum Format {
 // Scripts
 // ---------------------------------------------------------------------------
 
-/// Runs every statement of `script`; stops at the first error (status 1)
-/// unless `force`.
-fn run_script(session: &mut Session, script: &[u8], format: Format, force: bool) -> ExitCode {
+/// Runs every statement read from `input` as it arrives (a chunk at a
+/// time through the statement splitter, so a dump of any size runs in
+/// bounded memory); stops at the first error (status 1) unless `force`.
+fn run_script(
+    session: &mut Session,
+    mut input: impl Read,
+    format: Format,
+    force: bool,
+) -> Result<ExitCode, String> {
     let mut out = io::stdout().lock();
     let mut code = ExitCode::SUCCESS;
-    let mut lines = LineFinder::new(script);
-    for stmt in fractaldb_sql::lex::split_script(script) {
+    let mut lines = LineFinder::new();
+    let mut splitter = fractaldb_sql::lex::Splitter::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut eof = false;
+    let mut queue: std::collections::VecDeque<Vec<u8>> = Default::default();
+    'outer: loop {
+        if queue.is_empty() {
+            if eof {
+                break;
+            }
+            let n = input.read(&mut chunk).map_err(|e| format!("reading the script: {e}"))?;
+            if n == 0 {
+                eof = true;
+                queue.extend(splitter.finish());
+            } else {
+                lines.feed(&chunk[..n]);
+                queue.extend(splitter.push(&chunk[..n]));
+            }
+            continue;
+        }
+        let stmt = queue.pop_front().expect("not empty");
         let line = lines.line_of(&stmt);
         let (sql, vertical) = strip_terminator(&stmt);
         if sql.iter().all(|b| b.is_ascii_whitespace()) {
@@ -156,7 +180,7 @@ fn run_script(session: &mut Session, script: &[u8], format: Format, force: bool)
                 };
                 if r.is_err() {
                     // stdout is gone (a closed pipe): nothing more can be shown.
-                    return ExitCode::FAILURE;
+                    return Ok(ExitCode::FAILURE);
                 }
             }
             Ok(Outcome::Done { .. }) => {}
@@ -173,51 +197,64 @@ fn run_script(session: &mut Session, script: &[u8], format: Format, force: bool)
                 );
                 code = ExitCode::FAILURE;
                 if !force {
-                    break;
+                    break 'outer;
                 }
             }
         }
     }
     let _ = out.flush();
-    code
+    Ok(code)
 }
 
 /// The line numbers of a script's statements, for error messages: each
 /// statement is looked for in the script after the previous one, and its
 /// line is the line of its first byte that is not a space.
-struct LineFinder<'a> {
-    script: &'a [u8],
-    pos: usize,
+struct LineFinder {
+    /// The script as read; `text[start..]` follows the previous statement.
+    text: Vec<u8>,
+    start: usize,
+    /// The line `text[start..]` starts on.
     line: usize,
 }
 
-impl<'a> LineFinder<'a> {
-    fn new(script: &'a [u8]) -> Self {
-        LineFinder { script, pos: 0, line: 1 }
+impl LineFinder {
+    fn new() -> Self {
+        LineFinder { text: Vec::new(), start: 0, line: 1 }
     }
 
-    fn advance_to(&mut self, to: usize) {
-        let to = to.min(self.script.len());
-        self.line += self.script[self.pos..to].iter().filter(|&&b| b == b'\n').count();
-        self.pos = to;
+    /// More of the script, as read (bytes already passed are dropped
+    /// first, so the buffer holds about one read's worth).
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.start > 0 {
+            self.text.drain(..self.start);
+            self.start = 0;
+        }
+        self.text.extend_from_slice(bytes);
+    }
+
+    /// Moves past `n` bytes, counting their lines.
+    fn advance(&mut self, n: usize) {
+        let end = (self.start + n).min(self.text.len());
+        self.line += self.text[self.start..end].iter().filter(|&&b| b == b'\n').count();
+        self.start = end;
     }
 
     fn line_of(&mut self, stmt: &[u8]) -> usize {
         let trimmed = trim(stmt);
-        let rest = &self.script[self.pos..];
+        let rest = &self.text[self.start..];
         let found =
             if trimmed.is_empty() { None } else { rest.windows(trimmed.len()).position(|w| w == trimmed) };
         match found {
             Some(off) => {
-                self.advance_to(self.pos + off);
+                self.advance(off);
                 let line = self.line;
-                self.advance_to(self.pos + trimmed.len());
+                self.advance(trimmed.len());
                 line
             }
             None => {
                 // The splitter changed the text: the next non-space byte.
                 let skip = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
-                self.advance_to(self.pos + skip);
+                self.advance(skip);
                 self.line
             }
         }
@@ -685,8 +722,11 @@ mod tests {
     #[test]
     fn line_numbers_of_statements() {
         let script = b"\n\nselect 1;\nselect\n 2;\n\n  bad;";
-        let mut f = LineFinder::new(script);
+        let mut f = LineFinder::new();
+        // Fed in pieces, as a streamed script arrives.
+        f.feed(&script[..12]);
         assert_eq!(f.line_of(b"select 1"), 3);
+        f.feed(&script[12..]);
         assert_eq!(f.line_of(b"\nselect\n 2"), 4);
         assert_eq!(f.line_of(b"bad"), 7);
     }
