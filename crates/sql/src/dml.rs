@@ -234,8 +234,13 @@ fn write_rows(
     let mut batch = table::StmtWrites::new(&t);
     let auto_pk = def.primary.is_some_and(|p| {
         let parts = &def.indexes[p].parts;
-        parts.len() == 1 && Some(parts[0].col) == def.auto_col() && parts[0].prefix.is_none()
+        parts.len() == 1
+            && Some(parts[0].col) == def.auto_col()
+            && parts[0].prefix.is_none()
+            && !parts[0].desc
     });
+    // AUTO_INCREMENT values reserved for this statement, their keys locked: [next, end).
+    let mut block: Option<(u64, u64)> = None;
     for (ri, vals) in input.into_iter().enumerate() {
         let rownum = ri + 1;
         let mut generated = false;
@@ -264,7 +269,30 @@ fn write_rows(
             let mut cx = StoreCtx { strict, row: rownum, warnings: &mut warnings };
             let mut v = coerce::store(v, col, &mut cx)?;
             if col.auto_increment && (v.is_null() || v.to_i64() == Some(0)) {
-                let id = next_autoinc(&t, txn)?;
+                let id = match block {
+                    Some((next, end)) if next < end => {
+                        block = Some((next + 1, end));
+                        next
+                    }
+                    _ if auto_pk => {
+                        // A block for the rest of the statement's rows, its
+                        // keys locked with one range lock (unused values are
+                        // a gap, as InnoDB leaves after a bulk insert).
+                        let n = (n_rows - ri) as u64;
+                        let first = reserve_autoinc(&t, txn, n)?;
+                        let key_of = |id: u64| -> SqlResult<Vec<u8>> {
+                            let mut w = Vec::new();
+                            let mut scx = StoreCtx { strict: false, row: rownum, warnings: &mut w };
+                            let mut r = vec![Value::Null; def.columns.len()];
+                            r[i] = coerce::store(Value::UInt(id), col, &mut scx)?;
+                            t.pk(&r, None)
+                        };
+                        txn.lock_range_for_update(&t.main, &key_of(first)?, &key_of(first + n - 1)?)?;
+                        block = Some((first + 1, first + n));
+                        first
+                    }
+                    _ => next_autoinc(&t, txn)?,
+                };
                 first_id.get_or_insert(id);
                 v = coerce::store(Value::UInt(id), col, &mut cx)?;
                 generated = true;
@@ -292,7 +320,7 @@ fn write_rows(
             batch.flush(txn, &t)?;
         }
         // A primary key that is just an AUTO_INCREMENT value allocated now
-        // holds no row: it is locked, not read.
+        // holds no row: its key is locked (with the block), not read.
         let fresh_pk = generated && auto_pk;
         match t.find_duplicate_as(txn, &full, &pk, None, fresh_pk)? {
             None => {
@@ -466,6 +494,18 @@ pub(crate) fn next_autoinc(t: &Table, txn: &Txn) -> SqlResult<u64> {
     }
     let v = g.expect("set above");
     *g = Some(v + 1);
+    Ok(v)
+}
+
+/// Reserves `n` consecutive AUTO_INCREMENT values; returns the first.
+pub(crate) fn reserve_autoinc(t: &Table, txn: &Txn, n: u64) -> SqlResult<u64> {
+    debug_assert!(n > 0);
+    let mut g = t.autoinc.lock();
+    if g.is_none() {
+        *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
+    }
+    let v = g.expect("set above");
+    *g = Some(v.saturating_add(n));
     Ok(v)
 }
 

@@ -136,9 +136,9 @@ impl Table {
     }
 
     /// [`Table::find_duplicate`]; with `fresh_pk` the primary key is a value
-    /// AUTO_INCREMENT just allocated, which no row can hold (every stored
-    /// row's AUTO_INCREMENT value is below the counter: `note_auto` on
-    /// every write), so it is only locked, not read.
+    /// from a block of AUTO_INCREMENT values the caller reserved and whose
+    /// keys it locked: no row can hold it (every stored row's value is below
+    /// the counter: `note_auto` on every write), so it is not read.
     pub fn find_duplicate_as(
         &self,
         txn: &Txn,
@@ -149,7 +149,7 @@ impl Table {
     ) -> SqlResult<Option<Duplicate>> {
         if self.def.primary.is_some() && own != Some(pk) {
             if fresh_pk {
-                txn.lock_for_update(&self.main, pk)?;
+                // Locked with its block (`dml::write_rows`).
             } else if txn.get_for_update(&self.main, pk)?.is_some() {
                 return Ok(Some(Duplicate { index: 0, existing_pk: pk.to_vec() }));
             }

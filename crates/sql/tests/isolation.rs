@@ -230,3 +230,35 @@ fn an_allocated_auto_increment_key_blocks_an_explicit_duplicate() {
     ok(&mut s, "INSERT INTO a (who) VALUES ('next')");
     assert_eq!(rows(&mut s, "SELECT id, who FROM a ORDER BY id"), [["50", "t1"], ["51", "next"]]);
 }
+
+/// A multi-row INSERT reserves its AUTO_INCREMENT block and locks the
+/// block's key range once: an explicit insert into the block waits, one
+/// past it does not.
+#[test]
+fn a_reserved_auto_increment_block_is_locked_as_a_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path());
+    let mut s = session(&db, "REPEATABLE READ");
+    ok(&mut s, "CREATE TABLE a (id INT AUTO_INCREMENT PRIMARY KEY, who VARCHAR(5))");
+    let mut t1 = session(&db, "REPEATABLE READ");
+    ok(&mut t1, "INSERT INTO a (who) VALUES ('a'), ('b'), ('c')");
+    let mut t2 = db.session();
+    ok(&mut t2, "USE h");
+    ok(&mut t2, "INSERT INTO a VALUES (4, 'past')");
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = t2.execute(b"INSERT INTO a VALUES (3, 'in')").map(|_| ());
+        tx.send(()).unwrap();
+        r
+    });
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "an insert into the block did not wait");
+    ok(&mut t1, "COMMIT");
+    rx.recv_timeout(Duration::from_secs(10)).expect("unblocked");
+    assert_eq!(h.join().unwrap().unwrap_err().code, 1062);
+    let mut s = session(&db, "REPEATABLE READ");
+    ok(&mut s, "INSERT INTO a (who) VALUES ('d')");
+    assert_eq!(
+        rows(&mut s, "SELECT id, who FROM a ORDER BY id"),
+        [["1", "a"], ["2", "b"], ["3", "c"], ["4", "past"], ["5", "d"]]
+    );
+}

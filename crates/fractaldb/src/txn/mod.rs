@@ -590,6 +590,19 @@ impl Txn {
         self.check_conflict(d, key)
     }
 
+    /// Write-locks every key in `[lo, hi]` with one range lock, without
+    /// reading: for a block of keys the caller knows hold no version (a
+    /// block of counter values above every key), so writers of any of them
+    /// wait for this transaction. No write-conflict check: there is nothing
+    /// to conflict with.
+    pub fn lock_range_for_update(&self, d: &crate::Dictionary, lo: &[u8], hi: &[u8]) -> Result<()> {
+        crate::limits::check_key(lo)?;
+        crate::limits::check_key(hi)?;
+        Self::check_live(&self.st.lock())?;
+        let m = &self.shared.mgr;
+        m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())
+    }
+
     /// A cursor reading as the isolation level says, while the transaction
     /// runs: once it has ended (commit, abort, drop), every move of the
     /// cursor returns an error.
