@@ -222,6 +222,12 @@ impl<'a> Scan<'a> {
         let text = std::str::from_utf8(&s[start..j]).ok()?;
         let text = text.strip_prefix('+').unwrap_or(text);
         self.i = j;
+        // Plain integers, the common case, without the binder's String.
+        if text.bytes().skip(usize::from(text.starts_with('-'))).all(|b| b.is_ascii_digit()) {
+            if let Ok(i) = text.parse::<i64>() {
+                return Some(Value::Int(i));
+            }
+        }
         match crate::bind::literal(&ast::Value::Number(text.to_string(), false)) {
             Ok((crate::expr::Expr::Const(v), _)) => Some(v),
             _ => None,
