@@ -31,6 +31,7 @@ use sqlparser::ast;
 
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{CmpKind, CmpOp, EvalCtx, Expr, ScopeCol, Ty};
+use crate::plan::flip;
 use crate::query::Rel;
 use crate::value::Value;
 
@@ -831,16 +832,6 @@ fn all_true(conds: &[&Expr], row: &[Value], cx: &mut EvalCtx) -> SqlResult<bool>
         }
     }
     Ok(true)
-}
-
-fn flip(op: CmpOp) -> CmpOp {
-    match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::Le => CmpOp::Ge,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::Ge => CmpOp::Le,
-        o => o,
-    }
 }
 
 /// True when `e` cannot be true on a row whose `inner` tables are all

@@ -74,7 +74,8 @@ fn natural_kind(ty: &SqlType) -> CmpKind {
     }
 }
 
-fn flip(op: CmpOp) -> CmpOp {
+/// The operator with its operands swapped (`a < b` is `b > a`).
+pub(crate) fn flip(op: CmpOp) -> CmpOp {
     match op {
         CmpOp::Lt => CmpOp::Gt,
         CmpOp::Le => CmpOp::Ge,
