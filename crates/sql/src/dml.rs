@@ -593,9 +593,10 @@ fn matching(
     let mut w = Vec::new();
     let mut out = Vec::new();
     {
-        // WHERE only warns about bad conversions (MariaDB turns them into
-        // errors in strict mode only for values read from rows in UPDATE;
-        // a known deviation, see docs/ARCHITECTURE.md).
+        // A bad number in a comparison only warns here. (MariaDB's UPDATE
+        // in strict mode makes it an error when it compares row by row, and
+        // a warning when its range optimizer converted the constant first:
+        // a known deviation, see docs/ARCHITECTURE.md.)
         let mut cx = s.eval_ctx(&mut w);
         let mut conj = Vec::new();
         if let Some(f) = &filter {
@@ -724,8 +725,9 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
         crate::progress::changed(crate::progress::Stage::Updated, 1);
         s.check_killed()?;
     }
-    let nwarn = warnings.len();
     s.warnings.extend(warnings);
+    // The statement's warnings, its WHERE's (from `matching`) too.
+    let nwarn = s.warnings.len();
     Ok(Outcome::Done {
         affected,
         last_insert_id: 0,

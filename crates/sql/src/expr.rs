@@ -304,11 +304,12 @@ impl Expr {
                     BitOp::Shr => x.checked_shr(y.min(64) as u32).unwrap_or(0),
                 })
             }
-            Expr::Cmp(op, kind, a, b) => {
-                let (a, b) = (a.eval(row, cx)?, b.eval(row, cx)?);
+            Expr::Cmp(op, kind, ae, be) => {
+                let (ae, be) = (&**ae, &**be);
+                let (a, b) = (ae.eval(row, cx)?, be.eval(row, cx)?);
                 if *kind == CmpKind::Numeric {
-                    numeric_operand(&a, cx)?;
-                    numeric_operand(&b, cx)?;
+                    numeric_operand(&a, &b, (ae, be), cx)?;
+                    numeric_operand(&b, &a, (be, ae), cx)?;
                 }
                 // A string that is no date compares as the zero date (with
                 // a warning), as MySQL converts it.
@@ -385,8 +386,8 @@ impl Expr {
                 for (item, k) in list {
                     let x = item.eval(row, cx)?;
                     if *k == CmpKind::Numeric {
-                        numeric_operand(&v, cx)?;
-                        numeric_operand(&x, cx)?;
+                        numeric_operand(&v, &x, (&**e, item), cx)?;
+                        numeric_operand(&x, &v, (item, &**e), cx)?;
                     }
                     match compare(&v, &x, *k) {
                         Some(Ordering::Equal) => return Ok(Value::Int(!*neg as i64)),
@@ -404,9 +405,9 @@ impl Expr {
                 let v = e.eval(row, cx)?;
                 let (l, h) = (lo.eval(row, cx)?, hi.eval(row, cx)?);
                 if *kind == CmpKind::Numeric {
-                    for x in [&v, &l, &h] {
-                        numeric_operand(x, cx)?;
-                    }
+                    numeric_operand(&v, &l, (&**e, &**lo), cx)?;
+                    numeric_operand(&l, &v, (&**lo, &**e), cx)?;
+                    numeric_operand(&h, &v, (&**hi, &**e), cx)?;
                 }
                 let ge = compare(&v, &l, *kind).map(|o| o != Ordering::Less);
                 let le = compare(&v, &h, *kind).map(|o| o != Ordering::Greater);
@@ -599,16 +600,29 @@ fn eval_correlated(c: &Correlated, row: &[Value], cx: &mut EvalCtx) -> SqlResult
 }
 
 /// A string compared as a number must be wholly one: otherwise warning
-/// 1292 ("Truncated incorrect DOUBLE value"), which strict mode makes an
-/// error inside INSERT, UPDATE and DELETE, as in MySQL.
-fn numeric_operand(v: &Value, cx: &mut EvalCtx) -> SqlResult<()> {
+/// 1292 ("Truncated incorrect DECIMAL value" against an exact number,
+/// DOUBLE against a double, as MariaDB words it), which strict mode makes
+/// an error where the DML statement asked for it (`EvalCtx::strict_dml`:
+/// INSERT, and UPDATE's WHERE) unless both operands are constants (MariaDB
+/// folds those with a warning). `exprs`: the expressions giving `v` and
+/// its partner; a constant `v` warns once per statement (MariaDB converts
+/// it once), a row's value once per row.
+fn numeric_operand(v: &Value, partner: &Value, exprs: (&Expr, &Expr), cx: &mut EvalCtx) -> SqlResult<()> {
     if let Value::Str(s) = v {
         if !crate::value::is_whole_number(s) {
-            let e = SqlError::truncated_wrong_value("DOUBLE", &String::from_utf8_lossy(s));
-            if cx.strict_dml {
+            let word = match partner {
+                Value::Double(_) => "DOUBLE",
+                _ => "DECIMAL",
+            };
+            let e = SqlError::truncated_wrong_value(word, &String::from_utf8_lossy(s));
+            let constant = exprs.0.is_constant();
+            if cx.strict_dml && !(constant && exprs.1.is_constant()) {
                 return Err(e);
             }
-            cx.warnings.push(Warning::from_error(&e));
+            let w = Warning::from_error(&e);
+            if !(constant && cx.warnings.iter().any(|x| x.code == w.code && x.message == w.message)) {
+                cx.warnings.push(w);
+            }
         }
     }
     Ok(())

@@ -1,0 +1,13 @@
+CREATE TABLE u (a INT, b DOUBLE, c DECIMAL(5,2), d VARCHAR(5));
+INSERT INTO u VALUES (1, 1.5, 2.5, 'x'), (2, 2.5, 3.5, '7');
+UPDATE u SET a = 2 WHERE 'abc' = 0;
+DELETE FROM u WHERE a = 'abc';
+DELETE FROM u WHERE b IN (1, 'q');
+SELECT * FROM u WHERE a = 'abc';
+SHOW WARNINGS;
+SELECT * FROM u WHERE b < 'abc';
+SHOW WARNINGS;
+SELECT * FROM u ORDER BY a;
+SET sql_mode = '';
+UPDATE u SET a = 9 WHERE a = 'abc';
+SHOW WARNINGS;
