@@ -316,12 +316,16 @@ impl Expr {
                 let (mut a, mut b) = (a, b);
                 if let CmpKind::Temporal(k) = kind {
                     let zero = Value::Temporal(Temporal { kind: *k, ..Temporal::date(0, 0, 0) });
+                    let before = cx.warnings.len();
                     if !temporal_operand(&a, *k, cx)? {
                         a = zero.clone();
                     }
+                    once_if_constant(cx, before, ae);
+                    let before = cx.warnings.len();
                     if !temporal_operand(&b, *k, cx)? {
                         b = zero;
                     }
+                    once_if_constant(cx, before, be);
                 }
                 if *op == CmpOp::NullSafeEq {
                     return Ok(Value::Int(match (a.is_null(), b.is_null()) {
@@ -384,11 +388,28 @@ impl Expr {
                 let mut saw_null = false;
                 let _ = kind;
                 for (item, k) in list {
-                    let x = item.eval(row, cx)?;
+                    let mut x = item.eval(row, cx)?;
                     if *k == CmpKind::Numeric {
                         numeric_operand(&v, &x, (&**e, item), cx)?;
                         numeric_operand(&x, &v, (item, &**e), cx)?;
                     }
+                    // As in a comparison: an item that is no date is the zero date.
+                    if let CmpKind::Temporal(tk) = k {
+                        let before = cx.warnings.len();
+                        if !temporal_operand(&x, *tk, cx)? {
+                            x = Value::Temporal(Temporal { kind: *tk, ..Temporal::date(0, 0, 0) });
+                        }
+                        once_if_constant(cx, before, item);
+                    }
+                    let v = if let CmpKind::Temporal(tk) = k {
+                        if temporal_operand(&v, *tk, cx)? {
+                            v.clone()
+                        } else {
+                            Value::Temporal(Temporal { kind: *tk, ..Temporal::date(0, 0, 0) })
+                        }
+                    } else {
+                        v.clone()
+                    };
                     match compare(&v, &x, *k) {
                         Some(Ordering::Equal) => return Ok(Value::Int(!*neg as i64)),
                         None => saw_null = true,
@@ -646,6 +667,18 @@ fn temporal_operand(v: &Value, k: TemporalKind, cx: &mut EvalCtx) -> SqlResult<b
     }
     cx.warnings.push(Warning::from_error(&e));
     Ok(false)
+}
+
+/// A constant operand's conversion warning counts once per statement
+/// (MariaDB converts a constant once): drops the warning just pushed
+/// (from `before` on) when an equal one is already there.
+fn once_if_constant(cx: &mut EvalCtx, before: usize, e: &Expr) {
+    if cx.warnings.len() == before + 1 && e.is_constant() {
+        let w = &cx.warnings[before];
+        if cx.warnings[..before].iter().any(|x| x.code == w.code && x.message == w.message) {
+            cx.warnings.pop();
+        }
+    }
 }
 
 fn to_u64_bits(v: &Value) -> u64 {
