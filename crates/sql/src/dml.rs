@@ -573,8 +573,11 @@ fn matching(
     selection: Option<&ast::Expr>,
     order_by: &[ast::OrderByExpr],
     limit: Option<&ast::Expr>,
+    alias: Option<&ast::TableAlias>,
 ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
-    let scope = scope_of(&[Source { table: t.clone(), alias: t.def.name.clone() }]);
+    // The table is reached by its alias when it has one (`UPDATE t AS x`).
+    let name = alias.map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
+    let scope = scope_of(&[Source { table: t.clone(), alias: name }]);
     let sysvar = |n: &str| s.sysvar(n);
     let proto = s.child();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
@@ -590,6 +593,16 @@ fn matching(
         let (e, ty) = Binder::plain(&scope, &sysvar, &mut subq, "order clause").bind(&o.expr)?;
         order.push((e, ty, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
     }
+    // Correlated subqueries in WHERE run per row, seeing the row's columns.
+    let proto2 = s.child();
+    let width = scope.len();
+    let corr_scope = scope.clone();
+    let mut runner = move |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
+        let mut sub = proto2.child();
+        sub.outer_scope = corr_scope.clone();
+        sub.outer_row = row.iter().take(width).cloned().collect();
+        crate::query::select(&mut sub, txn, q, false).map(|rs| rs.rows)
+    };
     let mut w = Vec::new();
     let mut out = Vec::new();
     {
@@ -598,6 +611,7 @@ fn matching(
         // a warning when its range optimizer converted the constant first:
         // a known deviation, see docs/ARCHITECTURE.md.)
         let mut cx = s.eval_ctx(&mut w);
+        cx.sub = Some(&mut runner);
         let mut conj = Vec::new();
         if let Some(f) = &filter {
             crate::query::conjuncts(f, &mut conj);
@@ -659,12 +673,13 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
     if !up.table.joins.is_empty() || up.from.is_some() {
         return Err(SqlError::unsupported("multi-table UPDATE"));
     }
-    let ast::TableFactor::Table { name, .. } = &up.table.relation else {
+    let ast::TableFactor::Table { name, alias, .. } = &up.table.relation else {
         return Err(SqlError::unsupported("this UPDATE target"));
     };
     let t = resolve_table(s, name)?;
-    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref())?;
-    let scope = scope_of(&[Source { table: t.clone(), alias: t.def.name.clone() }]);
+    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
+    let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
+    let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
     let sysvar = |n: &str| s.sysvar(n);
     let mut no_sub =
         |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in SET")) };
@@ -742,11 +757,12 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     if from.len() != 1 || !from[0].joins.is_empty() || !del.tables.is_empty() || del.using.is_some() {
         return Err(SqlError::unsupported("multi-table DELETE"));
     }
-    let ast::TableFactor::Table { name, .. } = &from[0].relation else {
+    let ast::TableFactor::Table { name, alias, .. } = &from[0].relation else {
         return Err(SqlError::unsupported("this DELETE target"));
     };
     let t = resolve_table(s, name)?;
-    let rows = matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref())?;
+    let rows =
+        matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref(), alias.as_ref())?;
     let n = rows.len() as u64;
     for (pk, row) in rows {
         crate::fk::on_parent_delete(s, txn, &t, &row, 0)?;

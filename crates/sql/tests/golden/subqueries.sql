@@ -19,3 +19,11 @@ UPDATE orders SET amount = amount + 1 WHERE cust_id IN (SELECT id FROM cust WHER
 SELECT id, amount FROM orders ORDER BY id;
 DELETE FROM orders WHERE cust_id NOT IN (SELECT id FROM cust WHERE city IS NOT NULL);
 SELECT id FROM orders ORDER BY id;
+INSERT INTO orders VALUES (20, 4, 3.00), (21, 1, 4.00);
+UPDATE cust c SET city = 'none' WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.cust_id = c.id);
+SELECT id, city FROM cust ORDER BY id;
+DELETE FROM orders WHERE amount < (SELECT AVG(o2.amount) FROM orders o2 WHERE o2.cust_id = orders.cust_id);
+SELECT id FROM orders ORDER BY id;
+UPDATE cust AS c SET c.name = CONCAT(c.name, '!') WHERE c.id = 2;
+SELECT name FROM cust WHERE id = 2;
+DELETE FROM cust WHERE id = 4;
