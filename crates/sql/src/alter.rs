@@ -932,20 +932,12 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
                 crate::dml::check_row(s, &newt, &checks, &newt.decode_row(&v)?)?;
             }
         }
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(&def.db, &def.name),
-            &serde_json::to_vec(&newt.def).expect("serialisable"),
-        )?;
+        catalog::put_table(&txn, &s.inner.catalog, (&def.db, &def.name), &newt.def)?;
         if (def.db.as_str(), def.name.as_str()) != (od.db.as_str(), od.name.as_str()) {
             txn.delete(&s.inner.catalog, &catalog::table_key(&od.db, &od.name))?;
         }
         for (_, d) in &plan.children {
-            txn.put(
-                &s.inner.catalog,
-                &catalog::table_key(&d.db, &d.name),
-                &serde_json::to_vec(d).expect("serialisable"),
-            )?;
+            catalog::put_table(&txn, &s.inner.catalog, (&d.db, &d.name), d)?;
         }
         txn.commit()?;
         Ok((newt, n, warnings))

@@ -202,6 +202,18 @@ pub fn table_key(db: &str, table: &str) -> Vec<u8> {
 
 pub const NEXT_ID_KEY: &[u8] = b"next_id";
 
+/// Writes `def` as the catalog record of table `db`.`name` in `txn`.
+pub fn put_table(
+    txn: &fractaldb::Txn,
+    catalog: &fractaldb::Dictionary,
+    (db, name): (&str, &str),
+    def: &TableDef,
+) -> crate::SqlResult<()> {
+    let json = serde_json::to_vec(def).expect("a TableDef serialises");
+    txn.put(catalog, &table_key(db, name), &json)?;
+    Ok(())
+}
+
 /// Checks a database, table, column or index name as MySQL does.
 pub fn check_ident(name: &str, what: Ident) -> crate::SqlResult<()> {
     use crate::SqlError;

@@ -45,11 +45,7 @@ pub fn create_like(s: &mut Session, from: (String, String), to: (String, String)
     crate::ddl::create_dicts(s, &mut def)?;
     let made = crate::ddl::dict_names(&def);
     let res = (|| -> SqlResult<Table> {
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(&to.0, &to.1),
-            &serde_json::to_vec(&def).expect("serialisable"),
-        )?;
+        catalog::put_table(&txn, &s.inner.catalog, (&to.0, &to.1), &def)?;
         txn.commit()?;
         s.inner.open_table(def.clone())
     })();

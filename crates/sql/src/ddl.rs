@@ -223,11 +223,7 @@ fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 /// and puts the table, opened with it, in the schema.
 pub(crate) fn replace_def(s: &Session, def: TableDef) -> SqlResult<()> {
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(&def.db, &def.name),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
+    catalog::put_table(&txn, &s.inner.catalog, (&def.db, &def.name), &def)?;
     txn.commit()?;
     let key = (def.db.clone(), def.name.clone());
     let opened = s.inner.open_table(def)?;
@@ -529,11 +525,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
             Some(rs) => crate::create_from::fill(s, &txn, &t, &targets, rs)?,
             None => Outcome::done(0),
         };
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(&db, &name),
-            &serde_json::to_vec(&def).expect("serialisable"),
-        )?;
+        catalog::put_table(&txn, &s.inner.catalog, (&db, &name), &def)?;
         txn.commit()?;
         let t = Arc::try_unwrap(t).map_err(|_| SqlError::internal("the new table is still shared"))?;
         Ok((t, out))
@@ -825,17 +817,9 @@ pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String,
         .collect();
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.delete(&s.inner.catalog, &catalog::table_key(&from.0, &from.1))?;
-    txn.put(
-        &s.inner.catalog,
-        &catalog::table_key(&to.0, &to.1),
-        &serde_json::to_vec(&def).expect("serialisable"),
-    )?;
+    catalog::put_table(&txn, &s.inner.catalog, (&to.0, &to.1), &def)?;
     for (_, d) in &children {
-        txn.put(
-            &s.inner.catalog,
-            &catalog::table_key(&d.db, &d.name),
-            &serde_json::to_vec(d).expect("serialisable"),
-        )?;
+        catalog::put_table(&txn, &s.inner.catalog, (&d.db, &d.name), d)?;
     }
     txn.commit()?;
     let newt = t.with_def(def);

@@ -487,49 +487,44 @@ fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
 /// table, read once (from the end of the primary key when the column
 /// leads it, else by a scan) and then counted in memory; values are not
 /// given back on rollback, as in MySQL.
+/// The next AUTO_INCREMENT value (one value reserved).
 pub(crate) fn next_autoinc(t: &Table, txn: &Txn) -> SqlResult<u64> {
+    reserve_autoinc(t, txn, 1)
+}
+
+/// The table's counter, found from its rows on first use.
+fn autoinc_counter<'g>(t: &'g Table, txn: &Txn) -> SqlResult<parking_lot::MutexGuard<'g, Option<u64>>> {
     let mut g = t.autoinc.lock();
     if g.is_none() {
         *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
     }
-    let v = g.expect("set above");
-    *g = Some(v + 1);
-    Ok(v)
+    Ok(g)
 }
 
 /// Reserves `n` consecutive AUTO_INCREMENT values; returns the first.
 pub(crate) fn reserve_autoinc(t: &Table, txn: &Txn, n: u64) -> SqlResult<u64> {
     debug_assert!(n > 0);
-    let mut g = t.autoinc.lock();
-    if g.is_none() {
-        *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
-    }
-    let v = g.expect("set above");
+    let mut g = autoinc_counter(t, txn)?;
+    let v = g.expect("set by autoinc_counter");
     *g = Some(v.saturating_add(n));
     Ok(v)
 }
 
+/// A stored value moves the counter past it (the AUTO_INCREMENT invariant,
+/// see `Table::note_auto`).
 pub(crate) fn note_autoinc(t: &Table, txn: &Txn, v: &Value) -> SqlResult<()> {
-    let mut g = t.autoinc.lock();
-    if g.is_none() {
-        *g = Some(max_auto(t, txn)?.max(t.def.auto_increment_start.max(1)));
-    }
     let n = match v {
         Value::Int(i) if *i > 0 => *i as u64,
         Value::UInt(u) => *u,
         _ => return Ok(()),
     };
-    if n >= g.expect("set above") {
+    let mut g = autoinc_counter(t, txn)?;
+    if n >= g.expect("set by autoinc_counter") {
         *g = Some(n.saturating_add(1));
     }
     Ok(())
 }
 
-/// One past the largest AUTO_INCREMENT value in `t`. MySQL makes the
-/// column the first part of some index: that index's far end holds the
-/// largest value (its last entry, or its first for a DESC part; NULLs sort
-/// before everything), so this reads one entry, not the table. A table
-/// without such an index (not creatable through SQL) is scanned.
 pub(crate) fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
     let Some(col) = t.def.auto_col() else { return Ok(1) };
     let as_u64 = |v: &Value| match v {
