@@ -741,6 +741,7 @@ mod tests {
             db: "d".into(),
             ty,
             nullable: true,
+            flags: 0,
         };
         ResultSet {
             columns: vec![

@@ -286,7 +286,7 @@ pub struct WireCol {
 /// on the wire; TEXT lengths in bytes of utf8mb4). Text is always sent as UTF-8 (what the SQL layer keeps),
 /// so text columns of any character set are described as utf8mb4.
 pub fn wire_col(meta: &ColumnMeta) -> WireCol {
-    let mut flags = if meta.nullable { 0 } else { NOT_NULL_FLAG };
+    let mut flags = meta.flags | if meta.nullable { 0 } else { NOT_NULL_FLAG };
     let num = if meta.org_table.is_empty() { BINARY_FLAG } else { 0 };
     let uns = |u: bool| if u { UNSIGNED_FLAG } else { 0 };
     let (ty, length, decimals, charset) = match &meta.ty {

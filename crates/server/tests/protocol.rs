@@ -357,3 +357,31 @@ fn max_connections_refuses_with_1040() {
     assert_eq!(one, Some(1));
     drop(a);
 }
+
+/// Column definitions carry the key, AUTO_INCREMENT and no-default flags
+/// MariaDB 10.11 sends for the same table (the values below are what it
+/// sent for this CREATE TABLE): drivers find a table's key by them.
+#[test]
+fn column_flags_match_mariadb() {
+    let s = TestServer::start();
+    let mut c = setup(&s);
+    c.query_drop(
+        "CREATE TABLE kf (a INT AUTO_INCREMENT, b INT, c INT, d INT, e VARCHAR(10), f INT NOT NULL, \
+         PRIMARY KEY (a, b), UNIQUE KEY (c), UNIQUE KEY (d, e), KEY (e), KEY (f, c))",
+    )
+    .unwrap();
+    for prepared in [false, true] {
+        let sql = "SELECT a, b, c, d, e, f FROM kf";
+        let of = |cols: &[mysql::Column]| -> Vec<(String, u16)> {
+            cols.iter().map(|c| (c.name_str().to_string(), c.flags().bits() as u16)).collect()
+        };
+        let flags = if prepared {
+            of(c.exec_iter(sql, ()).unwrap().columns().as_ref())
+        } else {
+            of(c.query_iter(sql).unwrap().columns().as_ref())
+        };
+        let want = [("a", 0x4203), ("b", 0x5003), ("c", 0x4004), ("d", 0x4008), ("e", 0x4008), ("f", 0x5009)];
+        let want: Vec<(String, u16)> = want.iter().map(|(n, f)| (n.to_string(), *f)).collect();
+        assert_eq!(flags, want, "prepared: {prepared}");
+    }
+}

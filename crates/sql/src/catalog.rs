@@ -89,6 +89,17 @@ pub struct IndexDef {
     pub comment: String,
 }
 
+/// The protocol's column flags a column's definition gives it (the values
+/// are MySQL's: drivers read them, e.g. to find a table's key).
+pub mod column_flags {
+    pub const PRI_KEY: u16 = 2;
+    pub const UNIQUE_KEY: u16 = 4;
+    pub const MULTIPLE_KEY: u16 = 8;
+    pub const AUTO_INCREMENT: u16 = 0x200;
+    pub const NO_DEFAULT_VALUE: u16 = 0x1000;
+    pub const PART_KEY: u16 = 0x4000;
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TableDef {
     /// Unique over the life of the folder; never reused.
@@ -172,6 +183,34 @@ pub struct CheckDef {
 }
 
 impl TableDef {
+    /// Column `col`'s key and default flags, as MySQL sets them: PRI_KEY on
+    /// every part of the primary key; on the first part of another key,
+    /// UNIQUE_KEY if it is a unique key of one column, else MULTIPLE_KEY;
+    /// PART_KEY on any column some key starts with or contains;
+    /// NO_DEFAULT_VALUE on a NOT NULL column with no DEFAULT that is not
+    /// AUTO_INCREMENT.
+    pub fn column_flags(&self, col: usize) -> u16 {
+        use column_flags::*;
+        let c = &self.columns[col];
+        let mut f = 0;
+        if c.auto_increment {
+            f |= AUTO_INCREMENT;
+        } else if matches!(c.default, DefaultSpec::None) && !c.nullable {
+            f |= NO_DEFAULT_VALUE;
+        }
+        for ix in &self.indexes {
+            let Some(pos) = ix.parts.iter().position(|p| p.col == col) else { continue };
+            f |= PART_KEY;
+            match ix.kind {
+                IndexKind::Primary => f |= PRI_KEY,
+                IndexKind::Unique if pos == 0 && ix.parts.len() == 1 => f |= UNIQUE_KEY,
+                _ if pos == 0 => f |= MULTIPLE_KEY,
+                _ => {}
+            }
+        }
+        f
+    }
+
     pub fn col_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }

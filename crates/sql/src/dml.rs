@@ -426,6 +426,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
             ty: c.ty.clone(),
             nullable: c.nullable,
             hidden: false,
+            flags: 0,
         })
         .collect();
     let sysvar = |n: &str| s.sysvar(n);

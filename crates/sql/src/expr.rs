@@ -946,6 +946,9 @@ pub struct ScopeCol {
     /// An unqualified name does not reach it: the second copy of a
     /// USING/NATURAL join's common column (`t.col` still does).
     pub hidden: bool,
+    /// A table column's key and default flags ([`ColumnMeta::flags`]);
+    /// 0 for anything else.
+    pub flags: u16,
 }
 
 /// Helpers on sqlparser's AST shared by the statement modules.

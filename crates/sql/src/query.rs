@@ -97,6 +97,7 @@ fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 hidden: false,
+                flags: 0,
             })),
         }
     }
@@ -106,7 +107,7 @@ fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
 pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
     let mut v = Vec::new();
     for s in sources {
-        for c in &s.table.def.columns {
+        for (i, c) in s.table.def.columns.iter().enumerate() {
             v.push(ScopeCol {
                 table: s.alias.clone(),
                 name: c.name.clone(),
@@ -115,6 +116,7 @@ pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 hidden: false,
+                flags: s.table.def.column_flags(i),
             });
         }
     }
@@ -713,6 +715,7 @@ fn union(
             ty: if Ty::of(&c.ty) == *t { c.ty.clone() } else { t.sql_type() },
             nullable: true,
             hidden: false,
+            flags: 0,
         })
         .collect();
     if let Some(ob) = &q.order_by {
@@ -883,6 +886,7 @@ fn col_meta(c: &ScopeCol, name: &str) -> ColumnMeta {
         db: c.db.clone(),
         ty: c.ty.clone(),
         nullable: c.nullable,
+        flags: c.flags,
     }
 }
 

@@ -36,6 +36,11 @@ pub struct ColumnMeta {
     /// The value's type, as the protocol reports it.
     pub ty: SqlType,
     pub nullable: bool,
+    /// A table column's flags from its definition, numbered as the
+    /// protocol's column flags (`column_flags`): PRI_KEY, UNIQUE_KEY,
+    /// MULTIPLE_KEY, AUTO_INCREMENT, NO_DEFAULT_VALUE, PART_KEY. The type's
+    /// own flags (NOT_NULL, UNSIGNED, BINARY, BLOB, ...) are the server's.
+    pub flags: u16,
 }
 
 impl ColumnMeta {
@@ -48,6 +53,7 @@ impl ColumnMeta {
             db: String::new(),
             ty,
             nullable: true,
+            flags: 0,
         }
     }
 }

@@ -80,6 +80,7 @@ fn filter(
             ty: c.ty.clone(),
             nullable: c.nullable,
             hidden: false,
+            flags: 0,
         })
         .collect();
     let sysvar = |n: &str| s.sysvar(n);
