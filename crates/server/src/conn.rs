@@ -18,7 +18,7 @@ use std::time::Duration;
 use fractaldb_sql::{ColumnMeta, Outcome, ResultSet, Session, SqlError};
 
 use crate::auth;
-use crate::packet::{PacketIo, ReadError, Stream};
+use crate::packet::{PacketIo, ReadError, Stream, TlsInfo};
 use crate::prepared::{self, ParamError, Prepared};
 use crate::proto::{self, *};
 use crate::{ConnEntry, Shared};
@@ -67,6 +67,10 @@ struct Conn {
     next_stmt: u32,
     killed: Arc<AtomicBool>,
     busy: Arc<AtomicBool>,
+    /// The negotiated TLS session, once the client switched to TLS.
+    tls: Option<TlsInfo>,
+    /// Connected through the Unix socket (secure, as in MySQL).
+    local_socket: bool,
 }
 
 /// Serves one connection to its end. Never panics out: a panic is logged.
@@ -92,6 +96,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         }
     };
     let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
+    let local_socket = matches!(stream, Stream::Unix(_));
     let mut io = match PacketIo::new(stream) {
         Ok(io) => io,
         Err(e) => {
@@ -133,6 +138,8 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         next_stmt: 1,
         killed,
         busy,
+        tls: None,
+        local_socket,
     };
     if c.handshake() {
         let _ = c.io.stream().set_read_timeout(None);
@@ -143,6 +150,17 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
 }
 
 impl Conn {
+    /// TLS, or the Unix socket: what `require_secure_transport` and
+    /// accounts' `REQUIRE SSL` accept.
+    pub(crate) fn is_secure(&self) -> bool {
+        self.tls.is_some() || self.local_socket
+    }
+
+    /// What this server offers: CLIENT_SSL only with a certificate.
+    fn server_caps(&self) -> u32 {
+        SERVER_CAPABILITIES | if self.shared.tls.is_some() { CLIENT_SSL } else { 0 }
+    }
+
     fn deprecate_eof(&self) -> bool {
         self.caps & CLIENT_DEPRECATE_EOF != 0
     }
@@ -200,10 +218,11 @@ impl Conn {
         p.extend_from_slice(&(self.id as u32).to_le_bytes());
         p.extend_from_slice(&self.scramble[..8]);
         p.push(0);
-        p.extend_from_slice(&(SERVER_CAPABILITIES as u16).to_le_bytes());
+        let caps = self.server_caps();
+        p.extend_from_slice(&(caps as u16).to_le_bytes());
         p.push(UTF8MB4_GENERAL_CI as u8);
         p.extend_from_slice(&SERVER_STATUS_AUTOCOMMIT.to_le_bytes());
-        p.extend_from_slice(&((SERVER_CAPABILITIES >> 16) as u16).to_le_bytes());
+        p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
         p.push(21);
         p.extend_from_slice(&[0; 10]);
         p.extend_from_slice(&self.scramble[8..]);
@@ -213,13 +232,39 @@ impl Conn {
         if !self.send(&p) || self.io.flush().is_err() {
             return false;
         }
-        let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+        let mut pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
             Ok(p) => p,
             Err(e) => {
                 self.read_failed(e, "handshake");
                 return false;
             }
         };
+        // An SSLRequest: the response's first 32 bytes, with CLIENT_SSL.
+        // TLS starts right after it; the full response follows over TLS
+        // with the next sequence id.
+        if pkt.len() == SSL_REQUEST_LEN && Cursor::new(&pkt).u32().is_some_and(|c| c & CLIENT_SSL != 0) {
+            let Some(tls) = self.shared.tls.as_ref().map(|t| t.config.clone()) else {
+                self.fail(&err(1043, "08S01", "Bad handshake: this server does not offer SSL"));
+                return false;
+            };
+            match self.io.start_tls(tls) {
+                Ok(info) => self.tls = Some(info),
+                Err(e) => {
+                    // Nothing can be sent: the client speaks TLS, badly.
+                    self.shared
+                        .log
+                        .log("note", &format!("connection {} ({}): TLS handshake: {e}", self.id, self.peer));
+                    return false;
+                }
+            }
+            pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.read_failed(e, "handshake");
+                    return false;
+                }
+            };
+        }
         let Some(resp) = parse_handshake_response(&pkt) else {
             self.fail(&err(1043, "08S01", "Bad handshake"));
             return false;
@@ -228,11 +273,21 @@ impl Conn {
             self.fail(&err(1043, "08S01", "Bad handshake: the client does not speak protocol 4.1"));
             return false;
         }
-        if resp.caps & CLIENT_SSL != 0 {
-            self.fail(&err(1043, "08S01", "Bad handshake: SSL is not built yet"));
+        if resp.caps & CLIENT_SSL != 0 && self.tls.is_none() {
+            // CLIENT_SSL in a full response sent in clear.
+            self.fail(&err(1043, "08S01", "Bad handshake"));
             return false;
         }
-        self.caps = resp.caps & SERVER_CAPABILITIES;
+        if self.shared.require_secure_transport && !self.is_secure() {
+            // MySQL's error; MariaDB 10.11 answers 1045 "Access denied" here.
+            self.fail(&err(
+                3159,
+                "HY000",
+                "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+            ));
+            return false;
+        }
+        self.caps = resp.caps & self.server_caps();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
         self.session.set_client(&self.user, &self.peer);
@@ -295,6 +350,22 @@ impl Conn {
 
     /// What every new or reset session starts with.
     fn init_session(&mut self) -> Result<(), Err> {
+        let path = |p: &std::path::Path| Some(p.display().to_string());
+        let tls = self.shared.tls.as_ref();
+        let mut info = fractaldb_sql::ServerInfo::default();
+        info.vars.push(("have_ssl".into(), Some(if tls.is_some() { "YES" } else { "DISABLED" }.into())));
+        info.vars.push(("have_openssl".into(), Some(if tls.is_some() { "YES" } else { "NO" }.into())));
+        info.vars.push(("ssl_cert".into(), tls.and_then(|t| path(&t.cert))));
+        info.vars.push(("ssl_key".into(), tls.and_then(|t| path(&t.key))));
+        info.vars.push((
+            "require_secure_transport".into(),
+            Some(if self.shared.require_secure_transport { "ON" } else { "OFF" }.into()),
+        ));
+        info.vars.push(("version_ssl_library".into(), Some("rustls 0.23".into())));
+        let (v, c) = self.tls.as_ref().map(|t| (t.version.clone(), t.cipher.clone())).unwrap_or_default();
+        info.status.push(("Ssl_cipher".into(), c));
+        info.status.push(("Ssl_version".into(), v));
+        self.session.set_server_info(info);
         // @@max_allowed_packet reads the session's copy: clients size their
         // packets by it (the Rust mysql crate refuses larger ones itself).
         let set = format!("SET max_allowed_packet = {}", self.shared.max_allowed_packet);

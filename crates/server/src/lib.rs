@@ -6,6 +6,8 @@
 //! - `proto`: constants, OK/ERR/EOF, column definitions, text and binary rows;
 //! - `auth`: the scramble, mysql_native_password, caching_sha2_password;
 //! - `prepared`: COM_STMT_* statements (placeholders, parameters);
+//! - `tls`: the certificate (configured, or generated in the data folder)
+//!   and the rustls configuration;
 //! - `conn`: one connection: handshake, then the command loop.
 //!
 //! One OS thread per connection, each with its own `Session` on the shared
@@ -24,6 +26,7 @@ mod conn;
 mod packet;
 mod prepared;
 mod proto;
+mod tls;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -57,6 +60,16 @@ pub struct ServerOptions {
     pub db: DbOptions,
     /// Log lines go to stderr as well as to `<datadir>/fractaldb.log`.
     pub log_stderr: bool,
+    /// Offer TLS (CLIENT_SSL). On by default, as MySQL's `--ssl`.
+    pub ssl: bool,
+    /// The server's certificate and private key (PEM; MySQL's `ssl_cert`
+    /// and `ssl_key`). Neither: `server-cert.pem` and `server-key.pem` in
+    /// the data folder, generated at the first start.
+    pub ssl_cert: Option<PathBuf>,
+    pub ssl_key: Option<PathBuf>,
+    /// TCP connections without TLS are refused (error 3159); the Unix
+    /// socket counts as secure, as in MySQL.
+    pub require_secure_transport: bool,
 }
 
 impl ServerOptions {
@@ -74,6 +87,10 @@ impl ServerOptions {
             max_connections: 151,
             db: DbOptions::default(),
             log_stderr: true,
+            ssl: true,
+            ssl_cert: None,
+            ssl_key: None,
+            require_secure_transport: false,
         }
     }
 }
@@ -119,6 +136,9 @@ pub(crate) struct Shared {
     pub max_connections: usize,
     pub log: Logger,
     pub shutting_down: AtomicBool,
+    /// `None` when TLS is off (`ServerOptions::ssl`).
+    pub tls: Option<tls::Tls>,
+    pub require_secure_transport: bool,
 }
 
 impl Shared {
@@ -169,6 +189,16 @@ impl Server {
             "note",
             &format!("fractaldb {} starting on {}", fractaldb_sql::SERVER_VERSION, opts.datadir.display()),
         );
+        let tls = if opts.ssl {
+            let t = tls::setup(&opts.datadir, opts.ssl_cert.as_deref(), opts.ssl_key.as_deref())?;
+            log.log("note", &format!("TLS with the certificate {}", t.cert.display()));
+            Some(t)
+        } else {
+            if opts.require_secure_transport {
+                return Err("require_secure_transport needs TLS (ssl is off)".into());
+            }
+            None
+        };
         let t0 = Instant::now();
         let db = Database::open(opts.datadir.join("db"), opts.db.clone())
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
@@ -190,6 +220,8 @@ impl Server {
             max_connections: opts.max_connections,
             log,
             shutting_down: AtomicBool::new(false),
+            tls,
+            require_secure_transport: opts.require_secure_transport,
         });
         shared.log.log("note", &format!("listening on {tcp_addr}"));
         if let Some(p) = &opts.socket {

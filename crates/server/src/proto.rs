@@ -50,6 +50,9 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_DEPRECATE_EOF;
 
 // Status flags (OK and EOF packets).
+/// An SSLRequest: capabilities, max packet, charset, 23 bytes of filler.
+pub const SSL_REQUEST_LEN: usize = 32;
+
 pub const SERVER_STATUS_IN_TRANS: u16 = 1;
 pub const SERVER_STATUS_AUTOCOMMIT: u16 = 2;
 pub const SERVER_MORE_RESULTS_EXISTS: u16 = 8;

@@ -67,7 +67,7 @@ pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
-pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, Session};
+pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};
 

@@ -128,6 +128,19 @@ pub struct Session {
     /// A child session (`Session::child`): shares its parent's connection
     /// id, row-count slot and PROCESSLIST row, which it must not release.
     pub(crate) child: bool,
+    /// What the server set (`Session::set_server_info`).
+    pub(crate) server: Arc<ServerInfo>,
+}
+
+/// What the server tells a session about itself and its connection:
+/// read-only system variables (have_ssl, ssl_cert, secure_file_priv, ...;
+/// `None` is NULL) and session status values (Ssl_cipher, ...). They win
+/// over the built-in answers of `sysvar`, and SHOW VARIABLES / SHOW STATUS
+/// list them.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInfo {
+    pub vars: Vec<(String, Option<String>)>,
+    pub status: Vec<(String, String)>,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -188,6 +201,7 @@ impl Session {
             progress: Arc::default(),
             proc,
             child: false,
+            server: Arc::default(),
         }
     }
 
@@ -228,6 +242,7 @@ impl Session {
             progress: self.progress.clone(),
             proc: self.proc.clone(),
             child: true,
+            server: self.server.clone(),
         }
     }
 
@@ -237,6 +252,12 @@ impl Session {
         let mut p = self.proc.lock();
         p.user = user.to_string();
         p.host = host.to_string();
+    }
+
+    /// Sets what the server tells the session (see [`ServerInfo`]); kept
+    /// across `reset`.
+    pub fn set_server_info(&mut self, info: ServerInfo) {
+        self.server = Arc::new(info);
     }
 
     /// Runs one statement.
@@ -845,6 +866,9 @@ impl Session {
             .unwrap_or(&n);
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());
+        }
+        if let Some((_, v)) = self.server.vars.iter().find(|(k, _)| k == n) {
+            return Ok(v.as_deref().map(Value::str).unwrap_or(Value::Null));
         }
         let iso = |i: Isolation| match i {
             Isolation::ReadUncommitted => "READ-UNCOMMITTED",
