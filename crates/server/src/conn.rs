@@ -47,6 +47,13 @@ fn malformed() -> Err {
     err(1835, "HY000", "Malformed communication packet")
 }
 
+/// A cursor's rows and how far FETCH has sent them.
+struct OpenCursor {
+    rs: ResultSet,
+    wire: Vec<proto::WireCol>,
+    next: usize,
+}
+
 /// What the command loop does after a command.
 enum Next {
     Continue,
@@ -64,6 +71,12 @@ struct Conn {
     scramble: [u8; 20],
     multi_statements: bool,
     stmts: HashMap<u32, Prepared>,
+    /// Open cursors, by statement id. A cursor is a materialized result:
+    /// EXECUTE with CURSOR_TYPE_READ_ONLY runs the query whole and keeps
+    /// its rows here; FETCH sends them in batches. A statement's cursor
+    /// closes at its next EXECUTE, RESET or CLOSE, at its last row, and
+    /// with the connection's reset.
+    cursors: HashMap<u32, OpenCursor>,
     next_stmt: u32,
     killed: Arc<AtomicBool>,
     busy: Arc<AtomicBool>,
@@ -135,6 +148,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         scramble: auth::new_scramble(),
         multi_statements: false,
         stmts: HashMap::new(),
+        cursors: HashMap::new(),
         next_stmt: 1,
         killed,
         busy,
@@ -539,12 +553,14 @@ impl Conn {
                 // No reply, by the protocol.
                 if let Some(id) = Cursor::new(body).u32() {
                     self.stmts.remove(&id);
+                    self.cursors.remove(&id);
                 }
             }
             COM_STMT_RESET => match Cursor::new(body).u32() {
                 Some(id) => match self.stmts.get_mut(&id) {
                     Some(st) => {
                         st.long_data.iter_mut().for_each(|d| *d = None);
+                        self.cursors.remove(&id);
                         self.send_ok(0, 0, 0, "");
                     }
                     None => {
@@ -555,17 +571,7 @@ impl Conn {
                     self.send_err(&malformed());
                 }
             },
-            COM_STMT_FETCH => {
-                // EXECUTE never opens a cursor (it sends the whole result,
-                // as MySQL does for statements it cannot give one).
-                let id = Cursor::new(body).u32().unwrap_or(0);
-                let e = if self.stmts.contains_key(&id) {
-                    err(1421, "HY000", format!("The statement ({id}) has no open cursor."))
-                } else {
-                    unknown_stmt(id, "mysqld_stmt_fetch")
-                };
-                self.send_err(&e);
-            }
+            COM_STMT_FETCH => self.stmt_fetch(body),
             COM_SLEEP => {
                 self.send_err(&err(1047, "08S01", "Unknown command"));
             }
@@ -579,6 +585,7 @@ impl Conn {
     fn reset(&mut self) {
         self.session.reset();
         self.stmts.clear();
+        self.cursors.clear();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
     }
 
@@ -812,10 +819,12 @@ impl Conn {
 
     fn stmt_execute(&mut self, body: &[u8]) {
         let mut c = Cursor::new(body);
-        let (Some(id), Some(_flags), Some(_iterations)) = (c.u32(), c.u8(), c.u32()) else {
+        let (Some(id), Some(flags), Some(_iterations)) = (c.u32(), c.u8(), c.u32()) else {
             self.send_err(&malformed());
             return;
         };
+        // A new execution closes the statement's cursor, whatever follows.
+        self.cursors.remove(&id);
         let Some(st) = self.stmts.get_mut(&id) else {
             self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
             return;
@@ -844,10 +853,63 @@ impl Conn {
         self.busy.store(false, Ordering::SeqCst);
         self.stmts.insert(id, st);
         match r {
+            Ok(Outcome::Rows(rs)) if flags & CURSOR_TYPE_READ_ONLY != 0 => self.open_cursor(id, rs),
             Ok(o) => self.send_outcome(o, true, false),
             Err(e) => {
                 self.send_err(&e.into());
             }
+        }
+    }
+
+    /// EXECUTE with a cursor: the column definitions, then EOF (or the OK
+    /// that replaces it with DEPRECATE_EOF) with CURSOR_EXISTS, no rows.
+    fn open_cursor(&mut self, id: u32, rs: ResultSet) {
+        let mut p = Vec::new();
+        put_lenenc_int(&mut p, rs.columns.len() as u64);
+        self.send(&p);
+        for c in &rs.columns {
+            let d = column_def(c, None);
+            self.send(&d);
+        }
+        self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
+        let wire = rs.columns.iter().map(proto::wire_col).collect();
+        self.cursors.insert(id, OpenCursor { rs, wire, next: 0 });
+    }
+
+    /// COM_STMT_FETCH(stmt, n): up to n rows of the cursor, then EOF with
+    /// CURSOR_EXISTS while rows remain, or LAST_ROW_SENT (and the cursor
+    /// closes) once the last one went.
+    fn stmt_fetch(&mut self, body: &[u8]) {
+        let mut c = Cursor::new(body);
+        let (Some(id), Some(n)) = (c.u32(), c.u32()) else {
+            self.send_err(&malformed());
+            return;
+        };
+        let Some(mut cur) = self.cursors.remove(&id) else {
+            let e = if self.stmts.contains_key(&id) {
+                err(1421, "HY000", format!("The statement ({id}) has no open cursor."))
+            } else {
+                unknown_stmt(id, "mysqld_stmt_fetch")
+            };
+            self.send_err(&e);
+            return;
+        };
+        let end = cur.rs.rows.len().min(cur.next.saturating_add(n as usize));
+        let mut row = Vec::with_capacity(256);
+        for r in &cur.rs.rows[cur.next..end] {
+            row.clear();
+            binary_row(&mut row, r, &cur.wire);
+            if !self.send(&row) {
+                return;
+            }
+        }
+        cur.next = end;
+        debug_assert!(cur.next <= cur.rs.rows.len());
+        if cur.next < cur.rs.rows.len() {
+            self.cursors.insert(id, cur);
+            self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
+        } else {
+            self.send_eof(SERVER_STATUS_LAST_ROW_SENT);
         }
     }
 }
