@@ -46,6 +46,13 @@ pub struct ServerArgs {
     /// Refuse TCP connections without TLS (the Unix socket is allowed).
     #[arg(long)]
     pub require_secure_transport: bool,
+    /// Where LOAD DATA INFILE may read files: a folder, "" for anywhere,
+    /// NULL for nowhere [default: <datadir>/load].
+    #[arg(long)]
+    pub secure_file_priv: Option<PathBuf>,
+    /// Refuse LOAD DATA LOCAL (do not offer CLIENT_LOCAL_FILES).
+    #[arg(long)]
+    pub skip_local_infile: bool,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -69,6 +76,10 @@ pub fn run(args: ServerArgs) -> ExitCode {
     opts.ssl_cert = args.ssl_cert;
     opts.ssl_key = args.ssl_key;
     opts.require_secure_transport = args.require_secure_transport;
+    if let Some(p) = args.secure_file_priv {
+        opts.secure_file_priv = if p.as_os_str() == "NULL" { None } else { Some(p) };
+    }
+    opts.local_infile = !args.skip_local_infile;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);

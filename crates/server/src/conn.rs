@@ -84,6 +84,9 @@ struct Conn {
     tls: Option<TlsInfo>,
     /// Connected through the Unix socket (secure, as in MySQL).
     local_socket: bool,
+    /// The packet stream is out of step (a LOAD DATA LOCAL transfer
+    /// failed): the connection closes after its reply.
+    broken: bool,
 }
 
 /// Serves one connection to its end. Never panics out: a panic is logged.
@@ -154,6 +157,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         busy,
         tls: None,
         local_socket,
+        broken: false,
     };
     if c.handshake() {
         let _ = c.io.stream().set_read_timeout(None);
@@ -170,9 +174,12 @@ impl Conn {
         self.tls.is_some() || self.local_socket
     }
 
-    /// What this server offers: CLIENT_SSL only with a certificate.
+    /// What this server offers: CLIENT_SSL only with a certificate,
+    /// CLIENT_LOCAL_FILES unless local_infile is off.
     fn server_caps(&self) -> u32 {
-        SERVER_CAPABILITIES | if self.shared.tls.is_some() { CLIENT_SSL } else { 0 }
+        SERVER_CAPABILITIES
+            | if self.shared.tls.is_some() { CLIENT_SSL } else { 0 }
+            | if self.shared.local_infile { CLIENT_LOCAL_FILES } else { 0 }
     }
 
     fn deprecate_eof(&self) -> bool {
@@ -376,6 +383,10 @@ impl Conn {
             Some(if self.shared.require_secure_transport { "ON" } else { "OFF" }.into()),
         ));
         info.vars.push(("version_ssl_library".into(), Some("rustls 0.23".into())));
+        info.vars.push(("secure_file_priv".into(), self.shared.secure_file_priv.clone()));
+        info.vars
+            .push(("local_infile".into(), Some(if self.shared.local_infile { "ON" } else { "OFF" }.into())));
+        info.remote = true;
         let (v, c) = self.tls.as_ref().map(|t| (t.version.clone(), t.cipher.clone())).unwrap_or_default();
         info.status.push(("Ssl_cipher".into(), c));
         info.status.push(("Ssl_version".into(), v));
@@ -461,7 +472,7 @@ impl Conn {
             if self.io.flush().is_err() {
                 return;
             }
-            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) {
+            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) || self.broken {
                 return;
             }
         }
@@ -660,7 +671,11 @@ impl Conn {
             return self.kill(id, connection, more);
         }
         self.busy.store(true, Ordering::SeqCst);
-        let r = self.session.execute(sql);
+        let allowed = self.caps & CLIENT_LOCAL_FILES != 0;
+        let max = self.shared.max_allowed_packet;
+        let Conn { session, io, broken, .. } = self;
+        let mut local = LocalFromClient { io, allowed, max, broken };
+        let r = session.execute_local(sql, &mut local);
         self.busy.store(false, Ordering::SeqCst);
         match r {
             Ok(o) => {
@@ -910,6 +925,108 @@ impl Conn {
             self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
         } else {
             self.send_eof(SERVER_STATUS_LAST_ROW_SENT);
+        }
+    }
+}
+
+/// LOAD DATA LOCAL's file, from the client: the server sends 0xFB and the
+/// name; the client answers with the file's bytes in packets, ended by an
+/// empty one (at once when it cannot or will not send the file).
+struct LocalFromClient<'a> {
+    io: &'a mut PacketIo,
+    /// The client announced CLIENT_LOCAL_FILES (and the server offers it).
+    allowed: bool,
+    max: usize,
+    broken: &'a mut bool,
+}
+
+impl fractaldb_sql::loaddata::LocalInfile for LocalFromClient<'_> {
+    fn open(&mut self, name: &[u8]) -> Result<Box<dyn std::io::Read + '_>, SqlError> {
+        if !self.allowed {
+            return Err(SqlError::new(
+                4166,
+                "HY000",
+                "The used command is not allowed because the MariaDB server or client has disabled the local infile capability",
+            ));
+        }
+        let mut p = vec![0xfb];
+        p.extend_from_slice(name);
+        if self.io.write_packet(&p).is_err() || self.io.flush().is_err() {
+            *self.broken = true;
+            return Err(net_error());
+        }
+        Ok(Box::new(ClientFile {
+            io: self.io,
+            max: self.max,
+            broken: self.broken,
+            buf: Vec::new(),
+            pos: 0,
+            done: false,
+        }))
+    }
+}
+
+fn net_error() -> SqlError {
+    SqlError::new(1158, "08S01", "Got an error reading communication packets")
+}
+
+/// The client's packets as a byte stream, to the empty packet. Dropped
+/// before the end (the statement failed), it reads and discards the rest,
+/// so the reply follows the client's last packet, as the protocol needs.
+struct ClientFile<'a> {
+    io: &'a mut PacketIo,
+    max: usize,
+    broken: &'a mut bool,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl ClientFile<'_> {
+    fn next_packet(&mut self) -> Result<(), SqlError> {
+        match self.io.read_packet(self.max) {
+            Ok(p) => {
+                self.done = p.is_empty();
+                self.buf = p;
+                self.pos = 0;
+                Ok(())
+            }
+            Err(e) => {
+                self.done = true;
+                *self.broken = true;
+                Err(match e {
+                    ReadError::TooLarge => {
+                        SqlError::new(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+                    }
+                    ReadError::OutOfOrder => SqlError::new(1156, "08S01", "Got packets out of order"),
+                    ReadError::Closed | ReadError::Io(_) => net_error(),
+                })
+            }
+        }
+    }
+}
+
+impl std::io::Read for ClientFile<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.next_packet().map_err(std::io::Error::other)?;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Drop for ClientFile<'_> {
+    fn drop(&mut self) {
+        while !self.done {
+            if self.next_packet().is_err() {
+                break;
+            }
         }
     }
 }

@@ -70,6 +70,12 @@ pub struct ServerOptions {
     /// TCP connections without TLS are refused (error 3159); the Unix
     /// socket counts as secure, as in MySQL.
     pub require_secure_transport: bool,
+    /// Where LOAD DATA INFILE may read server-side files: `None` (NULL)
+    /// refuses them all, an empty path admits any, a folder the files under
+    /// it. Default `<datadir>/load/`, created at start.
+    pub secure_file_priv: Option<PathBuf>,
+    /// Offer CLIENT_LOCAL_FILES: LOAD DATA LOCAL reads the client's file.
+    pub local_infile: bool,
 }
 
 impl ServerOptions {
@@ -80,7 +86,6 @@ impl ServerOptions {
         let datadir = datadir.into();
         ServerOptions {
             socket: Some(datadir.join("fractaldb.sock")),
-            datadir,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 3306,
             max_allowed_packet: 64 << 20,
@@ -91,6 +96,9 @@ impl ServerOptions {
             ssl_cert: None,
             ssl_key: None,
             require_secure_transport: false,
+            secure_file_priv: Some(datadir.join("load")),
+            local_infile: true,
+            datadir,
         }
     }
 }
@@ -139,6 +147,9 @@ pub(crate) struct Shared {
     /// `None` when TLS is off (`ServerOptions::ssl`).
     pub tls: Option<tls::Tls>,
     pub require_secure_transport: bool,
+    /// As `ServerOptions::secure_file_priv`, shown with a trailing `/`.
+    pub secure_file_priv: Option<String>,
+    pub local_infile: bool,
 }
 
 impl Shared {
@@ -199,6 +210,15 @@ impl Server {
             }
             None
         };
+        let secure_file_priv = match &opts.secure_file_priv {
+            None => None,
+            Some(p) if p.as_os_str().is_empty() => Some(String::new()),
+            Some(p) => {
+                std::fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+                let p = p.canonicalize().map_err(|e| format!("{}: {e}", p.display()))?;
+                Some(format!("{}/", p.display()))
+            }
+        };
         let t0 = Instant::now();
         let db = Database::open(opts.datadir.join("db"), opts.db.clone())
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
@@ -222,6 +242,8 @@ impl Server {
             shutting_down: AtomicBool::new(false),
             tls,
             require_secure_transport: opts.require_secure_transport,
+            secure_file_priv,
+            local_infile: opts.local_infile,
         });
         shared.log.log("note", &format!("listening on {tcp_addr}"));
         if let Some(p) = &opts.socket {

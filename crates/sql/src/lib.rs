@@ -49,6 +49,7 @@ mod infoschema;
 mod join;
 pub mod keycodec;
 pub mod lex;
+pub mod loaddata;
 mod plan;
 mod prepared;
 mod progress;

@@ -141,6 +141,10 @@ pub struct Session {
 pub struct ServerInfo {
     pub vars: Vec<(String, Option<String>)>,
     pub status: Vec<(String, String)>,
+    /// The statements come from a client elsewhere: server-side files
+    /// obey `secure_file_priv` (NULL when not among `vars`: none), and
+    /// LOAD DATA LOCAL reads only through `Session::execute_local`.
+    pub remote: bool,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -258,6 +262,31 @@ impl Session {
     /// across `reset`.
     pub fn set_server_info(&mut self, info: ServerInfo) {
         self.server = Arc::new(info);
+    }
+
+    /// Runs one statement; a LOAD DATA LOCAL in it reads the client's
+    /// file through `local` (what a server gives; see `loaddata.rs`).
+    pub fn execute_local(
+        &mut self,
+        sql: &[u8],
+        local: &mut dyn crate::loaddata::LocalInfile,
+    ) -> SqlResult<Outcome> {
+        let _progress = crate::progress::begin(&self.progress);
+        self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.proc_start();
+        self.questions += 1;
+        let r = match crate::lex::parse(sql) {
+            Ok(Parsed::Special(Special::LoadData(ld))) => {
+                self.now_micros =
+                    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                self.warnings.clear();
+                crate::loaddata::run(self, &ld, Some(local))
+            }
+            Ok(p) => self.run_parsed(p),
+            Err(e) => Err(e),
+        };
+        self.proc_end();
+        r
     }
 
     /// Runs one statement.
@@ -570,6 +599,7 @@ impl Session {
         use crate::lex::MaintenanceOp;
         match s {
             Special::Show(show) => crate::show::show(self, &show),
+            Special::LoadData(ld) => crate::loaddata::run(self, &ld, None),
             Special::FastInsert(fi) => self.in_txn(true, |s, txn| crate::dml::insert_fast(s, txn, fi)),
             Special::Begin { .. } => {
                 // Every transaction reads one snapshot from its start, so
