@@ -243,7 +243,7 @@ fn rust_client_streams_50_mb() {
         let mut line = Vec::with_capacity(300);
         for i in 0..ROWS {
             line.clear();
-            write!(line, "{i}\t{pad}\t{}\n", i % 1000).unwrap();
+            writeln!(line, "{i}\t{pad}\t{}", i % 1000).unwrap();
             w.write_all(&line)?;
         }
         Ok(())

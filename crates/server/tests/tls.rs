@@ -112,7 +112,7 @@ fn missing_certificate_file_is_a_start_error() {
 #[test]
 fn require_secure_transport() {
     let srv = TestServer::start_with(|o| o.require_secure_transport = true);
-    let e = mysql::Conn::new(srv.opts()).err().expect("clear TCP is refused");
+    let Err(e) = mysql::Conn::new(srv.opts()) else { panic!("clear TCP is refused") };
     match e {
         mysql::Error::MySqlError(e) => {
             assert_eq!(e.code, 3159, "{e}");
