@@ -15,6 +15,47 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use support::TestServer;
 
+/// A real client's cursors: libmariadb through python3's ctypes (see the
+/// script). Skipped without python3 or libmariadb.so.3, except under CI.
+#[test]
+fn libmariadb_cursor_fetches() {
+    let Some(py) = support::need_program("libmariadb_cursor_fetches", "python3", "apt-get install python3")
+    else {
+        return;
+    };
+    let has_lib = std::process::Command::new(&py)
+        .args(["-c", "import ctypes; ctypes.CDLL('libmariadb.so.3')"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_lib {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "libmariadb.so.3 missing (apt-get install libmariadb3)"
+        );
+        eprintln!(
+            "libmariadb_cursor_fetches: SKIPPED: libmariadb.so.3 not found (apt-get install libmariadb3)"
+        );
+        return;
+    }
+    let srv = TestServer::start();
+    let mut c = srv.conn();
+    c.query_drop("CREATE DATABASE cur").unwrap();
+    c.query_drop("CREATE TABLE cur.t (id INT PRIMARY KEY, name VARCHAR(20))").unwrap();
+    for i in 1..=23 {
+        c.query_drop(format!("INSERT INTO cur.t VALUES ({i}, 'n{i}')")).unwrap();
+    }
+    let o = std::process::Command::new(py)
+        .arg(support::tests_dir().join("libmariadb_cursor.py"))
+        .arg(srv.port.to_string())
+        .arg("SELECT id, name FROM cur.t ORDER BY id")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}{out}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(out, "0 2 23\n1 2 23\n");
+}
+
 const CURSOR_EXISTS: u16 = 64;
 const LAST_ROW_SENT: u16 = 128;
 
