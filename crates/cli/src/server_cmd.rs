@@ -33,6 +33,26 @@ pub struct ServerArgs {
     /// The engine's node cache, in MiB.
     #[arg(long, default_value_t = 64)]
     pub cache_mb: usize,
+    /// The TLS certificate (PEM) [default: <datadir>/server-cert.pem,
+    /// generated at the first start].
+    #[arg(long)]
+    pub ssl_cert: Option<PathBuf>,
+    /// The TLS private key (PEM), with --ssl-cert.
+    #[arg(long)]
+    pub ssl_key: Option<PathBuf>,
+    /// Do not offer TLS.
+    #[arg(long)]
+    pub skip_ssl: bool,
+    /// Refuse TCP connections without TLS (the Unix socket is allowed).
+    #[arg(long)]
+    pub require_secure_transport: bool,
+    /// Where LOAD DATA INFILE may read files: a folder, "" for anywhere,
+    /// NULL for nowhere [default: <datadir>/load].
+    #[arg(long)]
+    pub secure_file_priv: Option<PathBuf>,
+    /// Refuse LOAD DATA LOCAL (do not offer CLIENT_LOCAL_FILES).
+    #[arg(long)]
+    pub skip_local_infile: bool,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -52,6 +72,14 @@ pub fn run(args: ServerArgs) -> ExitCode {
     opts.max_allowed_packet = args.max_allowed_packet;
     opts.max_connections = args.max_connections;
     opts.db.cache_size_bytes = args.cache_mb << 20;
+    opts.ssl = !args.skip_ssl;
+    opts.ssl_cert = args.ssl_cert;
+    opts.ssl_key = args.ssl_key;
+    opts.require_secure_transport = args.require_secure_transport;
+    if let Some(p) = args.secure_file_priv {
+        opts.secure_file_priv = if p.as_os_str() == "NULL" { None } else { Some(p) };
+    }
+    opts.local_infile = !args.skip_local_infile;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);

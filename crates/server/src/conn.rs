@@ -18,7 +18,7 @@ use std::time::Duration;
 use fractaldb_sql::{ColumnMeta, Outcome, ResultSet, Session, SqlError};
 
 use crate::auth;
-use crate::packet::{PacketIo, ReadError, Stream};
+use crate::packet::{PacketIo, ReadError, Stream, TlsInfo};
 use crate::prepared::{self, ParamError, Prepared};
 use crate::proto::{self, *};
 use crate::{ConnEntry, Shared};
@@ -47,6 +47,13 @@ fn malformed() -> Err {
     err(1835, "HY000", "Malformed communication packet")
 }
 
+/// A cursor's rows and how far FETCH has sent them.
+struct OpenCursor {
+    rs: ResultSet,
+    wire: Vec<proto::WireCol>,
+    next: usize,
+}
+
 /// What the command loop does after a command.
 enum Next {
     Continue,
@@ -64,9 +71,22 @@ struct Conn {
     scramble: [u8; 20],
     multi_statements: bool,
     stmts: HashMap<u32, Prepared>,
+    /// Open cursors, by statement id. A cursor is a materialized result:
+    /// EXECUTE with CURSOR_TYPE_READ_ONLY runs the query whole and keeps
+    /// its rows here; FETCH sends them in batches. A statement's cursor
+    /// closes at its next EXECUTE, RESET or CLOSE, at its last row, and
+    /// with the connection's reset.
+    cursors: HashMap<u32, OpenCursor>,
     next_stmt: u32,
     killed: Arc<AtomicBool>,
     busy: Arc<AtomicBool>,
+    /// The negotiated TLS session, once the client switched to TLS.
+    tls: Option<TlsInfo>,
+    /// Connected through the Unix socket (secure, as in MySQL).
+    local_socket: bool,
+    /// The packet stream is out of step (a LOAD DATA LOCAL transfer
+    /// failed): the connection closes after its reply.
+    broken: bool,
 }
 
 /// Serves one connection to its end. Never panics out: a panic is logged.
@@ -92,6 +112,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         }
     };
     let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
+    let local_socket = matches!(stream, Stream::Unix(_));
     let mut io = match PacketIo::new(stream) {
         Ok(io) => io,
         Err(e) => {
@@ -130,9 +151,13 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         scramble: auth::new_scramble(),
         multi_statements: false,
         stmts: HashMap::new(),
+        cursors: HashMap::new(),
         next_stmt: 1,
         killed,
         busy,
+        tls: None,
+        local_socket,
+        broken: false,
     };
     if c.handshake() {
         let _ = c.io.stream().set_read_timeout(None);
@@ -143,6 +168,20 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
 }
 
 impl Conn {
+    /// TLS, or the Unix socket: what `require_secure_transport` and
+    /// accounts' `REQUIRE SSL` accept.
+    pub(crate) fn is_secure(&self) -> bool {
+        self.tls.is_some() || self.local_socket
+    }
+
+    /// What this server offers: CLIENT_SSL only with a certificate,
+    /// CLIENT_LOCAL_FILES unless local_infile is off.
+    fn server_caps(&self) -> u32 {
+        SERVER_CAPABILITIES
+            | if self.shared.tls.is_some() { CLIENT_SSL } else { 0 }
+            | if self.shared.local_infile { CLIENT_LOCAL_FILES } else { 0 }
+    }
+
     fn deprecate_eof(&self) -> bool {
         self.caps & CLIENT_DEPRECATE_EOF != 0
     }
@@ -200,10 +239,11 @@ impl Conn {
         p.extend_from_slice(&(self.id as u32).to_le_bytes());
         p.extend_from_slice(&self.scramble[..8]);
         p.push(0);
-        p.extend_from_slice(&(SERVER_CAPABILITIES as u16).to_le_bytes());
+        let caps = self.server_caps();
+        p.extend_from_slice(&(caps as u16).to_le_bytes());
         p.push(UTF8MB4_GENERAL_CI as u8);
         p.extend_from_slice(&SERVER_STATUS_AUTOCOMMIT.to_le_bytes());
-        p.extend_from_slice(&((SERVER_CAPABILITIES >> 16) as u16).to_le_bytes());
+        p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
         p.push(21);
         p.extend_from_slice(&[0; 10]);
         p.extend_from_slice(&self.scramble[8..]);
@@ -213,13 +253,39 @@ impl Conn {
         if !self.send(&p) || self.io.flush().is_err() {
             return false;
         }
-        let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+        let mut pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
             Ok(p) => p,
             Err(e) => {
                 self.read_failed(e, "handshake");
                 return false;
             }
         };
+        // An SSLRequest: the response's first 32 bytes, with CLIENT_SSL.
+        // TLS starts right after it; the full response follows over TLS
+        // with the next sequence id.
+        if pkt.len() == SSL_REQUEST_LEN && Cursor::new(&pkt).u32().is_some_and(|c| c & CLIENT_SSL != 0) {
+            let Some(tls) = self.shared.tls.as_ref().map(|t| t.config.clone()) else {
+                self.fail(&err(1043, "08S01", "Bad handshake: this server does not offer SSL"));
+                return false;
+            };
+            match self.io.start_tls(tls) {
+                Ok(info) => self.tls = Some(info),
+                Err(e) => {
+                    // Nothing can be sent: the client speaks TLS, badly.
+                    self.shared
+                        .log
+                        .log("note", &format!("connection {} ({}): TLS handshake: {e}", self.id, self.peer));
+                    return false;
+                }
+            }
+            pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.read_failed(e, "handshake");
+                    return false;
+                }
+            };
+        }
         let Some(resp) = parse_handshake_response(&pkt) else {
             self.fail(&err(1043, "08S01", "Bad handshake"));
             return false;
@@ -228,11 +294,21 @@ impl Conn {
             self.fail(&err(1043, "08S01", "Bad handshake: the client does not speak protocol 4.1"));
             return false;
         }
-        if resp.caps & CLIENT_SSL != 0 {
-            self.fail(&err(1043, "08S01", "Bad handshake: SSL is not built yet"));
+        if resp.caps & CLIENT_SSL != 0 && self.tls.is_none() {
+            // CLIENT_SSL in a full response sent in clear.
+            self.fail(&err(1043, "08S01", "Bad handshake"));
             return false;
         }
-        self.caps = resp.caps & SERVER_CAPABILITIES;
+        if self.shared.require_secure_transport && !self.is_secure() {
+            // MySQL's error; MariaDB 10.11 answers 1045 "Access denied" here.
+            self.fail(&err(
+                3159,
+                "HY000",
+                "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+            ));
+            return false;
+        }
+        self.caps = resp.caps & self.server_caps();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
         self.session.set_client(&self.user, &self.peer);
@@ -295,6 +371,26 @@ impl Conn {
 
     /// What every new or reset session starts with.
     fn init_session(&mut self) -> Result<(), Err> {
+        let path = |p: &std::path::Path| Some(p.display().to_string());
+        let tls = self.shared.tls.as_ref();
+        let mut info = fractaldb_sql::ServerInfo::default();
+        info.vars.push(("have_ssl".into(), Some(if tls.is_some() { "YES" } else { "DISABLED" }.into())));
+        info.vars.push(("have_openssl".into(), Some(if tls.is_some() { "YES" } else { "NO" }.into())));
+        info.vars.push(("ssl_cert".into(), tls.and_then(|t| path(&t.cert))));
+        info.vars.push(("ssl_key".into(), tls.and_then(|t| path(&t.key))));
+        info.vars.push((
+            "require_secure_transport".into(),
+            Some(if self.shared.require_secure_transport { "ON" } else { "OFF" }.into()),
+        ));
+        info.vars.push(("version_ssl_library".into(), Some("rustls 0.23".into())));
+        info.vars.push(("secure_file_priv".into(), self.shared.secure_file_priv.clone()));
+        info.vars
+            .push(("local_infile".into(), Some(if self.shared.local_infile { "ON" } else { "OFF" }.into())));
+        info.remote = true;
+        let (v, c) = self.tls.as_ref().map(|t| (t.version.clone(), t.cipher.clone())).unwrap_or_default();
+        info.status.push(("Ssl_cipher".into(), c));
+        info.status.push(("Ssl_version".into(), v));
+        self.session.set_server_info(info);
         // @@max_allowed_packet reads the session's copy: clients size their
         // packets by it (the Rust mysql crate refuses larger ones itself).
         let set = format!("SET max_allowed_packet = {}", self.shared.max_allowed_packet);
@@ -376,7 +472,7 @@ impl Conn {
             if self.io.flush().is_err() {
                 return;
             }
-            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) {
+            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) || self.broken {
                 return;
             }
         }
@@ -468,12 +564,14 @@ impl Conn {
                 // No reply, by the protocol.
                 if let Some(id) = Cursor::new(body).u32() {
                     self.stmts.remove(&id);
+                    self.cursors.remove(&id);
                 }
             }
             COM_STMT_RESET => match Cursor::new(body).u32() {
                 Some(id) => match self.stmts.get_mut(&id) {
                     Some(st) => {
                         st.long_data.iter_mut().for_each(|d| *d = None);
+                        self.cursors.remove(&id);
                         self.send_ok(0, 0, 0, "");
                     }
                     None => {
@@ -484,17 +582,7 @@ impl Conn {
                     self.send_err(&malformed());
                 }
             },
-            COM_STMT_FETCH => {
-                // EXECUTE never opens a cursor (it sends the whole result,
-                // as MySQL does for statements it cannot give one).
-                let id = Cursor::new(body).u32().unwrap_or(0);
-                let e = if self.stmts.contains_key(&id) {
-                    err(1421, "HY000", format!("The statement ({id}) has no open cursor."))
-                } else {
-                    unknown_stmt(id, "mysqld_stmt_fetch")
-                };
-                self.send_err(&e);
-            }
+            COM_STMT_FETCH => self.stmt_fetch(body),
             COM_SLEEP => {
                 self.send_err(&err(1047, "08S01", "Unknown command"));
             }
@@ -508,6 +596,7 @@ impl Conn {
     fn reset(&mut self) {
         self.session.reset();
         self.stmts.clear();
+        self.cursors.clear();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
     }
 
@@ -582,7 +671,11 @@ impl Conn {
             return self.kill(id, connection, more);
         }
         self.busy.store(true, Ordering::SeqCst);
-        let r = self.session.execute(sql);
+        let allowed = self.caps & CLIENT_LOCAL_FILES != 0;
+        let max = self.shared.max_allowed_packet;
+        let Conn { session, io, broken, .. } = self;
+        let mut local = LocalFromClient { io, allowed, max, broken };
+        let r = session.execute_local(sql, &mut local);
         self.busy.store(false, Ordering::SeqCst);
         match r {
             Ok(o) => {
@@ -741,10 +834,12 @@ impl Conn {
 
     fn stmt_execute(&mut self, body: &[u8]) {
         let mut c = Cursor::new(body);
-        let (Some(id), Some(_flags), Some(_iterations)) = (c.u32(), c.u8(), c.u32()) else {
+        let (Some(id), Some(flags), Some(_iterations)) = (c.u32(), c.u8(), c.u32()) else {
             self.send_err(&malformed());
             return;
         };
+        // A new execution closes the statement's cursor, whatever follows.
+        self.cursors.remove(&id);
         let Some(st) = self.stmts.get_mut(&id) else {
             self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
             return;
@@ -773,9 +868,164 @@ impl Conn {
         self.busy.store(false, Ordering::SeqCst);
         self.stmts.insert(id, st);
         match r {
+            Ok(Outcome::Rows(rs)) if flags & CURSOR_TYPE_READ_ONLY != 0 => self.open_cursor(id, rs),
             Ok(o) => self.send_outcome(o, true, false),
             Err(e) => {
                 self.send_err(&e.into());
+            }
+        }
+    }
+
+    /// EXECUTE with a cursor: the column definitions, then EOF (or the OK
+    /// that replaces it with DEPRECATE_EOF) with CURSOR_EXISTS, no rows.
+    fn open_cursor(&mut self, id: u32, rs: ResultSet) {
+        let mut p = Vec::new();
+        put_lenenc_int(&mut p, rs.columns.len() as u64);
+        self.send(&p);
+        for c in &rs.columns {
+            let d = column_def(c, None);
+            self.send(&d);
+        }
+        self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
+        let wire = rs.columns.iter().map(proto::wire_col).collect();
+        self.cursors.insert(id, OpenCursor { rs, wire, next: 0 });
+    }
+
+    /// COM_STMT_FETCH(stmt, n): up to n rows of the cursor, then EOF with
+    /// CURSOR_EXISTS while rows remain, or LAST_ROW_SENT (and the cursor
+    /// closes) once the last one went.
+    fn stmt_fetch(&mut self, body: &[u8]) {
+        let mut c = Cursor::new(body);
+        let (Some(id), Some(n)) = (c.u32(), c.u32()) else {
+            self.send_err(&malformed());
+            return;
+        };
+        let Some(mut cur) = self.cursors.remove(&id) else {
+            let e = if self.stmts.contains_key(&id) {
+                err(1421, "HY000", format!("The statement ({id}) has no open cursor."))
+            } else {
+                unknown_stmt(id, "mysqld_stmt_fetch")
+            };
+            self.send_err(&e);
+            return;
+        };
+        let end = cur.rs.rows.len().min(cur.next.saturating_add(n as usize));
+        let mut row = Vec::with_capacity(256);
+        for r in &cur.rs.rows[cur.next..end] {
+            row.clear();
+            binary_row(&mut row, r, &cur.wire);
+            if !self.send(&row) {
+                return;
+            }
+        }
+        cur.next = end;
+        debug_assert!(cur.next <= cur.rs.rows.len());
+        if cur.next < cur.rs.rows.len() {
+            self.cursors.insert(id, cur);
+            self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
+        } else {
+            self.send_eof(SERVER_STATUS_LAST_ROW_SENT);
+        }
+    }
+}
+
+/// LOAD DATA LOCAL's file, from the client: the server sends 0xFB and the
+/// name; the client answers with the file's bytes in packets, ended by an
+/// empty one (at once when it cannot or will not send the file).
+struct LocalFromClient<'a> {
+    io: &'a mut PacketIo,
+    /// The client announced CLIENT_LOCAL_FILES (and the server offers it).
+    allowed: bool,
+    max: usize,
+    broken: &'a mut bool,
+}
+
+impl fractaldb_sql::loaddata::LocalInfile for LocalFromClient<'_> {
+    fn open(&mut self, name: &[u8]) -> Result<Box<dyn std::io::Read + '_>, SqlError> {
+        if !self.allowed {
+            return Err(SqlError::new(
+                4166,
+                "HY000",
+                "The used command is not allowed because the MariaDB server or client has disabled the local infile capability",
+            ));
+        }
+        let mut p = vec![0xfb];
+        p.extend_from_slice(name);
+        if self.io.write_packet(&p).is_err() || self.io.flush().is_err() {
+            *self.broken = true;
+            return Err(net_error());
+        }
+        Ok(Box::new(ClientFile {
+            io: self.io,
+            max: self.max,
+            broken: self.broken,
+            buf: Vec::new(),
+            pos: 0,
+            done: false,
+        }))
+    }
+}
+
+fn net_error() -> SqlError {
+    SqlError::new(1158, "08S01", "Got an error reading communication packets")
+}
+
+/// The client's packets as a byte stream, to the empty packet. Dropped
+/// before the end (the statement failed), it reads and discards the rest,
+/// so the reply follows the client's last packet, as the protocol needs.
+struct ClientFile<'a> {
+    io: &'a mut PacketIo,
+    max: usize,
+    broken: &'a mut bool,
+    buf: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl ClientFile<'_> {
+    fn next_packet(&mut self) -> Result<(), SqlError> {
+        match self.io.read_packet(self.max) {
+            Ok(p) => {
+                self.done = p.is_empty();
+                self.buf = p;
+                self.pos = 0;
+                Ok(())
+            }
+            Err(e) => {
+                self.done = true;
+                *self.broken = true;
+                Err(match e {
+                    ReadError::TooLarge => {
+                        SqlError::new(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+                    }
+                    ReadError::OutOfOrder => SqlError::new(1156, "08S01", "Got packets out of order"),
+                    ReadError::Closed | ReadError::Io(_) => net_error(),
+                })
+            }
+        }
+    }
+}
+
+impl std::io::Read for ClientFile<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.next_packet().map_err(std::io::Error::other)?;
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Drop for ClientFile<'_> {
+    fn drop(&mut self) {
+        while !self.done {
+            if self.next_packet().is_err() {
+                break;
             }
         }
     }

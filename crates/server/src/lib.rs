@@ -6,6 +6,8 @@
 //! - `proto`: constants, OK/ERR/EOF, column definitions, text and binary rows;
 //! - `auth`: the scramble, mysql_native_password, caching_sha2_password;
 //! - `prepared`: COM_STMT_* statements (placeholders, parameters);
+//! - `tls`: the certificate (configured, or generated in the data folder)
+//!   and the rustls configuration;
 //! - `conn`: one connection: handshake, then the command loop.
 //!
 //! One OS thread per connection, each with its own `Session` on the shared
@@ -24,6 +26,7 @@ mod conn;
 mod packet;
 mod prepared;
 mod proto;
+mod tls;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -57,6 +60,22 @@ pub struct ServerOptions {
     pub db: DbOptions,
     /// Log lines go to stderr as well as to `<datadir>/fractaldb.log`.
     pub log_stderr: bool,
+    /// Offer TLS (CLIENT_SSL). On by default, as MySQL's `--ssl`.
+    pub ssl: bool,
+    /// The server's certificate and private key (PEM; MySQL's `ssl_cert`
+    /// and `ssl_key`). Neither: `server-cert.pem` and `server-key.pem` in
+    /// the data folder, generated at the first start.
+    pub ssl_cert: Option<PathBuf>,
+    pub ssl_key: Option<PathBuf>,
+    /// TCP connections without TLS are refused (error 3159); the Unix
+    /// socket counts as secure, as in MySQL.
+    pub require_secure_transport: bool,
+    /// Where LOAD DATA INFILE may read server-side files: `None` (NULL)
+    /// refuses them all, an empty path admits any, a folder the files under
+    /// it. Default `<datadir>/load/`, created at start.
+    pub secure_file_priv: Option<PathBuf>,
+    /// Offer CLIENT_LOCAL_FILES: LOAD DATA LOCAL reads the client's file.
+    pub local_infile: bool,
 }
 
 impl ServerOptions {
@@ -67,13 +86,19 @@ impl ServerOptions {
         let datadir = datadir.into();
         ServerOptions {
             socket: Some(datadir.join("fractaldb.sock")),
-            datadir,
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 3306,
             max_allowed_packet: 64 << 20,
             max_connections: 151,
             db: DbOptions::default(),
             log_stderr: true,
+            ssl: true,
+            ssl_cert: None,
+            ssl_key: None,
+            require_secure_transport: false,
+            secure_file_priv: Some(datadir.join("load")),
+            local_infile: true,
+            datadir,
         }
     }
 }
@@ -119,6 +144,12 @@ pub(crate) struct Shared {
     pub max_connections: usize,
     pub log: Logger,
     pub shutting_down: AtomicBool,
+    /// `None` when TLS is off (`ServerOptions::ssl`).
+    pub tls: Option<tls::Tls>,
+    pub require_secure_transport: bool,
+    /// As `ServerOptions::secure_file_priv`, shown with a trailing `/`.
+    pub secure_file_priv: Option<String>,
+    pub local_infile: bool,
 }
 
 impl Shared {
@@ -169,6 +200,25 @@ impl Server {
             "note",
             &format!("fractaldb {} starting on {}", fractaldb_sql::SERVER_VERSION, opts.datadir.display()),
         );
+        let tls = if opts.ssl {
+            let t = tls::setup(&opts.datadir, opts.ssl_cert.as_deref(), opts.ssl_key.as_deref())?;
+            log.log("note", &format!("TLS with the certificate {}", t.cert.display()));
+            Some(t)
+        } else {
+            if opts.require_secure_transport {
+                return Err("require_secure_transport needs TLS (ssl is off)".into());
+            }
+            None
+        };
+        let secure_file_priv = match &opts.secure_file_priv {
+            None => None,
+            Some(p) if p.as_os_str().is_empty() => Some(String::new()),
+            Some(p) => {
+                std::fs::create_dir_all(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+                let p = p.canonicalize().map_err(|e| format!("{}: {e}", p.display()))?;
+                Some(format!("{}/", p.display()))
+            }
+        };
         let t0 = Instant::now();
         let db = Database::open(opts.datadir.join("db"), opts.db.clone())
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
@@ -190,6 +240,10 @@ impl Server {
             max_connections: opts.max_connections,
             log,
             shutting_down: AtomicBool::new(false),
+            tls,
+            require_secure_transport: opts.require_secure_transport,
+            secure_file_priv,
+            local_infile: opts.local_infile,
         });
         shared.log.log("note", &format!("listening on {tcp_addr}"));
         if let Some(p) = &opts.socket {

@@ -5,6 +5,7 @@
 use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The largest chunk: a payload this long continues in the next packet.
@@ -66,6 +67,82 @@ impl Write for Stream {
     }
 }
 
+/// What carries the packets: the socket, or TLS over it once the client
+/// asked for it (SSLRequest).
+enum Transport {
+    Plain(Stream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, Prefixed>>),
+    /// Only while switching to TLS.
+    Switching,
+}
+
+/// The socket, after the bytes the packet reader had already taken from
+/// it (a client may send its TLS ClientHello right behind the SSLRequest).
+struct Prefixed {
+    pre: Vec<u8>,
+    at: usize,
+    s: Stream,
+}
+
+impl Read for Prefixed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at < self.pre.len() {
+            let n = buf.len().min(self.pre.len() - self.at);
+            buf[..n].copy_from_slice(&self.pre[self.at..self.at + n]);
+            self.at += n;
+            return Ok(n);
+        }
+        self.s.read(buf)
+    }
+}
+
+impl Write for Prefixed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.s.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.s.flush()
+    }
+}
+
+fn switching() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the TLS handshake failed")
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(t) => t.read(buf),
+            Transport::Switching => Err(switching()),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(t) => t.write(buf),
+            Transport::Switching => Err(switching()),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.flush(),
+            Transport::Tls(t) => t.flush(),
+            Transport::Switching => Err(switching()),
+        }
+    }
+}
+
+/// The negotiated TLS session: `Ssl_version` and `Ssl_cipher`.
+#[derive(Clone, Debug)]
+pub struct TlsInfo {
+    pub version: String,
+    pub cipher: String,
+}
+
 /// Why no packet could be read.
 #[derive(Debug)]
 pub enum ReadError {
@@ -89,8 +166,11 @@ impl From<io::Error> for ReadError {
 /// buffer and written by [`PacketIo::flush`] once per command (or when the
 /// buffer grows past 1 MiB, for large result sets).
 pub struct PacketIo {
-    reader: BufReader<Stream>,
-    writer: Stream,
+    /// Reads and (through `get_mut`) writes: one transport both ways,
+    /// because a TLS session cannot be split in two.
+    reader: BufReader<Transport>,
+    /// The raw socket, for timeouts (the transport may be TLS over it).
+    raw: Stream,
     out: Vec<u8>,
     /// The sequence id the next packet, either way, carries.
     pub seq: u8,
@@ -100,12 +180,45 @@ const FLUSH_AT: usize = 1 << 20;
 
 impl PacketIo {
     pub fn new(stream: Stream) -> io::Result<PacketIo> {
-        let writer = stream.try_clone()?;
-        Ok(PacketIo { reader: BufReader::with_capacity(64 << 10, stream), writer, out: Vec::new(), seq: 0 })
+        let raw = stream.try_clone()?;
+        Ok(PacketIo {
+            reader: BufReader::with_capacity(64 << 10, Transport::Plain(stream)),
+            raw,
+            out: Vec::new(),
+            seq: 0,
+        })
     }
 
     pub fn stream(&self) -> &Stream {
-        &self.writer
+        &self.raw
+    }
+
+    /// Switches to TLS (after the client's SSLRequest) and completes the
+    /// TLS handshake; bytes already read past the SSLRequest are the
+    /// start of it. Sequence ids go on from where they were. On an error
+    /// the connection is unusable and must be closed.
+    pub fn start_tls(&mut self, config: Arc<rustls::ServerConfig>) -> io::Result<TlsInfo> {
+        debug_assert!(self.out.is_empty(), "replies queued before the TLS switch would go out in clear");
+        let pre = self.reader.buffer().to_vec();
+        let old = std::mem::replace(&mut self.reader, BufReader::new(Transport::Switching));
+        let Transport::Plain(s) = old.into_inner() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "TLS asked for twice"));
+        };
+        let conn = rustls::ServerConnection::new(config).map_err(io::Error::other)?;
+        let mut tls = rustls::StreamOwned::new(conn, Prefixed { pre, at: 0, s });
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock)?;
+        }
+        let info = TlsInfo {
+            version: tls.conn.protocol_version().map(crate::tls::version_name).unwrap_or_default(),
+            cipher: tls
+                .conn
+                .negotiated_cipher_suite()
+                .map(|s| crate::tls::cipher_name(s.suite()))
+                .unwrap_or_default(),
+        };
+        self.reader = BufReader::with_capacity(64 << 10, Transport::Tls(Box::new(tls)));
+        Ok(info)
     }
 
     /// Reads one logical packet (chunks joined). At most `max` bytes of
@@ -166,11 +279,12 @@ impl PacketIo {
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
+        let w = self.reader.get_mut();
         if !self.out.is_empty() {
-            self.writer.write_all(&self.out)?;
+            w.write_all(&self.out)?;
             self.out.clear();
         }
-        self.writer.flush()
+        w.flush()
     }
 
     /// Reads and drops what the client still sends, for at most `limit`
@@ -178,7 +292,7 @@ impl PacketIo {
     /// before closing is not lost to a reset (a close with unread input
     /// resets the connection).
     pub fn drain(&mut self, limit: usize) {
-        let _ = self.writer.set_read_timeout(Some(Duration::from_secs(1)));
+        let _ = self.raw.set_read_timeout(Some(Duration::from_secs(1)));
         let mut buf = vec![0u8; 64 << 10];
         let mut total = 0;
         while total < limit {

@@ -50,9 +50,19 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_DEPRECATE_EOF;
 
 // Status flags (OK and EOF packets).
+/// An SSLRequest: capabilities, max packet, charset, 23 bytes of filler.
+pub const SSL_REQUEST_LEN: usize = 32;
+
 pub const SERVER_STATUS_IN_TRANS: u16 = 1;
 pub const SERVER_STATUS_AUTOCOMMIT: u16 = 2;
 pub const SERVER_MORE_RESULTS_EXISTS: u16 = 8;
+/// An EXECUTE opened a cursor, or a FETCH left rows in it.
+pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 64;
+/// A FETCH sent the cursor's last row (the cursor is closed).
+pub const SERVER_STATUS_LAST_ROW_SENT: u16 = 128;
+
+/// COM_STMT_EXECUTE's flags: open a read-only cursor.
+pub const CURSOR_TYPE_READ_ONLY: u8 = 1;
 
 // Commands.
 pub const COM_SLEEP: u8 = 0;

@@ -349,3 +349,71 @@ fn auth_plugins_and_switch() {
     assert!(String::from_utf8_lossy(&e[9..]).ends_with("(using password: YES)"));
     assert!(read_packet(&mut s).is_none(), "closed after 1045");
 }
+
+/// An SSLRequest followed by bytes that are no TLS ClientHello (or by a
+/// truncated one, or by nothing before the client closes): the server
+/// closes that connection, with no hang and no panic, and serves others.
+#[test]
+fn garbage_after_ssl_request_closes() {
+    let srv = TestServer::start();
+    let port = srv.port;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(23);
+    let ssl_request = || {
+        let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_0800;
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p
+    };
+    // A real ClientHello's first bytes (handshake record, TLS 1.0 record
+    // version), cut short.
+    let truncated_hello: Vec<u8> = vec![0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03];
+    let mut cases: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.0\r\n\r\n".to_vec(),
+        vec![0; 64],
+        // A MySQL packet instead of TLS.
+        {
+            let mut b = vec![5, 0, 0, 2];
+            b.extend_from_slice(b"\x03abcd");
+            b
+        },
+    ];
+    for _ in 0..5 {
+        let n = rng.gen_range(1..2000);
+        cases.push((0..n).map(|_| rng.gen()).collect());
+    }
+    for (i, garbage) in cases.iter().enumerate() {
+        let mut s = connect(port);
+        let (_, greeting) = read_packet(&mut s).expect("greeting");
+        assert_eq!(greeting[0], 10);
+        write_packet(&mut s, 1, &ssl_request());
+        let _ = s.write_all(garbage);
+        // Whatever comes back (maybe a TLS alert), the server must close.
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let mut buf = [0u8; 4096];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    panic!("case {i}: the server hung after garbage instead of a ClientHello")
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    // A truncated ClientHello, then the client closes its side.
+    let mut s = connect(port);
+    read_packet(&mut s).expect("greeting");
+    write_packet(&mut s, 1, &ssl_request());
+    let _ = s.write_all(&truncated_hello);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    still_serving(&srv);
+    assert!(!srv.log().contains("panicked"), "{}", srv.log());
+}

@@ -78,7 +78,7 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
                 return Err(SqlError::column_count(ri + 1));
             }
         }
-        let how = InsertHow { ignore, replace: false, upd: Vec::new(), from_select: false };
+        let how = InsertHow { ignore, replace: false, upd: Vec::new(), from_select: false, load_base: None };
         write_rows(s, txn, &t, &cols, rows, how, Vec::new())
     })();
     qualified(s, from, Some((t.def.db.clone(), t.def.name.clone())), r)
@@ -184,8 +184,41 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     }
     let from_select =
         ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
-    let how = InsertHow { ignore: ins.ignore, replace: ins.replace_into, upd, from_select };
+    let how = InsertHow { ignore: ins.ignore, replace: ins.replace_into, upd, from_select, load_base: None };
     write_rows(s, txn, &t, &cols, input, how, warnings)
+}
+
+/// LOAD DATA's rows (see `loaddata.rs`), one batch: `base` rows came
+/// before it (warnings and errors number rows from the file's first).
+/// Returns the affected rows.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn load_rows(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    cols: &[usize],
+    input: Vec<Vec<Value>>,
+    ignore: bool,
+    replace: bool,
+    base: usize,
+    warnings: Vec<Warning>,
+) -> SqlResult<u64> {
+    let how = InsertHow { ignore, replace, upd: Vec::new(), from_select: false, load_base: Some(base) };
+    match write_rows(s, txn, t, cols, input, how, warnings)? {
+        Outcome::Done { affected, .. } => Ok(affected),
+        Outcome::Rows(_) => Ok(0),
+    }
+}
+
+/// `qualified` for LOAD DATA.
+pub(crate) fn qualify(
+    s: &mut Session,
+    from: usize,
+    db: &str,
+    t: &str,
+    r: SqlResult<Outcome>,
+) -> SqlResult<Outcome> {
+    qualified(s, from, Some((db.to_string(), t.to_string())), r)
 }
 
 /// How an INSERT treats its rows.
@@ -197,6 +230,10 @@ struct InsertHow {
     upd: Vec<(usize, Expr)>,
     /// INSERT ... SELECT (the info line is given even for one row).
     from_select: bool,
+    /// LOAD DATA: the rows before this batch. Its rows are numbered from
+    /// the file's first, and a NULL for a NOT NULL column is a warning
+    /// outside strict mode even when the batch is one row.
+    load_base: Option<usize>,
 }
 
 /// INSERT of `cols` from `input` (one value per column; a DEFAULT as the
@@ -213,7 +250,7 @@ fn write_rows(
 ) -> SqlResult<Outcome> {
     let t = t.clone();
     let def = &t.def;
-    let InsertHow { ignore, replace, upd, from_select } = how;
+    let InsertHow { ignore, replace, upd, from_select, load_base } = how;
     let checks = bind_checks(s, def)?;
     let strict = s.strict && !ignore;
     // A NOT NULL column without a default that the statement never names
@@ -242,7 +279,7 @@ fn write_rows(
     // AUTO_INCREMENT values reserved for this statement, their keys locked: [next, end).
     let mut block: Option<(u64, u64)> = None;
     for (ri, vals) in input.into_iter().enumerate() {
-        let rownum = ri + 1;
+        let rownum = load_base.unwrap_or(0) + ri + 1;
         let mut generated = false;
         let mut row = vec![None; def.columns.len()];
         for (v, &c) in vals.into_iter().zip(cols) {
@@ -303,7 +340,7 @@ fn write_rows(
                 let e = SqlError::null_column(&col.name);
                 // An explicit NULL: an error for a single row or in strict
                 // mode, unless IGNORE turns it into a warning.
-                if !ignore && (strict || n_rows == 1) {
+                if !ignore && (strict || (n_rows == 1 && load_base.is_none())) {
                     return Err(e);
                 }
                 warnings.push(Warning::from_error(&e));

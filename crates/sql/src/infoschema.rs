@@ -460,6 +460,7 @@ pub fn charsets() -> Vec<Vec<Value>> {
 pub fn variables(s: &Session) -> Vec<(String, String)> {
     let mut names: Vec<String> = crate::session::variable_names().iter().map(|n| n.to_string()).collect();
     names.extend(s.vars.keys().cloned());
+    names.extend(s.server.vars.iter().map(|(k, _)| k.clone()));
     names.sort();
     names.dedup();
     let mut out = Vec::new();
@@ -494,6 +495,7 @@ pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
     if !global {
         v.push(("Com_select".to_string(), s.com_select.to_string()));
         v.push(("Questions".to_string(), s.questions.to_string()));
+        v.extend(s.server.status.iter().cloned());
     }
     v.push(("Open_transactions".into(), stats.open_transactions.to_string()));
     v.sort();

@@ -451,6 +451,7 @@ pub enum MaintenanceOp {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Special {
     Show(ShowStmt),
+    LoadData(Box<crate::loaddata::LoadData>),
     /// `START TRANSACTION` with `WITH CONSISTENT SNAPSHOT` (mysqldump
     /// `--single-transaction` sends it); plain forms stay `Std`.
     Begin {
@@ -489,7 +490,7 @@ pub enum Special {
     /// (`fastinsert.rs`).
     FastInsert(crate::fastinsert::FastInsert),
     /// A statement this server knows and refuses (error 1235 with this
-    /// name): "XA", "LOAD DATA", "LOAD XML", "partitioning",
+    /// name): "XA", "LOAD XML", "partitioning",
     /// "CREATE TRIGGER", "CREATE PROCEDURE", "CREATE FUNCTION",
     /// "CREATE EVENT".
     Unsupported(&'static str),
@@ -1143,6 +1144,163 @@ pub fn number_placeholders(stmt: &[u8]) -> SqlResult<(Vec<u8>, usize)> {
     Ok((out, n))
 }
 
+/// `LOAD DATA [LOW_PRIORITY | CONCURRENT] [LOCAL] INFILE 'file'
+/// [REPLACE | IGNORE] INTO TABLE t [CHARACTER SET cs] [{FIELDS | COLUMNS}
+/// [TERMINATED BY 's'] [[OPTIONALLY] ENCLOSED BY 'c'] [ESCAPED BY 'c']]
+/// [LINES [STARTING BY 's'] [TERMINATED BY 's']] [IGNORE n {LINES | ROWS}]
+/// [(col | @var, ...)] [SET col = expr, ...]`, after `LOAD`.
+fn parse_load_data(c: &mut Cur) -> SqlResult<crate::loaddata::LoadData> {
+    use crate::loaddata::{LoadData, OnDup, Target};
+    if !c.kw("DATA") {
+        return Err(c.err());
+    }
+    let _ = c.kw("LOW_PRIORITY") || c.kw("CONCURRENT");
+    let local = c.kw("LOCAL");
+    if !c.kw("INFILE") {
+        return Err(c.err());
+    }
+    let file = c.string()?;
+    let dup = if c.kw("REPLACE") {
+        OnDup::Replace
+    } else if c.kw("IGNORE") {
+        OnDup::Ignore
+    } else {
+        OnDup::Error
+    };
+    if !c.kws(&["INTO", "TABLE"]) {
+        return Err(c.err());
+    }
+    let table = c.table_name()?;
+    let mut ld = LoadData::new(local, file, table);
+    ld.dup = dup;
+    if c.kws(&["CHARACTER", "SET"]) || c.kw("CHARSET") {
+        ld.charset = Some(match c.string() {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(_) => c.ident()?,
+        });
+    }
+    // One byte, or none for ''.
+    let one = |c: &mut Cur| -> SqlResult<Option<u8>> {
+        let at = c.i;
+        let b = c.string()?;
+        match b.len() {
+            0 => Ok(None),
+            1 => Ok(Some(b[0])),
+            _ => Err(SqlError::new(
+                1083,
+                "42000",
+                format!(
+                    "Field separator argument is not what is expected; check the manual (near {})",
+                    c.text(at, at + 1)
+                ),
+            )),
+        }
+    };
+    if c.kw("FIELDS") || c.kw("COLUMNS") {
+        let mut any = false;
+        loop {
+            if c.kws(&["TERMINATED", "BY"]) {
+                ld.fields_terminated = c.string()?;
+            } else if c.kws(&["OPTIONALLY", "ENCLOSED", "BY"]) {
+                ld.enclosed = one(c)?;
+                ld.optionally = true;
+            } else if c.kws(&["ENCLOSED", "BY"]) {
+                ld.enclosed = one(c)?;
+            } else if c.kws(&["ESCAPED", "BY"]) {
+                ld.escaped = one(c)?;
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return Err(c.err());
+        }
+    }
+    if c.kw("LINES") {
+        let mut any = false;
+        loop {
+            if c.kws(&["STARTING", "BY"]) {
+                ld.lines_starting = c.string()?;
+            } else if c.kws(&["TERMINATED", "BY"]) {
+                ld.lines_terminated = c.string()?;
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return Err(c.err());
+        }
+    }
+    if c.kw("IGNORE") {
+        ld.ignore_lines = c.number()?;
+        if !(c.kw("LINES") || c.kw("ROWS")) {
+            return Err(c.err());
+        }
+    }
+    if c.punct(b'(') {
+        let mut ts = Vec::new();
+        if !c.punct(b')') {
+            loop {
+                if c.punct(b'@') {
+                    let v = match c.string() {
+                        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                        Err(_) => c.ident()?,
+                    };
+                    ts.push(Target::Var(v.to_ascii_lowercase()));
+                } else {
+                    // `t.col` names the column.
+                    let mut n = c.ident()?;
+                    while c.punct(b'.') {
+                        n = c.ident()?;
+                    }
+                    ts.push(Target::Column(n));
+                }
+                if c.punct(b')') {
+                    break;
+                }
+                if !c.punct(b',') {
+                    return Err(c.err());
+                }
+            }
+        }
+        ld.targets = Some(ts);
+    }
+    if c.kw("SET") {
+        loop {
+            let mut n = c.ident()?;
+            while c.punct(b'.') {
+                n = c.ident()?;
+            }
+            if !c.punct(b'=') {
+                return Err(c.err());
+            }
+            let from = c.i;
+            let mut depth = 0i32;
+            while !c.done() {
+                if c.punct_at(c.i, b'(') {
+                    depth += 1;
+                } else if c.punct_at(c.i, b')') {
+                    depth -= 1;
+                } else if depth == 0 && c.punct_at(c.i, b',') {
+                    break;
+                }
+                c.i += 1;
+            }
+            if from == c.i {
+                return Err(c.err());
+            }
+            ld.set.push((n, c.text(from, c.i)));
+            if !c.punct(b',') {
+                break;
+            }
+        }
+    }
+    c.expect_end()?;
+    Ok(ld)
+}
+
 pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
     if let Some(fi) = crate::fastinsert::parse(stmt) {
         return Ok(Parsed::Special(Special::FastInsert(fi)));
@@ -1180,7 +1338,8 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
             if c.is_kw_at(1, "XML") {
                 return Ok(Parsed::Special(Special::Unsupported("LOAD XML")));
             }
-            return Ok(Parsed::Special(Special::Unsupported("LOAD DATA")));
+            c.i = 1;
+            return parse_load_data(&mut c).map(|l| Parsed::Special(Special::LoadData(Box::new(l))));
         }
         "DO" => return parse_do(stmt, &toks),
         "LOCK" if c.is_kw_at(1, "TABLES") || c.is_kw_at(1, "TABLE") => {

@@ -49,6 +49,7 @@ mod infoschema;
 mod join;
 pub mod keycodec;
 pub mod lex;
+pub mod loaddata;
 mod plan;
 mod prepared;
 mod progress;
@@ -67,7 +68,7 @@ pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
-pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, Session};
+pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};
 

@@ -134,6 +134,23 @@ pub struct Session {
     /// A child session (`Session::child`): shares its parent's connection
     /// id, row-count slot and PROCESSLIST row, which it must not release.
     pub(crate) child: bool,
+    /// What the server set (`Session::set_server_info`).
+    pub(crate) server: Arc<ServerInfo>,
+}
+
+/// What the server tells a session about itself and its connection:
+/// read-only system variables (have_ssl, ssl_cert, secure_file_priv, ...;
+/// `None` is NULL) and session status values (Ssl_cipher, ...). They win
+/// over the built-in answers of `sysvar`, and SHOW VARIABLES / SHOW STATUS
+/// list them.
+#[derive(Clone, Debug, Default)]
+pub struct ServerInfo {
+    pub vars: Vec<(String, Option<String>)>,
+    pub status: Vec<(String, String)>,
+    /// The statements come from a client elsewhere: server-side files
+    /// obey `secure_file_priv` (NULL when not among `vars`: none), and
+    /// LOAD DATA LOCAL reads only through `Session::execute_local`.
+    pub remote: bool,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -194,6 +211,7 @@ impl Session {
             progress: Arc::default(),
             proc,
             child: false,
+            server: Arc::default(),
         }
     }
 
@@ -234,6 +252,7 @@ impl Session {
             progress: self.progress.clone(),
             proc: self.proc.clone(),
             child: true,
+            server: self.server.clone(),
         }
     }
 
@@ -243,6 +262,37 @@ impl Session {
         let mut p = self.proc.lock();
         p.user = user.to_string();
         p.host = host.to_string();
+    }
+
+    /// Sets what the server tells the session (see [`ServerInfo`]); kept
+    /// across `reset`.
+    pub fn set_server_info(&mut self, info: ServerInfo) {
+        self.server = Arc::new(info);
+    }
+
+    /// Runs one statement; a LOAD DATA LOCAL in it reads the client's
+    /// file through `local` (what a server gives; see `loaddata.rs`).
+    pub fn execute_local(
+        &mut self,
+        sql: &[u8],
+        local: &mut dyn crate::loaddata::LocalInfile,
+    ) -> SqlResult<Outcome> {
+        let _progress = crate::progress::begin(&self.progress);
+        self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.proc_start();
+        self.questions += 1;
+        let r = match crate::lex::parse(sql) {
+            Ok(Parsed::Special(Special::LoadData(ld))) => {
+                self.now_micros =
+                    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                self.warnings.clear();
+                crate::loaddata::run(self, &ld, Some(local))
+            }
+            Ok(p) => self.run_parsed(p),
+            Err(e) => Err(e),
+        };
+        self.proc_end();
+        r
     }
 
     /// Runs one statement.
@@ -555,6 +605,7 @@ impl Session {
         use crate::lex::MaintenanceOp;
         match s {
             Special::Show(show) => crate::show::show(self, &show),
+            Special::LoadData(ld) => crate::loaddata::run(self, &ld, None),
             Special::FastInsert(fi) => self.in_txn(true, |s, txn| crate::dml::insert_fast(s, txn, fi)),
             Special::Begin { .. } => {
                 // Every transaction reads one snapshot from its start, so
@@ -851,6 +902,9 @@ impl Session {
             .unwrap_or(&n);
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());
+        }
+        if let Some((_, v)) = self.server.vars.iter().find(|(k, _)| k == n) {
+            return Ok(v.as_deref().map(Value::str).unwrap_or(Value::Null));
         }
         let iso = |i: Isolation| match i {
             Isolation::ReadUncommitted => "READ-UNCOMMITTED",

@@ -572,10 +572,54 @@ fn accounts() {
 }
 
 #[test]
+fn load_data() {
+    use fractaldb_sql::lex::TableName;
+    use fractaldb_sql::loaddata::{LoadData, OnDup, Target};
+    let Special::LoadData(ld) = special("LOAD DATA INFILE 'x' INTO TABLE t") else { panic!() };
+    assert_eq!(*ld, LoadData::new(false, b"x".to_vec(), TableName { db: None, name: "t".into() }));
+    let Special::LoadData(ld) = special(
+        "LOAD DATA LOW_PRIORITY LOCAL INFILE '/a b.csv' REPLACE INTO TABLE d.t CHARACTER SET utf8mb4 \
+         COLUMNS ESCAPED BY '' TERMINATED BY ',\\t' OPTIONALLY ENCLOSED BY '\"' \
+         LINES STARTING BY '>' TERMINATED BY '\\r\\n' IGNORE 2 ROWS (a, @V, `c`) SET b = CONCAT(@v, ','), c = 1",
+    ) else {
+        panic!()
+    };
+    assert!(ld.local);
+    assert_eq!(ld.file, b"/a b.csv");
+    assert_eq!(ld.dup, OnDup::Replace);
+    assert_eq!(ld.table, TableName { db: Some("d".into()), name: "t".into() });
+    assert_eq!(ld.charset.as_deref(), Some("utf8mb4"));
+    assert_eq!(ld.escaped, None);
+    assert_eq!(ld.fields_terminated, b",\t");
+    assert_eq!((ld.enclosed, ld.optionally), (Some(b'"'), true));
+    assert_eq!(ld.lines_starting, b">");
+    assert_eq!(ld.lines_terminated, b"\r\n");
+    assert_eq!(ld.ignore_lines, 2);
+    assert_eq!(
+        ld.targets,
+        Some(vec![Target::Column("a".into()), Target::Var("v".into()), Target::Column("c".into())])
+    );
+    assert_eq!(
+        ld.set,
+        vec![("b".to_string(), "CONCAT(@v, ',')".to_string()), ("c".to_string(), "1".to_string())]
+    );
+    for bad in [
+        "LOAD DATA INFILE x INTO TABLE t",
+        "LOAD DATA INFILE 'x' TABLE t",
+        "LOAD DATA INFILE 'x' INTO TABLE t FIELDS",
+        "LOAD DATA INFILE 'x' INTO TABLE t IGNORE LINES",
+        "LOAD DATA INFILE 'x' INTO TABLE t (a",
+        "LOAD DATA INFILE 'x' INTO TABLE t SET a =",
+        "LOAD DATA INFILE 'x' INTO TABLE t junk",
+    ] {
+        assert_eq!(fractaldb_sql::lex::parse(bad.as_bytes()).err().map(|e| e.code), Some(1064), "{bad}");
+    }
+}
+
+#[test]
 fn unsupported() {
     assert_eq!(special("XA START 'x'"), Special::Unsupported("XA"));
-    assert_eq!(special("LOAD DATA INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD DATA"));
-    assert_eq!(special("LOAD DATA LOCAL INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD DATA"));
+    assert_eq!(special("LOAD XML INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD XML"));
     assert_eq!(
         special("CREATE TABLE t (a INT) PARTITION BY HASH(a) PARTITIONS 4"),
         Special::Unsupported("partitioning")
