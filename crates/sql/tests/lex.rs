@@ -574,6 +574,10 @@ fn accounts() {
 #[test]
 fn unsupported() {
     assert_eq!(special("XA START 'x'"), Special::Unsupported("XA"));
+    // IGNORE of UPDATE / DELETE is refused by name (it was read as a table).
+    assert_eq!(special("UPDATE IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
+    assert_eq!(special("UPDATE LOW_PRIORITY IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
+    assert_eq!(special("DELETE QUICK IGNORE FROM t"), Special::Unsupported("DELETE IGNORE"));
     assert_eq!(special("LOAD DATA INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD DATA"));
     assert_eq!(special("LOAD DATA LOCAL INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD DATA"));
     assert_eq!(
