@@ -70,7 +70,8 @@ fn mariadb_test_suite() {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.strip_suffix(".test").map(String::from))
         .collect();
-    let unlisted: Vec<&String> = all.iter().filter(|n| !pass_set.contains(n) && !skip_set.contains(n)).collect();
+    let unlisted: Vec<&String> =
+        all.iter().filter(|n| !pass_set.contains(n) && !skip_set.contains(n)).collect();
     assert!(unlisted.is_empty(), "files of main/ in neither list: {unlisted:?}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -113,5 +114,10 @@ fn mariadb_test_suite() {
         pass.len() + skip.len(),
         skip.len()
     );
-    assert!(failed.is_empty(), "files of pass.txt that failed:\n{}\nserver log:\n{}", failed.join("\n"), s.log());
+    assert!(
+        failed.is_empty(),
+        "files of pass.txt that failed:\n{}\nserver log:\n{}",
+        failed.join("\n"),
+        s.log()
+    );
 }
