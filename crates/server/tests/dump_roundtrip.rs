@@ -9,8 +9,8 @@
 
 mod support;
 
+// fractaldb-sql's test support: its private MariaDB harness.
 #[path = "../../sql/tests/support/mod.rs"]
-#[allow(dead_code, unused_imports)]
 mod sqlsupport;
 
 use std::path::Path;
