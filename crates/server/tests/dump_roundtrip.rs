@@ -1,8 +1,8 @@
 //! mariadb-dump round trip: tests/dump_fill.sql fills a database on a
 //! fractaldb server (through the `mariadb` client), `mariadb-dump` dumps it
-//! over TCP, with --single-transaction and with its default options, and
-//! each dump is loaded (again through `mariadb`) into a fresh fractaldb
-//! server and into a private MariaDB 10.11. Every table's rows, read through
+//! over TCP, with --single-transaction --routines --events and with its
+//! default options, and each dump is loaded (again through `mariadb`) into
+//! a fresh fractaldb server and into a private MariaDB 10.11. Every table's rows, read through
 //! the binary protocol in primary key order, must equal the source's; the
 //! view, the AUTO_INCREMENT counter and the foreign key must have come
 //! across too. Skipped without the MariaDB programs, except under CI=true.
@@ -138,11 +138,14 @@ fn dump_roundtrip() {
         .map(|(t, _)| c.query_first(format!("SHOW CREATE TABLE dumpsrc.{t}")).unwrap().unwrap())
         .collect();
 
-    let dumps: Vec<(&str, Vec<u8>)> =
-        [("--single-transaction", &["--single-transaction"][..]), ("default options", &[][..])]
-            .into_iter()
-            .map(|(name, opts)| (name, dump(&dumper, src.port, opts)))
-            .collect();
+    let dumps: Vec<(&str, Vec<u8>)> = [
+        // The usual backup command (routines and events: none, but it asks).
+        ("--single-transaction --routines --events", &["--single-transaction", "--routines", "--events"][..]),
+        ("default options", &[][..]),
+    ]
+    .into_iter()
+    .map(|(name, opts)| (name, dump(&dumper, src.port, opts)))
+    .collect();
     // After the dumps (the insert moves the counter past what they hold).
     let want_behaviour = behaviour(&mut c);
     assert_eq!(want_behaviour.1, "1452 23000", "the source enforces its foreign key");

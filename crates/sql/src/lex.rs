@@ -1788,7 +1788,13 @@ fn parse_show(c: &mut Cur) -> SqlResult<ShowStmt> {
         S::BinaryLogs
     } else if c.kw("TRIGGERS") {
         S::Triggers
-    } else if c.kws(&["PROCEDURE", "STATUS"]) {
+    } else if c.kws(&["PROCEDURE", "STATUS"])
+        || c.kws(&["PACKAGE", "STATUS"])
+        || c.kws(&["PACKAGE", "BODY", "STATUS"])
+    {
+        // MariaDB's packages (Oracle mode) list in PROCEDURE STATUS's
+        // columns; there are none, as there are no routines
+        // (mariadb-dump --routines asks for them).
         S::ProcedureStatus
     } else if c.kws(&["FUNCTION", "STATUS"]) {
         S::FunctionStatus

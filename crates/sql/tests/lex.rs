@@ -739,6 +739,8 @@ fn show_statements() {
     assert_eq!(show("SHOW MASTER LOGS").kind, S::BinaryLogs);
     assert_eq!(show("SHOW TRIGGERS FROM d LIKE 't'").kind, S::Triggers);
     assert_eq!(show("SHOW PROCEDURE STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
+    assert_eq!(show("SHOW PACKAGE STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
+    assert_eq!(show("SHOW PACKAGE BODY STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
     assert_eq!(show("SHOW FUNCTION STATUS LIKE 'f'").kind, S::FunctionStatus);
     assert_eq!(show("SHOW EVENTS").kind, S::Events);
     assert_eq!(show("SHOW PLUGINS").kind, S::Plugins);
