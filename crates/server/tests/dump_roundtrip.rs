@@ -2,10 +2,11 @@
 //! fractaldb server (through the `mariadb` client), `mariadb-dump` dumps it
 //! over TCP, with --single-transaction --routines --events and with its
 //! default options, and each dump is loaded (again through `mariadb`) into
-//! a fresh fractaldb server and into a private MariaDB 10.11. Every table's rows, read through
-//! the binary protocol in primary key order, must equal the source's; the
-//! view, the AUTO_INCREMENT counter and the foreign key must have come
-//! across too. Skipped without the MariaDB programs, except under CI=true.
+//! a fresh fractaldb server and into a private MariaDB 10.11. Every table's
+//! rows, read through the binary protocol in primary key order, must equal
+//! the source's; the view, the AUTO_INCREMENT counter and the foreign key
+//! must have come across too. Skipped without the MariaDB programs, except
+//! under CI=true.
 
 mod support;
 
