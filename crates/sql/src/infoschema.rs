@@ -153,8 +153,43 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                 r.extend(table_status(s, txn, &t)?);
                 out.push(r);
             }
+            // A view: its names, TABLE_TYPE 'VIEW', TABLE_COMMENT 'VIEW',
+            // NULL elsewhere (as MariaDB; mariadb-dump reads TABLE_TYPE).
+            let comment = cols.iter().position(|c| c.name == "TABLE_COMMENT");
+            for v in user_views(s, txn)? {
+                let mut r = vec![Value::Null; cols.len()];
+                r[0] = Value::str("def");
+                r[1] = Value::str(&v.db);
+                r[2] = Value::str(&v.name);
+                r[3] = Value::str("VIEW");
+                if let Some(i) = comment {
+                    r[i] = Value::str("VIEW");
+                }
+                out.push(r);
+            }
             out
         }
+        "VIEWS" => user_views(s, txn)?
+            .into_iter()
+            .map(|v| {
+                let create = crate::views::show_create(&v);
+                let check = if v.check_option.is_empty() { "NONE" } else { v.check_option.as_str() };
+                vec![
+                    Value::str("def"),
+                    Value::str(&v.db),
+                    Value::str(&v.name),
+                    Value::str(&v.query),
+                    Value::str(check),
+                    // Views are read-only here (see views.rs).
+                    Value::str("NO"),
+                    Value::str("root@localhost"),
+                    Value::str(&v.security),
+                    create[2].clone(),
+                    create[3].clone(),
+                    Value::str(&v.algorithm),
+                ]
+            })
+            .collect(),
         "COLUMNS" => {
             let mut out = Vec::new();
             for t in tables(s) {
@@ -402,6 +437,16 @@ fn schema_row(name: &str, c: Collation) -> Vec<Value> {
 }
 
 /// Every table, ordered by database and name.
+/// Every user view, database by database, as `txn` sees the catalog.
+fn user_views(s: &Session, txn: &Txn) -> SqlResult<Vec<crate::views::ViewDef>> {
+    let dbs: Vec<String> = s.inner.schema.read().dbs.keys().cloned().collect();
+    let mut out = Vec::new();
+    for db in dbs {
+        out.extend(crate::views::list(s, txn, &db)?);
+    }
+    Ok(out)
+}
+
 pub fn tables(s: &Session) -> Vec<std::sync::Arc<Table>> {
     s.inner.schema.read().tables.values().cloned().collect()
 }

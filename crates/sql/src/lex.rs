@@ -1381,6 +1381,9 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
             return Ok(p);
         }
     }
+    if let Some(what) = strip_dml_modifiers(stmt, &mut toks, &first) {
+        return Ok(Parsed::Special(Special::Unsupported(what)));
+    }
     strip_lock_in_share_mode(stmt, &mut toks, &mut flags);
     rewrite_mod(stmt, &mut toks);
     let mut v = sqlparse(stmt, &toks)?;
@@ -1563,6 +1566,35 @@ fn strip_lock_in_share_mode(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags) {
             i += 1;
         }
     }
+}
+
+/// `UPDATE [LOW_PRIORITY] [IGNORE] t` and `DELETE [LOW_PRIORITY] [QUICK]
+/// [IGNORE] FROM`: sqlparser 0.64 read the first modifier as the table's
+/// name (1146 "Table 'db.ignore' doesn't exist"). LOW_PRIORITY and QUICK
+/// change nothing here (no table locks, no MyISAM index merging) and are
+/// dropped; IGNORE (errors become warnings, rows skipped) is not built and
+/// is refused by name.
+fn strip_dml_modifiers(s: &[u8], toks: &mut Vec<Tok>, first: &str) -> Option<&'static str> {
+    let (mods, what): (&[&str], &'static str) = match first {
+        "UPDATE" => (&["LOW_PRIORITY", "IGNORE"], "UPDATE IGNORE"),
+        "DELETE" => (&["LOW_PRIORITY", "QUICK", "IGNORE"], "DELETE IGNORE"),
+        _ => return None,
+    };
+    let c = Cur { s, t: toks, i: 0 };
+    let mut n = 0;
+    while mods.iter().any(|m| c.is_kw_at(1 + n, m)) {
+        n += 1;
+    }
+    // QUICK is no reserved word: `DELETE quick FROM` only when FROM
+    // follows the modifiers (UPDATE's are reserved words).
+    if n == 0 || (first == "DELETE" && !c.is_kw_at(1 + n, "FROM")) {
+        return None;
+    }
+    if (1..=n).any(|i| c.is_kw_at(i, "IGNORE")) {
+        return Some(what);
+    }
+    toks.drain(1..=n);
+    None
 }
 
 /// `a MOD b` is `a % b`; sqlparser 0.64 only knows the function MOD(a, b).
@@ -1915,7 +1947,13 @@ fn parse_show(c: &mut Cur) -> SqlResult<ShowStmt> {
         S::BinaryLogs
     } else if c.kw("TRIGGERS") {
         S::Triggers
-    } else if c.kws(&["PROCEDURE", "STATUS"]) {
+    } else if c.kws(&["PROCEDURE", "STATUS"])
+        || c.kws(&["PACKAGE", "STATUS"])
+        || c.kws(&["PACKAGE", "BODY", "STATUS"])
+    {
+        // MariaDB's packages (Oracle mode) list in PROCEDURE STATUS's
+        // columns; there are none, as there are no routines
+        // (mariadb-dump --routines asks for them).
         S::ProcedureStatus
     } else if c.kws(&["FUNCTION", "STATUS"]) {
         S::FunctionStatus

@@ -105,6 +105,10 @@ pub struct Session {
     /// This session's row-count slot (see `table.rs`).
     pub(crate) slot: u32,
     pub(crate) savepoints: Vec<(String, fractaldb::Savepoint)>,
+    /// LOCK TABLES is in effect: only then does UNLOCK TABLES commit (as in
+    /// MariaDB; mariadb-dump --single-transaction sends UNLOCK TABLES right
+    /// after START TRANSACTION WITH CONSISTENT SNAPSHOT and must keep it).
+    pub(crate) tables_locked: bool,
     /// The statement's start, for NOW().
     pub(crate) now_micros: i64,
     /// Set by [`KillHandle::kill`]: the running statement stops between rows.
@@ -197,6 +201,7 @@ impl Session {
             conn_id,
             slot,
             savepoints: Vec::new(),
+            tables_locked: false,
             now_micros: 0,
             killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             stmt_text: String::new(),
@@ -238,6 +243,7 @@ impl Session {
             conn_id: self.conn_id,
             slot: self.slot,
             savepoints: Vec::new(),
+            tables_locked: false,
             now_micros: self.now_micros,
             killed: self.killed.clone(),
             stmt_text: String::new(),
@@ -453,6 +459,7 @@ impl Session {
             let _ = t.abort();
         }
         self.savepoints.clear();
+        self.tables_locked = false;
         self.explicit = false;
         self.warnings.clear();
         self.db = None;
@@ -498,6 +505,8 @@ impl Session {
             S::Delete(del) => self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del)),
             S::StartTransaction { modes, .. } => {
                 self.commit_open()?;
+                // START TRANSACTION releases table locks (MariaDB).
+                self.tables_locked = false;
                 let mut iso = self.next_isolation.take().unwrap_or(self.isolation);
                 for m in modes {
                     if let ast::TransactionMode::IsolationLevel(l) = m {
@@ -691,15 +700,26 @@ impl Session {
             Special::LockTables(targets) => {
                 for t in targets {
                     let db = t.table.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
-                    self.inner.table(&db, &t.table.name)?;
+                    // A view may be locked too (mariadb-dump locks every
+                    // table and view it dumps).
+                    if let Err(e) = self.inner.table(&db, &t.table.name) {
+                        if !crate::views::exists(self, &db, &t.table.name)? {
+                            return Err(e);
+                        }
+                    }
                 }
                 // Row locks and snapshots already isolate each statement;
                 // table locks are accepted so dumps load (see ARCHITECTURE.md).
                 self.commit_open()?;
+                self.tables_locked = true;
                 Ok(Outcome::done(0))
             }
             Special::UnlockTables => {
-                self.commit_open()?;
+                // Without LOCK TABLES there is nothing to release and the
+                // open transaction (its snapshot, its savepoints) goes on.
+                if std::mem::take(&mut self.tables_locked) {
+                    self.commit_open()?;
+                }
                 Ok(Outcome::done(0))
             }
             Special::Account(text) => {

@@ -293,6 +293,17 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                     r.extend(is::table_status(s, txn, t)?);
                     rows.push(r);
                 }
+                // A view's row is its name, NULLs and Comment 'VIEW', as
+                // MariaDB shows it (mariadb-dump reads it for each view).
+                if !is::is_schema(&db) {
+                    for v in crate::views::list(s, txn, &db)? {
+                        let mut r = vec![Value::Null; 20];
+                        r[0] = Value::str(&v.name);
+                        r[17] = Value::str("VIEW");
+                        rows.push(r);
+                    }
+                }
+                rows.sort_by(|a, b| a[0].render().cmp(&b[0].render()));
                 Ok(rows)
             })?;
             shown("Name:varchar(64)|Engine:varchar(64)|Version:bigint(21) unsigned|Row_format:varchar(10)|Rows:bigint(21) unsigned|Avg_row_length:bigint(21) unsigned|Data_length:bigint(21) unsigned|Max_data_length:bigint(21) unsigned|Index_length:bigint(21) unsigned|Data_free:bigint(21) unsigned|Auto_increment:bigint(21) unsigned|Create_time:datetime|Update_time:datetime|Check_time:datetime|Collation:varchar(64)|Checksum:bigint(21) unsigned|Create_options:varchar(2048)|Comment:varchar(2048)|Max_index_length:bigint(21) unsigned|Temporary:varchar(1)", rows)
@@ -463,7 +474,7 @@ fn table_of(s: &Session, st: &ShowStmt) -> SqlResult<(std::sync::Arc<crate::tabl
     Ok((s.inner.table(&db, &name)?, db))
 }
 
-fn table_or_view(s: &Session, st: &ShowStmt) -> SqlResult<Either> {
+fn table_or_view(s: &mut Session, st: &ShowStmt) -> SqlResult<Either> {
     let db = match &st.db {
         Some(d) => d.clone(),
         None => s.db.clone().ok_or_else(SqlError::no_db)?,
@@ -472,7 +483,16 @@ fn table_or_view(s: &Session, st: &ShowStmt) -> SqlResult<Either> {
     if is::is_schema(&db) {
         return Ok(Either::View(is::view_cols(&name)?.1));
     }
-    s.inner.table(&db, &name).map_err(|_| SqlError::no_such_table(&db, &name)).map(Either::Table)
+    if let Ok(t) = s.inner.table(&db, &name) {
+        return Ok(Either::Table(t));
+    }
+    // A user view: its columns are what its SELECT returns (run once, as
+    // FROM would read it; mariadb-dump asks SHOW FIELDS of every view).
+    let cols = s.in_txn(false, |s, txn| match crate::views::lookup(s, txn, &db, &name)? {
+        Some(def) => Ok(Some(crate::views::materialize(s, txn, &def)?.cols)),
+        None => Ok(None),
+    })?;
+    cols.map(Either::View).ok_or_else(|| SqlError::no_such_table(&db, &name))
 }
 
 fn columns_rows(def: &TableDef, full: bool) -> Vec<Vec<Value>> {
@@ -552,6 +572,11 @@ fn create_table_text(_s: &Session, txn: &fractaldb::Txn, t: &crate::table::Table
         if matches!(c.ty, SqlType::Json) {
             l += &format!(" CHECK (json_valid({}))", quote_ident(&c.name));
         }
+        // A column's own CHECK is named after the column (ddl.rs) and
+        // written on its line, as MariaDB does; a dump must carry it.
+        for ck in def.checks.iter().filter(|k| k.name.eq_ignore_ascii_case(&c.name)) {
+            l += &format!(" CHECK ({})", ck.expr);
+        }
         lines.push(l);
     }
     for i in is::index_order(def) {
@@ -587,6 +612,11 @@ fn create_table_text(_s: &Session, txn: &fractaldb::Txn, t: &crate::table::Table
     fks.sort_by(|a, b| a.name.cmp(&b.name));
     for fk in fks {
         lines.push(format!("  {}", crate::fk::text(&def.db, fk)));
+    }
+    // Table CHECK constraints last, as MariaDB lists them (the expression
+    // as the parser prints it, not MariaDB's canonical form).
+    for ck in def.checks.iter().filter(|k| def.col_index(&k.name).is_none()) {
+        lines.push(format!("  CONSTRAINT {} CHECK ({})", quote_ident(&ck.name), ck.expr));
     }
     let mut opts = String::from(") ENGINE=FractalDB");
     if def.auto_col().is_some() {

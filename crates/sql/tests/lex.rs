@@ -620,6 +620,10 @@ fn load_data() {
 fn unsupported() {
     assert_eq!(special("XA START 'x'"), Special::Unsupported("XA"));
     assert_eq!(special("LOAD XML INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD XML"));
+    // IGNORE of UPDATE / DELETE is refused by name (it was read as a table).
+    assert_eq!(special("UPDATE IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
+    assert_eq!(special("UPDATE LOW_PRIORITY IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
+    assert_eq!(special("DELETE QUICK IGNORE FROM t"), Special::Unsupported("DELETE IGNORE"));
     assert_eq!(
         special("CREATE TABLE t (a INT) PARTITION BY HASH(a) PARTITIONS 4"),
         Special::Unsupported("partitioning")
@@ -779,6 +783,8 @@ fn show_statements() {
     assert_eq!(show("SHOW MASTER LOGS").kind, S::BinaryLogs);
     assert_eq!(show("SHOW TRIGGERS FROM d LIKE 't'").kind, S::Triggers);
     assert_eq!(show("SHOW PROCEDURE STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
+    assert_eq!(show("SHOW PACKAGE STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
+    assert_eq!(show("SHOW PACKAGE BODY STATUS WHERE Db = 'd'").kind, S::ProcedureStatus);
     assert_eq!(show("SHOW FUNCTION STATUS LIKE 'f'").kind, S::FunctionStatus);
     assert_eq!(show("SHOW EVENTS").kind, S::Events);
     assert_eq!(show("SHOW PLUGINS").kind, S::Plugins);
