@@ -128,6 +128,10 @@ pub struct Session {
     /// A child session (`Session::child`): shares its parent's connection
     /// id, row-count slot and PROCESSLIST row, which it must not release.
     pub(crate) child: bool,
+    /// The server's login (`None`: embedded, a superuser) and the
+    /// privileges of its account (`accounts.rs`).
+    pub(crate) login: Option<Arc<crate::accounts::Login>>,
+    pub(crate) privs: Option<crate::accounts::Privs>,
 }
 
 /// Stops a session's running statement from another thread (KILL QUERY).
@@ -188,6 +192,8 @@ impl Session {
             progress: Arc::default(),
             proc,
             child: false,
+            login: None,
+            privs: None,
         }
     }
 
@@ -228,6 +234,8 @@ impl Session {
             progress: self.progress.clone(),
             proc: self.proc.clone(),
             child: true,
+            login: self.login.clone(),
+            privs: self.privs.clone(),
         }
     }
 
@@ -286,6 +294,9 @@ impl Session {
         &mut self,
         p: &crate::prepared::PreparedStatement,
     ) -> SqlResult<Vec<ColumnMeta>> {
+        if self.login.is_some() {
+            self.refresh_privs();
+        }
         let nulls = vec![Value::Null; p.param_count()];
         let _params = crate::prepared::bind_params(&nulls);
         match &p.parsed {
@@ -345,6 +356,10 @@ impl Session {
         if !keep_warnings {
             self.warnings.clear();
         }
+        if self.login.is_some() {
+            self.refresh_privs();
+        }
+        crate::accounts::set_current(self.login.clone());
         match parsed {
             Parsed::Empty => Err(SqlError::empty_query()),
             Parsed::Special(s) => self.special(s),
@@ -432,6 +447,9 @@ impl Session {
 
     fn statement(&mut self, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
         use ast::Statement as S;
+        if self.login.is_some() {
+            crate::accounts::check_statement(self, stmt)?;
+        }
         match stmt {
             S::Query(q) => {
                 let locking = flags.lock_in_share_mode || !q.locks.is_empty();
@@ -563,11 +581,13 @@ impl Session {
                 // Index maintenance is never deferred here, so there is
                 // nothing to disable; the table must exist all the same.
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.check_table("ALTER", &db, &table)?;
                 self.inner.table(&db, &table)?;
                 Ok(Outcome::done(0))
             }
             Special::AlterTableOptions { db, table, options } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.check_table("ALTER", &db, &table)?;
                 self.commit_open()?;
                 crate::alter::alter_options(self, &db, &table, &options)
             }
@@ -593,6 +613,8 @@ impl Session {
                 for t in tables {
                     let db = t.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
                     let name = format!("{db}.{}", t.name);
+                    self.check_table("SELECT", &db, &t.name)?;
+                    self.check_table("INSERT", &db, &t.name)?;
                     match self.inner.table(&db, &t.name) {
                         Ok(tab) => {
                             let msg = if op == MaintenanceOp::Check {
@@ -634,6 +656,8 @@ impl Session {
             Special::LockTables(targets) => {
                 for t in targets {
                     let db = t.table.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                    self.check_db(Some("LOCK TABLES"), &db)?;
+                    self.check_table("SELECT", &db, &t.table.name)?;
                     self.inner.table(&db, &t.table.name)?;
                 }
                 // Row locks and snapshots already isolate each statement;
@@ -645,10 +669,7 @@ impl Session {
                 self.commit_open()?;
                 Ok(Outcome::done(0))
             }
-            Special::Account(text) => {
-                let words: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-                Err(SqlError::unsupported(format!("{words} (accounts come with the server)")))
-            }
+            Special::Account(text) => crate::accounts::execute(self, &text),
             Special::Do(exprs) => {
                 for e in &exprs {
                     self.eval_const(e)?;
