@@ -194,7 +194,7 @@ impl Conn {
     /// Greets, authenticates and applies connect-with-db. True when the
     /// client is in.
     fn handshake(&mut self) -> bool {
-        self.session.set_client("unauthenticated user", &fractaldb_sql::client_host_name(&self.peer));
+        self.session.set_client("unauthenticated user", &self.peer);
         let mut p = vec![10u8];
         p.extend_from_slice(fractaldb_sql::SERVER_VERSION.as_bytes());
         p.push(0);
@@ -305,6 +305,8 @@ impl Conn {
             }
         }
         self.session.login(&user_s, &host, &acct.user, &acct.host);
+        // PROCESSLIST's Host is the client's address, as before login.
+        self.session.set_client(&user_s, &self.peer);
         true
     }
 

@@ -514,7 +514,6 @@ impl Session {
             acct_host: acct_host.into(),
         }));
         self.privs = None;
-        self.set_client(user, host);
     }
 
     /// `user`@`host` of CURRENT_USER(), if logged in.
