@@ -101,6 +101,19 @@ fn logins_and_passwords() {
     );
     // ... the accounts that existed are dropped all the same.
     assert_eq!(code(as_user(&s, "nopw", None).unwrap_err()).0, 1045);
+    root.query_drop("ALTER USER IF EXISTS nobody@'%' IDENTIFIED BY 'x'").unwrap();
+    let w: Vec<(String, u16, String)> = root.query("SHOW WARNINGS").unwrap();
+    assert_eq!(
+        w,
+        vec![
+            ("Error".into(), 1410, "You are not allowed to create a user with GRANT".into()),
+            ("Note".into(), 1396, "Operation ALTER USER failed for 'nobody'@'%'".into()),
+        ]
+    );
+    assert_eq!(
+        denied(root.query_drop("ALTER USER nobody@'%' IDENTIFIED BY 'x'")),
+        (1396, "Operation ALTER USER failed for 'nobody'@'%'".into())
+    );
     root.query_drop("DROP USER IF EXISTS nobody@'%'").unwrap();
     assert_eq!(root.warnings(), 1);
     assert_eq!(
@@ -143,11 +156,26 @@ fn grants_allow_and_deny() {
     );
     assert_eq!(deny(&mut c, "USE d1"), (1044, "Access denied for user 'lim'@'%' to database 'd1'".into()));
     assert_eq!(col(&mut c, "SHOW DATABASES"), ["information_schema"]);
+    assert_eq!(
+        deny(&mut c, "SHOW CREATE TABLE d2.u"),
+        (1142, "SHOW command denied to user 'lim'@'localhost' for table `d2`.`u`".into())
+    );
+    assert_eq!(
+        deny(&mut c, "SHOW COLUMNS FROM d2.u"),
+        (1142, "SELECT command denied to user 'lim'@'localhost' for table `d2`.`u`".into())
+    );
+    assert_eq!(deny(&mut c, "DESCRIBE d2.u").0, 1142);
+    assert_eq!(
+        deny(&mut c, "SHOW TABLES FROM d2"),
+        (1044, "Access denied for user 'lim'@'%' to database 'd2'".into())
+    );
 
     // Table level.
     root.query_drop("GRANT SELECT ON d1.t TO lim@'%'").unwrap();
     let n: i64 = c.query_first("SELECT COUNT(*) FROM d1.t").unwrap().unwrap();
     assert_eq!(n, 2);
+    assert_eq!(col(&mut c, "SHOW TABLES FROM d1"), ["t"], "v is not listed: no privilege on it");
+    c.query_drop("SHOW CREATE TABLE d1.t").unwrap();
     c.query_drop("USE d1").unwrap();
     assert_eq!(col(&mut c, "SHOW DATABASES"), ["d1", "information_schema"]);
     assert_eq!(
@@ -201,6 +229,12 @@ fn grants_allow_and_deny() {
         deny(&mut c, "GRANT SELECT ON d1.t TO lim@'%'"),
         (1142, "GRANT command denied to user 'lim'@'localhost' for table `d1`.`t`".into())
     );
+    assert_eq!(
+        deny(&mut c, "GRANT SELECT ON *.* TO lim@'%'"),
+        (1045, "Access denied for user 'lim'@'%' (using password: YES)".into())
+    );
+    assert_eq!(deny(&mut c, "GRANT SELECT ON d2.* TO lim@'%'").0, 1044);
+    assert_eq!(deny(&mut c, "ALTER USER lim@'%' IDENTIFIED BY 'q'").0, 1227);
     assert_eq!(
         deny(&mut c, "SHOW GRANTS FOR root@localhost"),
         (1044, "Access denied for user 'lim'@'%' to database 'mysql'".into())

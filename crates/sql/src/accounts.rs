@@ -570,6 +570,21 @@ impl Session {
         ))
     }
 
+    /// 1142 (worded with `word`) unless the session holds some privilege on
+    /// `db`.`table` (SHOW CREATE TABLE, SHOW COLUMNS, DESCRIBE).
+    pub(crate) fn check_table_any(&self, word: &str, db: &str, table: &str) -> SqlResult<()> {
+        let Some(p) = self.privs() else { return Ok(()) };
+        if crate::infoschema::is_schema(db) || p.on_table(db, table) != 0 {
+            return Ok(());
+        }
+        let (u, h) = self.login_names();
+        Err(SqlError::new(
+            1142,
+            "42000",
+            format!("{word} command denied to user '{u}'@'{h}' for table `{db}`.`{table}`"),
+        ))
+    }
+
     /// 1044 unless the session holds `need` on database `db` (`None`: any).
     pub(crate) fn check_db(&self, need: Option<&str>, db: &str) -> SqlResult<()> {
         let Some(p) = self.privs() else { return Ok(()) };
@@ -699,6 +714,10 @@ pub(crate) fn check_statement(s: &mut Session, stmt: &ast::Statement) -> SqlResu
                 s.check_table("DROP", &db, &tb)?;
             }
         }
+        S::ExplainTable { table_name, .. } => {
+            let (db, t) = qualify(s, table_name)?;
+            s.check_table_any("SELECT", &db, &t)?;
+        }
         S::RenameTable(rs) => {
             for r in rs {
                 let (db, t) = qualify(s, &r.old_name)?;
@@ -712,6 +731,29 @@ pub(crate) fn check_statement(s: &mut Session, stmt: &ast::Statement) -> SqlResu
         _ => {}
     }
     Ok(())
+}
+
+/// The checks of SHOW statements that name a table or a database, with
+/// MariaDB's errors: SHOW CREATE TABLE/VIEW 1142 "SHOW", SHOW COLUMNS /
+/// INDEX 1142 "SELECT", SHOW TABLES / TABLE STATUS / CREATE DATABASE 1044.
+pub(crate) fn check_show(s: &Session, st: &crate::lex::ShowStmt) -> SqlResult<()> {
+    use crate::lex::ShowKind as K;
+    if s.privs().is_none() {
+        return Ok(());
+    }
+    let db = || st.db.clone().or_else(|| s.db.clone());
+    match st.kind {
+        K::CreateTable | K::CreateView | K::Columns | K::Index => {
+            let Some(db) = db() else { return Ok(()) };
+            let word = if matches!(st.kind, K::CreateTable | K::CreateView) { "SHOW" } else { "SELECT" };
+            s.check_table_any(word, &db, st.table.as_deref().unwrap_or_default())
+        }
+        K::Tables | K::TableStatus | K::OpenTables | K::CreateDatabase => match db() {
+            Some(db) if !(st.kind == K::OpenTables && st.db.is_none()) => s.check_db(None, &db),
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1228,15 +1270,10 @@ fn put(txn: &fractaldb::Txn, s: &Session, a: &AccountRec) -> SqlResult<()> {
 fn run(s: &mut Session, st: Stmt) -> SqlResult<Outcome> {
     // Privileges the statement needs, before it reads anything.
     match &st {
-        Stmt::Create { .. } | Stmt::Drop { .. } | Stmt::Rename(_) => s.check_global(&["CREATE USER"])?,
-        Stmt::Alter { users, .. } => {
-            let only_self = users.iter().all(|(a, _)| {
-                let (u, h) = resolve(s, a);
-                s.account().is_some_and(|(cu, ch)| cu == u && ch == h)
-            });
-            if !only_self {
-                s.check_global(&["CREATE USER"])?;
-            }
+        // ALTER USER needs CREATE USER even for oneself, as in MariaDB
+        // (SET PASSWORD does not).
+        Stmt::Create { .. } | Stmt::Drop { .. } | Stmt::Rename(_) | Stmt::Alter { .. } => {
+            s.check_global(&["CREATE USER"])?
         }
         Stmt::SetPassword { who: Some(a), .. } => {
             let (u, h) = resolve(s, a);
@@ -1286,9 +1323,18 @@ fn run(s: &mut Session, st: Stmt) -> SqlResult<Outcome> {
             for (a, auth) in users {
                 let (u, h) = resolve(s, &a);
                 match get(&txn, s, &u, &h)? {
-                    None if if_exists => s
-                        .warnings
-                        .push(Warning::note(1974, format!("Can't find any matching row in the user table"))),
+                    // MariaDB's two notes for a missing account under IF EXISTS.
+                    None if if_exists => {
+                        s.warnings.push(Warning {
+                            level: "Error",
+                            code: 1410,
+                            message: "You are not allowed to create a user with GRANT".into(),
+                        });
+                        s.warnings.push(Warning::note(
+                            1396,
+                            format!("Operation ALTER USER failed for '{}'@'{}'", q(&u), q(&h)),
+                        ));
+                    }
                     None => failed.push((u, h)),
                     Some(mut rec) => {
                         if let Some(a) = auth {
@@ -1560,8 +1606,9 @@ fn check_may_grant(s: &Session, bits: Bits, _grant_option: bool, t: &Target) -> 
         return Ok(());
     }
     match t {
+        // MariaDB names the account here (not the login).
         Target::Global => Err(SqlError::new(1045, "28000", {
-            let (u, h) = s.login_names();
+            let (u, h) = s.account().unwrap_or(("root".into(), "localhost".into()));
             format!("Access denied for user '{u}'@'{h}' (using password: YES)")
         })),
         Target::Db(d) => Err(s.db_denied(d.as_deref().unwrap_or_default())),

@@ -42,6 +42,7 @@ fn like_ok(pattern: &[u8], s: &str, cs: bool) -> bool {
 }
 
 pub fn show(s: &mut Session, st: &ShowStmt) -> SqlResult<Outcome> {
+    crate::accounts::check_show(s, st)?;
     let out = build(s, st)?;
     let Some(mut out) = out else { return Ok(Outcome::done(0)) };
     if let Some(p) = &st.like {
@@ -155,6 +156,8 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                     .collect();
                 let views = s.in_txn(false, |s, txn| crate::views::list(s, txn, &db))?;
                 v.extend(views.into_iter().map(|d| (d.name, "VIEW")));
+                // Only the tables the account has some privilege on.
+                v.retain(|(n, _)| s.privs().is_none_or(|p| p.on_table(&db, n) != 0));
                 v
             };
             let mut spec = with_like(format!("Tables_in_{db}"), st) + ":varchar(64)";
