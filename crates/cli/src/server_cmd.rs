@@ -18,7 +18,8 @@ pub struct ServerArgs {
     /// TCP port (0 picks a free one; the log says which).
     #[arg(long, default_value_t = 3306)]
     pub port: u16,
-    /// Address to listen on. Only loopback addresses: root has no password yet.
+    /// Address to listen on. A non-loopback address is refused while any
+    /// account has no password (root@localhost has none on first start).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: IpAddr,
     /// Unix socket path [default: <datadir>/fractaldb.sock].

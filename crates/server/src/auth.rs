@@ -1,11 +1,13 @@
 //! Authentication: the scramble, `mysql_native_password` and the fast path
 //! of `caching_sha2_password`.
 //!
-//! Accounts are not built yet (issue 23's users and privileges): the only
-//! account is `root` with an empty password. Its stored hashes are absent,
-//! and an empty password's correct response under either plugin is an
-//! empty response; the verification below is the general one, so accounts
-//! with passwords only need a place to keep their hashes.
+//! The accounts live in the SQL layer (`fractaldb_sql`'s accounts, stored
+//! in the data folder); the server asks the `Database` for the account a
+//! (user, client host) logs in as and gets its plugin and stored hashes:
+//! SHA1(SHA1(pw)) and SHA256(SHA256(pw)). Those verify a scramble response
+//! without the cleartext password (and so are password-equivalent for these
+//! challenge protocols). An empty password's correct response under either
+//! plugin is an empty response.
 
 use sha1::{Digest as _, Sha1};
 use sha2::Sha256;
@@ -22,9 +24,10 @@ pub struct Account {
     pub sha2_hash: Option<[u8; 32]>,
 }
 
-/// The accounts there are.
-pub fn find_account(user: &[u8]) -> Option<Account> {
-    (user == b"root").then_some(Account { native_hash: None, sha2_hash: None })
+impl From<&fractaldb_sql::Credentials> for Account {
+    fn from(c: &fractaldb_sql::Credentials) -> Account {
+        Account { native_hash: c.native, sha2_hash: c.sha2 }
+    }
 }
 
 /// 20 random printable bytes (no NUL: clients read part 2 up to a NUL).
@@ -42,13 +45,15 @@ pub fn new_scramble() -> [u8; 20] {
 /// account's password. An unknown plugin never does.
 pub fn verify(acct: &Account, plugin: &str, scramble: &[u8; 20], response: &[u8]) -> bool {
     match plugin {
+        // A missing hash means no password only when the other is missing
+        // too (an account made from a native hash has no SHA-256 one).
         NATIVE => match &acct.native_hash {
-            None => response.is_empty(),
+            None => acct.sha2_hash.is_none() && response.is_empty(),
             Some(h) => verify_native(h, scramble, response),
         },
         CACHING_SHA2 => match &acct.sha2_hash {
             // Some clients send a lone NUL for an empty password.
-            None => response.is_empty() || response == [0],
+            None => acct.native_hash.is_none() && (response.is_empty() || response == [0]),
             Some(h) => verify_sha2(h, scramble, response),
         },
         _ => false,
@@ -119,13 +124,12 @@ mod tests {
     }
 
     #[test]
-    fn root_has_an_empty_password() {
+    fn an_empty_password_is_an_empty_response() {
         let scramble = new_scramble();
-        let root = find_account(b"root").unwrap();
+        let root = Account { native_hash: None, sha2_hash: None };
         assert!(verify(&root, NATIVE, &scramble, b""));
         assert!(!verify(&root, NATIVE, &scramble, &native_response(b"x", &scramble)));
         assert!(verify(&root, CACHING_SHA2, &scramble, b""));
-        assert!(find_account(b"bob").is_none());
         assert!(scramble.iter().all(|&b| b != 0));
     }
 }

@@ -233,6 +233,7 @@ impl Conn {
     /// Greets, authenticates and applies connect-with-db. True when the
     /// client is in.
     fn handshake(&mut self) -> bool {
+        self.session.set_client("unauthenticated user", &self.peer);
         let mut p = vec![10u8];
         p.extend_from_slice(fractaldb_sql::SERVER_VERSION.as_bytes());
         p.push(0);
@@ -311,7 +312,6 @@ impl Conn {
         self.caps = resp.caps & self.server_caps();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
-        self.session.set_client(&self.user, &self.peer);
         let plugin =
             if self.caps & CLIENT_PLUGIN_AUTH != 0 { resp.plugin.clone() } else { auth::NATIVE.to_string() };
         if !self.authenticate(&resp.user, &plugin, resp.auth) {
@@ -330,14 +330,22 @@ impl Conn {
         self.send_ok(0, 0, 0, "") && self.io.flush().is_ok()
     }
 
-    /// Checks a client's credentials; switches it to mysql_native_password
-    /// first when it answered for a plugin this server does not know.
-    /// Sends the ERR on failure.
+    /// Checks a client's credentials against the account it logs in as
+    /// (user + client host, the most specific account first) and logs the
+    /// session in. When the client answered for another plugin than the
+    /// account's (or one this server does not know), it is switched to the
+    /// account's plugin first with an AuthSwitchRequest. Sends the ERR
+    /// (1045) on failure.
     fn authenticate(&mut self, user: &[u8], plugin: &str, mut response: Vec<u8>) -> bool {
+        let user_s = String::from_utf8_lossy(user).into_owned();
+        let acct = self.shared.db.find_account(&user_s, &self.peer);
         let mut plugin = plugin.to_string();
-        if plugin != auth::NATIVE && plugin != auth::CACHING_SHA2 {
+        let known = plugin == auth::NATIVE || plugin == auth::CACHING_SHA2;
+        let want = acct.as_ref().map_or(auth::NATIVE, |a| a.plugin.as_str()).to_string();
+        let switch = !known || acct.as_ref().is_some_and(|a| a.has_password && a.plugin != plugin);
+        if switch {
             let mut p = vec![0xfe];
-            p.extend_from_slice(auth::NATIVE.as_bytes());
+            p.extend_from_slice(want.as_bytes());
             p.push(0);
             p.extend_from_slice(&self.scramble);
             p.push(0);
@@ -351,21 +359,30 @@ impl Conn {
                     return false;
                 }
             }
-            plugin = auth::NATIVE.to_string();
+            plugin = want;
         }
-        let ok =
-            auth::find_account(user).is_some_and(|a| auth::verify(&a, &plugin, &self.scramble, &response));
-        if !ok {
+        let host = fractaldb_sql::client_host_name(&self.peer);
+        let ok = acct
+            .as_ref()
+            .is_some_and(|a| auth::verify(&auth::Account::from(a), &plugin, &self.scramble, &response));
+        let Some(acct) = acct.filter(|_| ok) else {
             let msg = format!(
-                "Access denied for user '{}'@'{}' (using password: {})",
-                String::from_utf8_lossy(user),
-                self.peer,
+                "Access denied for user '{user_s}'@'{host}' (using password: {})",
                 if response.is_empty() { "NO" } else { "YES" }
             );
             self.shared.log.log("note", &format!("connection {}: {msg}", self.id));
             self.fail(&err(1045, "28000", msg));
             return false;
+        };
+        if plugin == auth::CACHING_SHA2 && !response.is_empty() && response != [0] {
+            // caching_sha2_password's "fast auth success" before the OK.
+            if !self.send(&[0x01, 0x03]) {
+                return false;
+            }
         }
+        self.session.login(&user_s, &host, &acct.user, &acct.host);
+        // PROCESSLIST's Host is the client's address, as before login.
+        self.session.set_client(&user_s, &self.peer);
         true
     }
 
@@ -633,7 +650,6 @@ impl Conn {
             return Next::Close;
         }
         self.user = String::from_utf8_lossy(&user).into_owned();
-        self.session.set_client(&self.user, &self.peer);
         self.reset();
         let r = self.init_session().and_then(|()| if db.is_empty() { Ok(()) } else { self.use_db(&db) });
         match r {
@@ -691,6 +707,11 @@ impl Conn {
 
     /// KILL: false (and an ERR sent) when no connection has the id.
     fn kill(&mut self, id: u64, connection: bool, more: bool) -> bool {
+        // Others' connections need SUPER or CONNECTION ADMIN (1095).
+        if let Err(e) = self.session.may_kill(id) {
+            self.send_err(&e.into());
+            return false;
+        }
         if self.shared.kill(id, connection) {
             if id == self.id && connection {
                 // Killing oneself: the socket is already shut; no reply.

@@ -180,13 +180,6 @@ pub struct Server {
 impl Server {
     /// Opens (creating) the data folder and starts listening.
     pub fn start(opts: ServerOptions) -> Result<Server, String> {
-        if !opts.bind.is_loopback() {
-            return Err(format!(
-                "refusing to listen on {}: the root account has no password yet (accounts are not built); \
-                 use a loopback address such as 127.0.0.1",
-                opts.bind
-            ));
-        }
         std::fs::create_dir_all(&opts.datadir)
             .map_err(|e| format!("cannot create {}: {e}", opts.datadir.display()))?;
         let log_path = opts.datadir.join("fractaldb.log");
@@ -223,6 +216,25 @@ impl Server {
         let db = Database::open(opts.datadir.join("db"), opts.db.clone())
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
         log.log("note", &format!("database open in {} ms", t0.elapsed().as_millis()));
+        // Loopback rule: an account without a password is open to anyone
+        // who can reach the port, so the server listens beyond this machine
+        // only once every account has one (root@localhost has none on
+        // first start).
+        if !opts.bind.is_loopback() {
+            let open = db.accounts_without_password();
+            if !open.is_empty() {
+                let msg = format!(
+                    "refusing to listen on {}: {} {} no password; set one (SET PASSWORD FOR ... = PASSWORD('...')) \
+                     or listen on a loopback address such as 127.0.0.1",
+                    opts.bind,
+                    open.join(", "),
+                    if open.len() == 1 { "has" } else { "have" }
+                );
+                log.log("error", &msg);
+                let _ = db.close();
+                return Err(msg);
+            }
+        }
 
         let tcp = TcpListener::bind((opts.bind, opts.port))
             .map_err(|e| format!("cannot listen on {}:{}: {e}", opts.bind, opts.port))?;

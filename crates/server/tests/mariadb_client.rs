@@ -88,7 +88,7 @@ fn mariadb_client_works() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr)
-            .contains("ERROR 1045 (28000): Access denied for user 'bob'@'127.0.0.1' (using password: NO)"),
+            .contains("ERROR 1045 (28000): Access denied for user 'bob'@'localhost' (using password: NO)"),
         "{}",
         text(&o.stderr)
     );

@@ -298,7 +298,7 @@ fn kill_reset_change_user_and_auth() {
         let (n, msg) = code(e);
         assert_eq!(n, 1045);
         let using = if pass.is_some() { "YES" } else { "NO" };
-        assert_eq!(msg, format!("Access denied for user '{user}'@'127.0.0.1' (using password: {using})"));
+        assert_eq!(msg, format!("Access denied for user '{user}'@'localhost' (using password: {using})"));
     }
     // Connect with a database that does not exist.
     let e = mysql::Conn::new(s.opts().db_name(Some("nope"))).expect_err("refused");

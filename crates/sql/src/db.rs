@@ -54,6 +54,8 @@ pub(crate) struct Inner {
     pub tmp_dir: std::path::PathBuf,
     /// Every open session's PROCESSLIST row, by connection id.
     pub procs: Mutex<BTreeMap<u64, Arc<Mutex<Proc>>>>,
+    /// The accounts (`accounts.rs`), reloaded after each account statement.
+    pub accounts: crate::accounts::Cache,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -137,9 +139,11 @@ impl Database {
             started: std::time::Instant::now(),
             tmp_dir,
             procs: Mutex::new(BTreeMap::new()),
+            accounts: crate::accounts::Cache::default(),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;
+        db.inner.accounts.load(&db.inner.env, &db.inner.catalog)?;
         Ok(db)
     }
 

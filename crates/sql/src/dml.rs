@@ -54,6 +54,9 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
         let name = ast::ObjectName::from(vec![ast::Ident::new(&db), ast::Ident::new(&fi.table)]);
         resolve_table(s, &name)?;
     }
+    if s.login.is_some() {
+        s.check_table("INSERT", &db, &fi.table)?;
+    }
     let t = s.inner.table(&db, &fi.table)?;
     let crate::fastinsert::FastInsert { ignore, columns, rows, .. } = fi;
     let r = (|| {
@@ -101,6 +104,15 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let t = resolve_table(s, name)?;
+    if s.login.is_some() {
+        s.check_table("INSERT", &t.def.db, &t.def.name)?;
+        if ins.on.is_some() {
+            s.check_table("UPDATE", &t.def.db, &t.def.name)?;
+        }
+        if ins.replace_into {
+            s.check_table("DELETE", &t.def.db, &t.def.name)?;
+        }
+    }
     let def = &t.def;
     // Target columns.
     let cols: Vec<usize> = if ins.columns.is_empty() {
@@ -710,6 +722,9 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
         return Err(SqlError::unsupported("this UPDATE target"));
     };
     let t = resolve_table(s, name)?;
+    if s.login.is_some() {
+        s.check_table("UPDATE", &t.def.db, &t.def.name)?;
+    }
     let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
     let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
     let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
@@ -794,6 +809,9 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
         return Err(SqlError::unsupported("this DELETE target"));
     };
     let t = resolve_table(s, name)?;
+    if s.login.is_some() {
+        s.check_table("DELETE", &t.def.db, &t.def.name)?;
+    }
     let rows =
         matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref(), alias.as_ref())?;
     let n = rows.len() as u64;

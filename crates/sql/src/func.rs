@@ -688,9 +688,13 @@ fn string(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>>
             count(name, args, 0, 0)?;
             return Ok(Some(ctx.database.map(Value::str).unwrap_or(Value::Null)));
         }
-        "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => {
+        "USER" | "SESSION_USER" | "SYSTEM_USER" => {
             count(name, args, 0, 0)?;
-            return Ok(Some(Value::str("root@localhost")));
+            return Ok(Some(Value::str(crate::accounts::user_fn())));
+        }
+        "CURRENT_USER" => {
+            count(name, args, 0, 0)?;
+            return Ok(Some(Value::str(crate::accounts::current_user_fn())));
         }
         "VERSION" => {
             count(name, args, 0, 0)?;

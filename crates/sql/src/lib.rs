@@ -28,6 +28,7 @@
 //! # Ok::<(), fractaldb_sql::SqlError>(())
 //! ```
 
+mod accounts;
 mod alter;
 mod bind;
 pub mod catalog;
@@ -64,6 +65,7 @@ pub mod value;
 mod views;
 mod window;
 
+pub use accounts::{client_host_name, Credentials};
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
 pub use prepared::PreparedStatement;

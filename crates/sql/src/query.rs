@@ -828,6 +828,12 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
                 return Ok(());
             }
             let (db, t) = split_name(s, name)?;
+            // The one place FROM names a table or view: SELECT is checked
+            // here (a view's own tables are not: it reads them as its
+            // definer). A superuser's check is one comparison.
+            if s.login.is_some() {
+                s.check_table("SELECT", &db, &t)?;
+            }
             let rel = if crate::infoschema::is_schema(&db) {
                 let view = crate::infoschema::rows(s, txn, &t)?;
                 let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());

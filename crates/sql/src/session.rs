@@ -140,6 +140,10 @@ pub struct Session {
     pub(crate) child: bool,
     /// What the server set (`Session::set_server_info`).
     pub(crate) server: Arc<ServerInfo>,
+    /// The server's login (`None`: embedded, a superuser) and the
+    /// privileges of its account (`accounts.rs`).
+    pub(crate) login: Option<Arc<crate::accounts::Login>>,
+    pub(crate) privs: Option<crate::accounts::Privs>,
 }
 
 /// What the server tells a session about itself and its connection:
@@ -217,6 +221,8 @@ impl Session {
             proc,
             child: false,
             server: Arc::default(),
+            login: None,
+            privs: None,
         }
     }
 
@@ -259,6 +265,8 @@ impl Session {
             proc: self.proc.clone(),
             child: true,
             server: self.server.clone(),
+            login: self.login.clone(),
+            privs: self.privs.clone(),
         }
     }
 
@@ -348,6 +356,9 @@ impl Session {
         &mut self,
         p: &crate::prepared::PreparedStatement,
     ) -> SqlResult<Vec<ColumnMeta>> {
+        if self.login.is_some() {
+            self.refresh_privs();
+        }
         let nulls = vec![Value::Null; p.param_count()];
         let _params = crate::prepared::bind_params(&nulls);
         match &p.parsed {
@@ -407,6 +418,10 @@ impl Session {
         if !keep_warnings {
             self.warnings.clear();
         }
+        if self.login.is_some() {
+            self.refresh_privs();
+        }
+        crate::accounts::set_current(self.login.clone());
         match parsed {
             Parsed::Empty => Err(SqlError::empty_query()),
             Parsed::Special(s) => self.special(s),
@@ -495,6 +510,9 @@ impl Session {
 
     fn statement(&mut self, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
         use ast::Statement as S;
+        if self.login.is_some() {
+            crate::accounts::check_statement(self, stmt)?;
+        }
         match stmt {
             S::Query(q) => {
                 let locking = flags.lock_in_share_mode || !q.locks.is_empty();
@@ -629,11 +647,13 @@ impl Session {
                 // Index maintenance is never deferred here, so there is
                 // nothing to disable; the table must exist all the same.
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.check_table("ALTER", &db, &table)?;
                 self.inner.table(&db, &table)?;
                 Ok(Outcome::done(0))
             }
             Special::AlterTableOptions { db, table, options } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.check_table("ALTER", &db, &table)?;
                 self.commit_open()?;
                 crate::alter::alter_options(self, &db, &table, &options)
             }
@@ -659,6 +679,8 @@ impl Session {
                 for t in tables {
                     let db = t.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
                     let name = format!("{db}.{}", t.name);
+                    self.check_table("SELECT", &db, &t.name)?;
+                    self.check_table("INSERT", &db, &t.name)?;
                     match self.inner.table(&db, &t.name) {
                         Ok(tab) => {
                             let msg = if op == MaintenanceOp::Check {
@@ -700,6 +722,8 @@ impl Session {
             Special::LockTables(targets) => {
                 for t in targets {
                     let db = t.table.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
+                    self.check_db(Some("LOCK TABLES"), &db)?;
+                    self.check_table("SELECT", &db, &t.table.name)?;
                     // A view may be locked too (mariadb-dump locks every
                     // table and view it dumps).
                     if let Err(e) = self.inner.table(&db, &t.table.name) {
@@ -722,10 +746,7 @@ impl Session {
                 }
                 Ok(Outcome::done(0))
             }
-            Special::Account(text) => {
-                let words: String = text.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
-                Err(SqlError::unsupported(format!("{words} (accounts come with the server)")))
-            }
+            Special::Account(text) => crate::accounts::execute(self, &text),
             Special::Do(exprs) => {
                 for e in &exprs {
                     self.eval_const(e)?;

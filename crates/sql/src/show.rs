@@ -42,6 +42,7 @@ fn like_ok(pattern: &[u8], s: &str, cs: bool) -> bool {
 }
 
 pub fn show(s: &mut Session, st: &ShowStmt) -> SqlResult<Outcome> {
+    crate::accounts::check_show(s, st)?;
     let out = build(s, st)?;
     let Some(mut out) = out else { return Ok(Outcome::done(0)) };
     if let Some(p) = &st.like {
@@ -134,7 +135,9 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
     let o = match st.kind {
         K::Databases => {
             let mut rows = vec![vec![Value::str(is::SCHEMA)]];
-            rows.extend(s.inner.schema.read().dbs.keys().map(|n| vec![Value::str(n)]));
+            let names: Vec<String> = s.inner.schema.read().dbs.keys().cloned().collect();
+            // Only the databases the account has some privilege on.
+            rows.extend(names.into_iter().filter(|n| s.sees_db(n)).map(|n| vec![Value::str(n)]));
             rows.sort_by(|a, b| a[0].render().cmp(&b[0].render()));
             Shown { cols: show_cols(&(with_like("Database".into(), st) + ":varchar(64)")), rows, like_col: 0 }
         }
@@ -154,6 +157,8 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                     .collect();
                 let views = s.in_txn(false, |s, txn| crate::views::list(s, txn, &db))?;
                 v.extend(views.into_iter().map(|d| (d.name, "VIEW")));
+                // Only the tables the account has some privilege on.
+                v.retain(|(n, _)| s.privs().is_none_or(|p| p.on_table(&db, n) != 0));
                 v
             };
             let mut spec = with_like(format!("Tables_in_{db}"), st) + ":varchar(64)";
@@ -315,6 +320,8 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                 .inner
                 .processes()
                 .into_iter()
+                // Without PROCESS, only the account's own threads.
+                .filter(|(_, p)| s.sees_user(&p.user))
                 .map(|(id, p)| {
                     let running = p.command == "Query";
                     let info: String = if st.full { p.info } else { p.info.chars().take(100).collect() };
@@ -344,29 +351,12 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
             )
         }
         K::Grants => {
-            let who = st.name.as_deref().unwrap_or("CURRENT_USER");
-            let norm: String = who.chars().filter(|c| !matches!(c, '\'' | '`' | '"')).collect::<String>().to_ascii_lowercase();
-            if !matches!(norm.as_str(), "current_user" | "current_user()" | "root@localhost") {
-                let (u, h) = norm.split_once('@').unwrap_or((&norm, "%"));
-                return Err(SqlError::new(
-                    1141,
-                    "42000",
-                    format!("There is no such grant defined for user '{u}' on host '{h}'"),
-                ));
-            }
-            shown(
-                "Grants for root@localhost:varchar(1024)",
-                vec![vec![Value::str("GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION")]],
-            )
+            let (title, grants) = crate::accounts::show_grants(s, st.name.as_deref())?;
+            shown(&format!("{title}:varchar(1024)"), grants.into_iter().map(|g| vec![Value::str(g)]).collect())
         }
         K::CreateUser => {
-            let who = st.name.as_deref().unwrap_or("");
-            let norm: String = who.chars().filter(|c| !matches!(c, '\'' | '`' | '"')).collect::<String>().to_ascii_lowercase();
-            if !matches!(norm.as_str(), "current_user" | "current_user()" | "root@localhost") {
-                let (u, h) = norm.split_once('@').unwrap_or((&norm, "%"));
-                return Err(SqlError::new(1396, "HY000", format!("Operation SHOW CREATE USER failed for '{u}'@'{h}'")));
-            }
-            shown("CREATE USER for root@localhost:varchar(1024)", vec![vec![Value::str("CREATE USER `root`@`localhost`")]])
+            let (title, text) = crate::accounts::show_create_user(s, st.name.as_deref())?;
+            shown(&format!("{title}:varchar(1024)"), vec![vec![Value::str(text)]])
         }
         K::EngineStatus | K::EngineMutex | K::EngineLogs => {
             let name = st.name.clone().unwrap_or_default();
