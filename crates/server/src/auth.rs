@@ -129,3 +129,9 @@ mod tests {
         assert!(scramble.iter().all(|&b| b != 0));
     }
 }
+
+/// Whether `user` may run SHUTDOWN (MySQL's SHUTDOWN privilege). The one
+/// place the accounts code decides it; until accounts exist only root may.
+pub(crate) fn may_shutdown(user: &str) -> bool {
+    user == "root"
+}
