@@ -81,6 +81,12 @@ fn verify_sha2(stage2: &[u8; 32], scramble: &[u8; 20], response: &[u8]) -> bool 
     Sha256::digest(&stage1).as_slice() == stage2
 }
 
+/// Whether `user` may run SHUTDOWN (MySQL's SHUTDOWN privilege). The one
+/// place the accounts code decides it; until accounts exist only root may.
+pub(crate) fn may_shutdown(user: &str) -> bool {
+    user == "root"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,10 +134,4 @@ mod tests {
         assert!(find_account(b"bob").is_none());
         assert!(scramble.iter().all(|&b| b != 0));
     }
-}
-
-/// Whether `user` may run SHUTDOWN (MySQL's SHUTDOWN privilege). The one
-/// place the accounts code decides it; until accounts exist only root may.
-pub(crate) fn may_shutdown(user: &str) -> bool {
-    user == "root"
 }

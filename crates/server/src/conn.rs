@@ -458,6 +458,9 @@ impl Conn {
             self.send_err(&malformed());
             return Next::Continue;
         };
+        if cmd == COM_STMT_RESET {
+            self.session.count(Stat::ComStmtReset, 1);
+        }
         match cmd {
             COM_QUIT => {
                 self.quit = true;
@@ -548,10 +551,7 @@ impl Conn {
                     self.stmts.remove(&id);
                 }
             }
-            COM_STMT_RESET => match {
-                self.session.count(Stat::ComStmtReset, 1);
-                Cursor::new(body).u32()
-            } {
+            COM_STMT_RESET => match Cursor::new(body).u32() {
                 Some(id) => match self.stmts.get_mut(&id) {
                     Some(st) => {
                         st.long_data.iter_mut().for_each(|d| *d = None);

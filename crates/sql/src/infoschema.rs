@@ -549,7 +549,7 @@ pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
     add("Fractaldb_LOCKTREE_DEADLOCK_COUNT", stats.locks.deadlocks.to_string());
     add("Fractaldb_LOCKTREE_ESCALATION_NUM", stats.locks.escalations.to_string());
     add("Fractaldb_TXN_OPEN", stats.open_transactions.to_string());
-    v.sort_by(|a, b| a.0.to_ascii_lowercase().cmp(&b.0.to_ascii_lowercase()));
+    v.sort_by_key(|a| a.0.to_ascii_lowercase());
     v
 }
 

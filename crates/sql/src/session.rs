@@ -768,7 +768,7 @@ impl Session {
                 // SET x = DEFAULT: the session takes the global value, the
                 // global the built-in default.
                 v = if global {
-                    sv::parse_text(d, d.default).map_err(|e| SqlError::internal(e))?
+                    sv::parse_text(d, d.default).map_err(SqlError::internal)?
                 } else {
                     self.inner.globals.get(d.name).unwrap_or(Value::Null)
                 };
