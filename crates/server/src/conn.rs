@@ -326,11 +326,14 @@ impl Conn {
     fn init_session(&mut self) -> Result<(), Err> {
         // @@max_allowed_packet reads the session's copy: clients size their
         // packets by it (the Rust mysql crate refuses larger ones itself).
-        let set = format!("SET max_allowed_packet = {}", self.shared.max_allowed_packet);
-        self.session.execute(set.as_bytes())?;
+        // (Set directly, not by a statement: no Questions or Com_* count.)
+        let packet = fractaldb_sql::Value::UInt(self.shared.max_allowed_packet as u64);
+        self.session.set_session_variable("max_allowed_packet", packet)?;
         if self.interactive {
             // As MySQL: an interactive client idles for interactive_timeout.
-            self.session.execute(b"SET SESSION wait_timeout = @@global.interactive_timeout")?;
+            let t =
+                self.shared.db.global_var("interactive_timeout").unwrap_or(fractaldb_sql::Value::UInt(28800));
+            self.session.set_session_variable("wait_timeout", t)?;
         }
         Ok(())
     }

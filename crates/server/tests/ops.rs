@@ -69,8 +69,7 @@ fn global_variables_scopes_and_max_connections() {
     assert!(g.is_empty());
     b.query_drop("SET @@global.sql_mode = DEFAULT").unwrap();
 
-    // max_connections is enforced as set: 10 (its minimum) here, with a
-    // and b connected.
+    // max_connections is enforced as set: 10 here, with a and b connected.
     a.query_drop("SET GLOBAL max_connections = 10").unwrap();
     let n: u64 = a.query_first("SELECT @@max_connections").unwrap().unwrap();
     assert_eq!(n, 10);
@@ -283,4 +282,27 @@ fn processlist_shows_progress_of_another_statement() {
     runner.join().unwrap().expect("the copy finished");
     let n: u64 = b.query_first("SELECT COUNT(*) FROM p.dst").unwrap().unwrap();
     assert_eq!(n, 300);
+}
+
+#[test]
+fn interactive_client_gets_interactive_timeout() {
+    let Some(py) = support::need_pymysql("interactive_client_gets_interactive_timeout") else { return };
+    let srv = TestServer::start_with(|o| {
+        o.db.variables.push(("interactive_timeout".into(), "4321".into()));
+        o.db.variables.push(("wait_timeout".into(), "1234".into()));
+    });
+    // PyMySQL with CLIENT_INTERACTIVE (1024) in its handshake, and without.
+    let script = format!(
+        "import pymysql\n\
+         for flag in (1024, 0):\n\
+         \x20   c = pymysql.connect(host='127.0.0.1', port={}, user='root', client_flag=flag)\n\
+         \x20   cur = c.cursor()\n\
+         \x20   cur.execute('SELECT @@wait_timeout')\n\
+         \x20   print(cur.fetchone()[0])\n\
+         \x20   c.close()\n",
+        srv.port
+    );
+    let out = std::process::Command::new(py).args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "4321\n1234\n");
 }

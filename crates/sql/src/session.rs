@@ -225,6 +225,20 @@ impl Session {
         self.sysvar(name).ok()
     }
 
+    /// Sets a session value of a SESSION or both-scoped system variable
+    /// without running a statement (so no status counter moves): what the
+    /// server gives a new session (`max_allowed_packet`, an interactive
+    /// client's `wait_timeout`).
+    pub fn set_session_variable(&mut self, name: &str, v: Value) -> SqlResult<()> {
+        let d = crate::sysvars::def(name).ok_or_else(|| SqlError::unknown_variable(name))?;
+        if d.scope == crate::sysvars::Scope::Global {
+            return Err(crate::sysvars::global_only(name));
+        }
+        let (v, _) = crate::sysvars::check_set(d, &v)?;
+        self.vars.insert(d.name.to_string(), v);
+        Ok(())
+    }
+
     /// A session for a query inside this session's statement (a
     /// subquery, derived table, CTE or view): the same connection, row-count
     /// slot, PROCESSLIST row, kill flag, progress, variables, database and

@@ -99,7 +99,7 @@ pub static DEFS: &[Def] = &[
     d("long_query_time", Both, true, Secs, "10"),
     d("lower_case_table_names", G, false, Int(0, 2), "0"),
     d("max_allowed_packet", Both, true, Int(1024, 1 << 30), "16777216"),
-    d("max_connections", G, true, Int(10, 100_000), "151"),
+    d("max_connections", G, true, Int(1, 100_000), "151"),
     d("max_heap_table_size", Both, true, Int(16384, u64::MAX), "16777216"),
     d("max_recursive_iterations", Both, true, Int(0, U32), "4294967295"),
     d("net_read_timeout", Both, true, Int(1, TIMEOUT_MAX), "30"),
@@ -541,7 +541,7 @@ mod tests {
         assert_eq!(parse_size("12"), Some(12));
         assert_eq!(parse_size("x"), None);
         let mc = def("max_connections").unwrap();
-        assert_eq!(parse_text(mc, "3").unwrap().render(), "10");
+        assert_eq!(parse_text(mc, "0").unwrap().render(), "1");
         assert!(parse_text(mc, "many").is_err());
         assert_eq!(parse_text(def("slow_query_log").unwrap(), "").unwrap().render(), "1");
         let (v, w) = check_set(def("wait_timeout").unwrap(), &Value::Int(-5)).unwrap();
