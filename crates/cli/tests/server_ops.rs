@@ -143,3 +143,28 @@ fn unknown_option_is_an_error_naming_file_and_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("command line: unknown variable 'no_such_thing=2'"), "{err}");
 }
+
+#[test]
+fn recovery_after_a_crash_is_logged_with_what_it_replayed() {
+    let Some(client) = mariadb() else { return };
+    let dir = tempfile::Builder::new().prefix("fdbops").tempdir_in("/tmp").unwrap();
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let (mut child, port, _) = start(&["--port=0", "--datadir", d, "--tokudb-checkpointing-period=0"]);
+    sql(
+        &client,
+        port,
+        "CREATE DATABASE r; CREATE TABLE r.t (id INT PRIMARY KEY); INSERT INTO r.t VALUES (1), (2), (3)",
+    );
+    // A crash: no checkpoint, the acknowledged writes only in the log.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, port, lines) = start(&["--port=0", "--datadir", d]);
+    let rec = lines.iter().find(|l| l.contains("recovery: ")).expect("a recovery line");
+    let read: u64 = rec.split("recovery: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let replayed: u64 = rec.split(" read, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(read > 0 && replayed > 0, "{rec}");
+    assert_eq!(sql(&client, port, "SELECT COUNT(*) FROM r.t").trim(), "3");
+    sql(&client, port, "SHUTDOWN");
+    assert!(child.wait().unwrap().success());
+}
