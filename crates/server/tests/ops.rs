@@ -34,6 +34,9 @@ fn global_variables_scopes_and_max_connections() {
     let v: (u64, u64, u64) =
         a.query_first("SELECT @@max_connections, @@global.wait_timeout, @@wait_timeout").unwrap().unwrap();
     assert_eq!(v, (12, 1234, 1234), "the configured values");
+    let r: Vec<mysql::Row> = a.query("SELECT @@global.wait_timeout, @@SESSION.wait_timeout").unwrap();
+    let names: Vec<String> = r[0].columns_ref().iter().map(|c| c.name_str().into_owned()).collect();
+    assert_eq!(names, ["@@global.wait_timeout", "@@SESSION.wait_timeout"], "named as written, as MariaDB");
     // MariaDB's errors for the wrong scope or a read-only variable.
     assert_eq!(code(a.query_drop("SET max_connections = 20").unwrap_err()), 1229);
     assert_eq!(code(a.query_drop("SET SESSION max_connections = 20").unwrap_err()), 1229);
