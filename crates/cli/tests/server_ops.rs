@@ -168,3 +168,45 @@ fn recovery_after_a_crash_is_logged_with_what_it_replayed() {
     sql(&client, port, "SHUTDOWN");
     assert!(child.wait().unwrap().success());
 }
+
+/// COM_SHUTDOWN (what old `mysqladmin shutdown` sends) over a raw socket.
+fn com_shutdown(port: u16) -> u8 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let read = |s: &mut std::net::TcpStream| {
+        let mut h = [0u8; 4];
+        s.read_exact(&mut h).unwrap();
+        let mut p = vec![0u8; h[0] as usize | (h[1] as usize) << 8 | (h[2] as usize) << 16];
+        s.read_exact(&mut p).unwrap();
+        p
+    };
+    let write = |s: &mut std::net::TcpStream, seq: u8, p: &[u8]| {
+        let mut b = (p.len() as u32).to_le_bytes()[..3].to_vec();
+        b.push(seq);
+        b.extend_from_slice(p);
+        s.write_all(&b).unwrap();
+    };
+    assert_eq!(read(&mut s)[0], 10, "protocol 10 greeting");
+    let caps: u32 = 0x200 | 0x8000 | 0x8_0000;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"root\0\0mysql_native_password\0");
+    write(&mut s, 1, &p);
+    assert_eq!(read(&mut s)[0], 0, "login");
+    write(&mut s, 0, &[8, 0]);
+    read(&mut s)[0]
+}
+
+#[test]
+fn com_shutdown_stops_the_process_with_exit_0() {
+    let dir = tempfile::Builder::new().prefix("fdbops").tempdir_in("/tmp").unwrap();
+    let data = dir.path().join("data");
+    let (mut child, port, _) = start(&["--port=0", "--datadir", data.to_str().unwrap()]);
+    assert_eq!(com_shutdown(port), 0, "OK");
+    assert!(child.wait().unwrap().success());
+    let log = std::fs::read_to_string(data.join("fractaldb.log")).unwrap();
+    assert!(log.contains("shutdown requested by connection") && log.contains("shutdown complete"), "{log}");
+}
