@@ -1,59 +1,62 @@
 //! `fractaldb server`: the MySQL-protocol server on a data folder, until
-//! SIGTERM or SIGINT.
+//! SIGTERM, SIGINT or a SHUTDOWN statement (then a checkpoint, and exit 0).
+//!
+//! Options come from a my.cnf (`--defaults-file`, then
+//! `--defaults-extra-file`; sections `[mysqld]`, `[server]`, `[mariadb]`,
+//! `[fractaldb]`) and from the command line, which wins; every option has
+//! the same name in both (`--tokudb-cache-size=1G` / `tokudb_cache_size =
+//! 1G`). See `fractaldb_server::config`.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::Args;
+use fractaldb_server::config;
 
 #[derive(Args, Debug)]
 pub struct ServerArgs {
+    /// Read options from this my.cnf first (sections [mysqld], [server],
+    /// [mariadb], [fractaldb]); no file is read without it.
+    #[arg(long, value_name = "FILE")]
+    pub defaults_file: Option<PathBuf>,
+    /// Then read this one (its options override the first file's).
+    #[arg(long, value_name = "FILE")]
+    pub defaults_extra_file: Option<PathBuf>,
     /// The data folder (created on first start): the database in `db/`,
-    /// the log `fractaldb.log`, the default socket.
-    #[arg(long, default_value = "data/server")]
-    pub datadir: PathBuf,
-    /// TCP port (0 picks a free one; the log says which).
-    #[arg(long, default_value_t = 3306)]
-    pub port: u16,
+    /// the log `fractaldb.log`, the default socket [default: data/server].
+    #[arg(long)]
+    pub datadir: Option<PathBuf>,
+    /// TCP port (0 picks a free one; the log says which) [default: 3306].
+    #[arg(long)]
+    pub port: Option<u16>,
     /// Address to listen on. A non-loopback address is refused while any
-    /// account has no password (root@localhost has none on first start).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: IpAddr,
+    /// account has no password (root@localhost has none on first start)
+    /// [default: 127.0.0.1].
+    #[arg(long, alias = "bind-address")]
+    pub bind: Option<String>,
     /// Unix socket path [default: <datadir>/fractaldb.sock].
     #[arg(long)]
     pub socket: Option<PathBuf>,
-    /// The largest packet a client may send, in bytes.
-    #[arg(long, default_value_t = 64 << 20)]
-    pub max_allowed_packet: usize,
-    /// Connections at once (error 1040 past it).
-    #[arg(long, default_value_t = 151)]
-    pub max_connections: usize,
-    /// The engine's node cache, in MiB.
-    #[arg(long, default_value_t = 64)]
-    pub cache_mb: usize,
-    /// The TLS certificate (PEM) [default: <datadir>/server-cert.pem,
-    /// generated at the first start].
+    /// The largest packet a client may send (K/M/G suffixes) [default: 64M].
     #[arg(long)]
-    pub ssl_cert: Option<PathBuf>,
-    /// The TLS private key (PEM), with --ssl-cert.
+    pub max_allowed_packet: Option<String>,
+    /// Connections at once (error 1040 past it) [default: 151].
     #[arg(long)]
-    pub ssl_key: Option<PathBuf>,
-    /// Do not offer TLS.
+    pub max_connections: Option<String>,
+    /// The engine's node cache, in MiB (or --tokudb-cache-size=SIZE).
     #[arg(long)]
-    pub skip_ssl: bool,
-    /// Refuse TCP connections without TLS (the Unix socket is allowed).
-    #[arg(long)]
-    pub require_secure_transport: bool,
-    /// Where LOAD DATA INFILE may read files: a folder, "" for anywhere,
-    /// NULL for nowhere [default: <datadir>/load].
-    #[arg(long)]
-    pub secure_file_priv: Option<PathBuf>,
-    /// Refuse LOAD DATA LOCAL (do not offer CLIENT_LOCAL_FILES).
-    #[arg(long)]
-    pub skip_local_infile: bool,
+    pub cache_mb: Option<String>,
+    /// Any other server option or system variable, as in my.cnf:
+    /// --tokudb-cache-size=1G, --tokudb-commit-sync=OFF,
+    /// --slow-query-log --long-query-time=0.5, --wait-timeout=600,
+    /// --sql-mode=..., --log-error=FILE, --ssl-cert=F --ssl-key=F (default:
+    /// generated in the data folder), --skip-ssl, --require-secure-transport,
+    /// --secure-file-priv=DIR|NULL (default: <datadir>/load),
+    /// --skip-local-infile, --loose-NAME=... (unknown: skipped).
+    #[arg(value_name = "--NAME=VALUE", trailing_var_arg = true, allow_hyphen_values = true)]
+    pub options: Vec<String>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -63,24 +66,62 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
+/// The settings in order: files, then the command line.
+fn settings(args: &ServerArgs) -> Result<(Vec<config::Setting>, Vec<PathBuf>), String> {
+    let mut out = Vec::new();
+    let mut files = Vec::new();
+    for f in [&args.defaults_file, &args.defaults_extra_file].into_iter().flatten() {
+        out.extend(config::read_file(f)?);
+        files.push(f.clone());
+    }
+    let cl = |name: &str, v: String| config::Setting {
+        name: name.into(),
+        value: Some(v),
+        loose: false,
+        origin: "command line".into(),
+    };
+    // The named flags first, then the free ones: all command-line
+    // settings come after the files'.
+    if let Some(v) = &args.datadir {
+        out.push(cl("datadir", v.display().to_string()));
+    }
+    if let Some(v) = args.port {
+        out.push(cl("port", v.to_string()));
+    }
+    if let Some(v) = &args.bind {
+        out.push(cl("bind_address", v.clone()));
+    }
+    if let Some(v) = &args.socket {
+        out.push(cl("socket", v.display().to_string()));
+    }
+    if let Some(v) = &args.max_allowed_packet {
+        out.push(cl("max_allowed_packet", v.clone()));
+    }
+    if let Some(v) = &args.max_connections {
+        out.push(cl("max_connections", v.clone()));
+    }
+    if let Some(v) = &args.cache_mb {
+        out.push(cl("cache_mb", v.clone()));
+    }
+    out.extend(config::parse_args(&args.options)?);
+    Ok((out, files))
+}
+
 pub fn run(args: ServerArgs) -> ExitCode {
-    let mut opts = fractaldb_server::ServerOptions::new(&args.datadir);
-    opts.port = args.port;
-    opts.bind = args.bind;
-    if let Some(s) = args.socket {
-        opts.socket = Some(s);
+    let mut opts = fractaldb_server::ServerOptions::new("data/server");
+    let applied = match settings(&args).and_then(|(s, files)| {
+        opts.config_files = files;
+        config::apply(&mut opts, &s)
+    }) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("fractaldb: error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for w in &applied.warnings {
+        eprintln!("fractaldb: warning: {w}");
     }
-    opts.max_allowed_packet = args.max_allowed_packet;
-    opts.max_connections = args.max_connections;
-    opts.db.cache_size_bytes = args.cache_mb << 20;
-    opts.ssl = !args.skip_ssl;
-    opts.ssl_cert = args.ssl_cert;
-    opts.ssl_key = args.ssl_key;
-    opts.require_secure_transport = args.require_secure_transport;
-    if let Some(p) = args.secure_file_priv {
-        opts.secure_file_priv = if p.as_os_str() == "NULL" { None } else { Some(p) };
-    }
-    opts.local_infile = !args.skip_local_infile;
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -95,10 +136,19 @@ pub fn run(args: ServerArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    while !STOP.load(Ordering::SeqCst) {
+    if let Some(p) = &applied.pid_file {
+        if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+            eprintln!("fractaldb: warning: cannot write the pid file {}: {e}", p.display());
+        }
+    }
+    while !STOP.load(Ordering::SeqCst) && !server.shutdown_requested() {
         std::thread::sleep(Duration::from_millis(100));
     }
-    match server.shutdown() {
+    let r = server.shutdown();
+    if let Some(p) = &applied.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("fractaldb: error: {e}");

@@ -204,6 +204,23 @@ pub struct EnvStats {
     pub locks: LockStats,
     /// Transactions begun and not yet finished.
     pub open_transactions: usize,
+    /// What recovery did when the environment opened.
+    pub recovery: RecoveryStats,
+}
+
+/// What the recovery at `Env::open` did (the server logs it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecoveryStats {
+    /// Log records read (all of them are decoded).
+    pub records_read: u64,
+    /// Their payload bytes.
+    pub bytes_read: u64,
+    /// Records that changed a tree (writes at or past their dictionary's
+    /// checkpoint, commits and aborts re-sent, unfinished transactions
+    /// rolled back).
+    pub replayed: u64,
+    /// How long recovery took (reading, replaying, the checkpoint after).
+    pub duration: Duration,
 }
 
 /// Per dictionary file id: its name and its header's (ckpt_lsn, next_txid),
@@ -250,6 +267,8 @@ struct Inner {
     /// began: the periodic thread checkpoints early once the log has grown
     /// `checkpoint_log_bytes` past it.
     log_bytes_at_checkpoint: AtomicU64,
+    /// Set once by `recover`.
+    recovery: Mutex<RecoveryStats>,
     _lock: Box<dyn Send + Sync>,
 }
 
@@ -327,6 +346,7 @@ impl Env {
                 .checkpoint_log_bytes
                 .unwrap_or(CHECKPOINT_LOG_CACHE_MULTIPLE.saturating_mul(opts.cache_size_bytes as u64)),
             log_bytes_at_checkpoint: AtomicU64::new(0),
+            recovery: Mutex::new(RecoveryStats::default()),
             _lock: lock,
         });
         // Until recovery has succeeded, nothing may write a header, append
@@ -390,6 +410,8 @@ impl Env {
     /// opened only if it has records to replay.
     fn recover(&self, opts: &EnvOptions) -> Result<()> {
         let inner = &self.inner;
+        let t0 = std::time::Instant::now();
+        let (mut records_read, mut bytes_read) = (0u64, 0u64);
         let vfs = inner.ctx.vfs.clone();
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes, direct_io: opts.direct_io };
         let mut ckpt_lsns = self.ckpt_lsns()?;
@@ -405,6 +427,8 @@ impl Env {
         let mut replayed = 0u64;
         let mut txn_keys: HashMap<u64, Vec<UndoKey>> = HashMap::new();
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
+            records_read += 1;
+            bytes_read += payload.len() as u64;
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
             let (txid, body) = match rec {
@@ -468,6 +492,7 @@ impl Env {
         if replayed > 0 {
             inner.checkpoint()?;
         }
+        *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration: t0.elapsed() };
         Ok(())
     }
 
@@ -786,6 +811,7 @@ impl Env {
             write_back_spills: self.inner.ctx.write_back_spills.load(Ordering::Relaxed),
             locks: self.inner.txns.locks.stats(),
             open_transactions: self.inner.txns.unfinished(),
+            recovery: *self.inner.recovery.lock(),
         }
     }
 

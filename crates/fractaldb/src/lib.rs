@@ -44,7 +44,9 @@ mod tree;
 mod txn;
 
 pub use cache::CacheStats;
-pub use env::{CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, WriteBatch};
+pub use env::{
+    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, RecoveryStats, WriteBatch,
+};
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
 pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use fractaldb_sql::{ColumnMeta, Outcome, ResultSet, Session, SqlError};
+use fractaldb_sql::{ColumnMeta, Outcome, ResultSet, Session, SqlError, Stat};
 
 use crate::auth;
 use crate::packet::{PacketIo, ReadError, Stream, TlsInfo};
@@ -87,6 +87,17 @@ struct Conn {
     /// The packet stream is out of step (a LOAD DATA LOCAL transfer
     /// failed): the connection closes after its reply.
     broken: bool,
+    /// The client set CLIENT_INTERACTIVE: its wait_timeout starts as
+    /// interactive_timeout.
+    interactive: bool,
+    /// The socket's read timeout now (wait_timeout between commands).
+    read_timeout: Option<Duration>,
+    /// `io.bytes_in/out` already added to the session's counters.
+    bytes_counted: (u64, u64),
+    /// The database of this connection's last slow-log entry.
+    slow_db: String,
+    /// The client said COM_QUIT (else its end counts in Aborted_clients).
+    quit: bool,
 }
 
 /// Serves one connection to its end. Never panics out: a panic is logged.
@@ -120,13 +131,19 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
             return;
         }
     };
-    if shared.conns.lock().len() >= shared.max_connections {
+    let counters = shared.db.counters();
+    counters.connections.fetch_add(1, Ordering::Relaxed);
+    counters.threads_created.fetch_add(1, Ordering::Relaxed);
+    let live = shared.conns.lock().len();
+    if live >= shared.max_connections() {
         // As MySQL: the error instead of the greeting.
         let _ = io.write_packet(&err_packet(1040, "08004", "Too many connections"));
         let _ = io.flush();
+        counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
         shared.log.log("warning", &format!("connection from {peer} refused: too many connections"));
         return;
     }
+    counters.max_used_connections.fetch_max(live as u64 + 1, Ordering::Relaxed);
     let session = shared.db.session();
     let id = session.connection_id();
     let killed = Arc::new(AtomicBool::new(false));
@@ -158,10 +175,21 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         tls: None,
         local_socket,
         broken: false,
+        interactive: false,
+        read_timeout: None,
+        bytes_counted: (0, 0),
+        slow_db: String::new(),
+        quit: false,
     };
     if c.handshake() {
         let _ = c.io.stream().set_read_timeout(None);
         c.command_loop();
+        c.count_bytes();
+        if !c.quit && !shared.shutting_down.load(Ordering::SeqCst) {
+            counters.aborted_clients.fetch_add(1, Ordering::Relaxed);
+        }
+    } else {
+        counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
     }
     shared.conns.lock().remove(&id);
     // The session drops here: its open transaction rolls back.
@@ -310,6 +338,7 @@ impl Conn {
             return false;
         }
         self.caps = resp.caps & self.server_caps();
+        self.interactive = resp.caps & CLIENT_INTERACTIVE != 0;
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
         let plugin =
@@ -410,8 +439,15 @@ impl Conn {
         self.session.set_server_info(info);
         // @@max_allowed_packet reads the session's copy: clients size their
         // packets by it (the Rust mysql crate refuses larger ones itself).
-        let set = format!("SET max_allowed_packet = {}", self.shared.max_allowed_packet);
-        self.session.execute(set.as_bytes())?;
+        // (Set directly, not by a statement: no Questions or Com_* count.)
+        let packet = fractaldb_sql::Value::UInt(self.shared.max_allowed_packet as u64);
+        self.session.set_session_variable("max_allowed_packet", packet)?;
+        if self.interactive {
+            // As MySQL: an interactive client idles for interactive_timeout.
+            let t =
+                self.shared.db.global_var("interactive_timeout").unwrap_or(fractaldb_sql::Value::UInt(28800));
+            self.session.set_session_variable("wait_timeout", t)?;
+        }
         Ok(())
     }
 
@@ -461,11 +497,49 @@ impl Conn {
     // Commands
     // ---------------------------------------------------------------
 
+    /// Adds the bytes read and written since the last call to the
+    /// session's Bytes_received / Bytes_sent.
+    fn count_bytes(&mut self) {
+        let (i, o) = (self.io.bytes_in, self.io.bytes_out);
+        self.session.count(Stat::BytesReceived, i - self.bytes_counted.0);
+        self.session.count(Stat::BytesSent, o - self.bytes_counted.1);
+        self.bytes_counted = (i, o);
+    }
+
+    /// The idle limit between commands: the session's wait_timeout
+    /// (interactive_timeout for interactive clients, copied at login).
+    /// Only between commands: a statement that runs longer is not cut.
+    fn arm_wait_timeout(&mut self) {
+        let secs = self.session.variable("wait_timeout").and_then(|v| v.to_f64()).unwrap_or(28800.0);
+        let t = Some(Duration::from_secs(secs.clamp(1.0, 31_536_000.0) as u64));
+        if t != self.read_timeout {
+            let _ = self.io.stream().set_read_timeout(t);
+            self.read_timeout = t;
+        }
+    }
+
     fn command_loop(&mut self) {
         loop {
             self.io.seq = 0;
+            self.count_bytes();
+            self.arm_wait_timeout();
             let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
                 Ok(p) => p,
+                Err(ReadError::Io(e))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    // As MariaDB: the idle connection is closed without a
+                    // message to the client; the log says why.
+                    let secs = self.read_timeout.map_or(0, |d| d.as_secs());
+                    self.shared.log.log(
+                        "note",
+                        &format!(
+                            "connection {} ({}): closed after {secs} s idle (wait_timeout)",
+                            self.id, self.peer
+                        ),
+                    );
+                    return;
+                }
                 Err(e) => {
                     self.read_failed(e, "reading a command");
                     return;
@@ -500,8 +574,17 @@ impl Conn {
             self.send_err(&malformed());
             return Next::Continue;
         };
+        if cmd == COM_STMT_RESET {
+            self.session.count(Stat::ComStmtReset, 1);
+        }
         match cmd {
-            COM_QUIT => return Next::Close,
+            COM_QUIT => {
+                self.quit = true;
+                return Next::Close;
+            }
+            COM_SHUTDOWN => {
+                self.shutdown(false);
+            }
             COM_QUERY => self.com_query(body),
             COM_PING => {
                 self.send_ok(0, 0, 0, "");
@@ -578,6 +661,7 @@ impl Conn {
                 }
             }
             COM_STMT_CLOSE => {
+                self.session.count(Stat::ComStmtClose, 1);
                 // No reply, by the protocol.
                 if let Some(id) = Cursor::new(body).u32() {
                     self.stmts.remove(&id);
@@ -608,6 +692,30 @@ impl Conn {
             }
         }
         Next::Continue
+    }
+
+    /// SHUTDOWN / COM_SHUTDOWN: for an account allowed to, asks the
+    /// server's owner to shut down (`Shared::shutdown_requested`: the
+    /// `fractaldb server` loop then checkpoints, closes and exits 0), and
+    /// answers OK first. False (an ERR sent) when refused.
+    fn shutdown(&mut self, more: bool) -> bool {
+        self.session.count(Stat::ComShutdown, 1);
+        if !self.session.has_global("SHUTDOWN") {
+            self.send_err(&err(
+                1227,
+                "42000",
+                "Access denied; you need (at least one of) the SHUTDOWN privilege(s) for this operation",
+            ));
+            return false;
+        }
+        self.shared.log.log(
+            "note",
+            &format!("shutdown requested by connection {} ({}@{})", self.id, self.user, self.peer),
+        );
+        self.send_ok(0, 0, if more { SERVER_MORE_RESULTS_EXISTS } else { 0 }, "");
+        let _ = self.io.flush();
+        self.shared.shutdown_requested.store(true, Ordering::SeqCst);
+        true
     }
 
     fn reset(&mut self) {
@@ -684,8 +792,16 @@ impl Conn {
     fn run_and_send(&mut self, sql: &[u8], binary: bool, more: bool) -> bool {
         self.shared.questions.fetch_add(1, Ordering::Relaxed);
         if let Some((id, connection)) = parse_kill(sql) {
+            self.session.count(Stat::Questions, 1);
+            self.session.count(Stat::ComKill, 1);
             return self.kill(id, connection, more);
         }
+        if is_shutdown(sql) {
+            self.session.count(Stat::Questions, 1);
+            return self.shutdown(more);
+        }
+        let t0 = Instant::now();
+        let out0 = self.io.bytes_out;
         self.busy.store(true, Ordering::SeqCst);
         let allowed = self.caps & CLIENT_LOCAL_FILES != 0;
         let max = self.shared.max_allowed_packet;
@@ -693,15 +809,61 @@ impl Conn {
         let mut local = LocalFromClient { io, allowed, max, broken };
         let r = session.execute_local(sql, &mut local);
         self.busy.store(false, Ordering::SeqCst);
-        match r {
+        let (ok, sent, affected) = match r {
             Ok(o) => {
+                let (sent, affected) = match &o {
+                    Outcome::Rows(rs) => (rs.rows.len() as u64, 0),
+                    Outcome::Done { affected, .. } => (0, *affected),
+                };
                 self.send_outcome(o, binary, more);
-                true
+                (true, sent, affected)
             }
             Err(e) => {
                 self.send_err(&e.into());
-                false
+                (false, 0, 0)
             }
+        };
+        self.slow_log(sql, t0, sent, affected, self.io.bytes_out - out0);
+        ok
+    }
+
+    /// Writes the statement to the slow query log when the log is on and
+    /// the statement took the session's long_query_time or more.
+    fn slow_log(&mut self, sql: &[u8], t0: Instant, rows_sent: u64, rows_affected: u64, bytes_sent: u64) {
+        let took = t0.elapsed();
+        let on = self.shared.db.global_u64("slow_query_log") != 0;
+        if !on {
+            return;
+        }
+        let long = self.session.variable("long_query_time").and_then(|v| v.to_f64()).unwrap_or(10.0);
+        if took.as_secs_f64() < long {
+            return;
+        }
+        self.session.count(Stat::SlowQueries, 1);
+        let path = self.shared.db.global_var("slow_query_log_file").map(|v| v.render()).unwrap_or_default();
+        let schema = self.session.current_db().unwrap_or("").to_string();
+        let use_schema = schema != self.slow_db;
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.saturating_sub(took).as_secs() as i64);
+        let ip = if self.peer == "localhost" { "" } else { self.peer.as_str() };
+        let entry = crate::slowlog::Entry {
+            user: &self.user,
+            ip,
+            thread_id: self.id,
+            schema: &schema,
+            use_schema,
+            query_secs: took.as_secs_f64(),
+            rows_sent,
+            rows_examined: self.session.progress_handle().counts().0,
+            rows_affected,
+            bytes_sent,
+            start,
+            sql,
+        };
+        match self.shared.slow_log.write(&path, &entry) {
+            Ok(()) => self.slow_db = schema,
+            Err(e) => self.shared.log.log("warning", &e),
         }
     }
 
@@ -801,6 +963,7 @@ impl Conn {
     // ---------------------------------------------------------------
 
     fn stmt_prepare(&mut self, sql: &[u8]) {
+        self.session.count(Stat::ComStmtPrepare, 1);
         // Parsed once, here: syntax errors come at PREPARE, as in MySQL.
         let st = match self.session.prepare(sql) {
             Ok(p) => Prepared::new(p),
@@ -884,6 +1047,7 @@ impl Conn {
         };
         let Some(st) = self.stmts.remove(&id) else { return };
         self.shared.questions.fetch_add(1, Ordering::Relaxed);
+        self.session.count(Stat::ComStmtExecute, 1);
         self.busy.store(true, Ordering::SeqCst);
         let r = self.session.execute_prepared(&st.stmt, &params);
         self.busy.store(false, Ordering::SeqCst);
@@ -1117,6 +1281,16 @@ fn parse_kill(sql: &[u8]) -> Option<(u64, bool)> {
     words.next().is_none().then_some((id, connection))
 }
 
+/// `SHUTDOWN` (MariaDB's `SHUTDOWN [WAIT FOR ALL SLAVES]`): the server
+/// answers it, as KILL.
+fn is_shutdown(sql: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(sql) else { return false };
+    let words: Vec<String> =
+        text.trim().trim_end_matches(';').split_ascii_whitespace().map(|w| w.to_ascii_uppercase()).collect();
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(w.as_slice(), ["SHUTDOWN"] | ["SHUTDOWN", "WAIT", "FOR", "ALL", "SLAVES" | "REPLICAS"])
+}
+
 /// SQL LIKE with `%` and `_` (COM_FIELD_LIST's wildcard), case-insensitive.
 fn like(s: &[u8], pat: &[u8]) -> bool {
     match pat.split_first() {
@@ -1140,6 +1314,15 @@ mod tests {
         assert_eq!(parse_kill(b"KILL USER bob"), None);
         assert_eq!(parse_kill(b"SELECT 1"), None);
         assert_eq!(parse_kill(b"KILL 5 6"), None);
+    }
+
+    #[test]
+    fn shutdown_statements() {
+        assert!(is_shutdown(b"SHUTDOWN"));
+        assert!(is_shutdown(b" shutdown ; "));
+        assert!(is_shutdown(b"SHUTDOWN WAIT FOR ALL SLAVES"));
+        assert!(!is_shutdown(b"SHUTDOWN NOW"));
+        assert!(!is_shutdown(b"SELECT 'SHUTDOWN'"));
     }
 
     #[test]

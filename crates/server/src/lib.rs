@@ -22,11 +22,13 @@
 //! ```
 
 mod auth;
+pub mod config;
 mod conn;
 mod packet;
 mod prepared;
 mod proto;
 mod tls;
+mod slowlog;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -58,7 +60,7 @@ pub struct ServerOptions {
     /// Connections at once; one more gets error 1040 instead of a greeting.
     pub max_connections: usize,
     pub db: DbOptions,
-    /// Log lines go to stderr as well as to `<datadir>/fractaldb.log`.
+    /// Log lines go to stderr as well as to the log file.
     pub log_stderr: bool,
     /// Offer TLS (CLIENT_SSL). On by default, as MySQL's `--ssl`.
     pub ssl: bool,
@@ -76,6 +78,10 @@ pub struct ServerOptions {
     pub secure_file_priv: Option<PathBuf>,
     /// Offer CLIENT_LOCAL_FILES: LOAD DATA LOCAL reads the client's file.
     pub local_infile: bool,
+    /// The log file (`log_error`); default `<datadir>/fractaldb.log`.
+    pub log_error: Option<PathBuf>,
+    /// The my.cnf files the options came from (the start log names them).
+    pub config_files: Vec<PathBuf>,
 }
 
 impl ServerOptions {
@@ -99,6 +105,8 @@ impl ServerOptions {
             secure_file_priv: Some(datadir.join("load")),
             local_infile: true,
             datadir,
+            log_error: None,
+            config_files: Vec::new(),
         }
     }
 }
@@ -141,7 +149,6 @@ pub(crate) struct Shared {
     /// Statements run (COM_STATISTICS' Questions).
     pub questions: AtomicU64,
     pub max_allowed_packet: usize,
-    pub max_connections: usize,
     pub log: Logger,
     pub shutting_down: AtomicBool,
     /// `None` when TLS is off (`ServerOptions::ssl`).
@@ -150,6 +157,17 @@ pub(crate) struct Shared {
     /// As `ServerOptions::secure_file_priv`, shown with a trailing `/`.
     pub secure_file_priv: Option<String>,
     pub local_infile: bool,
+    /// Set by SHUTDOWN / COM_SHUTDOWN: whoever runs the server (the
+    /// `fractaldb server` loop) sees it and calls `Server::shutdown`.
+    pub shutdown_requested: AtomicBool,
+    pub slow_log: slowlog::SlowLog,
+}
+
+impl Shared {
+    /// `max_connections` now (SET GLOBAL changes it).
+    pub(crate) fn max_connections(&self) -> usize {
+        self.db.global_u64("max_connections") as usize
+    }
 }
 
 impl Shared {
@@ -182,7 +200,7 @@ impl Server {
     pub fn start(opts: ServerOptions) -> Result<Server, String> {
         std::fs::create_dir_all(&opts.datadir)
             .map_err(|e| format!("cannot create {}: {e}", opts.datadir.display()))?;
-        let log_path = opts.datadir.join("fractaldb.log");
+        let log_path = opts.log_error.clone().unwrap_or_else(|| opts.datadir.join("fractaldb.log"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -212,9 +230,50 @@ impl Server {
                 Some(format!("{}/", p.display()))
             }
         };
+        if opts.config_files.is_empty() {
+            log.log("note", "no configuration file (options from the command line and defaults)");
+        }
+        for f in &opts.config_files {
+            log.log("note", &format!("configuration file {}", f.display()));
+        }
+        let mut dbo = opts.db.clone();
+        // What the server knows of itself, as @@variables (after the
+        // config's, so these win: they are what the server really uses).
+        let sock = opts.socket.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let slow_default = opts.datadir.join(format!("{}-slow.log", hostname()));
+        if !dbo.variables.iter().any(|(n, _)| n == "slow_query_log_file") {
+            dbo.variables.push(("slow_query_log_file".into(), slow_default.display().to_string()));
+        }
+        for (n, v) in [
+            ("datadir", format!("{}/", opts.datadir.display())),
+            ("socket", sock),
+            ("bind_address", opts.bind.to_string()),
+            ("max_connections", opts.max_connections.to_string()),
+            ("max_allowed_packet", opts.max_allowed_packet.to_string()),
+            ("log_error", log_path.display().to_string()),
+            ("hostname", hostname()),
+            ("tokudb_cache_size", opts.db.cache_size_bytes.to_string()),
+            ("tokudb_commit_sync", (opts.db.commit_sync as u8).to_string()),
+            ("tokudb_directio", (opts.db.direct_io as u8).to_string()),
+            ("tokudb_fsync_log_period", opts.db.fsync_log_period_ms.to_string()),
+            ("tokudb_checkpointing_period", opts.db.checkpoint_period_secs.to_string()),
+        ] {
+            dbo.variables.push((n.to_string(), v));
+        }
         let t0 = Instant::now();
-        let db = Database::open(opts.datadir.join("db"), opts.db.clone())
+        let db = Database::open(opts.datadir.join("db"), dbo)
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
+        let rec = db.engine_stats().recovery;
+        log.log(
+            "note",
+            &format!(
+                "recovery: {} log records ({} bytes) read, {} replayed, in {} ms",
+                rec.records_read,
+                rec.bytes_read,
+                rec.replayed,
+                rec.duration.as_millis()
+            ),
+        );
         log.log("note", &format!("database open in {} ms", t0.elapsed().as_millis()));
         // Loopback rule: an account without a password is open to anyone
         // who can reach the port, so the server listens beyond this machine
@@ -239,6 +298,8 @@ impl Server {
         let tcp = TcpListener::bind((opts.bind, opts.port))
             .map_err(|e| format!("cannot listen on {}:{}: {e}", opts.bind, opts.port))?;
         let tcp_addr = tcp.local_addr().map_err(|e| e.to_string())?;
+        // The real port (0 asked for any).
+        let _ = db.set_global("port", &tcp_addr.port().to_string());
         let unix = match &opts.socket {
             None => None,
             Some(p) => Some(bind_unix(p)?),
@@ -249,13 +310,14 @@ impl Server {
             started: Instant::now(),
             questions: AtomicU64::new(0),
             max_allowed_packet: opts.max_allowed_packet,
-            max_connections: opts.max_connections,
             log,
             shutting_down: AtomicBool::new(false),
             tls,
             require_secure_transport: opts.require_secure_transport,
             secure_file_priv,
             local_infile: opts.local_infile,
+            shutdown_requested: AtomicBool::new(false),
+            slow_log: slowlog::SlowLog::new(tcp_addr.port(), opts.socket.clone()),
         });
         shared.log.log("note", &format!("listening on {tcp_addr}"));
         if let Some(p) = &opts.socket {
@@ -325,6 +387,12 @@ impl Server {
         self.socket.as_deref()
     }
 
+    /// True once a client ran SHUTDOWN (or sent COM_SHUTDOWN): the owner
+    /// should call [`Server::shutdown`].
+    pub fn shutdown_requested(&self) -> bool {
+        self.shared.shutdown_requested.load(Ordering::SeqCst)
+    }
+
     /// Stops accepting, ends every connection (open transactions roll
     /// back), and closes the database with a checkpoint.
     pub fn shutdown(self) -> Result<(), String> {
@@ -360,6 +428,15 @@ impl Server {
         );
         Ok(())
     }
+}
+
+/// This machine's name (MariaDB names the slow log `<hostname>-slow.log`).
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 /// Binds the Unix socket, replacing a stale file but never a live server's.

@@ -174,6 +174,10 @@ pub struct PacketIo {
     out: Vec<u8>,
     /// The sequence id the next packet, either way, carries.
     pub seq: u8,
+    /// Bytes read and queued for writing (headers included), for SHOW
+    /// STATUS Bytes_received / Bytes_sent.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
 }
 
 const FLUSH_AT: usize = 1 << 20;
@@ -186,6 +190,8 @@ impl PacketIo {
             raw,
             out: Vec::new(),
             seq: 0,
+            bytes_in: 0,
+            bytes_out: 0,
         })
     }
 
@@ -250,6 +256,7 @@ impl PacketIo {
             let at = payload.len();
             payload.resize(at + len, 0);
             self.reader.read_exact(&mut payload[at..])?;
+            self.bytes_in += 4 + len as u64;
             if len < MAX_CHUNK {
                 return Ok(payload);
             }
@@ -265,6 +272,7 @@ impl PacketIo {
             self.out.push(self.seq);
             self.seq = self.seq.wrapping_add(1);
             self.out.extend_from_slice(&rest[..n]);
+            self.bytes_out += 4 + n as u64;
             rest = &rest[n..];
             // A chunk of exactly MAX_CHUNK bytes says "more follows": a
             // payload that is a multiple of it ends with an empty chunk.

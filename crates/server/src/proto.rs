@@ -71,6 +71,7 @@ pub const COM_INIT_DB: u8 = 2;
 pub const COM_QUERY: u8 = 3;
 pub const COM_FIELD_LIST: u8 = 4;
 pub const COM_STATISTICS: u8 = 9;
+pub const COM_SHUTDOWN: u8 = 8;
 pub const COM_PROCESS_INFO: u8 = 10;
 pub const COM_PROCESS_KILL: u8 = 12;
 pub const COM_PING: u8 = 14;

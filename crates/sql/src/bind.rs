@@ -98,6 +98,11 @@ impl<'a> Binder<'a> {
                 if n == 0 {
                     return Err(SqlError::syntax("''"));
                 }
+                // `@@global.x`, `@@session.x`: one system variable name.
+                if parts[0].value.starts_with("@@") {
+                    let name: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+                    return self.column(None, &name.join("."));
+                }
                 let table = if n >= 2 { Some(parts[n - 2].value.as_str()) } else { None };
                 self.column(table, &parts[n - 1].value)?
             }

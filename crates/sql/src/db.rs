@@ -13,6 +13,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::session::Session;
 use crate::table::{self, Table};
 use crate::types::Collation;
+use crate::value::Value;
 
 /// Settings of a database folder.
 #[derive(Clone, Debug)]
@@ -23,11 +24,27 @@ pub struct DbOptions {
     pub commit_sync: bool,
     /// O_DIRECT for data and log files where the file system allows it.
     pub direct_io: bool,
+    /// With `commit_sync` off: how often the log is fsynced
+    /// (`tokudb_fsync_log_period`, milliseconds).
+    pub fsync_log_period_ms: u64,
+    /// How often a checkpoint runs (`tokudb_checkpointing_period`); 0: only
+    /// at close.
+    pub checkpoint_period_secs: u64,
+    /// Global values of system variables (name, text as in my.cnf), over
+    /// the defaults of `sysvars::DEFS`; an unknown name fails `open`.
+    pub variables: Vec<(String, String)>,
 }
 
 impl Default for DbOptions {
     fn default() -> Self {
-        DbOptions { cache_size_bytes: 64 << 20, commit_sync: true, direct_io: true }
+        DbOptions {
+            cache_size_bytes: 64 << 20,
+            commit_sync: true,
+            direct_io: true,
+            fsync_log_period_ms: 1000,
+            checkpoint_period_secs: 60,
+            variables: Vec::new(),
+        }
     }
 }
 
@@ -56,6 +73,13 @@ pub(crate) struct Inner {
     pub procs: Mutex<BTreeMap<u64, Arc<Mutex<Proc>>>>,
     /// The accounts (`accounts.rs`), reloaded after each account statement.
     pub accounts: crate::accounts::Cache,
+    /// Global system variables (`sysvars.rs`).
+    pub globals: crate::sysvars::Globals,
+    /// The status counts of sessions that have ended (GLOBAL STATUS adds
+    /// the live sessions' own).
+    pub ended_stats: Mutex<crate::sysvars::Stats>,
+    /// Counters the server keeps (Connections, Aborted_*, Threads_created).
+    pub counters: crate::sysvars::ServerCounters,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -70,6 +94,10 @@ pub(crate) struct Proc {
     pub info: String,
     /// Since when the session is in `command`.
     pub since: std::time::Instant,
+    /// The session's status counters (SHOW SESSION STATUS).
+    pub stats: crate::sysvars::Stats,
+    /// The running statement's progress (PROCESSLIST's State).
+    pub progress: crate::progress::ProgressHandle,
 }
 
 impl Inner {
@@ -90,6 +118,8 @@ impl Inner {
                         command: p.command,
                         info: p.info.clone(),
                         since: p.since,
+                        stats: p.stats,
+                        progress: p.progress.clone(),
                     },
                 )
             })
@@ -110,10 +140,14 @@ impl Database {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir)
             .map_err(|e| SqlError::internal(format!("cannot create {}: {e}", dir.display())))?;
+        let globals = crate::sysvars::Globals::new(&opts.variables)?;
         let eo = EnvOptions {
             cache_size_bytes: opts.cache_size_bytes,
             commit_sync: opts.commit_sync,
             direct_io: opts.direct_io,
+            fsync_log_period_ms: opts.fsync_log_period_ms.max(1),
+            checkpoint_period: (opts.checkpoint_period_secs > 0)
+                .then(|| std::time::Duration::from_secs(opts.checkpoint_period_secs)),
             update_fns: vec![(table::ADD_I64, Arc::new(table::add_i64) as fractaldb::UpdateFn)],
             ..EnvOptions::default()
         };
@@ -140,6 +174,9 @@ impl Database {
             tmp_dir,
             procs: Mutex::new(BTreeMap::new()),
             accounts: crate::accounts::Cache::default(),
+            globals,
+            ended_stats: Mutex::new([0; crate::sysvars::STAT_COUNT]),
+            counters: crate::sysvars::ServerCounters::default(),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;
@@ -161,6 +198,47 @@ impl Database {
     /// dictionary is left that no catalog record names).
     pub fn dictionaries(&self) -> Vec<String> {
         self.inner.env.list_dictionaries()
+    }
+
+    /// A system variable's global value (`@@global.name`), `None` for an
+    /// unknown name or a SESSION-only variable.
+    pub fn global_var(&self, name: &str) -> Option<Value> {
+        let d = crate::sysvars::def(&name.to_ascii_lowercase())?;
+        if d.scope == crate::sysvars::Scope::Session {
+            return None;
+        }
+        self.inner.globals.get(d.name)
+    }
+
+    /// Sets a global variable from its text, as my.cnf would (read-only
+    /// ones too: for the server to say what it uses).
+    pub fn set_global(&self, name: &str, text: &str) -> SqlResult<()> {
+        let d = crate::sysvars::def(&name.to_ascii_lowercase())
+            .ok_or_else(|| SqlError::unknown_variable(name))?;
+        let v = crate::sysvars::parse_text(d, text).map_err(|e| SqlError::wrong_value_for_var(d.name, &e))?;
+        self.inner.globals.set(d, v);
+        Ok(())
+    }
+
+    /// [`Database::global_var`] as an unsigned integer (0 when not one).
+    pub fn global_u64(&self, name: &str) -> u64 {
+        self.global_var(name).and_then(|v| v.to_f64()).map_or(0, |f| f.max(0.0) as u64)
+    }
+
+    /// The counters the server keeps for SHOW STATUS.
+    pub fn counters(&self) -> &crate::sysvars::ServerCounters {
+        &self.inner.counters
+    }
+
+    /// The engine's counters (cache, log, locks, checkpoints).
+    pub fn engine_stats(&self) -> fractaldb::EnvStats {
+        self.inner.env.stats()
+    }
+
+    /// Writes a checkpoint now.
+    pub fn checkpoint(&self) -> SqlResult<()> {
+        self.inner.env.checkpoint()?;
+        Ok(())
     }
 
     /// Closes the engine: a final checkpoint, files closed. Sessions must

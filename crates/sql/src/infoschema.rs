@@ -354,12 +354,13 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                 .into_iter()
                 .map(|(id, p)| {
                     let state = if id == s.conn_id {
-                        "Filling schema table"
+                        "Filling schema table".to_string()
                     } else if p.command == "Query" {
-                        "Sending data"
+                        p.progress.state().unwrap_or_else(|| "Sending data".into())
                     } else {
-                        ""
+                        String::new()
                     };
+                    let examined = if p.command == "Query" { p.progress.counts().0 } else { 0 };
                     let ms = p.since.elapsed().as_millis() as i64;
                     vec![
                         Value::Int(id as i64),
@@ -368,7 +369,7 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         p.db.as_deref().map_or(Value::Null, Value::str),
                         Value::str(p.command),
                         Value::Int(ms / 1000),
-                        Value::str(state),
+                        Value::str(&state),
                         info(&p.info),
                         Value::Decimal(bigdecimal::BigDecimal::from(ms).with_scale(3)),
                         Value::Int(0),
@@ -376,7 +377,7 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
                         Value::Int(0),
                         Value::Int(0),
-                        Value::Int(0),
+                        Value::Int(examined as i64),
                         Value::Int(0),
                         info(&p.info),
                         Value::Int(0),
@@ -384,7 +385,7 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                 })
                 .collect()
         }
-        "SESSION_VARIABLES" | "GLOBAL_VARIABLES" => variables(s)
+        "SESSION_VARIABLES" | "GLOBAL_VARIABLES" => variables(s, canon == "GLOBAL_VARIABLES")
             .into_iter()
             .map(|(n, v)| vec![Value::str(n.to_ascii_uppercase()), Value::str(v)])
             .collect(),
@@ -499,21 +500,28 @@ pub fn charsets() -> Vec<Vec<Value>> {
         .collect()
 }
 
-/// The variables SHOW VARIABLES lists: every name `Session::sysvar` knows
-/// (plus the ones SET stored), with its value rendered as MariaDB does
-/// (booleans as ON/OFF), sorted by name.
-pub fn variables(s: &Session) -> Vec<(String, String)> {
-    let mut names: Vec<String> = crate::session::variable_names().iter().map(|n| n.to_string()).collect();
-    names.extend(s.vars.keys().cloned());
+/// The variables SHOW [GLOBAL] VARIABLES lists, sorted by name, with
+/// their values rendered as MariaDB does (booleans as ON/OFF): every
+/// variable of `sysvars::DEFS` (GLOBAL: not the SESSION-only ones, with
+/// their global values), plus the ones the session SET that are not there.
+pub fn variables(s: &Session, global: bool) -> Vec<(String, String)> {
+    use crate::sysvars::{Scope, DEFS};
+    let mut names: Vec<String> =
+        DEFS.iter().filter(|d| !global || d.scope != Scope::Session).map(|d| d.name.to_string()).collect();
+    if !global {
+        names.extend(s.vars.keys().cloned());
+    }
     names.extend(s.server.vars.iter().map(|(k, _)| k.clone()));
     names.sort();
     names.dedup();
     let mut out = Vec::new();
     for n in names {
-        let Ok(v) = s.sysvar(&n) else { continue };
-        let text = match (&v, crate::session::is_bool_var(&n)) {
+        let v = if global { s.sysvar(&format!("global.{n}")) } else { s.sysvar(&n) };
+        let Ok(v) = v else { continue };
+        let text = match (&v, crate::sysvars::is_bool(&n)) {
             (Value::Null, _) => String::new(),
             (Value::Int(i), true) => if *i != 0 { "ON" } else { "OFF" }.to_string(),
+            (Value::UInt(i), true) => if *i != 0 { "ON" } else { "OFF" }.to_string(),
             (Value::Str(b), true) if b == b"1" || b == b"0" => {
                 if b == b"1" { "ON" } else { "OFF" }.to_string()
             }
@@ -524,26 +532,74 @@ pub fn variables(s: &Session) -> Vec<(String, String)> {
     out
 }
 
-/// SHOW STATUS: only counters this server knows exactly.
+/// SHOW [GLOBAL | SESSION] STATUS: the statement counters (this
+/// session's, or every session's: those ended plus those live), the
+/// server's connection counters, and the engine's as `Fractaldb_*` (with
+/// TokuDB's `Tokudb_*` names after the prefix where TokuDB had one).
 pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
+    use crate::sysvars::{STAT_COUNT, STAT_NAMES};
+    use std::sync::atomic::Ordering::Relaxed;
     let inner = &s.inner;
     let uptime = inner.started.elapsed().as_secs();
-    let in_use = (inner.next_slot.load(std::sync::atomic::Ordering::SeqCst) as usize)
-        .saturating_sub(inner.free_slots.lock().len());
+    let procs = inner.processes();
+    let mut counts = if global { *inner.ended_stats.lock() } else { [0; STAT_COUNT] };
+    for (id, p) in &procs {
+        if global || *id == s.conn_id {
+            for (c, x) in counts.iter_mut().zip(p.stats) {
+                *c += x;
+            }
+        }
+    }
+    let mut v: Vec<(String, String)> =
+        STAT_NAMES.iter().zip(counts).map(|(n, c)| (n.to_string(), c.to_string())).collect();
+    let questions = counts[crate::sysvars::Stat::Questions as usize];
+    let running = procs.iter().filter(|(_, p)| p.command == "Query").count().max(1);
+    let k = &inner.counters;
     let stats = inner.env.stats();
-    let mut v = vec![
-        ("Open_tables".to_string(), inner.schema.read().tables.len().to_string()),
-        ("Threads_connected".to_string(), in_use.to_string()),
-        ("Uptime".to_string(), uptime.to_string()),
-        ("Uptime_since_flush_status".to_string(), uptime.to_string()),
-    ];
+    let ckpts = inner.env.checkpoint_timings();
+    let ckpt_total: u128 = ckpts.iter().map(|t| t.total.as_millis()).sum();
+    let ckpt_last = ckpts.last().map_or(0, |t| t.total.as_millis());
+    let mut add = |n: &str, x: String| v.push((n.to_string(), x));
+    add("Queries", questions.to_string());
+    add("Connections", k.connections.load(Relaxed).to_string());
+    add("Aborted_clients", k.aborted_clients.load(Relaxed).to_string());
+    add("Aborted_connects", k.aborted_connects.load(Relaxed).to_string());
+    add("Max_used_connections", k.max_used_connections.load(Relaxed).to_string());
+    add("Threads_cached", "0".into());
+    add("Threads_connected", procs.len().to_string());
+    add("Threads_created", k.threads_created.load(Relaxed).to_string());
+    add("Threads_running", running.to_string());
+    add("Open_tables", inner.schema.read().tables.len().to_string());
+    add("Opened_tables", inner.schema.read().tables.len().to_string());
+    add("Uptime", uptime.to_string());
+    add("Uptime_since_flush_status", uptime.to_string());
+    add("Fractaldb_CACHETABLE_SIZE_LIMIT", stats.cache.budget_bytes.to_string());
+    add("Fractaldb_CACHETABLE_SIZE_CURRENT", stats.cache.used_bytes.to_string());
+    add("Fractaldb_CACHETABLE_HIT", stats.cache.hits.to_string());
+    add("Fractaldb_CACHETABLE_MISS", stats.cache.misses.to_string());
+    add("Fractaldb_CACHETABLE_EVICTIONS", stats.cache.evictions.to_string());
+    add("Fractaldb_CACHETABLE_WAIT_PRESSURE_COUNT", stats.cache.client_waits.to_string());
+    add("Fractaldb_CHECKPOINT_TAKEN", ckpts.len().to_string());
+    add("Fractaldb_CHECKPOINT_DURATION", (ckpt_total / 1000).to_string());
+    add("Fractaldb_CHECKPOINT_DURATION_LAST", (ckpt_last / 1000).to_string());
+    add("Fractaldb_CHECKPOINT_DURATION_MS", ckpt_total.to_string());
+    add("Fractaldb_CHECKPOINT_DURATION_LAST_MS", ckpt_last.to_string());
+    add("Fractaldb_CHECKPOINT_COPIES", stats.checkpoint_copies.to_string());
+    add("Fractaldb_LOGGER_WRITES", stats.log.records.to_string());
+    add("Fractaldb_LOGGER_WRITES_BYTES", stats.log.bytes.to_string());
+    add("Fractaldb_LOGGER_FSYNCS", stats.log.fsyncs.to_string());
+    add("Fractaldb_CACHETABLE_LONG_WRITE_BACKS", stats.cache.write_backs.to_string());
+    add("Fractaldb_LOCKTREE_MEMORY_SIZE", stats.locks.bytes.to_string());
+    add("Fractaldb_LOCKTREE_WAIT_COUNT", stats.locks.waits.to_string());
+    add("Fractaldb_LOCKTREE_TIMEOUT_COUNT", stats.locks.timeouts.to_string());
+    add("Fractaldb_LOCKTREE_DEADLOCK_COUNT", stats.locks.deadlocks.to_string());
+    add("Fractaldb_LOCKTREE_ESCALATION_NUM", stats.locks.escalations.to_string());
+    add("Fractaldb_TXN_OPEN", stats.open_transactions.to_string());
     if !global {
-        v.push(("Com_select".to_string(), s.com_select.to_string()));
-        v.push(("Questions".to_string(), s.questions.to_string()));
+        // The connection's own (Ssl_cipher, Ssl_version), from the server.
         v.extend(s.server.status.iter().cloned());
     }
-    v.push(("Open_transactions".into(), stats.open_transactions.to_string()));
-    v.sort();
+    v.sort_by_key(|a| a.0.to_ascii_lowercase());
     v
 }
 

@@ -58,6 +58,7 @@ mod query;
 mod rowcodec;
 mod session;
 mod show;
+pub mod sysvars;
 mod table;
 pub mod temporal;
 pub mod types;
@@ -71,6 +72,7 @@ pub use error::{SqlError, SqlResult};
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
 pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};
+pub use sysvars::Stat;
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};
 

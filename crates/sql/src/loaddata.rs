@@ -188,6 +188,19 @@ pub fn run(s: &mut Session, ld: &LoadData, local: Option<&mut dyn LocalInfile>) 
         None => s.db.clone().ok_or_else(SqlError::no_db)?,
     };
     let t = s.inner.table(&db, &ld.table.name)?;
+    // The privileges of INSERT (and REPLACE's DELETE); a server-side file
+    // needs FILE too, as in MySQL. (`execute_local` reaches here without
+    // `run_parsed`, which refreshes them for other statements.)
+    if s.login.is_some() {
+        s.refresh_privs();
+        s.check_table("INSERT", &t.def.db, &t.def.name)?;
+        if ld.dup == OnDup::Replace {
+            s.check_table("DELETE", &t.def.db, &t.def.name)?;
+        }
+        if !ld.local {
+            s.check_global(&["FILE"])?;
+        }
+    }
     let plan = Plan::new(s, &t, ld)?;
     match (ld.local, local) {
         (true, Some(l)) => {
@@ -260,6 +273,7 @@ impl Plan {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 hidden: false,
+                flags: 0,
             })
             .collect();
         let sysvar = |n: &str| s.sysvar(n);

@@ -900,6 +900,10 @@ fn col_meta(c: &ScopeCol, name: &str) -> ColumnMeta {
 pub fn expr_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => i.value.clone(),
+        // `@@global.x` is named as written, as MariaDB does.
+        ast::Expr::CompoundIdentifier(p) if p.first().is_some_and(|i| i.value.starts_with("@@")) => {
+            p.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+        }
         ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),

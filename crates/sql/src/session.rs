@@ -115,9 +115,9 @@ pub struct Session {
     pub(crate) killed: Arc<std::sync::atomic::AtomicBool>,
     /// The running statement's text (PROCESSLIST's Info).
     pub(crate) stmt_text: String,
-    /// Statements run (SHOW STATUS Questions) and SELECTs among them (Com_select).
-    pub(crate) questions: u64,
-    pub(crate) com_select: u64,
+    /// The global variables as they were when the session started (or
+    /// was reset): both-scoped variables not SET in the session read these.
+    pub(crate) globals: Arc<std::collections::BTreeMap<&'static str, Value>>,
     /// The CTEs of the running query (see `cte.rs`).
     pub(crate) ctes: crate::cte::Ctes,
     /// In a correlated subquery's session: the enclosing queries' columns
@@ -171,13 +171,14 @@ impl KillHandle {
     }
 }
 
-const DEFAULT_SQL_MODE: &str =
+pub(crate) const DEFAULT_SQL_MODE: &str =
     "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION";
 
 impl Session {
     pub(crate) fn new(inner: Arc<Inner>) -> Session {
         let conn_id = inner.next_conn.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let slot = inner.alloc_slot();
+        let progress: Arc<crate::progress::Progress> = Arc::default();
         let proc = Arc::new(parking_lot::Mutex::new(crate::db::Proc {
             user: "root".into(),
             host: "localhost".into(),
@@ -185,9 +186,12 @@ impl Session {
             command: "Sleep",
             info: String::new(),
             since: std::time::Instant::now(),
+            stats: [0; crate::sysvars::STAT_COUNT],
+            progress: crate::progress::ProgressHandle(progress.clone()),
         }));
         inner.procs.lock().insert(conn_id, proc.clone());
-        Session {
+        let globals = inner.globals.snapshot();
+        let mut s = Session {
             inner,
             warnings: Vec::new(),
             db: None,
@@ -209,21 +213,65 @@ impl Session {
             now_micros: 0,
             killed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             stmt_text: String::new(),
-            questions: 0,
-            com_select: 0,
+            globals,
             ctes: Vec::new(),
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
             view_depth: 0,
             explaining: false,
             describing: false,
-            progress: Arc::default(),
+            progress,
             proc,
             child: false,
             server: Arc::default(),
             login: None,
             privs: None,
+        };
+        s.apply_globals();
+        s
+    }
+
+    /// A new or reset session starts from the global values of the
+    /// variables it keeps in fields (autocommit, sql_mode, time_zone,
+    /// isolation); the others are read from `globals` when not SET.
+    fn apply_globals(&mut self) {
+        let g = self.globals.clone();
+        let text = |n: &str| g.get(n).map(|v| v.render()).unwrap_or_default();
+        self.autocommit = text("autocommit") != "0";
+        let mode = text("sql_mode").to_ascii_uppercase();
+        self.strict = mode.contains("STRICT_TRANS_TABLES")
+            || mode.contains("STRICT_ALL_TABLES")
+            || mode.contains("TRADITIONAL");
+        self.sql_mode = mode;
+        self.time_zone = text("time_zone");
+        self.isolation = parse_isolation(&text("transaction_isolation")).unwrap_or(Isolation::RepeatableRead);
+    }
+
+    /// Adds `n` to one of this session's status counters (the server
+    /// counts bytes, prepared statements, KILL and slow queries here).
+    pub fn count(&self, stat: crate::sysvars::Stat, n: u64) {
+        if n > 0 {
+            self.proc.lock().stats[stat as usize] += n;
         }
+    }
+
+    /// A system variable as this session reads it (`@@name`).
+    pub fn variable(&self, name: &str) -> Option<Value> {
+        self.sysvar(name).ok()
+    }
+
+    /// Sets a session value of a SESSION or both-scoped system variable
+    /// without running a statement (so no status counter moves): what the
+    /// server gives a new session (`max_allowed_packet`, an interactive
+    /// client's `wait_timeout`).
+    pub fn set_session_variable(&mut self, name: &str, v: Value) -> SqlResult<()> {
+        let d = crate::sysvars::def(name).ok_or_else(|| SqlError::unknown_variable(name))?;
+        if d.scope == crate::sysvars::Scope::Global {
+            return Err(crate::sysvars::global_only(name));
+        }
+        let (v, _) = crate::sysvars::check_set(d, &v)?;
+        self.vars.insert(d.name.to_string(), v);
+        Ok(())
     }
 
     /// A session for a query inside this session's statement (a
@@ -253,8 +301,7 @@ impl Session {
             now_micros: self.now_micros,
             killed: self.killed.clone(),
             stmt_text: String::new(),
-            questions: 0,
-            com_select: 0,
+            globals: self.globals.clone(),
             ctes: self.ctes.clone(),
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
@@ -294,17 +341,19 @@ impl Session {
         let _progress = crate::progress::begin(&self.progress);
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
         self.proc_start();
-        self.questions += 1;
-        let r = match crate::lex::parse(sql) {
-            Ok(Parsed::Special(Special::LoadData(ld))) => {
-                self.now_micros =
-                    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
-                self.warnings.clear();
-                crate::loaddata::run(self, &ld, Some(local))
+        self.count_statement(None);
+        let r = crate::lex::parse(sql).and_then(|parsed| {
+            self.count_statement(Some(&parsed));
+            match parsed {
+                Parsed::Special(Special::LoadData(ld)) => {
+                    self.now_micros =
+                        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                    self.warnings.clear();
+                    crate::loaddata::run(self, &ld, Some(local))
+                }
+                p => self.run_parsed(p),
             }
-            Ok(p) => self.run_parsed(p),
-            Err(e) => Err(e),
-        };
+        });
         self.proc_end();
         r
     }
@@ -320,8 +369,9 @@ impl Session {
     }
 
     fn execute_statement(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
-        self.questions += 1;
+        self.count_statement(None);
         let parsed = crate::lex::parse(sql)?;
+        self.count_statement(Some(&parsed));
         self.run_parsed(parsed)
     }
 
@@ -342,7 +392,8 @@ impl Session {
         let _params = crate::prepared::bind_params(params);
         self.stmt_text.clone_from(&p.text);
         self.proc_start();
-        self.questions += 1;
+        self.count_statement(None);
+        self.count_statement(Some(&p.parsed));
         let r = self.run_parsed(p.parsed.clone());
         self.proc_end();
         r
@@ -387,6 +438,18 @@ impl Session {
         TxnOptions { isolation: iso, lock_timeout: self.lock_timeout(), writes_see_latest: true }
     }
 
+    /// Counts a statement: Questions (`None`, before parsing, so a syntax
+    /// error counts too, as in MariaDB), then its Com_* kind.
+    fn count_statement(&self, parsed: Option<&Parsed>) {
+        let stat = match parsed {
+            None => Some(crate::sysvars::Stat::Questions),
+            Some(p) => crate::sysvars::stat_of(p),
+        };
+        if let Some(st) = stat {
+            self.count(st, 1);
+        }
+    }
+
     /// PROCESSLIST: a statement starts (Query, its text).
     fn proc_start(&self) {
         let mut p = self.proc.lock();
@@ -406,9 +469,6 @@ impl Session {
     }
 
     fn run_parsed(&mut self, parsed: Parsed) -> SqlResult<Outcome> {
-        if matches!(&parsed, Parsed::Std(st, _) if matches!(**st, ast::Statement::Query(_))) {
-            self.com_select += 1;
-        }
         self.now_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
         // SHOW WARNINGS reads the previous statement's warnings.
         let keep_warnings = matches!(&parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
@@ -478,12 +538,9 @@ impl Session {
         self.explicit = false;
         self.warnings.clear();
         self.db = None;
-        self.autocommit = true;
-        self.isolation = Isolation::RepeatableRead;
         self.next_isolation = None;
-        self.strict = true;
-        self.sql_mode = DEFAULT_SQL_MODE.into();
-        self.time_zone = "SYSTEM".into();
+        self.globals = self.inner.globals.snapshot();
+        self.apply_globals();
         self.user_vars.clear();
         self.vars.clear();
         self.last_insert_id = 0;
@@ -797,19 +854,58 @@ impl Session {
         Ok(Outcome::done(0))
     }
 
-    fn set_var(&mut self, name: &str, value: &ast::Expr, _global: bool) -> SqlResult<()> {
+    fn set_var(&mut self, name: &str, value: &ast::Expr, global: bool) -> SqlResult<()> {
+        let is_default = matches!(value, ast::Expr::Identifier(id)
+            if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
         let v = self.eval_const(value)?;
         if let Some(u) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
             self.user_vars.insert(u.to_ascii_lowercase(), v);
             return Ok(());
         }
-        let n = name.trim_start_matches("@@").to_ascii_lowercase();
-        let n = n
-            .strip_prefix("session.")
-            .or_else(|| n.strip_prefix("global."))
-            .or_else(|| n.strip_prefix("local."))
-            .unwrap_or(&n)
-            .to_string();
+        let lower = name.trim_start_matches("@@").to_ascii_lowercase();
+        let (scope, n) = split_scope(&lower);
+        let global = global || scope == Some(true);
+        let n = n.to_string();
+        let mut v = v;
+        if let Some(d) = crate::sysvars::def(&n) {
+            use crate::sysvars::{self as sv, Scope};
+            if !d.dynamic {
+                return Err(SqlError::read_only_var(&n));
+            }
+            if global && d.scope == Scope::Session {
+                return Err(sv::session_only(&n));
+            }
+            if !global && d.scope == Scope::Global {
+                return Err(sv::global_only(&n));
+            }
+            if is_default {
+                // SET x = DEFAULT: the session takes the global value, the
+                // global the built-in default.
+                v = if global {
+                    sv::parse_text(d, d.default).map_err(SqlError::internal)?
+                } else {
+                    self.inner.globals.get(d.name).unwrap_or(Value::Null)
+                };
+            }
+            let (checked, warning) = sv::check_set(d, &v)?;
+            if matches!(d.name, "transaction_isolation" | "tx_isolation") {
+                let text = checked.render().to_ascii_uppercase().replace(' ', "-");
+                if parse_isolation(&text).is_none() {
+                    return Err(SqlError::wrong_value_for_var(&n, &checked.render()));
+                }
+                v = Value::str(text);
+            } else {
+                v = checked;
+            }
+            self.warnings.extend(warning);
+            if global {
+                if d.name == "sql_mode" {
+                    v = Value::str(v.render().to_ascii_uppercase());
+                }
+                self.inner.globals.set(d, v);
+                return Ok(());
+            }
+        }
         let as_bool = |v: &Value| -> SqlResult<bool> {
             match v {
                 Value::Str(s) => match String::from_utf8_lossy(s).to_ascii_uppercase().as_str() {
@@ -837,13 +933,8 @@ impl Session {
             }
             "time_zone" => self.time_zone = v.render(),
             "transaction_isolation" | "tx_isolation" => {
-                self.isolation = match v.render().to_ascii_uppercase().replace(' ', "-").as_str() {
-                    "READ-UNCOMMITTED" => Isolation::ReadUncommitted,
-                    "READ-COMMITTED" => Isolation::ReadCommitted,
-                    "REPEATABLE-READ" => Isolation::RepeatableRead,
-                    "SERIALIZABLE" => Isolation::Serializable,
-                    _ => return Err(SqlError::wrong_value_for_var(&n, &v.render())),
-                }
+                self.isolation = parse_isolation(&v.render().to_ascii_uppercase().replace(' ', "-"))
+                    .ok_or_else(|| SqlError::wrong_value_for_var(&n, &v.render()))?;
             }
             "names"
             | "character_set_client"
@@ -894,6 +985,9 @@ impl Session {
             | "time_zone_name" => {
                 self.vars.insert(n, v);
             }
+            _ if crate::sysvars::def(&n).is_some() => {
+                self.vars.insert(n, v);
+            }
             _ => return Err(SqlError::unknown_variable(&n)),
         }
         Ok(())
@@ -933,14 +1027,28 @@ impl Session {
         }
     }
 
-    /// Reads system variable `name` (`@@name`, `@@session.name`).
+    /// Reads system variable `name` (`@@name`, `@@session.name`,
+    /// `@@global.name`): GLOBAL-only variables and `@@global.` read the
+    /// live global value; a session reads what it SET, else the global
+    /// value as it was when the session started.
     pub(crate) fn sysvar(&self, name: &str) -> SqlResult<Value> {
-        let n = name.to_ascii_lowercase();
-        let n = n
-            .strip_prefix("session.")
-            .or_else(|| n.strip_prefix("global."))
-            .or_else(|| n.strip_prefix("local."))
-            .unwrap_or(&n);
+        use crate::sysvars::{self as sv, Scope};
+        let lower = name.to_ascii_lowercase();
+        let (scope, n) = split_scope(&lower);
+        let d = sv::def(n);
+        match (scope, d) {
+            (Some(true), None) => return Err(SqlError::unknown_variable(n)),
+            (Some(true), Some(d)) if d.scope == Scope::Session => {
+                return Err(sv::wrong_scope_read(n, "SESSION"))
+            }
+            (Some(false), Some(d)) if d.scope == Scope::Global => {
+                return Err(sv::wrong_scope_read(n, "GLOBAL"))
+            }
+            (Some(true), Some(d)) | (None, Some(d)) if d.scope == Scope::Global || scope == Some(true) => {
+                return Ok(self.inner.globals.get(d.name).unwrap_or(Value::Null));
+            }
+            _ => {}
+        }
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());
         }
@@ -954,69 +1062,29 @@ impl Session {
             Isolation::Serializable => "SERIALIZABLE",
         };
         Ok(match n {
-            "version" => Value::str(crate::SERVER_VERSION),
-            "version_comment" => Value::str("fractaldb"),
-            "version_compile_os" => Value::str("Linux"),
-            "version_compile_machine" => Value::str("x86_64"),
             "autocommit" => Value::Int(self.autocommit as i64),
             "sql_mode" => Value::str(&self.sql_mode),
             "time_zone" => Value::str(&self.time_zone),
-            "system_time_zone" => Value::str("UTC"),
             "transaction_isolation" | "tx_isolation" => Value::str(iso(self.isolation)),
-            "character_set_client"
-            | "character_set_connection"
-            | "character_set_results"
-            | "character_set_server"
-            | "character_set_database" => Value::str("utf8mb4"),
-            "collation_connection" | "collation_server" | "collation_database" => {
-                Value::str("utf8mb4_general_ci")
-            }
-            "max_allowed_packet" => Value::Int(16 << 20),
-            "lower_case_table_names" => Value::Int(0),
-            "sql_auto_is_null" | "sql_safe_updates" => Value::Int(0),
-            "foreign_key_checks" | "unique_checks" | "sql_notes" | "sql_quote_show_create" => Value::Int(1),
-            "wait_timeout" | "interactive_timeout" => Value::Int(28800),
-            "net_write_timeout" => Value::Int(60),
-            "net_read_timeout" => Value::Int(30),
-            "lock_wait_timeout" => Value::Int(86400),
-            "innodb_lock_wait_timeout" | "tokudb_lock_timeout" => Value::Int(4),
-            "default_storage_engine" | "storage_engine" => Value::str("FractalDB"),
-            "port" => Value::Int(3306),
-            "hostname" => Value::str("localhost"),
-            "license" => Value::str("Apache-2.0"),
-            "max_connections" => Value::Int(151),
-            "group_concat_max_len" => Value::Int(1 << 20),
-            "tmp_memory_table_size" | "tmp_table_size" | "max_heap_table_size" => Value::Int(16 << 20),
-            "max_recursive_iterations" => Value::UInt(u32::MAX as u64),
-            "sql_select_limit" => Value::UInt(u64::MAX),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.iter().filter(|w| w.level != "Note").count() as i64),
             "error_count" => Value::Int(self.warnings.iter().filter(|w| w.level == "Error").count() as i64),
-            "tokudb_cache_size" => Value::Int(0),
-            "performance_schema" | "have_ssl" | "read_only" | "transaction_read_only" | "tx_read_only" => {
-                if n == "have_ssl" {
-                    Value::str("DISABLED")
-                } else {
-                    Value::Int(0)
-                }
-            }
-            "server_id" => Value::Int(1),
-            "auto_increment_increment" | "auto_increment_offset" => Value::Int(1),
-            "div_precision_increment" => Value::Int(4),
-            "default_week_format" => Value::Int(0),
-            "protocol_version" => Value::Int(10),
-            _ => return Err(SqlError::unknown_variable(n)),
+            _ => match self.globals.get(n) {
+                Some(v) => v.clone(),
+                None => return Err(SqlError::unknown_variable(n)),
+            },
         })
     }
 
-    /// `innodb_lock_wait_timeout` / `tokudb_lock_timeout` (seconds), when set.
+    /// How long a row lock request waits: `innodb_lock_wait_timeout`
+    /// (seconds) when this session SET it, else `tokudb_lock_timeout`
+    /// (milliseconds, as TokuDB's; default 4000).
     fn lock_timeout(&self) -> Option<std::time::Duration> {
-        ["innodb_lock_wait_timeout", "tokudb_lock_timeout"]
-            .iter()
-            .find_map(|n| self.vars.get(*n))
-            .and_then(|v| v.to_f64())
-            .filter(|s| *s >= 0.0)
-            .map(|s| std::time::Duration::from_secs_f64(s.min(31_536_000.0)))
+        if let Some(s) = self.vars.get("innodb_lock_wait_timeout").and_then(|v| v.to_f64()) {
+            return Some(std::time::Duration::from_secs_f64(s.clamp(0.0, 31_536_000.0)));
+        }
+        let ms = self.sysvar("tokudb_lock_timeout").ok().and_then(|v| v.to_f64())?;
+        Some(std::time::Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 31_536_000.0)))
     }
 
     fn begin_implicit(&mut self) -> SqlResult<()> {
@@ -1098,97 +1166,42 @@ impl Drop for Session {
             let _ = t.abort();
         }
         if !self.child {
-            self.inner.procs.lock().remove(&self.conn_id);
+            // The counts move to the ended sessions' total under the procs
+            // lock, so GLOBAL STATUS never sees them twice or not at all.
+            let mut procs = self.inner.procs.lock();
+            procs.remove(&self.conn_id);
+            let stats = self.proc.lock().stats;
+            let mut ended = self.inner.ended_stats.lock();
+            for (e, s) in ended.iter_mut().zip(stats) {
+                *e += s;
+            }
+            drop(ended);
+            drop(procs);
             self.inner.free_slot(self.slot);
         }
     }
 }
 
-/// The system variables `Session::sysvar` answers for without a SET,
-/// as SHOW VARIABLES and the *_VARIABLES views list them.
-pub(crate) fn variable_names() -> &'static [&'static str] {
-    &[
-        "auto_increment_increment",
-        "auto_increment_offset",
-        "autocommit",
-        "character_set_client",
-        "character_set_connection",
-        "character_set_database",
-        "character_set_results",
-        "character_set_server",
-        "collation_connection",
-        "collation_database",
-        "collation_server",
-        "default_storage_engine",
-        "default_week_format",
-        "div_precision_increment",
-        "error_count",
-        "foreign_key_checks",
-        "group_concat_max_len",
-        "have_ssl",
-        "hostname",
-        "innodb_lock_wait_timeout",
-        "interactive_timeout",
-        "last_insert_id",
-        "license",
-        "lock_wait_timeout",
-        "lower_case_table_names",
-        "max_allowed_packet",
-        "max_connections",
-        "net_read_timeout",
-        "net_write_timeout",
-        "performance_schema",
-        "port",
-        "protocol_version",
-        "read_only",
-        "server_id",
-        "sql_auto_is_null",
-        "sql_mode",
-        "sql_notes",
-        "sql_quote_show_create",
-        "sql_safe_updates",
-        "sql_select_limit",
-        "storage_engine",
-        "system_time_zone",
-        "time_zone",
-        "tokudb_cache_size",
-        "tokudb_lock_timeout",
-        "transaction_isolation",
-        "transaction_read_only",
-        "tx_isolation",
-        "tx_read_only",
-        "unique_checks",
-        "version",
-        "version_comment",
-        "version_compile_machine",
-        "version_compile_os",
-        "wait_timeout",
-        "warning_count",
-    ]
+/// `global.x` / `session.x` / `local.x`: (Some(true) for GLOBAL,
+/// Some(false) for SESSION/LOCAL, None unscoped) and the bare name.
+fn split_scope(n: &str) -> (Option<bool>, &str) {
+    if let Some(r) = n.strip_prefix("global.") {
+        (Some(true), r)
+    } else if let Some(r) = n.strip_prefix("session.").or_else(|| n.strip_prefix("local.")) {
+        (Some(false), r)
+    } else {
+        (None, n)
+    }
 }
 
-/// Variables MariaDB shows as ON/OFF.
-pub(crate) fn is_bool_var(name: &str) -> bool {
-    matches!(
-        name,
-        "autocommit"
-            | "foreign_key_checks"
-            | "unique_checks"
-            | "sql_notes"
-            | "sql_quote_show_create"
-            | "sql_auto_is_null"
-            | "sql_safe_updates"
-            | "performance_schema"
-            | "read_only"
-            | "transaction_read_only"
-            | "tx_read_only"
-            | "sql_log_bin"
-            | "big_tables"
-            | "sql_big_selects"
-            | "check_constraint_checks"
-            | "profiling"
-            | "old_passwords"
-    )
+fn parse_isolation(t: &str) -> Option<Isolation> {
+    Some(match t {
+        "READ-UNCOMMITTED" => Isolation::ReadUncommitted,
+        "READ-COMMITTED" => Isolation::ReadCommitted,
+        "REPEATABLE-READ" => Isolation::RepeatableRead,
+        "SERIALIZABLE" => Isolation::Serializable,
+        _ => return None,
+    })
 }
 
 fn isolation_of(l: &ast::TransactionIsolationLevel) -> Isolation {

@@ -261,7 +261,7 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
         ),
         K::Variables => shown(
             "Variable_name:varchar(64)|Value:varchar(4096)",
-            is::variables(s).into_iter().map(|(n, v)| vec![Value::str(n), Value::str(v)]).collect(),
+            is::variables(s, st.global).into_iter().map(|(n, v)| vec![Value::str(n), Value::str(v)]).collect(),
         ),
         K::Status => shown(
             "Variable_name:varchar(64)|Value:varchar(4096)",
@@ -325,12 +325,14 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                 .map(|(id, p)| {
                     let running = p.command == "Query";
                     let info: String = if st.full { p.info } else { p.info.chars().take(100).collect() };
+                    // Another session's running statement says how far it
+                    // got, as TokuDB worded it ("Inserted about 4000 rows").
                     let state = if id == s.conn_id {
-                        "starting"
+                        "starting".to_string()
                     } else if running {
-                        "Sending data"
+                        p.progress.state().unwrap_or_else(|| "Sending data".into())
                     } else {
-                        ""
+                        String::new()
                     };
                     vec![
                         Value::Int(id as i64),
@@ -363,9 +365,16 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
             if !["fractaldb", "tokudb"].contains(&name.to_ascii_lowercase().as_str()) {
                 return Err(SqlError::new(1286, "42000", format!("Unknown storage engine '{name}'")));
             }
+            // As TokuDB's: one row per engine counter (Type, Name, Status),
+            // the same counters SHOW STATUS lists as Fractaldb_*.
             let rows = if st.kind == K::EngineStatus {
-                let stats = s.inner.env.stats();
-                vec![strs(["FractalDB", "", &format!("{stats:#?}")])]
+                is::status(s, true)
+                    .into_iter()
+                    .filter_map(|(n, v)| {
+                        let name = n.strip_prefix("Fractaldb_")?.to_ascii_lowercase();
+                        Some(strs(["FractalDB", &name, &v]))
+                    })
+                    .collect()
             } else {
                 Vec::new()
             };

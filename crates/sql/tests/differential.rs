@@ -652,7 +652,12 @@ struct Fractal {
 impl Fractal {
     fn new() -> Fractal {
         let dir = tempfile::tempdir().expect("tempdir");
-        let opts = DbOptions { cache_size_bytes: 16 << 20, commit_sync: false, direct_io: false };
+        let opts = DbOptions {
+            cache_size_bytes: 16 << 20,
+            commit_sync: false,
+            direct_io: false,
+            ..DbOptions::default()
+        };
         let db = Database::open(dir.path(), opts).expect("opening fractaldb");
         let mut session = db.session();
         for sql in ["CREATE DATABASE diff", "USE diff"] {
