@@ -27,8 +27,8 @@ mod conn;
 mod packet;
 mod prepared;
 mod proto;
-mod tls;
 mod slowlog;
+mod tls;
 
 use std::collections::HashMap;
 use std::io::Write as _;

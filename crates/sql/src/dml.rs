@@ -392,18 +392,36 @@ fn write_rows(
             Some(d) => {
                 let old = table::fetch(&t, txn, &d.existing_pk, true)?.ok_or_else(table::damaged)?;
                 if replace {
-                    crate::fk::on_parent_delete(s, txn, &t, &old, 0)?;
-                    t.remove(txn, &old, &d.existing_pk)?;
-                    // Another unique index may collide too: remove those rows as well.
-                    while let Some(d2) = t.find_duplicate(txn, &full, &pk, None)? {
-                        let o2 = table::fetch(&t, txn, &d2.existing_pk, true)?.ok_or_else(table::damaged)?;
-                        crate::fk::on_parent_delete(s, txn, &t, &o2, 0)?;
-                        t.remove(txn, &o2, &d2.existing_pk)?;
+                    // MariaDB replaces a row the last unique key collides
+                    // with (when no foreign key references the table) by an
+                    // update, so the same row again counts 1 affected row
+                    // and no duplicate; otherwise (and for a changed row)
+                    // each row removed counts one (Duplicates) and the
+                    // insert one. An identical row has every key of the old
+                    // one, so no other row can collide.
+                    let last_unique = def.indexes[d.index + 1..]
+                        .iter()
+                        .all(|ix| ix.kind == crate::catalog::IndexKind::Plain);
+                    let same = last_unique && !changed(&old, &full) && !referenced_by_fk(s, def);
+                    if same {
                         affected += 1;
-                        delta -= 1;
+                    } else {
+                        crate::fk::on_parent_delete(s, txn, &t, &old, 0)?;
+                        t.remove(txn, &old, &d.existing_pk)?;
+                        dups += 1;
+                        // Another unique index may collide too: remove those rows as well.
+                        while let Some(d2) = t.find_duplicate(txn, &full, &pk, None)? {
+                            let o2 =
+                                table::fetch(&t, txn, &d2.existing_pk, true)?.ok_or_else(table::damaged)?;
+                            crate::fk::on_parent_delete(s, txn, &t, &o2, 0)?;
+                            t.remove(txn, &o2, &d2.existing_pk)?;
+                            affected += 1;
+                            dups += 1;
+                            delta -= 1;
+                        }
+                        t.write_new(txn, &full, &pk)?;
+                        affected += 2;
                     }
-                    t.write_new(txn, &full, &pk)?;
-                    affected += 2;
                 } else if !upd.is_empty() {
                     let mut new = old.clone();
                     {
@@ -457,6 +475,14 @@ fn write_rows(
     let info = (n_rows > 1 || from_select)
         .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
     Ok(Outcome::Done { affected, last_insert_id: first_id.unwrap_or(0), info })
+}
+
+/// Whether some table's foreign key references `def` (its rows' removal
+/// then runs the key's action, so REPLACE deletes and inserts).
+fn referenced_by_fk(s: &Session, def: &crate::catalog::TableDef) -> bool {
+    s.inner.schema.read().tables.values().any(|o| {
+        o.def.foreign_keys.iter().any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
+    })
 }
 
 /// The table's CHECK constraints bound over its row: (name, expression).
