@@ -1036,6 +1036,13 @@ impl Session {
         let lower = name.to_ascii_lowercase();
         let (scope, n) = split_scope(&lower);
         let d = sv::def(n);
+        // What the server set (have_ssl, ssl_cert, secure_file_priv, ...)
+        // is the truth about this server: it wins over the table's default.
+        if scope != Some(false) || d.is_none_or(|d| d.scope != Scope::Global) {
+            if let Some((_, v)) = self.server.vars.iter().find(|(k, _)| k == n) {
+                return Ok(v.as_deref().map(Value::str).unwrap_or(Value::Null));
+            }
+        }
         match (scope, d) {
             (Some(true), None) => return Err(SqlError::unknown_variable(n)),
             (Some(true), Some(d)) if d.scope == Scope::Session => {
@@ -1051,9 +1058,6 @@ impl Session {
         }
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());
-        }
-        if let Some((_, v)) = self.server.vars.iter().find(|(k, _)| k == n) {
-            return Ok(v.as_deref().map(Value::str).unwrap_or(Value::Null));
         }
         let iso = |i: Isolation| match i {
             Isolation::ReadUncommitted => "READ-UNCOMMITTED",
