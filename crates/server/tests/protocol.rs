@@ -373,7 +373,7 @@ fn column_flags_match_mariadb() {
     for prepared in [false, true] {
         let sql = "SELECT a, b, c, d, e, f FROM kf";
         let of = |cols: &[mysql::Column]| -> Vec<(String, u16)> {
-            cols.iter().map(|c| (c.name_str().to_string(), c.flags().bits() as u16)).collect()
+            cols.iter().map(|c| (c.name_str().to_string(), c.flags().bits())).collect()
         };
         let flags = if prepared {
             of(c.exec_iter(sql, ()).unwrap().columns().as_ref())
