@@ -94,6 +94,10 @@ pub static DEFS: &[Def] = &[
     d("innodb_lock_wait_timeout", Both, true, Int(0, 1_073_741_824), "4"),
     d("insert_id", S, true, Int(0, u64::MAX), "0"),
     d("interactive_timeout", Both, true, Int(1, TIMEOUT_MAX), "28800"),
+    // The optimizer knobs below (join_buffer_*, optimizer_*, sort_buffer_size)
+    // take MariaDB's defaults and ranges; our planner reads none of them.
+    d("join_buffer_size", Both, true, Int(128, u64::MAX), "262144"),
+    d("join_buffer_space_limit", Both, true, Int(2048, u64::MAX), "2097152"),
     d("join_cache_level", Both, true, Int(0, 8), "2"),
     d("last_insert_id", S, true, Int(0, u64::MAX), "0"),
     d("license", G, false, Str, "Apache-2.0"),
@@ -110,6 +114,8 @@ pub static DEFS: &[Def] = &[
     d("net_write_timeout", Both, true, Int(1, TIMEOUT_MAX), "60"),
     d("note_verbosity", Both, true, Str, "basic,explain"),
     d("old_passwords", Both, true, Bool, "0"),
+    d("optimizer_prune_level", Both, true, Int(0, 2), "2"),
+    d("optimizer_search_depth", Both, true, Int(0, 62), "62"),
     // MariaDB's default; settable, but our planner reads no flag of it.
     d(
         "optimizer_switch",
@@ -118,6 +124,7 @@ pub static DEFS: &[Def] = &[
         Str,
         "index_merge=on,index_merge_union=on,index_merge_sort_union=on,index_merge_intersection=on,index_merge_sort_intersection=off,engine_condition_pushdown=off,index_condition_pushdown=on,derived_merge=on,derived_with_keys=on,firstmatch=on,loosescan=on,materialization=on,in_to_exists=on,semijoin=on,partial_match_rowid_merge=on,partial_match_table_scan=on,subquery_cache=on,mrr=off,mrr_cost_based=off,mrr_sort_keys=off,outer_join_with_cache=on,semijoin_with_cache=on,join_cache_incremental=on,join_cache_hashed=on,join_cache_bka=on,optimize_join_buffer_size=on,table_elimination=on,extended_keys=on,exists_to_in=on,orderby_uses_equalities=on,condition_pushdown_for_derived=on,split_materialized=on,condition_pushdown_for_subquery=on,rowid_filter=on,condition_pushdown_from_having=on,not_null_range_scan=off,hash_join_cardinality=off,cset_narrowing=off",
     ),
+    d("optimizer_use_condition_selectivity", Both, true, Int(1, 5), "4"),
     d("performance_schema", G, false, Bool, "0"),
     d("port", G, false, Int(0, 65535), "3306"),
     d("profiling", Both, true, Bool, "0"),
@@ -136,6 +143,7 @@ pub static DEFS: &[Def] = &[
     d("slow_query_log", G, true, Bool, "0"),
     d("slow_query_log_file", G, true, Str, ""),
     d("socket", G, false, Str, ""),
+    d("sort_buffer_size", Both, true, Int(1024, u64::MAX), "2097152"),
     d("sql_auto_is_null", Both, true, Bool, "0"),
     d("sql_big_selects", Both, true, Bool, "1"),
     d("sql_log_bin", S, true, Bool, "1"),

@@ -1,6 +1,10 @@
 -- The server variables MariaDB's test files ask first, and
 -- INFORMATION_SCHEMA.SYSTEM_VARIABLES / PLUGINS as they read them.
 SELECT @@log_bin, @@global.log_bin, @@join_cache_level, @@global.concurrent_insert, @@sql_warnings;
+SELECT @@optimizer_use_condition_selectivity, @@optimizer_search_depth, @@optimizer_prune_level, @@join_buffer_space_limit, @@join_buffer_size, @@sort_buffer_size;
+SET optimizer_use_condition_selectivity = 4, optimizer_search_depth = 62, join_buffer_space_limit = 2097152, join_cache_level = 2, join_buffer_size = 262144;
+SET optimizer_search_depth = 63;
+SELECT @@optimizer_search_depth;
 SELECT @@optimizer_switch;
 SELECT @@global.optimizer_switch = @@session.optimizer_switch;
 SET @save_optimizer_switch = @@optimizer_switch;
