@@ -121,3 +121,69 @@ fn mariadb_test_suite() {
         s.log()
     );
 }
+
+/// What the suite's include files ask before anything else, through the
+/// server (no mariadb-test needed): the server's own variables in
+/// @@ and in INFORMATION_SCHEMA.SYSTEM_VARIABLES, the plugins, FLUSH STATUS.
+#[test]
+fn include_file_prerequisites() {
+    let s = TestServer::start();
+    let mut c = s.conn();
+    let datadir: String = c.query_first("SELECT @@datadir").unwrap().unwrap();
+    assert_eq!(datadir, format!("{}/", s.dir.path().display()));
+    let row: (String, Option<String>, String, String) = c
+        .query_first(
+            "SELECT GLOBAL_VALUE, SESSION_VALUE, VARIABLE_SCOPE, READ_ONLY \
+             FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = 'datadir'",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(row, (datadir, None, "GLOBAL".into(), "YES".into()));
+    let port: String = c
+        .query_first(
+            "SELECT GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = 'PORT'",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(port, s.port.to_string());
+    let n: i64 = c
+        .query_first(
+            "SELECT COUNT(*) FROM information_schema.system_variables \
+             WHERE variable_name = 'have_sanitizer' AND global_value LIKE 'MSAN%'",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 0);
+    // Only what the server has: no partitioning, no Aria.
+    let plugins: Vec<(String, String)> = c
+        .query("SELECT PLUGIN_NAME, PLUGIN_TYPE FROM information_schema.PLUGINS ORDER BY PLUGIN_NAME")
+        .unwrap();
+    assert_eq!(
+        plugins,
+        [
+            ("caching_sha2_password".to_string(), "AUTHENTICATION".to_string()),
+            ("FractalDB".to_string(), "STORAGE ENGINE".to_string()),
+            ("mysql_native_password".to_string(), "AUTHENTICATION".to_string()),
+        ]
+    );
+    let (log_bin, dl, cc): (i64, String, String) = c
+        .query_first("SELECT @@log_bin, @@have_dynamic_loading, @@global.concurrent_insert")
+        .unwrap()
+        .unwrap();
+    assert_eq!((log_bin, dl.as_str(), cc.as_str()), (0, "NO", "AUTO"));
+    // FLUSH STATUS: this session's counters start again; GLOBAL keeps them.
+    let com_select = |c: &mut mysql::Conn, scope: &str| -> u64 {
+        let (_, v): (String, String) =
+            c.query_first(format!("SHOW {scope} STATUS LIKE 'Com_select'")).unwrap().unwrap();
+        v.parse().unwrap()
+    };
+    c.query_drop("SELECT 1").unwrap();
+    c.query_drop("SELECT 2").unwrap();
+    assert!(com_select(&mut c, "SESSION") >= 2);
+    let global = com_select(&mut c, "GLOBAL");
+    c.query_drop("FLUSH STATUS").unwrap();
+    assert_eq!(com_select(&mut c, "SESSION"), 0);
+    assert_eq!(com_select(&mut c, "GLOBAL"), global);
+    let e = c.query_drop("FLUSH STATUS now").unwrap_err();
+    assert!(matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1064), "{e}");
+}

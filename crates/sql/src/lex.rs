@@ -480,6 +480,9 @@ pub enum Special {
     },
     LockTables(Vec<LockTarget>),
     UnlockTables,
+    /// `FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS`: the session's status
+    /// counters move into the global total and start again from zero.
+    FlushStatus,
     /// Account management (CREATE/DROP/ALTER/RENAME USER, GRANT, REVOKE,
     /// SET PASSWORD, roles, FLUSH PRIVILEGES): the statement's text with
     /// comments removed.
@@ -1359,6 +1362,14 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
         }
         "GRANT" | "REVOKE" => return Ok(account(stmt, &toks)),
         "FLUSH" if c.is_kw_at(1, "PRIVILEGES") => return Ok(account(stmt, &toks)),
+        "FLUSH" => {
+            let k = if c.is_kw_at(1, "LOCAL") || c.is_kw_at(1, "NO_WRITE_TO_BINLOG") { 2 } else { 1 };
+            if c.is_kw_at(k, "STATUS") {
+                c.i = k + 1;
+                c.expect_end()?;
+                return Ok(Parsed::Special(Special::FlushStatus));
+            }
+        }
         "SET"
             if c.is_kw_at(1, "PASSWORD")
                 || c.is_kw_at(1, "ROLE")

@@ -803,6 +803,21 @@ impl Session {
                 }
                 Ok(Outcome::done(0))
             }
+            Special::FlushStatus => {
+                self.check_global(&["RELOAD"])?;
+                // As MariaDB: the session's counts are added to the global
+                // total, then zeroed, so GLOBAL STATUS never goes back. Both
+                // under the procs lock, as at session end, so GLOBAL STATUS
+                // never sees them twice or not at all.
+                let procs = self.inner.procs.lock();
+                let mut p = self.proc.lock();
+                let mut ended = self.inner.ended_stats.lock();
+                for (e, s) in ended.iter_mut().zip(p.stats.iter_mut()) {
+                    *e += std::mem::take(s);
+                }
+                drop((ended, p, procs));
+                Ok(Outcome::done(0))
+            }
             Special::Account(text) => crate::accounts::execute(self, &text),
             Special::Do(exprs) => {
                 for e in &exprs {
