@@ -490,20 +490,7 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
     if def.checks.is_empty() {
         return Ok(Vec::new());
     }
-    let scope: Vec<crate::expr::ScopeCol> = def
-        .columns
-        .iter()
-        .map(|c| crate::expr::ScopeCol {
-            table: def.name.clone(),
-            name: c.name.clone(),
-            db: def.db.clone(),
-            org_table: def.name.clone(),
-            ty: c.ty.clone(),
-            nullable: c.nullable,
-            hidden: false,
-            flags: 0,
-        })
-        .collect();
+    let scope = crate::expr::table_scope(def, &def.name);
     let sysvar = |n: &str| s.sysvar(n);
     let mut no_sub =
         |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in CHECK")) };

@@ -951,6 +951,25 @@ pub struct ScopeCol {
     pub flags: u16,
 }
 
+/// A table's columns as a scope, reached by `alias` (the table's name
+/// when it has none).
+pub fn table_scope(def: &crate::catalog::TableDef, alias: &str) -> Vec<ScopeCol> {
+    def.columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ScopeCol {
+            table: alias.to_string(),
+            name: c.name.clone(),
+            db: def.db.clone(),
+            org_table: def.name.clone(),
+            ty: c.ty.clone(),
+            nullable: c.nullable,
+            hidden: false,
+            flags: def.column_flags(i),
+        })
+        .collect()
+}
+
 /// Helpers on sqlparser's AST shared by the statement modules.
 pub fn ident_name(o: &ast::ObjectName) -> Vec<String> {
     o.0.iter()

@@ -262,20 +262,7 @@ impl Plan {
                 }
             }
         }
-        let scope: Vec<crate::expr::ScopeCol> = def
-            .columns
-            .iter()
-            .map(|c| crate::expr::ScopeCol {
-                table: def.name.clone(),
-                name: c.name.clone(),
-                db: def.db.clone(),
-                org_table: def.name.clone(),
-                ty: c.ty.clone(),
-                nullable: c.nullable,
-                hidden: false,
-                flags: 0,
-            })
-            .collect();
+        let scope = crate::expr::table_scope(def, &def.name);
         let sysvar = |n: &str| s.sysvar(n);
         let mut no_sub = |_q: &sqlparser::ast::Query| -> SqlResult<Vec<Vec<Value>>> {
             Err(SqlError::unsupported("subqueries in LOAD DATA ... SET"))

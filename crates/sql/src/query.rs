@@ -107,18 +107,7 @@ fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
 pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
     let mut v = Vec::new();
     for s in sources {
-        for (i, c) in s.table.def.columns.iter().enumerate() {
-            v.push(ScopeCol {
-                table: s.alias.clone(),
-                name: c.name.clone(),
-                db: s.table.def.db.clone(),
-                org_table: s.table.def.name.clone(),
-                ty: c.ty.clone(),
-                nullable: c.nullable,
-                hidden: false,
-                flags: s.table.def.column_flags(i),
-            });
-        }
+        v.extend(crate::expr::table_scope(&s.table.def, &s.alias));
     }
     v
 }
