@@ -897,14 +897,19 @@ impl Conn {
         }
     }
 
-    fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more_flag: u16) {
+    /// A result's column count, then its column definitions.
+    fn send_columns(&mut self, cols: &[ColumnMeta]) {
         let mut p = Vec::new();
-        put_lenenc_int(&mut p, rs.columns.len() as u64);
+        put_lenenc_int(&mut p, cols.len() as u64);
         self.send(&p);
-        for c in &rs.columns {
+        for c in cols {
             let d = column_def(c, None);
             self.send(&d);
         }
+    }
+
+    fn send_result_set(&mut self, rs: &ResultSet, binary: bool, more_flag: u16) {
+        self.send_columns(&rs.columns);
         if !self.deprecate_eof() {
             let e = eof_packet(self.warnings(), self.status());
             self.send(&e);
@@ -1064,13 +1069,7 @@ impl Conn {
     /// EXECUTE with a cursor: the column definitions, then EOF (or the OK
     /// that replaces it with DEPRECATE_EOF) with CURSOR_EXISTS, no rows.
     fn open_cursor(&mut self, id: u32, rs: ResultSet) {
-        let mut p = Vec::new();
-        put_lenenc_int(&mut p, rs.columns.len() as u64);
-        self.send(&p);
-        for c in &rs.columns {
-            let d = column_def(c, None);
-            self.send(&d);
-        }
+        self.send_columns(&rs.columns);
         self.send_eof(SERVER_STATUS_CURSOR_EXISTS);
         let wire = rs.columns.iter().map(proto::wire_col).collect();
         self.cursors.insert(id, OpenCursor { rs, wire, next: 0 });
