@@ -133,14 +133,18 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let mut scope = rel_scope(&from.rels);
     from.apply_hidden(&mut scope);
     let scope = scope;
+    // LIMIT's values first: the closures below borrow the session.
+    let (limit, offset) = limits(s, &q.limit_clause)?;
     let sysvar = |n: &str| s.sysvar(n);
     let outer_scope = s.outer_scope.clone();
     // Subqueries run in child sessions of this one (same transaction,
     // connection, variables, CTEs and kill flag).
-    let proto = s.child();
+    // Made only when a subquery runs: most queries have none, and a child
+    // copies the session's variables.
+    let proto: std::cell::OnceCell<Session> = std::cell::OnceCell::new();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
         // Uncorrelated subqueries run once, while the query binds.
-        let mut sub = proto.child();
+        let mut sub = proto.get_or_init(|| s.child()).child();
         select(&mut sub, txn, q, false).map(|rs| rs.rows)
     };
     from.bind_on(&mut |e| {
@@ -158,9 +162,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let corr_scope: Vec<ScopeCol> = scope.iter().chain(outer_scope.iter()).cloned().collect();
     let outer_row = s.outer_row.clone();
     let width = scope.len();
-    let proto2 = s.child();
-    let mut runner = move |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
-        let mut sub = proto2.child();
+    let proto2: std::cell::OnceCell<Session> = std::cell::OnceCell::new();
+    let mut runner = |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
+        let mut sub = proto2.get_or_init(|| s.child()).child();
         sub.outer_scope = corr_scope.clone();
         sub.outer_row = row.iter().take(width).cloned().collect();
         sub.outer_row.resize(width, Value::Null);
@@ -300,7 +304,6 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             }
         }
     }
-    let (limit, offset) = limits(s, &q.limit_clause)?;
     let windows = aggs.iter().any(AggSpec::is_window);
     let grouped = aggs.iter().any(|a| !a.is_window()) || !groups.is_empty();
     // ORDER BY a prefix of the primary key, all one way: the primary key's
@@ -366,12 +369,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         );
     }
     // GROUP BY folds rows in as they are read, spilling past its budget.
-    let budget = s
-        .sysvar("tmp_memory_table_size")
-        .ok()
-        .and_then(|v| v.to_i64())
-        .map_or(16 << 20, |b| b.max(1 << 16) as usize);
     let mut grouper = if grouped {
+        let budget = s
+            .sysvar("tmp_memory_table_size")
+            .ok()
+            .and_then(|v| v.to_i64())
+            .map_or(16 << 20, |b| b.max(1 << 16) as usize);
         Some(crate::group::Grouper::new(&groups, &aggs, rollup, budget, &s.inner.tmp_dir))
     } else {
         None

@@ -351,7 +351,7 @@ impl Session {
                     self.warnings.clear();
                     crate::loaddata::run(self, &ld, Some(local))
                 }
-                p => self.run_parsed(p),
+                p => self.run_parsed(&p),
             }
         });
         self.proc_end();
@@ -372,7 +372,7 @@ impl Session {
         self.count_statement(None);
         let parsed = crate::lex::parse(sql)?;
         self.count_statement(Some(&parsed));
-        self.run_parsed(parsed)
+        self.run_parsed(&parsed)
     }
 
     /// Parses a statement once for [`Session::execute_prepared`]; its `?`
@@ -394,7 +394,7 @@ impl Session {
         self.proc_start();
         self.count_statement(None);
         self.count_statement(Some(&p.parsed));
-        let r = self.run_parsed(p.parsed.clone());
+        let r = self.run_parsed(&p.parsed);
         self.proc_end();
         r
     }
@@ -468,10 +468,13 @@ impl Session {
         p.since = std::time::Instant::now();
     }
 
-    fn run_parsed(&mut self, parsed: Parsed) -> SqlResult<Outcome> {
+    /// Takes the statement by reference: a prepared statement runs its parsed
+    /// tree again and again, and a deep copy of it cost more than the point
+    /// read it asks for.
+    fn run_parsed(&mut self, parsed: &Parsed) -> SqlResult<Outcome> {
         self.now_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
         // SHOW WARNINGS reads the previous statement's warnings.
-        let keep_warnings = matches!(&parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
+        let keep_warnings = matches!(parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
                 | crate::lex::ShowKind::Errors
                 | crate::lex::ShowKind::WarningCount
                 | crate::lex::ShowKind::ErrorCount));
@@ -484,8 +487,8 @@ impl Session {
         crate::accounts::set_current(self.login.clone());
         match parsed {
             Parsed::Empty => Err(SqlError::empty_query()),
-            Parsed::Special(s) => self.special(s),
-            Parsed::Std(stmt, flags) => self.statement(&stmt, &flags),
+            Parsed::Special(s) => self.special(s.clone()),
+            Parsed::Std(stmt, flags) => self.statement(stmt, flags),
         }
     }
 
@@ -1102,8 +1105,17 @@ impl Session {
         if let Some(s) = self.vars.get("innodb_lock_wait_timeout").and_then(|v| v.to_f64()) {
             return Some(std::time::Duration::from_secs_f64(s.clamp(0.0, 31_536_000.0)));
         }
-        let ms = self.sysvar("tokudb_lock_timeout").ok().and_then(|v| v.to_f64())?;
+        let ms = self.session_var("tokudb_lock_timeout")?.to_f64()?;
         Some(std::time::Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 31_536_000.0)))
+    }
+
+    /// A session-scoped variable the engine layer reads on every statement
+    /// (`name` lower case, a session variable of `sysvars::DEFS`): what this
+    /// session SET, else the global value it started with. The cheap path
+    /// beside [`Session::sysvar`], which parses `@@scope.` names.
+    pub(crate) fn session_var(&self, name: &'static str) -> Option<&Value> {
+        debug_assert!(crate::sysvars::def(name).is_some_and(|d| d.scope != crate::sysvars::Scope::Global));
+        self.vars.get(name).or_else(|| self.globals.get(name))
     }
 
     fn begin_implicit(&mut self) -> SqlResult<()> {
