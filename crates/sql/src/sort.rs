@@ -125,64 +125,96 @@ pub(crate) fn put_key(v: &Value, kind: CmpKind, desc: bool, out: &mut Vec<u8>) {
 /// and 0 at the end (so 0.12 < 0.123); a negative number's exponent and
 /// digits are complemented.
 fn put_number(v: &Value, out: &mut Vec<u8>) {
-    let (neg, digits, exp) = match v {
-        Value::Int(i) => int_digits(*i as i128),
-        Value::UInt(u) => int_digits(*u as i128),
-        Value::Decimal(d) => dec_digits(d),
-        Value::Double(d) => dbl_digits(*d),
-        Value::Str(_) => dbl_digits(v.to_f64().unwrap_or(0.0)),
-        other => other.to_decimal().map(|d| dec_digits(&d)).unwrap_or((false, String::new(), 0)),
+    use std::fmt::Write as _;
+    let mut buf = Digits { b: [0; 64], len: 0 };
+    let (neg, int_len) = match v {
+        Value::Int(i) => {
+            let _ = write!(buf, "{}", i.unsigned_abs());
+            (*i < 0, buf.len as i64)
+        }
+        Value::UInt(u) => {
+            let _ = write!(buf, "{u}");
+            (false, buf.len as i64)
+        }
+        Value::Double(d) => double_digits(*d, &mut buf),
+        Value::Str(_) => double_digits(v.to_f64().unwrap_or(0.0), &mut buf),
+        Value::Decimal(d) => return put_decimal(d, out),
+        other => match other.to_decimal() {
+            Some(d) => return put_decimal(&d, out),
+            None => (false, 0),
+        },
     };
-    debug_assert!(!digits.starts_with('0') && !digits.ends_with('0'), "digits are normalized: {digits}");
+    put_digits(neg, &buf.b[..buf.len], int_len, out);
+}
+
+/// Digits written without allocating (a u64 has 20, a double's `{:e}` 24).
+struct Digits {
+    b: [u8; 64],
+    len: usize,
+}
+
+impl std::fmt::Write for Digits {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        self.b.get_mut(self.len..end).ok_or(std::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// A double's shortest round-trip digits (which keep the doubles' order)
+/// into `buf`; (negative, digits before the point).
+fn double_digits(d: f64, buf: &mut Digits) -> (bool, i64) {
+    use std::fmt::Write as _;
+    if d == 0.0 || !d.is_finite() {
+        // MySQL has no infinities or NaN; whatever makes one sorts as 0.
+        return (false, 0);
+    }
+    // d1.d2d3...e<x>
+    let _ = write!(buf, "{:e}", d.abs());
+    let text = &buf.b[..buf.len];
+    let e = text.iter().position(|&c| c == b'e').unwrap_or(text.len());
+    let exp: i64 =
+        std::str::from_utf8(&text[(e + 1).min(text.len())..]).ok().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let mut n = 0;
+    for i in 0..e {
+        if buf.b[i].is_ascii_digit() {
+            buf.b[n] = buf.b[i];
+            n += 1;
+        }
+    }
+    buf.len = n;
+    (d < 0.0, exp + 1)
+}
+
+fn put_decimal(d: &bigdecimal::BigDecimal, out: &mut Vec<u8>) {
+    let (bi, scale) = d.as_bigint_and_exponent();
+    let s = bi.magnitude().to_string();
+    put_digits(bi.sign() == bigdecimal::num_bigint::Sign::Minus, s.as_bytes(), s.len() as i64 - scale, out);
+}
+
+/// `all`: ASCII digits, `int_len` of them before the decimal point.
+fn put_digits(neg: bool, all: &[u8], int_len: i64, out: &mut Vec<u8>) {
+    debug_assert!(all.iter().all(u8::is_ascii_digit));
+    let lead = all.iter().take_while(|&&c| c == b'0').count();
+    let rest = &all[lead..];
+    let trail = rest.iter().rev().take_while(|&&c| c == b'0').count();
+    let digits = &rest[..rest.len() - trail];
     if digits.is_empty() {
         out.push(2);
         return;
     }
     out.push(if neg { 1 } else { 3 });
     let body = out.len();
+    let exp = int_len - lead as i64;
     out.extend_from_slice(&((exp as u64) ^ (1 << 63)).to_be_bytes());
-    out.extend(digits.bytes().map(|d| d - b'0' + 1));
+    out.extend(digits.iter().map(|d| d - b'0' + 1));
     out.push(0);
     if neg {
         for b in &mut out[body..] {
             *b = !*b;
         }
     }
-}
-
-/// (negative, significant digits without leading or trailing zeros, the
-/// exponent e of 0.digits * 10^e); zero is no digits.
-fn normalize(neg: bool, all: &str, int_len: i64) -> (bool, String, i64) {
-    let lead = all.len() - all.trim_start_matches('0').len();
-    let digits = all.trim_start_matches('0').trim_end_matches('0');
-    if digits.is_empty() {
-        return (false, String::new(), 0);
-    }
-    (neg, digits.to_string(), int_len - lead as i64)
-}
-
-fn int_digits(i: i128) -> (bool, String, i64) {
-    let s = i.unsigned_abs().to_string();
-    normalize(i < 0, &s, s.len() as i64)
-}
-
-fn dec_digits(d: &bigdecimal::BigDecimal) -> (bool, String, i64) {
-    let (bi, scale) = d.as_bigint_and_exponent();
-    let s = bi.magnitude().to_string();
-    normalize(bi.sign() == bigdecimal::num_bigint::Sign::Minus, &s, s.len() as i64 - scale)
-}
-
-fn dbl_digits(d: f64) -> (bool, String, i64) {
-    if d == 0.0 || !d.is_finite() {
-        // MySQL has no infinities or NaN; whatever makes one sorts as 0.
-        return (false, String::new(), 0);
-    }
-    // Shortest round-trip digits: d1.d2d3...e<x>.
-    let s = format!("{:e}", d.abs());
-    let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let e: i64 = e.parse().unwrap_or(0);
-    let all: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
-    normalize(d < 0.0, &all, e + 1)
 }
 
 // ---------------------------------------------------------------------
@@ -859,6 +891,17 @@ mod tests {
         assert_eq!(err.map(|e| e.code), Some(1317));
         drop(s);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Killed while merging: the merge stops between rows.
+        let mut s = Sorter::new(c.clone(), None);
+        for (k, r) in &input[..3000] {
+            s.add(k.clone(), r.clone()).unwrap();
+        }
+        let mut out = s.finish().unwrap();
+        c.killed.store(true, AtomicOrdering::SeqCst);
+        let e = std::iter::from_fn(|| out.next().transpose()).find_map(|r| r.err()).expect("killed");
+        assert_eq!(e.code, 1317);
+        drop(out);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         // The spill folder cannot be made (a file is in its way): 1004.
         let file = dir.path().join("blocked");
         std::fs::write(&file, b"").unwrap();
@@ -923,5 +966,71 @@ mod tests {
             k
         };
         assert!(s("a") < s("B") && s("B") < s("c") && s("a") == s("A ") && s("") < s("a"));
+    }
+
+    /// Random pairs of values of one ORDER BY expression: the keys' byte
+    /// order is `query::cmp_sort_keys`'s, ASC and DESC, for numbers of
+    /// each kind, strings of several collations, and temporals.
+    #[test]
+    fn key_order_equals_the_in_memory_comparison() {
+        use crate::expr::CmpKind;
+        use crate::value::Temporal;
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let make = |rng: &mut rand::rngs::SmallRng, which: u8| -> (Value, CmpKind) {
+            if rng.gen_range(0..10) == 0 {
+                return (Value::Null, CmpKind::Numeric);
+            }
+            match which {
+                0 => {
+                    (Value::Int(rng.gen_range(-300..300) * 10i64.pow(rng.gen_range(0..15))), CmpKind::Numeric)
+                }
+                1 => {
+                    let d: bigdecimal::BigDecimal =
+                        format!("{}.{:03}", rng.gen_range(-500..500), rng.gen_range(0..1000))
+                            .parse()
+                            .unwrap();
+                    (Value::Decimal(d.with_scale(rng.gen_range(0..5))), CmpKind::Numeric)
+                }
+                2 => (
+                    Value::Double(rng.gen_range(-1e6..1e6) / 10f64.powi(rng.gen_range(0..12))),
+                    CmpKind::Numeric,
+                ),
+                3 => {
+                    let t =
+                        Temporal::date(rng.gen_range(1990..2030), rng.gen_range(1..13), rng.gen_range(1..29));
+                    (Value::Temporal(t), CmpKind::Temporal(crate::value::TemporalKind::Date))
+                }
+                _ => {
+                    let len = rng.gen_range(0..5);
+                    let w: String =
+                        (0..len).map(|_| ['a', 'A', 'b', ' ', 'é', 'E', 'z'][rng.gen_range(0..7)]).collect();
+                    let c = [
+                        Collation::Utf8mb4GeneralCi,
+                        Collation::Utf8mb4Bin,
+                        Collation::Binary,
+                        Collation::Utf8mb4UnicodeCi,
+                    ][which as usize - 4];
+                    (Value::Str(w.into_bytes()), CmpKind::Str(c))
+                }
+            }
+        };
+        for _ in 0..20_000 {
+            let which = rng.gen_range(0..8u8);
+            let (a, ka) = make(&mut rng, which);
+            let (b, kb) = make(&mut rng, which);
+            // A NULL takes the kind of the other value.
+            let kind = if a.is_null() { kb } else { ka };
+            for desc in [false, true] {
+                let want = crate::query::cmp_sort_keys(
+                    std::slice::from_ref(&a),
+                    std::slice::from_ref(&b),
+                    &[(kind, desc)],
+                );
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                put_key(&a, kind, desc, &mut x);
+                put_key(&b, kind, desc, &mut y);
+                assert_eq!(x.cmp(&y), want, "{a:?} vs {b:?} ({kind:?}, desc {desc})");
+            }
+        }
     }
 }

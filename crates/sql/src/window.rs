@@ -9,7 +9,8 @@
 //!
 //! Evaluation ([`apply`]) runs after GROUP BY and HAVING, before DISTINCT,
 //! the query's ORDER BY and LIMIT: per window function, the rows are
-//! ordered by (partition, window order) and each partition is walked once.
+//! ordered by (partition, window order) through the external sort
+//! (`sort.rs`, which may spill) and each partition is walked once.
 //! Frames: ROWS with constant offsets, RANGE with CURRENT ROW / UNBOUNDED
 //! bounds and numeric offsets on a single numeric ORDER BY key; the
 //! default frame is MySQL's (the whole partition without ORDER BY, else
