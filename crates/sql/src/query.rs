@@ -971,9 +971,9 @@ struct ReadOrder<'o> {
     order_cols: Option<&'o [(usize, bool)]>,
 }
 
-/// Reads the rows of source `si` through the access path its WHERE
-/// conjuncts allow, stopping after `stop_after` rows that pass the filter
-/// (when the caller knows no later step needs more).
+/// Reads the rows of `t` through the access path its WHERE conjuncts
+/// allow and hands each that passes the filter to `sink`, stopping after
+/// `stop_after` of them (when the caller knows no later step needs more).
 #[allow(clippy::too_many_arguments)]
 fn scan(
     txn: &Txn,
