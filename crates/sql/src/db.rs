@@ -67,7 +67,7 @@ pub(crate) struct Inner {
     pub next_slot: AtomicU64,
     /// When the folder was opened (SHOW STATUS Uptime).
     pub started: std::time::Instant,
-    /// Where GROUP BY spills its runs (`group.rs`); emptied at open.
+    /// Where sorts and GROUP BY spill their runs (`sort.rs`); emptied at open.
     pub tmp_dir: std::path::PathBuf,
     /// Every open session's PROCESSLIST row, by connection id.
     pub procs: Mutex<BTreeMap<u64, Arc<Mutex<Proc>>>>,

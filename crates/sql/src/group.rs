@@ -4,23 +4,23 @@
 //! merged by group key at the end (partial states combine: counts and
 //! sums add, MIN/MAX compare, DISTINCT sets unite). So a GROUP BY over a
 //! table larger than memory finishes, with memory bounded by the budget
-//! plus one entry per run while merging.
+//! plus one entry per run a merge reads (at most `sort::FANIN`).
 //!
 //! Groups are keyed by (level, the group expressions' keys); the level is
 //! how many group expressions a group is by (WITH ROLLUP adds the levels
 //! below the full one). The budget is `tmp_memory_table_size` (MariaDB's
-//! name; 16 MiB by default); runs are files in the database folder's
-//! `sql-tmp/`, deleted when the grouping ends (and at open after a crash).
+//! name; 16 MiB by default); runs are the external sort's run files
+//! (`sort.rs`: in `sql-tmp/`, deleted when dropped, merged in passes when
+//! there are many), each record a group key and its entry.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
 
 use crate::bind::AggSpec;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{AggFn, EvalCtx, Expr, Ty};
 use crate::query::{group_key, AggState};
-use crate::value::{Temporal, TemporalKind, Value};
+use crate::sort::{put_bytes, put_u64, put_value, value_size, Cursor, Run, RunWriter, SortCfg};
+use crate::value::Value;
 
 type Entry = (Vec<Value>, Vec<AggState>);
 
@@ -30,46 +30,16 @@ pub(crate) struct Grouper<'g> {
     levels: Vec<usize>,
     map: BTreeMap<Vec<u8>, Entry>,
     mem: usize,
-    budget: usize,
-    dir: PathBuf,
+    /// `cfg.budget` is GROUP BY's (tmp_memory_table_size).
+    cfg: SortCfg,
     runs: Vec<Run>,
 }
 
-/// A spilled run: a file of entries in key order, deleted when dropped.
-struct Run {
-    path: PathBuf,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn io_err(e: std::io::Error) -> SqlError {
-    SqlError::new(1030, "HY000", format!("Got error {e} from storage engine (GROUP BY's temporary file)"))
-}
-
 impl<'g> Grouper<'g> {
-    pub fn new(
-        groups: &'g [(Expr, Ty)],
-        aggs: &'g [AggSpec],
-        rollup: bool,
-        budget: usize,
-        dir: &Path,
-    ) -> Self {
+    pub fn new(groups: &'g [(Expr, Ty)], aggs: &'g [AggSpec], rollup: bool, cfg: SortCfg) -> Self {
         let k = groups.len();
         let levels: Vec<usize> = if rollup { (0..=k).rev().collect() } else { vec![k] };
-        Grouper {
-            groups,
-            aggs,
-            levels,
-            map: BTreeMap::new(),
-            mem: 0,
-            budget,
-            dir: dir.to_path_buf(),
-            runs: Vec::new(),
-        }
+        Grouper { groups, aggs, levels, map: BTreeMap::new(), mem: 0, cfg, runs: Vec::new() }
     }
 
     /// Folds one input row into its groups.
@@ -114,7 +84,7 @@ impl<'g> Grouper<'g> {
                 st.add(spec, v.clone())?;
             }
         }
-        if self.mem > self.budget {
+        if self.mem > self.cfg.budget {
             self.spill()?;
         }
         Ok(())
@@ -122,29 +92,20 @@ impl<'g> Grouper<'g> {
 
     /// Writes the groups so far to a new run, in key order.
     fn spill(&mut self) -> SqlResult<()> {
-        std::fs::create_dir_all(&self.dir).map_err(io_err)?;
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = self.dir.join(format!("group-{}-{n}.run", std::process::id()));
-        let run = Run { path };
-        let f = std::fs::File::create(&run.path).map_err(io_err)?;
-        let mut w = BufWriter::new(f);
+        let mut w = RunWriter::new(&self.cfg)?;
         let mut buf = Vec::new();
         for (key, (first, states)) in std::mem::take(&mut self.map) {
             buf.clear();
-            put_bytes(&mut buf, &key);
             put_u64(&mut buf, first.len() as u64);
             for v in &first {
-                encode_value(v, &mut buf);
+                put_value(v, &mut buf);
             }
             for st in &states {
                 encode_state(st, &mut buf);
             }
-            w.write_all(&(buf.len() as u64).to_le_bytes()).map_err(io_err)?;
-            w.write_all(&buf).map_err(io_err)?;
+            w.put(&key, &buf)?;
         }
-        w.flush().map_err(io_err)?;
-        self.runs.push(run);
+        self.runs.push(w.finish()?);
         self.mem = 0;
         Ok(())
     }
@@ -157,30 +118,11 @@ impl<'g> Grouper<'g> {
         if !self.map.is_empty() {
             self.spill()?;
         }
-        let mut readers = Vec::new();
-        for r in &self.runs {
-            readers.push(BufReader::new(std::fs::File::open(&r.path).map_err(io_err)?));
-        }
         let nstates = self.aggs.len();
-        // A min-heap of the runs' head keys; the heads' entries wait beside it.
-        let mut heads: Vec<Option<Entry>> = Vec::with_capacity(readers.len());
-        let mut heap = std::collections::BinaryHeap::new();
-        for (i, r) in readers.iter_mut().enumerate() {
-            match read_entry(r, nstates)? {
-                Some((k, e)) => {
-                    heap.push(std::cmp::Reverse((k, i)));
-                    heads.push(Some(e));
-                }
-                None => heads.push(None),
-            }
-        }
+        let mut merge = crate::sort::merge_runs(std::mem::take(&mut self.runs), &self.cfg)?;
         let mut out: Vec<(Vec<u8>, Entry)> = Vec::new();
-        while let Some(std::cmp::Reverse((key, i))) = heap.pop() {
-            let e = heads[i].take().expect("a run in the heap has its head");
-            if let Some((k, next)) = read_entry(&mut readers[i], nstates)? {
-                heap.push(std::cmp::Reverse((k, i)));
-                heads[i] = Some(next);
-            }
+        while let Some((key, payload)) = merge.next()? {
+            let e = decode_entry(&payload, nstates)?;
             match out.last_mut() {
                 // The same group from another run: combine.
                 Some((k, (_, states))) if *k == key => {
@@ -192,14 +134,6 @@ impl<'g> Grouper<'g> {
             }
         }
         Ok(out)
-    }
-}
-
-fn value_size(v: &Value) -> usize {
-    16 + match v {
-        Value::Str(s) => s.len(),
-        Value::Decimal(_) => 32,
-        _ => 0,
     }
 }
 
@@ -246,65 +180,15 @@ impl AggState {
     }
 }
 
-// The run format: per entry, u64 length, then key bytes, the first row's
-// values and each aggregate's state. Values: a tag byte, then the payload.
-
-fn put_u64(out: &mut Vec<u8>, x: u64) {
-    out.extend_from_slice(&x.to_le_bytes());
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_u64(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
-fn encode_value(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Null => out.push(0),
-        Value::Int(i) => {
-            out.push(1);
-            out.extend_from_slice(&i.to_le_bytes());
-        }
-        Value::UInt(u) => {
-            out.push(2);
-            out.extend_from_slice(&u.to_le_bytes());
-        }
-        Value::Double(d) => {
-            out.push(3);
-            out.extend_from_slice(&d.to_bits().to_le_bytes());
-        }
-        Value::Decimal(d) => {
-            out.push(4);
-            put_bytes(out, d.to_string().as_bytes());
-        }
-        Value::Str(s) => {
-            out.push(5);
-            put_bytes(out, s);
-        }
-        Value::Temporal(t) => {
-            out.push(6);
-            out.push(match t.kind {
-                TemporalKind::Date => 0,
-                TemporalKind::Time => 1,
-                TemporalKind::DateTime => 2,
-            });
-            out.push(t.neg as u8);
-            out.extend_from_slice(&t.year.to_le_bytes());
-            out.extend_from_slice(&[t.month, t.day]);
-            out.extend_from_slice(&t.hour.to_le_bytes());
-            out.extend_from_slice(&[t.minute, t.second]);
-            out.extend_from_slice(&t.micro.to_le_bytes());
-            out.push(t.fsp);
-        }
-    }
-}
+// A run's record: the group key, then as payload the first row's values
+// and each aggregate's state (`sort.rs`'s run files and value codec).
 
 fn encode_opt(v: &Option<Value>, out: &mut Vec<u8>) {
     match v {
         None => out.push(0),
         Some(v) => {
             out.push(1);
-            encode_value(v, out);
+            put_value(v, out);
         }
     }
 }
@@ -343,115 +227,44 @@ fn encode_state(st: &AggState, out: &mut Vec<u8>) {
             out.push(5);
             put_u64(out, vals.len() as u64);
             for v in vals {
-                encode_value(v, out);
+                put_value(v, out);
             }
         }
     }
 }
 
-/// Reads entries back; a short or malformed record is an error, never a panic.
-struct Cursor<'b> {
-    b: &'b [u8],
+fn decode_opt(c: &mut Cursor) -> SqlResult<Option<Value>> {
+    Ok(if c.u8()? == 0 { None } else { Some(c.value()?) })
 }
 
-impl<'b> Cursor<'b> {
-    fn take(&mut self, n: usize) -> SqlResult<&'b [u8]> {
-        if self.b.len() < n {
-            return Err(SqlError::internal("GROUP BY's temporary file is damaged"));
+fn decode_state(c: &mut Cursor) -> SqlResult<AggState> {
+    Ok(match c.u8()? {
+        0 => AggState::Count(c.u64()? as i64),
+        1 => {
+            let sum = decode_opt(c)?;
+            AggState::Sum { sum, n: c.u64()? as i64 }
         }
-        let (a, rest) = self.b.split_at(n);
-        self.b = rest;
-        Ok(a)
-    }
-    fn u8(&mut self) -> SqlResult<u8> {
-        Ok(self.take(1)?[0])
-    }
-    fn u64(&mut self) -> SqlResult<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    fn bytes(&mut self) -> SqlResult<Vec<u8>> {
-        let n = self.u64()? as usize;
-        Ok(self.take(n)?.to_vec())
-    }
-    fn value(&mut self) -> SqlResult<Value> {
-        Ok(match self.u8()? {
-            0 => Value::Null,
-            1 => Value::Int(self.u64()? as i64),
-            2 => Value::UInt(self.u64()?),
-            3 => Value::Double(f64::from_bits(self.u64()?)),
-            4 => {
-                let s = self.bytes()?;
-                Value::Decimal(
-                    std::str::from_utf8(&s)
-                        .ok()
-                        .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| SqlError::internal("GROUP BY's temporary file is damaged"))?,
-                )
+        2 => AggState::MinMax(decode_opt(c)?),
+        3 => AggState::Bits(c.u64()?),
+        4 => AggState::Concat(if c.u8()? == 0 { None } else { Some(c.bytes()?) }),
+        5 => {
+            let n = c.u64()? as usize;
+            let mut vals = Vec::with_capacity(n.min(1 << 16));
+            for _ in 0..n {
+                vals.push(c.value()?);
             }
-            5 => Value::Str(self.bytes()?),
-            6 => {
-                let kind = match self.u8()? {
-                    0 => TemporalKind::Date,
-                    1 => TemporalKind::Time,
-                    _ => TemporalKind::DateTime,
-                };
-                let neg = self.u8()? != 0;
-                let year = u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes"));
-                let (month, day) = (self.u8()?, self.u8()?);
-                let hour = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
-                let (minute, second) = (self.u8()?, self.u8()?);
-                let micro = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
-                let fsp = self.u8()?;
-                Value::Temporal(Temporal { kind, neg, year, month, day, hour, minute, second, micro, fsp })
-            }
-            _ => return Err(SqlError::internal("GROUP BY's temporary file is damaged")),
-        })
-    }
-    fn opt(&mut self) -> SqlResult<Option<Value>> {
-        Ok(if self.u8()? == 0 { None } else { Some(self.value()?) })
-    }
-    fn state(&mut self) -> SqlResult<AggState> {
-        Ok(match self.u8()? {
-            0 => AggState::Count(self.u64()? as i64),
-            1 => {
-                let sum = self.opt()?;
-                AggState::Sum { sum, n: self.u64()? as i64 }
-            }
-            2 => AggState::MinMax(self.opt()?),
-            3 => AggState::Bits(self.u64()?),
-            4 => AggState::Concat(if self.u8()? == 0 { None } else { Some(self.bytes()?) }),
-            5 => {
-                let n = self.u64()? as usize;
-                let mut vals = Vec::with_capacity(n.min(1 << 16));
-                for _ in 0..n {
-                    vals.push(self.value()?);
-                }
-                AggState::Distinct(Default::default(), vals)
-            }
-            _ => return Err(SqlError::internal("GROUP BY's temporary file is damaged")),
-        })
-    }
+            AggState::Distinct(Default::default(), vals)
+        }
+        _ => return Err(SqlError::internal("GROUP BY's temporary file is damaged")),
+    })
 }
 
-fn read_entry(r: &mut impl Read, nstates: usize) -> SqlResult<Option<(Vec<u8>, Entry)>> {
-    let mut len = [0u8; 8];
-    match r.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(io_err(e)),
-    }
-    let mut buf = vec![0u8; u64::from_le_bytes(len) as usize];
-    r.read_exact(&mut buf).map_err(io_err)?;
-    let mut c = Cursor { b: &buf };
-    let key = c.bytes()?;
-    let n = c.u64()? as usize;
-    let mut first = Vec::with_capacity(n.min(4096));
-    for _ in 0..n {
-        first.push(c.value()?);
-    }
+fn decode_entry(payload: &[u8], nstates: usize) -> SqlResult<Entry> {
+    let mut c = Cursor { b: payload };
+    let first = c.row()?;
     let mut states = Vec::with_capacity(nstates);
     for _ in 0..nstates {
-        states.push(c.state()?);
+        states.push(decode_state(&mut c)?);
     }
-    Ok(Some((key, (first, states))))
+    Ok((first, states))
 }

@@ -58,6 +58,7 @@ mod query;
 mod rowcodec;
 mod session;
 mod show;
+mod sort;
 pub mod sysvars;
 mod table;
 pub mod temporal;

@@ -369,16 +369,54 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         );
     }
     // GROUP BY folds rows in as they are read, spilling past its budget.
+    let sort_cfg = crate::sort::SortCfg::of(s);
     let mut grouper = if grouped {
         let budget = s
             .sysvar("tmp_memory_table_size")
             .ok()
             .and_then(|v| v.to_i64())
             .map_or(16 << 20, |b| b.max(1 << 16) as usize);
-        Some(crate::group::Grouper::new(&groups, &aggs, rollup, budget, &s.inner.tmp_dir))
+        let cfg = crate::sort::SortCfg { budget, ..sort_cfg.clone() };
+        Some(crate::group::Grouper::new(&groups, &aggs, rollup, cfg))
     } else {
         None
     };
+    // DISTINCT, ORDER BY and LIMIT take the projected rows one at a time
+    // (`sort::Output`, spilling past sort_buffer_size). Without grouping,
+    // window functions or HAVING, a single table's rows go there as they
+    // are read, so the query never holds the table.
+    let distinct = matches!(sel.distinct, Some(ast::Distinct::Distinct));
+    let mut output = crate::sort::Output::new(sort_cfg.clone(), !order.is_empty(), distinct, offset, limit);
+    let order_kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
+    let mut emit = |r: &[Value], cx: &mut crate::expr::EvalCtx| -> SqlResult<()> {
+        let mut o = Vec::with_capacity(items.len());
+        let mut dkey = Vec::new();
+        for (e, t, _) in &items {
+            let v = e.eval(r, cx)?;
+            // An integer where the expression's type is DECIMAL(.., s)
+            // (IFNULL(dec_col, -1)) prints with its s decimals, as MySQL's
+            // result type makes it.
+            let v = match (v, t) {
+                (Value::Int(i), Ty::Decimal(sc)) => {
+                    Value::Decimal(bigdecimal::BigDecimal::from(i).with_scale(*sc as i64))
+                }
+                (Value::UInt(u), Ty::Decimal(sc)) => {
+                    Value::Decimal(bigdecimal::BigDecimal::from(u).with_scale(*sc as i64))
+                }
+                (v, _) => v,
+            };
+            if distinct {
+                group_key(&v, *t, &mut dkey);
+            }
+            o.push(v);
+        }
+        let mut okey = Vec::new();
+        for ((e, _, _), (kind, desc)) in order.iter().zip(&order_kinds) {
+            crate::sort::put_key(&e.eval(r, cx)?, *kind, *desc, &mut okey);
+        }
+        output.add(o, okey, dkey)
+    };
+    let stream = !grouped && !windows && having.is_none() && count.is_none();
     let rows = if count.is_some() {
         Vec::new()
     } else {
@@ -401,9 +439,19 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 scan_each(txn, &t.table, filter.as_ref(), &mut cx, &s.killed, |row, cx| g.add(&row, cx))?;
                 Vec::new()
             }
+            (Some(_), [Rel::Table(t)]) if from.single() && stream => {
+                let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
+                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, cx| emit(&row, cx))?;
+                Vec::new()
+            }
             (Some(_), [Rel::Table(t)]) if from.single() => {
                 let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
-                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order)?
+                let mut out = Vec::new();
+                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, _| {
+                    out.push(row);
+                    Ok(())
+                })?;
+                out
             }
             (Some(_), [Rel::Rows { view, .. }]) if from.single() => {
                 let mut out = Vec::new();
@@ -505,54 +553,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 r.resize(n + aggs.len(), Value::Null);
             }
         }
-        crate::window::apply(&mut rows, &aggs, n, &mut cx)?;
+        crate::window::apply(&mut rows, &aggs, n, &mut cx, &sort_cfg)?;
     }
-    // Project, keeping the sort keys beside each output row.
-    let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let mut o = Vec::with_capacity(items.len());
-        for (e, t, _) in &items {
-            let v = e.eval(r, &mut cx)?;
-            // An integer where the expression's type is DECIMAL(.., s)
-            // (IFNULL(dec_col, -1)) prints with its s decimals, as MySQL's
-            // result type makes it.
-            let v = match (v, t) {
-                (Value::Int(i), Ty::Decimal(sc)) => {
-                    Value::Decimal(bigdecimal::BigDecimal::from(i).with_scale(*sc as i64))
-                }
-                (Value::UInt(u), Ty::Decimal(sc)) => {
-                    Value::Decimal(bigdecimal::BigDecimal::from(u).with_scale(*sc as i64))
-                }
-                (v, _) => v,
-            };
-            o.push(v);
-        }
-        let mut k = Vec::with_capacity(order.len());
-        for (e, _, _) in &order {
-            k.push(e.eval(r, &mut cx)?);
-        }
-        out.push((o, k));
+    for r in rows {
+        emit(&r, &mut cx)?;
     }
-    if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
-        let mut seen = std::collections::HashSet::new();
-        out.retain(|(o, _)| {
-            let mut key = Vec::new();
-            for (v, (_, t, _)) in o.iter().zip(&items) {
-                group_key(v, *t, &mut key);
-            }
-            seen.insert(key)
-        });
-    }
-    if !order.is_empty() {
-        let dirs: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
-        out.sort_by(|a, b| cmp_sort_keys(&a.1, &b.1, &dirs));
-    }
-    let rows: Vec<Vec<Value>> = out
-        .into_iter()
-        .skip(offset as usize)
-        .take(limit.unwrap_or(u64::MAX) as usize)
-        .map(|(o, _)| o)
-        .collect();
+    let rows = output.finish()?;
     s.warnings.extend(warnings);
     let columns: Vec<ColumnMeta> = items.into_iter().map(|i| i.2).collect();
     let mut rows = rows;
@@ -656,7 +662,7 @@ fn union(
         }
         k
     };
-    let mut rows = match op {
+    let rows = match op {
         ast::SetOperator::Union => {
             let mut rows = a.rows;
             rows.extend(b.rows);
@@ -690,10 +696,6 @@ fn union(
             rows
         }
     };
-    if !all {
-        let mut seen = std::collections::HashSet::new();
-        rows.retain(|r| seen.insert(key(r)));
-    }
     // The result's columns are the scope ORDER BY binds over.
     let scope: Vec<ScopeCol> = a
         .columns
@@ -710,13 +712,13 @@ fn union(
             flags: 0,
         })
         .collect();
+    let mut keys = Vec::new();
     if let Some(ob) = &q.order_by {
         if let ast::OrderByKind::Expressions(list) = &ob.kind {
             let sysvar = |n: &str| s.sysvar(n);
             let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
                 Err(SqlError::unsupported("subqueries in a UNION's ORDER BY"))
             };
-            let mut keys = Vec::new();
             for o in list {
                 let e = match &o.expr {
                     ast::Expr::Value(v) => match &v.value {
@@ -733,26 +735,26 @@ fn union(
                 };
                 keys.push((e.0, (sort_kind(e.1), matches!(o.options.sort, Some(ast::OrderBySort::Desc)))));
             }
-            let mut w = Vec::new();
-            let mut keyed = Vec::with_capacity(rows.len());
-            {
-                let mut cx = s.eval_ctx(&mut w);
-                for r in rows {
-                    let mut k = Vec::with_capacity(keys.len());
-                    for (e, _) in &keys {
-                        k.push(e.eval(&r, &mut cx)?);
-                    }
-                    keyed.push((k, r));
-                }
-            }
-            let dirs: Vec<(CmpKind, bool)> = keys.iter().map(|k| k.1).collect();
-            keyed.sort_by(|x, y| cmp_sort_keys(&x.0, &y.0, &dirs));
-            rows = keyed.into_iter().map(|(_, r)| r).collect();
         }
     }
+    // DISTINCT (the first of equal rows stays), ORDER BY, LIMIT: the
+    // external sort, as a SELECT's.
     let (limit, offset) = limits(s, &q.limit_clause)?;
-    let rows = rows.into_iter().skip(offset as usize).take(limit.unwrap_or(u64::MAX) as usize).collect();
-    Ok(ResultSet { columns: a.columns, rows })
+    let mut output =
+        crate::sort::Output::new(crate::sort::SortCfg::of(s), !keys.is_empty(), !all, offset, limit);
+    let mut w = Vec::new();
+    {
+        let mut cx = s.eval_ctx(&mut w);
+        for r in rows {
+            let mut okey = Vec::new();
+            for (e, (kind, desc)) in &keys {
+                crate::sort::put_key(&e.eval(&r, &mut cx)?, *kind, *desc, &mut okey);
+            }
+            let dkey = if all { Vec::new() } else { key(&r) };
+            output.add(r, okey, dkey)?;
+        }
+    }
+    Ok(ResultSet { columns: a.columns, rows: output.finish()? })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -972,9 +974,10 @@ struct ReadOrder<'o> {
     order_cols: Option<&'o [(usize, bool)]>,
 }
 
-/// Reads the rows of source `si` through the access path its WHERE
-/// conjuncts allow, stopping after `stop_after` rows that pass the filter
-/// (when the caller knows no later step needs more).
+/// Reads the rows of `t` through the access path its WHERE conjuncts
+/// allow and hands each that passes the filter to `sink`, stopping after
+/// `stop_after` of them (when the caller knows no later step needs more).
+#[allow(clippy::too_many_arguments)]
 fn scan(
     txn: &Txn,
     t: &Table,
@@ -983,7 +986,8 @@ fn scan(
     single: bool,
     cx: &mut crate::expr::EvalCtx,
     order: ReadOrder,
-) -> SqlResult<Vec<Vec<Value>>> {
+    sink: &mut dyn FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
+) -> SqlResult<()> {
     let ReadOrder { stop_after, order_cols } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
@@ -998,7 +1002,7 @@ fn scan(
             None => stop_after = None,
         }
     }
-    let mut out = Vec::new();
+    let mut n = 0u64;
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };
     crate::plan::for_each_row(txn, t, &access, |_, row| {
@@ -1007,10 +1011,10 @@ fn scan(
                 return Ok(true);
             }
         }
-        out.push(row);
-        Ok(stop_after.is_none_or(|n| (out.len() as u64) < n))
-    })?;
-    Ok(out)
+        sink(row, cx)?;
+        n += 1;
+        Ok(stop_after.is_none_or(|s| n < s))
+    })
 }
 
 pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {

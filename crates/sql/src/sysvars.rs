@@ -397,9 +397,11 @@ pub enum Stat {
     ComUpdate,
     Questions,
     SlowQueries,
+    /// Merge passes of sorts with more runs than one merge reads (`sort.rs`).
+    SortMergePasses,
 }
 
-pub const STAT_COUNT: usize = Stat::SlowQueries as usize + 1;
+pub const STAT_COUNT: usize = Stat::SortMergePasses as usize + 1;
 
 /// MariaDB's names, in `Stat` order.
 pub const STAT_NAMES: [&str; STAT_COUNT] = [
@@ -451,6 +453,7 @@ pub const STAT_NAMES: [&str; STAT_COUNT] = [
     "Com_update",
     "Questions",
     "Slow_queries",
+    "Sort_merge_passes",
 ];
 
 pub type Stats = [u64; STAT_COUNT];

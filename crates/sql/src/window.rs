@@ -9,7 +9,8 @@
 //!
 //! Evaluation ([`apply`]) runs after GROUP BY and HAVING, before DISTINCT,
 //! the query's ORDER BY and LIMIT: per window function, the rows are
-//! ordered by (partition, window order) and each partition is walked once.
+//! ordered by (partition, window order) through the external sort
+//! (`sort.rs`, which may spill) and each partition is walked once.
 //! Frames: ROWS with constant offsets, RANGE with CURRENT ROW / UNBOUNDED
 //! bounds and numeric offsets on a single numeric ORDER BY key; the
 //! default frame is MySQL's (the whole partition without ORDER BY, else
@@ -277,7 +278,13 @@ fn bound(b: &mut Binder, x: &ast::WindowFrameBound) -> SqlResult<Bound<Expr>> {
 
 /// Fills every window function's slot (`n + i` for aggregate slot i) of
 /// every row.
-pub fn apply(rows: &mut [Vec<Value>], aggs: &[AggSpec], n: usize, cx: &mut EvalCtx) -> SqlResult<()> {
+pub(crate) fn apply(
+    rows: &mut [Vec<Value>],
+    aggs: &[AggSpec],
+    n: usize,
+    cx: &mut EvalCtx,
+    cfg: &crate::sort::SortCfg,
+) -> SqlResult<()> {
     for (i, spec) in aggs.iter().enumerate() {
         let Some(w) = &spec.window else { continue };
         let slot = n + i;
@@ -285,33 +292,54 @@ pub fn apply(rows: &mut [Vec<Value>], aggs: &[AggSpec], n: usize, cx: &mut EvalC
             Some(f) => Some(Frame { rows: f.rows, start: f.start.eval(cx)?, end: f.end.eval(cx)? }),
             None => None,
         };
-        // Each row's partition key and order values.
-        let mut keyed: Vec<(Vec<u8>, Vec<Value>, usize)> = Vec::with_capacity(rows.len());
+        // Each row's partition key and order values, sorted by the
+        // external sort on (partition key, order key); the sort key's
+        // partition part is escaped so no partition key is a prefix of
+        // another's part, and each partition is one stretch of the output.
+        let dirs: Vec<(CmpKind, bool)> = w.order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
+        let mut sorter = crate::sort::Sorter::new(cfg.clone(), None);
         for (ri, r) in rows.iter().enumerate() {
             let mut pk = Vec::new();
             for (e, t) in &w.partition {
                 group_key(&e.eval(r, cx)?, *t, &mut pk);
             }
-            let mut ok = Vec::with_capacity(w.order.len());
-            for (e, _, _) in &w.order {
-                ok.push(e.eval(r, cx)?);
+            let mut key = Vec::new();
+            crate::collation::sort_key(crate::types::Collation::Binary, &pk, &mut key);
+            let mut payload = Vec::with_capacity(w.order.len() + 2);
+            for ((e, _, _), (kind, desc)) in w.order.iter().zip(&dirs) {
+                let v = e.eval(r, cx)?;
+                crate::sort::put_key(&v, *kind, *desc, &mut key);
+                payload.push(v);
             }
-            keyed.push((pk, ok, ri));
+            payload.push(Value::UInt(ri as u64));
+            payload.push(Value::Str(pk));
+            sorter.add(key, payload)?;
         }
-        let dirs: Vec<(CmpKind, bool)> = w.order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
-        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_sort_keys(&a.1, &b.1, &dirs)));
-        let mut start = 0;
-        while start < keyed.len() {
-            let mut end = start + 1;
-            while end < keyed.len() && keyed[end].0 == keyed[start].0 {
-                end += 1;
+        let mut sorted = sorter.finish()?;
+        let mut part: Vec<(Vec<u8>, Vec<Value>, usize)> = Vec::new();
+        loop {
+            let next = sorted.next()?;
+            let entry = match next {
+                Some((_, mut payload)) => {
+                    let (Some(Value::Str(pk)), Some(Value::UInt(ri))) = (payload.pop(), payload.pop()) else {
+                        return Err(SqlError::internal("a window's sort lost its row"));
+                    };
+                    Some((pk, payload, ri as usize))
+                }
+                None => None,
+            };
+            // A partition ends where the partition key changes.
+            if !part.is_empty() && entry.as_ref().is_none_or(|e| e.0 != part[0].0) {
+                let vals = partition(rows, &part, spec, w, frame.as_ref(), &dirs, cx)?;
+                for ((_, _, ri), v) in part.iter().zip(vals) {
+                    rows[*ri][slot] = v;
+                }
+                part.clear();
             }
-            let part = &keyed[start..end];
-            let vals = partition(rows, part, spec, w, frame.as_ref(), &dirs, cx)?;
-            for ((_, _, ri), v) in part.iter().zip(vals) {
-                rows[*ri][slot] = v;
+            match entry {
+                Some(e) => part.push(e),
+                None => break,
             }
-            start = end;
         }
     }
     Ok(())

@@ -757,3 +757,95 @@ fn auto_increment_continues_after_restart_from_the_index_end() {
     ok(&mut s, "INSERT INTO c (k) VALUES (5)");
     assert_eq!(rows(&mut s, "SELECT id FROM c WHERE k = 5"), [["501"]]);
 }
+
+/// Sorts past `sort_buffer_size` (and GROUP BY past `tmp_memory_table_size`)
+/// spill runs to `sql-tmp/` and merge them in passes: the results are
+/// exactly the in-memory ones (ties included: the sort is stable), no file
+/// is left, and an unwritable spill folder is a clear error.
+#[test]
+fn sorts_past_their_budget_spill_and_give_the_in_memory_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, g VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, \
+         c VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, l VARCHAR(10) CHARACTER SET latin1, \
+         n INT, x DOUBLE, m DECIMAL(10,3), dt DATE)",
+    );
+    let mut rng = SmallRng::seed_from_u64(19);
+    for batch in 0..6 {
+        let mut vals = Vec::new();
+        for i in batch * 500..(batch + 1) * 500 {
+            let word = |rng: &mut SmallRng| {
+                let w = ["a", "A", "b", "B ", "é", "E", "ab", "a "][rng.gen_range(0..8)];
+                if rng.gen_range(0..10) == 0 {
+                    "NULL".to_string()
+                } else {
+                    format!("'{w}{}'", rng.gen_range(0..3))
+                }
+            };
+            let (g, c, l) = (word(&mut rng), word(&mut rng), word(&mut rng));
+            let n = if rng.gen_range(0..8) == 0 {
+                "NULL".to_string()
+            } else {
+                rng.gen_range(-20..20).to_string()
+            };
+            let x = rng.gen_range(-40..40) as f64 / 8.0;
+            let m = if rng.gen_range(0..6) == 0 {
+                "NULL".into()
+            } else {
+                format!("{}.{}", rng.gen_range(-9..9), rng.gen_range(0..3))
+            };
+            let dt = if rng.gen_range(0..9) == 0 {
+                "NULL".into()
+            } else {
+                format!("'2024-0{}-1{}'", rng.gen_range(1..4), rng.gen_range(0..3))
+            };
+            vals.push(format!("({i}, {g}, {c}, {l}, {n}, {x}, {m}, {dt})"));
+        }
+        ok(&mut s, &format!("INSERT INTO t VALUES {}", vals.join(",")));
+    }
+    let queries = [
+        "SELECT id, g, n FROM t ORDER BY g DESC, n",
+        "SELECT id, c, l FROM t ORDER BY c, l DESC, x",
+        "SELECT id, m, dt FROM t WHERE id % 3 <> 1 ORDER BY m DESC, dt",
+        "SELECT id FROM t ORDER BY n + x, g",
+        "SELECT id, g FROM t ORDER BY g LIMIT 1000, 50",
+        "SELECT DISTINCT g, n FROM t ORDER BY n DESC",
+        "SELECT DISTINCT l FROM t",
+        "SELECT id, ROW_NUMBER() OVER (PARTITION BY g ORDER BY m, dt DESC) FROM t",
+        "SELECT g FROM t UNION SELECT c FROM t ORDER BY 1 DESC",
+        "SELECT id % 997 AS k, COUNT(*), SUM(x), MAX(g), MIN(m), m FROM t GROUP BY k",
+    ];
+    let passes = |s: &mut Session| -> u64 {
+        rows(s, "SHOW SESSION STATUS LIKE 'Sort_merge_passes'")[0][1].parse().unwrap()
+    };
+    let in_memory: Vec<_> = queries.iter().map(|q| rows(&mut s, q)).collect();
+    assert_eq!(passes(&mut s), 0, "2 MiB holds these sorts");
+    ok(&mut s, "SET sort_buffer_size = 1024, tmp_memory_table_size = 1024");
+    for (q, want) in queries.iter().zip(&in_memory) {
+        let before = passes(&mut s);
+        let got = rows(&mut s, q);
+        if got != *want {
+            let i = got.iter().zip(want.iter()).position(|(a, b)| a != b).unwrap_or(0);
+            panic!(
+                "{q}: the spilled result differs at row {i}: {:?} vs {:?}",
+                &got[i.saturating_sub(2)..(i + 3).min(got.len())],
+                &want[i.saturating_sub(2)..(i + 3).min(want.len())]
+            );
+        }
+        // More than one merge: runs were merged in passes.
+        assert!(passes(&mut s) > before + 1, "{q} did not merge in passes");
+    }
+    let tmp = dir.path().join("sql-tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "run files left behind");
+    // The spill folder cannot be made: 1004, and the session goes on.
+    std::fs::remove_dir(&tmp).unwrap();
+    std::fs::write(&tmp, b"").unwrap();
+    assert_eq!(err(&mut s, queries[0]), 1004);
+    ok(&mut s, "SET sort_buffer_size = DEFAULT");
+    assert!(rows(&mut s, queries[0]) == in_memory[0]);
+}
