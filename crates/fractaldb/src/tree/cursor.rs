@@ -64,6 +64,10 @@ pub(crate) enum ReadAhead {
 /// range that just crosses one basement boundary reads no more than it needs.
 const SCAN_AFTER_MOVES: u32 = 2;
 
+/// A cursor batch that took at least this many messages from one buffer on
+/// its path queues that buffer's child for a flush (`merge_batch`).
+pub(crate) const READ_FLUSH_MSGS: usize = 256;
+
 /// One basement's worth of visible key/value pairs and its key range [lo, hi).
 ///
 /// The pairs are copied back to back into one byte buffer, with the end of
@@ -270,6 +274,19 @@ impl Tree {
             .collect();
         let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
             bufs.iter().map(|b| b.range(lo, hi, self.order)).collect();
+        // A buffer that gave this batch many messages gives them to every
+        // later batch of this basement too, until a flush takes them down:
+        // under steady writes to a small hot tree no buffer fills up, so
+        // without this each range read re-merges them all. The reader asks
+        // the cleaner to flush the child (the merge queue, as for spills);
+        // the messages then reach the leaf once, by that flush.
+        for (d, own) in owned.iter().take(path.len()).enumerate() {
+            if own.len() >= READ_FLUSH_MSGS {
+                let parent_bn =
+                    if d == 0 { self.root_bn() } else { path[d - 1].0.children()[path[d - 1].1].bn };
+                self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
+            }
+        }
         let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for (buf, own) in bufs.iter().zip(&owned) {

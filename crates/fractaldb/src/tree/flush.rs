@@ -659,8 +659,9 @@ impl Tree {
         Ok(None)
     }
 
-    /// Flushes down one child whose spills a read had to read (the merge
-    /// queue), with them. The pair stays queued until done, so a flush that
+    /// Flushes down one child whose spills a read had to read, or whose
+    /// buffer a cursor batch merged many messages from (the merge queue),
+    /// with its spills. The pair stays queued until done, so a flush that
     /// first needs the child from disk is not forgotten; a pair whose parent
     /// or child is gone, or that has no spills left, is just dropped.
     fn merge_step(&self) -> Result<Step> {
@@ -675,7 +676,11 @@ impl Tree {
         let mut g = e.node.write_arc();
         let _changing = self.changing();
         let c = if g.is_leaf() { None } else { g.children().iter().position(|c| c.bn == child_bn) };
-        let Some(c) = c.filter(|&c| !g.children()[c].spills.is_empty()) else {
+        // Queued for its spills (a read read them) or for its buffer (a
+        // cursor batch merged many of its messages): either way, still
+        // something to take down.
+        let Some(c) = c.filter(|&c| !g.children()[c].spills.is_empty() || g.children()[c].buf.len() > 0)
+        else {
             forget();
             return Ok(Step::Done(true));
         };

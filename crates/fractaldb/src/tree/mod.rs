@@ -393,9 +393,11 @@ pub(crate) struct Tree {
     pub(crate) dropped: AtomicBool,
     /// Internal nodes the cleaner should visit (left over-budget by a split).
     pub(crate) flush_queue: Mutex<Vec<BlockNum>>,
-    /// Children whose spills a read had to read, as (parent, child): the
-    /// cleaner flushes them down when it has nothing more pressing
-    /// (`flush.rs`, Spills), so later reads find one basement again.
+    /// Children whose spills a read had to read, or whose buffer gave a
+    /// cursor batch `cursor::READ_FLUSH_MSGS` messages or more, as (parent,
+    /// child): the cleaner flushes them down when it has nothing more
+    /// pressing (`flush.rs`, Spills), so later reads find one basement
+    /// again.
     pub(crate) merge_queue: Mutex<Vec<(BlockNum, BlockNum)>>,
     /// Where the next drain step descends (`flush.rs`, `drain_step`);
     /// `None`: the first key.
