@@ -1200,8 +1200,8 @@ impl Conn {
     /// that flag is set, then rows of parameters to the packet's end. The
     /// statement runs once per row, in order; the reply is one OK with the
     /// rows' affected counts summed and the first generated id, or the ERR
-    /// of the first row that failed (the rows before it stay done; in a
-    /// transaction, as the transaction decides). Refused with 1295, as by
+    /// of the first row that failed (an INSERT's or REPLACE's rows are all
+    /// undone then; an UPDATE's or DELETE's before it stay done). Refused with 1295, as by
     /// MariaDB 10.11: a client that did not announce
     /// MARIADB_CLIENT_STMT_BULK_OPERATIONS, unknown flags, a statement
     /// without parameters or other than INSERT / REPLACE / UPDATE /
@@ -1249,7 +1249,21 @@ impl Conn {
         let (mut affected, mut first_id) = (0u64, 0u64);
         let mut failed = None;
         self.busy.store(true, Ordering::SeqCst);
-        for row in &rows {
+        // An INSERT or REPLACE is one statement in MariaDB, all its rows or
+        // none; UPDATE and DELETE run row by row. So the rows of an INSERT
+        // run inside a savepoint, or, with autocommit and no transaction
+        // open, with autocommit off until they are done (SET autocommit = 1
+        // then commits them).
+        let atomic = matches!(st.verb.as_str(), "INSERT" | "REPLACE");
+        let own = atomic && self.session.autocommit() && !self.session.in_transaction();
+        if atomic {
+            let begin: &[u8] = if own { b"SET autocommit = 0" } else { b"SAVEPOINT fractaldb_bulk" };
+            if let Err(e) = self.session.execute(begin) {
+                failed = Some(e);
+            }
+        }
+        let todo = if failed.is_some() { &rows[..0] } else { &rows[..] };
+        for row in todo {
             match self.session.execute_prepared(&st.stmt, row) {
                 Ok(Outcome::Done { affected: a, last_insert_id, .. }) => {
                     affected += a;
@@ -1264,6 +1278,23 @@ impl Conn {
                     break;
                 }
             }
+        }
+        if atomic {
+            let ends: &[&[u8]] = match (own, failed.is_some()) {
+                (true, true) => &[b"ROLLBACK", b"SET autocommit = 1"],
+                (true, false) => &[b"SET autocommit = 1"],
+                (false, true) => {
+                    &[b"ROLLBACK TO SAVEPOINT fractaldb_bulk", b"RELEASE SAVEPOINT fractaldb_bulk"]
+                }
+                (false, false) => &[b"RELEASE SAVEPOINT fractaldb_bulk"],
+            };
+            for end in ends {
+                // A commit that fails is the batch's error.
+                if let Err(e) = self.session.execute(end) {
+                    failed.get_or_insert(e);
+                }
+            }
+            debug_assert!(!own || (self.session.autocommit() && !self.session.in_transaction()));
         }
         self.busy.store(false, Ordering::SeqCst);
         self.stmts.insert(id, st);

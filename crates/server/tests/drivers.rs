@@ -86,12 +86,21 @@ fn large_values_long_data_and_bulk_execute() {
         let got: Vec<(i32, Option<String>, i64)> =
             b.query("SELECT id, name, n FROM t ORDER BY id").await.unwrap();
         assert_eq!(got, vec![(1, Some("a".into()), 2), (2, None, -4), (3, Some("c".into()), i64::MAX)]);
-        // An error stops the batch at its row; the rows before it are done.
-        let e =
-            b.exec_batch("INSERT INTO t (id, name) VALUES (?, ?)", vec![(10, "x"), (1, "dup"), (11, "y")]);
-        assert_eq!(async_code(e.await.unwrap_err()), 1062);
+        // An error fails the batch; an INSERT's rows are all undone, as
+        // MariaDB's one statement.
+        let rows = vec![(10, "x"), (1, "dup"), (11, "y")];
+        let e = b.exec_batch("INSERT INTO t (id, name) VALUES (?, ?)", rows).await.unwrap_err();
+        assert_eq!(async_code(e), 1062);
         let ids: Vec<i32> = b.query("SELECT id FROM t ORDER BY id").await.unwrap();
-        assert_eq!(ids, vec![1, 2, 3, 10]);
+        assert_eq!(ids, vec![1, 2, 3]);
+        // Inside a transaction, the same, and the transaction goes on.
+        b.query_drop("BEGIN").await.unwrap();
+        b.exec_batch("INSERT INTO t (id) VALUES (?)", vec![(20,)]).await.unwrap();
+        let e = b.exec_batch("INSERT INTO t (id) VALUES (?)", vec![(21,), (20,)]).await.unwrap_err();
+        assert_eq!(async_code(e), 1062);
+        b.query_drop("COMMIT").await.unwrap();
+        let ids: Vec<i32> = b.query("SELECT id FROM t ORDER BY id").await.unwrap();
+        assert_eq!(ids, vec![1, 2, 3, 20]);
         // A statement with a result is not for bulk execute (as MariaDB: 1295).
         let e = b.exec_batch("SELECT ? FROM t", vec![(1,), (2,)]).await.unwrap_err();
         assert_eq!(async_code(e), 1295);
@@ -324,6 +333,25 @@ fn bulk_execute_raw() {
     assert_eq!(ok[..2], [0, 1], "{ok:?}");
     let got = c.rows("SELECT COUNT(*), SUM(a), GROUP_CONCAT(b ORDER BY b) FROM bulk1.t");
     assert_eq!(got, vec![vec![Some("4".to_string()), Some("8".into()), Some("x,yz".into())]]);
+    // A failing row: an INSERT is one statement, all its rows or none; an
+    // UPDATE runs row by row, the rows before the error stay done.
+    assert_eq!(c.query("CREATE TABLE bulk1.k (id INT PRIMARY KEY, v INT)")[0], 0);
+    let ink = c.prepare("INSERT INTO bulk1.k VALUES (?, ?)");
+    let long = |v: i32| [&[0u8][..], &v.to_le_bytes()].concat();
+    let pairs = |rows: &[(i32, i32)]| {
+        let mut p = vec![3, 0, 3, 0];
+        for (a, b) in rows {
+            p.extend_from_slice(&long(*a));
+            p.extend_from_slice(&long(*b));
+        }
+        p
+    };
+    assert_eq!(c.command(250, &bulk(ink, 128, &pairs(&[(1, 1), (2, 2)])))[0], 0);
+    assert_eq!(err_code(&c.command(250, &bulk(ink, 128, &pairs(&[(3, 3), (1, 9), (4, 4)])))), 1062);
+    let upk = c.prepare("UPDATE bulk1.k SET id = ? WHERE v = ?");
+    assert_eq!(err_code(&c.command(250, &bulk(upk, 128, &pairs(&[(10, 1), (10, 2), (30, 3)])))), 1062);
+    let got = c.rows("SELECT GROUP_CONCAT(id ORDER BY id) FROM bulk1.k");
+    assert_eq!(got, vec![vec![Some("2,10".to_string())]]);
     // Refusals.
     assert_eq!(err_code(&c.command(250, &[1, 0, 0])), 1835, "shorter than id and flags");
     assert_eq!(err_code(&c.command(250, &bulk(ins, 64, &rows))), 1295, "an unknown flag");
