@@ -53,6 +53,8 @@ fn large_values_long_data_and_bulk_execute() {
         a.query_drop("SET GLOBAL max_allowed_packet = 64 * 1024 * 1024").await.unwrap();
         let old: Option<u64> = a.query_first("SELECT @@max_allowed_packet").await.unwrap();
         assert_eq!(old, Some(4 << 20), "a connection keeps the limit it started with");
+        let e = a.query_drop("SET SESSION max_allowed_packet = 65536").await.unwrap_err();
+        assert_eq!(async_code(e), 1621, "read-only in the session, as in MariaDB");
 
         let mut b = mysql_async::Conn::new(async_opts(s.port).db_name(Some("app"))).await.unwrap();
         let new: Option<u64> = b.query_first("SELECT @@max_allowed_packet").await.unwrap();
