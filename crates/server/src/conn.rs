@@ -1201,8 +1201,8 @@ impl Conn {
     /// statement runs once per row, in order; the reply is one OK with the
     /// rows' affected counts summed and the first generated id, or the ERR
     /// of the first row that failed (an INSERT's or REPLACE's rows are all
-    /// undone then; an UPDATE's or DELETE's before it stay done). Refused with 1295, as by
-    /// MariaDB 10.11: a client that did not announce
+    /// undone then; an UPDATE's or DELETE's before it stay done). Refused
+    /// with 1295, as by MariaDB 10.11: a client that did not announce
     /// MARIADB_CLIENT_STMT_BULK_OPERATIONS, unknown flags, a statement
     /// without parameters or other than INSERT / REPLACE / UPDATE /
     /// DELETE.
@@ -1228,18 +1228,11 @@ impl Conn {
             return;
         }
         st.long_data.iter_mut().for_each(|d| *d = None);
-        let rows = match prepared::read_bulk_rows(st, &mut c, flags & STMT_BULK_FLAG_CLIENT_SEND_TYPES != 0) {
-            Ok(r) => r,
-            Err(ParamError::Indicator) => {
-                self.send_err(&unsupported_ps());
-                return;
-            }
-            Err(ParamError::Unrepresentable) => {
-                self.send_err(&err(1367, "22007", "Illegal double value found during parsing"));
-                return;
-            }
-            Err(ParamError::Malformed | ParamError::NoTypes) => {
-                self.send_err(&err(1210, "HY000", "Incorrect arguments to mysqld_stmt_bulk_execute"));
+        let types = match prepared::read_bulk_types(st, &mut c, flags & STMT_BULK_FLAG_CLIENT_SEND_TYPES != 0)
+        {
+            Ok(t) => t,
+            Err(e) => {
+                self.send_err(&bulk_param_error(e));
                 return;
             }
         };
@@ -1247,24 +1240,31 @@ impl Conn {
         self.shared.questions.fetch_add(1, Ordering::Relaxed);
         self.session.count(Stat::ComStmtExecute, 1);
         let (mut affected, mut first_id) = (0u64, 0u64);
-        let mut failed = None;
+        let mut failed: Option<Err> = None;
         self.busy.store(true, Ordering::SeqCst);
         // An INSERT or REPLACE is one statement in MariaDB, all its rows or
         // none; UPDATE and DELETE run row by row. So the rows of an INSERT
         // run inside a savepoint, or, with autocommit and no transaction
-        // open, with autocommit off until they are done (SET autocommit = 1
-        // then commits them).
+        // open, with autocommit off until they are done.
         let atomic = matches!(st.verb.as_str(), "INSERT" | "REPLACE");
         let own = atomic && self.session.autocommit() && !self.session.in_transaction();
         if atomic {
             let begin: &[u8] = if own { b"SET autocommit = 0" } else { b"SAVEPOINT fractaldb_bulk" };
             if let Err(e) = self.session.execute(begin) {
-                failed = Some(e);
+                failed = Some(e.into());
             }
         }
-        let todo = if failed.is_some() { &rows[..0] } else { &rows[..] };
-        for row in todo {
-            match self.session.execute_prepared(&st.stmt, row) {
+        // Rows to the packet's end, each run before the next is read (as
+        // MariaDB reads them): a bad row fails the batch there.
+        while failed.is_none() {
+            let row = match prepared::read_bulk_row(&mut c, &types) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(bulk_param_error(e));
+                    break;
+                }
+            };
+            match self.session.execute_prepared(&st.stmt, &row) {
                 Ok(Outcome::Done { affected: a, last_insert_id, .. }) => {
                     affected += a;
                     if first_id == 0 {
@@ -1273,34 +1273,43 @@ impl Conn {
                 }
                 // Not a bulk-safe statement's outcome; nothing to send.
                 Ok(Outcome::Rows(_)) => {}
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+                Err(e) => failed = Some(e.into()),
+            }
+            if c.remaining() == 0 {
+                break;
             }
         }
         if atomic {
             let ends: &[&[u8]] = match (own, failed.is_some()) {
-                (true, true) => &[b"ROLLBACK", b"SET autocommit = 1"],
-                (true, false) => &[b"SET autocommit = 1"],
+                (true, true) => &[b"ROLLBACK"],
+                (true, false) => &[b"COMMIT"],
                 (false, true) => {
                     &[b"ROLLBACK TO SAVEPOINT fractaldb_bulk", b"RELEASE SAVEPOINT fractaldb_bulk"]
                 }
                 (false, false) => &[b"RELEASE SAVEPOINT fractaldb_bulk"],
             };
             for end in ends {
-                // A commit that fails is the batch's error.
                 if let Err(e) = self.session.execute(end) {
-                    failed.get_or_insert(e);
+                    // A commit that fails is the batch's error.
+                    failed.get_or_insert(e.into());
+                    if own {
+                        let _ = self.session.execute(b"ROLLBACK");
+                    }
                 }
             }
-            debug_assert!(!own || (self.session.autocommit() && !self.session.in_transaction()));
+            if own {
+                // No transaction is open: this cannot have a commit to fail.
+                if let Err(e) = self.session.execute(b"SET autocommit = 1") {
+                    failed.get_or_insert(e.into());
+                }
+                debug_assert!(!self.session.in_transaction());
+            }
         }
         self.busy.store(false, Ordering::SeqCst);
         self.stmts.insert(id, st);
         match failed {
             Some(e) => {
-                self.send_err(&e.into());
+                self.send_err(&e);
             }
             None => {
                 self.send_ok(affected, first_id, 0, "");
@@ -1453,6 +1462,18 @@ impl Drop for ClientFile<'_> {
             if self.next_packet().is_err() {
                 break;
             }
+        }
+    }
+}
+
+/// A bulk execute's parameters that could not be read, as MariaDB 10.11
+/// answers.
+fn bulk_param_error(e: ParamError) -> Err {
+    match e {
+        ParamError::Indicator => unsupported_ps(),
+        ParamError::Unrepresentable => err(1367, "22007", "Illegal double value found during parsing"),
+        ParamError::Malformed | ParamError::NoTypes => {
+            err(1210, "HY000", "Incorrect arguments to mysqld_stmt_bulk_execute")
         }
     }
 }

@@ -122,16 +122,14 @@ pub fn read_params(stmt: &mut Prepared, c: &mut Cursor<'_>) -> Result<Vec<Value>
     Ok(out)
 }
 
-/// Reads COM_STMT_BULK_EXECUTE's rows of parameters (after stmt id and
-/// flags): with `send_types`, one (type, flags) pair per parameter first
-/// (kept for later executions, as EXECUTE's); then rows to the end of the
-/// packet, each value after its indicator byte (NONE: the value follows;
-/// NULL: none). At least one row.
-pub fn read_bulk_rows(
+/// Reads COM_STMT_BULK_EXECUTE's types (after stmt id and flags): with
+/// `send_types`, one (type, flags) pair per parameter, kept for later
+/// executions as EXECUTE's are; without, the types kept.
+pub fn read_bulk_types(
     stmt: &mut Prepared,
     c: &mut Cursor<'_>,
     send_types: bool,
-) -> Result<Vec<Vec<Value>>, ParamError> {
+) -> Result<Vec<(u8, bool)>, ParamError> {
     let n = stmt.params();
     debug_assert!(n > 0, "bulk execute refuses statements without parameters first");
     if send_types {
@@ -143,26 +141,27 @@ pub fn read_bulk_rows(
         }
         stmt.types = Some(types);
     }
-    let types = stmt.types.clone().ok_or(ParamError::NoTypes)?;
-    let mut rows = Vec::new();
-    loop {
-        let mut row = Vec::with_capacity(n);
-        for &(ty, unsigned) in &types {
-            match c.u8().ok_or(ParamError::Malformed)? {
-                proto::STMT_INDICATOR_NONE if ty == proto::T_NULL => row.push(Value::Null),
-                proto::STMT_INDICATOR_NONE => row.push(read_value(c, ty, unsigned)?),
-                proto::STMT_INDICATOR_NULL => row.push(Value::Null),
-                proto::STMT_INDICATOR_DEFAULT | proto::STMT_INDICATOR_IGNORE => {
-                    return Err(ParamError::Indicator)
-                }
-                _ => return Err(ParamError::Malformed),
+    stmt.types.clone().ok_or(ParamError::NoTypes)
+}
+
+/// Reads one row of a bulk execute's parameters: each value after its
+/// indicator byte (NONE: the value follows; NULL: none). Rows are read one
+/// at a time, each run before the next is read, so a packet of many small
+/// rows never becomes many rows in memory.
+pub fn read_bulk_row(c: &mut Cursor<'_>, types: &[(u8, bool)]) -> Result<Vec<Value>, ParamError> {
+    let mut row = Vec::with_capacity(types.len());
+    for &(ty, unsigned) in types {
+        match c.u8().ok_or(ParamError::Malformed)? {
+            proto::STMT_INDICATOR_NONE if ty == proto::T_NULL => row.push(Value::Null),
+            proto::STMT_INDICATOR_NONE => row.push(read_value(c, ty, unsigned)?),
+            proto::STMT_INDICATOR_NULL => row.push(Value::Null),
+            proto::STMT_INDICATOR_DEFAULT | proto::STMT_INDICATOR_IGNORE => {
+                return Err(ParamError::Indicator)
             }
-        }
-        rows.push(row);
-        if c.remaining() == 0 {
-            return Ok(rows);
+            _ => return Err(ParamError::Malformed),
         }
     }
+    Ok(row)
 }
 
 fn read_value(c: &mut Cursor<'_>, ty: u8, unsigned: bool) -> Result<Value, ParamError> {

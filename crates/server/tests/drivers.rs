@@ -352,6 +352,10 @@ fn bulk_execute_raw() {
     assert_eq!(err_code(&c.command(250, &bulk(ink, 128, &pairs(&[(3, 3), (1, 9), (4, 4)])))), 1062);
     let upk = c.prepare("UPDATE bulk1.k SET id = ? WHERE v = ?");
     assert_eq!(err_code(&c.command(250, &bulk(upk, 128, &pairs(&[(10, 1), (10, 2), (30, 3)])))), 1062);
+    // A row cut short: 1210, and the INSERT's rows before it are undone.
+    let mut cut = pairs(&[(5, 5)]);
+    cut.extend_from_slice(&[0, 6, 0]);
+    assert_eq!(err_code(&c.command(250, &bulk(ink, 128, &cut))), 1210);
     let got = c.rows("SELECT GROUP_CONCAT(id ORDER BY id) FROM bulk1.k");
     assert_eq!(got, vec![vec![Some("2,10".to_string())]]);
     // Refusals.
