@@ -21,6 +21,7 @@ use crate::auth;
 use crate::packet::{PacketIo, ReadError, Stream, TlsInfo};
 use crate::prepared::{self, ParamError, Prepared};
 use crate::proto::{self, *};
+use crate::track::Tracker;
 use crate::{ConnEntry, Shared};
 
 /// MySQL's connect_timeout: a client has this long to finish the handshake.
@@ -68,7 +69,15 @@ struct Conn {
     peer: String,
     user: String,
     caps: u32,
+    /// The client's MariaDB extended capabilities (those this server
+    /// offers), from a response without CLIENT_MYSQL.
+    ext_caps: u32,
     scramble: [u8; 20],
+    /// This connection's packet limit: `@@global.max_allowed_packet` when
+    /// it connected (as MySQL: SET GLOBAL applies to new connections).
+    max_packet: usize,
+    /// Session state tracking, when the client asked for it.
+    tracker: Option<Tracker>,
     multi_statements: bool,
     stmts: HashMap<u32, Prepared>,
     /// Open cursors, by statement id. A cursor is a materialized result:
@@ -165,7 +174,10 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         peer,
         user: String::new(),
         caps: 0,
+        ext_caps: 0,
         scramble: auth::new_scramble(),
+        max_packet: shared.max_allowed_packet(),
+        tracker: None,
         multi_statements: false,
         stmts: HashMap::new(),
         cursors: HashMap::new(),
@@ -238,8 +250,26 @@ impl Conn {
         self.send(&p)
     }
 
+    /// The session state changes to report in the next OK packet (empty
+    /// unless the client asked for session tracking).
+    fn state_changes(&mut self) -> Vec<u8> {
+        match self.tracker.as_mut() {
+            Some(t) => t.changes(&self.session),
+            None => Vec::new(),
+        }
+    }
+
     fn send_ok(&mut self, affected: u64, last_id: u64, extra_status: u16, info: &str) -> bool {
-        let p = ok_packet(0, affected, last_id, self.status() | extra_status, self.warnings(), info);
+        let state = self.state_changes();
+        let p = ok_packet_with_state(
+            0,
+            affected,
+            last_id,
+            self.status() | extra_status,
+            self.warnings(),
+            info,
+            &state,
+        );
         self.send(&p)
     }
 
@@ -247,7 +277,8 @@ impl Conn {
     /// OK packet with the 0xfe header (`end_of_rows`) / nothing (columns).
     fn send_eof(&mut self, extra_status: u16) -> bool {
         let p = if self.deprecate_eof() {
-            ok_packet(0xfe, 0, 0, self.status() | extra_status, self.warnings(), "")
+            let state = self.state_changes();
+            ok_packet_with_state(0xfe, 0, 0, self.status() | extra_status, self.warnings(), "", &state)
         } else {
             eof_packet(self.warnings(), self.status() | extra_status)
         };
@@ -263,7 +294,7 @@ impl Conn {
     fn handshake(&mut self) -> bool {
         self.session.set_client("unauthenticated user", &self.peer);
         let mut p = vec![10u8];
-        p.extend_from_slice(fractaldb_sql::SERVER_VERSION.as_bytes());
+        p.extend_from_slice(greeting_version().as_bytes());
         p.push(0);
         p.extend_from_slice(&(self.id as u32).to_le_bytes());
         p.extend_from_slice(&self.scramble[..8]);
@@ -274,7 +305,11 @@ impl Conn {
         p.extend_from_slice(&SERVER_STATUS_AUTOCOMMIT.to_le_bytes());
         p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
         p.push(21);
-        p.extend_from_slice(&[0; 10]);
+        // Without CLIENT_MYSQL, the filler's last 4 bytes are MariaDB's
+        // extended capabilities.
+        debug_assert_eq!(caps & CLIENT_MYSQL, 0);
+        p.extend_from_slice(&[0; 6]);
+        p.extend_from_slice(&MARIADB_SERVER_EXT_CAPABILITIES.to_le_bytes());
         p.extend_from_slice(&self.scramble[8..]);
         p.push(0);
         p.extend_from_slice(auth::NATIVE.as_bytes());
@@ -282,7 +317,7 @@ impl Conn {
         if !self.send(&p) || self.io.flush().is_err() {
             return false;
         }
-        let mut pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+        let mut pkt = match self.io.read_packet(self.max_packet) {
             Ok(p) => p,
             Err(e) => {
                 self.read_failed(e, "handshake");
@@ -307,7 +342,7 @@ impl Conn {
                     return false;
                 }
             }
-            pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+            pkt = match self.io.read_packet(self.max_packet) {
                 Ok(p) => p,
                 Err(e) => {
                     self.read_failed(e, "handshake");
@@ -338,6 +373,7 @@ impl Conn {
             return false;
         }
         self.caps = resp.caps & self.server_caps();
+        self.ext_caps = resp.ext_caps & MARIADB_SERVER_EXT_CAPABILITIES;
         self.interactive = resp.caps & CLIENT_INTERACTIVE != 0;
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
         self.user = String::from_utf8_lossy(&resp.user).into_owned();
@@ -346,15 +382,20 @@ impl Conn {
         if !self.authenticate(&resp.user, &plugin, resp.auth) {
             return false;
         }
+        if let Err(e) = self.init_session() {
+            self.fail(&e);
+            return false;
+        }
+        // The baseline before connect-with-db: the greeting's OK reports
+        // the database, as MariaDB's does.
+        if self.caps & CLIENT_SESSION_TRACK != 0 {
+            self.tracker = Some(Tracker::new(&self.session));
+        }
         if let Some(db) = resp.db.filter(|d| !d.is_empty()) {
             if let Err(e) = self.use_db(&db) {
                 self.fail(&e);
                 return false;
             }
-        }
-        if let Err(e) = self.init_session() {
-            self.fail(&e);
-            return false;
         }
         self.send_ok(0, 0, 0, "") && self.io.flush().is_ok()
     }
@@ -381,7 +422,7 @@ impl Conn {
             if !self.send(&p) || self.io.flush().is_err() {
                 return false;
             }
-            match self.io.read_packet(self.shared.max_allowed_packet) {
+            match self.io.read_packet(self.max_packet) {
                 Ok(r) => response = r,
                 Err(e) => {
                     self.read_failed(e, "authentication");
@@ -391,9 +432,29 @@ impl Conn {
             plugin = want;
         }
         let host = fractaldb_sql::client_host_name(&self.peer);
-        let ok = acct
+        let mut ok = acct
             .as_ref()
             .is_some_and(|a| auth::verify(&auth::Account::from(a), &plugin, &self.scramble, &response));
+        if plugin == auth::CACHING_SHA2 && !response.is_empty() && response != [0] {
+            // The fast path holds only for an account in the cache; any
+            // other answer (a miss, a wrong scramble, no such account)
+            // moves to full authentication, as in MySQL 8.
+            let entry = acct.as_ref().and_then(|a| Some((a.user.clone(), a.host.clone(), a.sha2?)));
+            let cached = ok && entry.as_ref().is_some_and(|e| self.shared.sha2_cache.lock().contains(e));
+            if cached {
+                if !self.send(&[0x01, auth::FAST_AUTH_SUCCESS]) {
+                    return false;
+                }
+            } else {
+                let Some(pw) = self.full_authentication() else { return false };
+                ok = acct.as_ref().is_some_and(|a| auth::verify_cleartext(&auth::Account::from(a), &pw));
+                if ok {
+                    if let Some(e) = entry {
+                        self.shared.sha2_cache.lock().insert(e);
+                    }
+                }
+            }
+        }
         let Some(acct) = acct.filter(|_| ok) else {
             let msg = format!(
                 "Access denied for user '{user_s}'@'{host}' (using password: {})",
@@ -403,16 +464,61 @@ impl Conn {
             self.fail(&err(1045, "28000", msg));
             return false;
         };
-        if plugin == auth::CACHING_SHA2 && !response.is_empty() && response != [0] {
-            // caching_sha2_password's "fast auth success" before the OK.
-            if !self.send(&[0x01, 0x03]) {
-                return false;
-            }
-        }
         self.session.login(&user_s, &host, &acct.user, &acct.host);
         // PROCESSLIST's Host is the client's address, as before login.
         self.session.set_client(&user_s, &self.peer);
         true
+    }
+
+    /// caching_sha2_password's full authentication: asks for the password
+    /// (0x01 0x04). Over TLS or the Unix socket the client sends it in
+    /// clear (NUL-terminated); otherwise it may ask for the server's public
+    /// key (0x02, answered with 0x01 and the PEM) and sends the password,
+    /// XORed with the scramble, encrypted with it (RSA-OAEP). Returns the
+    /// password, or an unusable one (empty, or 0xff) when what came does
+    /// not decrypt, so the caller answers 1045; `None` when the connection
+    /// failed.
+    fn full_authentication(&mut self) -> Option<Vec<u8>> {
+        if !self.send(&[0x01, auth::PERFORM_FULL_AUTHENTICATION]) || self.io.flush().is_err() {
+            return None;
+        }
+        let mut r = match self.io.read_packet(self.max_packet) {
+            Ok(r) => r,
+            Err(e) => {
+                self.read_failed(e, "authentication");
+                return None;
+            }
+        };
+        if self.is_secure() {
+            if r.last() == Some(&0) {
+                r.pop();
+            }
+            return Some(r);
+        }
+        let keys = match self.shared.rsa_keys() {
+            Ok(k) => k,
+            Err(e) => {
+                self.shared.log.log("error", &format!("caching_sha2_password: {e}"));
+                return Some(vec![0xff]);
+            }
+        };
+        if r == [auth::REQUEST_PUBLIC_KEY] {
+            let mut p = vec![0x01];
+            p.extend_from_slice(keys.public_pem.as_bytes());
+            if !self.send(&p) || self.io.flush().is_err() {
+                return None;
+            }
+            r = match self.io.read_packet(self.max_packet) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.read_failed(e, "authentication");
+                    return None;
+                }
+            };
+        }
+        // A password that does not decrypt (or was sent in clear over an
+        // insecure connection) matches no account.
+        Some(keys.decrypt_password(&r, &self.scramble).unwrap_or_else(|| vec![0xff]))
     }
 
     /// What every new or reset session starts with.
@@ -429,6 +535,10 @@ impl Conn {
             Some(if self.shared.require_secure_transport { "ON" } else { "OFF" }.into()),
         ));
         info.vars.push(("version_ssl_library".into(), Some("rustls 0.23".into())));
+        let key = |f: &str| Some(self.shared.datadir.join(f).display().to_string());
+        info.vars.push(("caching_sha2_password_private_key_path".into(), key(auth::PRIVATE_KEY)));
+        info.vars.push(("caching_sha2_password_public_key_path".into(), key(auth::PUBLIC_KEY)));
+        info.vars.push(("caching_sha2_password_auto_generate_rsa_keys".into(), Some("ON".into())));
         info.vars.push(("secure_file_priv".into(), self.shared.secure_file_priv.clone()));
         info.vars
             .push(("local_infile".into(), Some(if self.shared.local_infile { "ON" } else { "OFF" }.into())));
@@ -440,7 +550,7 @@ impl Conn {
         // @@max_allowed_packet reads the session's copy: clients size their
         // packets by it (the Rust mysql crate refuses larger ones itself).
         // (Set directly, not by a statement: no Questions or Com_* count.)
-        let packet = fractaldb_sql::Value::UInt(self.shared.max_allowed_packet as u64);
+        let packet = fractaldb_sql::Value::UInt(self.max_packet as u64);
         self.session.set_session_variable("max_allowed_packet", packet)?;
         if self.interactive {
             // As MySQL: an interactive client idles for interactive_timeout.
@@ -482,7 +592,7 @@ impl Conn {
             }
             ReadError::TooLarge => {
                 self.fail(&err(1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes"));
-                self.io.drain(self.shared.max_allowed_packet.saturating_mul(2));
+                self.io.drain(self.max_packet.saturating_mul(2));
                 self.shared
                     .log
                     .log("note", &format!("connection {}: packet bigger than max_allowed_packet", self.id));
@@ -523,7 +633,7 @@ impl Conn {
             self.io.seq = 0;
             self.count_bytes();
             self.arm_wait_timeout();
-            let pkt = match self.io.read_packet(self.shared.max_allowed_packet) {
+            let pkt = match self.io.read_packet(self.max_packet) {
                 Ok(p) => p,
                 Err(ReadError::Io(e))
                     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
@@ -639,6 +749,7 @@ impl Conn {
                 self.reset();
                 match self.init_session() {
                     Ok(()) => {
+                        self.rebase_tracker();
                         self.send_ok(0, 0, 0, "");
                     }
                     Err(e) => {
@@ -649,6 +760,7 @@ impl Conn {
             COM_CHANGE_USER => return self.com_change_user(body),
             COM_STMT_PREPARE => self.stmt_prepare(body),
             COM_STMT_EXECUTE => self.stmt_execute(body),
+            COM_STMT_BULK_EXECUTE => self.stmt_bulk_execute(body),
             COM_STMT_SEND_LONG_DATA => {
                 // No reply, by the protocol; a bad id is reported at EXECUTE.
                 let mut c = Cursor::new(body);
@@ -718,11 +830,20 @@ impl Conn {
         true
     }
 
+    /// A fresh session (COM_RESET_CONNECTION, COM_CHANGE_USER). Session
+    /// tracking starts again from it once `init_session` ran (`rebase`).
     fn reset(&mut self) {
         self.session.reset();
         self.stmts.clear();
         self.cursors.clear();
         self.multi_statements = self.caps & CLIENT_MULTI_STATEMENTS != 0;
+    }
+
+    /// Session tracking's baseline is the session as it is now.
+    fn rebase_tracker(&mut self) {
+        if let Some(t) = self.tracker.as_mut() {
+            t.rebase(&self.session);
+        }
     }
 
     fn com_change_user(&mut self, body: &[u8]) -> Next {
@@ -759,7 +880,14 @@ impl Conn {
         }
         self.user = String::from_utf8_lossy(&user).into_owned();
         self.reset();
-        let r = self.init_session().and_then(|()| if db.is_empty() { Ok(()) } else { self.use_db(&db) });
+        let r = self.init_session().and_then(|()| {
+            self.rebase_tracker();
+            if db.is_empty() {
+                Ok(())
+            } else {
+                self.use_db(&db)
+            }
+        });
         match r {
             Ok(()) => {
                 self.send_ok(0, 0, 0, "");
@@ -804,7 +932,7 @@ impl Conn {
         let out0 = self.io.bytes_out;
         self.busy.store(true, Ordering::SeqCst);
         let allowed = self.caps & CLIENT_LOCAL_FILES != 0;
-        let max = self.shared.max_allowed_packet;
+        let max = self.max_packet;
         let Conn { session, io, broken, .. } = self;
         let mut local = LocalFromClient { io, allowed, max, broken };
         let r = session.execute_local(sql, &mut local);
@@ -971,7 +1099,7 @@ impl Conn {
         self.session.count(Stat::ComStmtPrepare, 1);
         // Parsed once, here: syntax errors come at PREPARE, as in MySQL.
         let st = match self.session.prepare(sql) {
-            Ok(p) => Prepared::new(p),
+            Ok(p) => Prepared::new(p, sql),
             Err(e) => {
                 self.send_err(&e.into());
                 return;
@@ -1045,6 +1173,7 @@ impl Conn {
                     ParamError::Unrepresentable => {
                         err(1367, "22007", "Illegal double value found during parsing")
                     }
+                    ParamError::Indicator => unsupported_ps(),
                 };
                 self.send_err(&e);
                 return;
@@ -1062,6 +1191,128 @@ impl Conn {
             Ok(o) => self.send_outcome(o, true, false),
             Err(e) => {
                 self.send_err(&e.into());
+            }
+        }
+    }
+
+    /// MariaDB's COM_STMT_BULK_EXECUTE: statement id, 2 bytes of flags
+    /// (only STMT_BULK_FLAG_CLIENT_SEND_TYPES is known), the types when
+    /// that flag is set, then rows of parameters to the packet's end. The
+    /// statement runs once per row, in order; the reply is one OK with the
+    /// rows' affected counts summed and the first generated id, or the ERR
+    /// of the first row that failed (an INSERT's or REPLACE's rows are all
+    /// undone then; an UPDATE's or DELETE's before it stay done). Refused
+    /// with 1295, as by MariaDB 10.11: a client that did not announce
+    /// MARIADB_CLIENT_STMT_BULK_OPERATIONS, unknown flags, a statement
+    /// without parameters or other than INSERT / REPLACE / UPDATE /
+    /// DELETE.
+    fn stmt_bulk_execute(&mut self, body: &[u8]) {
+        let mut c = Cursor::new(body);
+        let (Some(id), Some(flags)) = (c.u32(), c.u16()) else {
+            self.send_err(&malformed());
+            return;
+        };
+        if self.ext_caps & MARIADB_CLIENT_STMT_BULK_OPERATIONS == 0
+            || flags & !STMT_BULK_FLAG_CLIENT_SEND_TYPES != 0
+        {
+            self.send_err(&unsupported_ps());
+            return;
+        }
+        self.cursors.remove(&id);
+        let Some(st) = self.stmts.get_mut(&id) else {
+            self.send_err(&unknown_stmt(id, "mysqld_stmt_execute"));
+            return;
+        };
+        if st.params() == 0 || !st.bulk_safe() {
+            self.send_err(&unsupported_ps());
+            return;
+        }
+        st.long_data.iter_mut().for_each(|d| *d = None);
+        let types = match prepared::read_bulk_types(st, &mut c, flags & STMT_BULK_FLAG_CLIENT_SEND_TYPES != 0)
+        {
+            Ok(t) => t,
+            Err(e) => {
+                self.send_err(&bulk_param_error(e));
+                return;
+            }
+        };
+        let Some(st) = self.stmts.remove(&id) else { return };
+        self.shared.questions.fetch_add(1, Ordering::Relaxed);
+        self.session.count(Stat::ComStmtExecute, 1);
+        let (mut affected, mut first_id) = (0u64, 0u64);
+        let mut failed: Option<Err> = None;
+        self.busy.store(true, Ordering::SeqCst);
+        // An INSERT or REPLACE is one statement in MariaDB, all its rows or
+        // none; UPDATE and DELETE run row by row. So the rows of an INSERT
+        // run inside a savepoint, or, with autocommit and no transaction
+        // open, with autocommit off until they are done.
+        let atomic = matches!(st.verb.as_str(), "INSERT" | "REPLACE");
+        let own = atomic && self.session.autocommit() && !self.session.in_transaction();
+        if atomic {
+            let begin: &[u8] = if own { b"SET autocommit = 0" } else { b"SAVEPOINT fractaldb_bulk" };
+            if let Err(e) = self.session.execute(begin) {
+                failed = Some(e.into());
+            }
+        }
+        // Rows to the packet's end, each run before the next is read (as
+        // MariaDB reads them): a bad row fails the batch there.
+        while failed.is_none() {
+            let row = match prepared::read_bulk_row(&mut c, &types) {
+                Ok(r) => r,
+                Err(e) => {
+                    failed = Some(bulk_param_error(e));
+                    break;
+                }
+            };
+            match self.session.execute_prepared(&st.stmt, &row) {
+                Ok(Outcome::Done { affected: a, last_insert_id, .. }) => {
+                    affected += a;
+                    if first_id == 0 {
+                        first_id = last_insert_id;
+                    }
+                }
+                // Not a bulk-safe statement's outcome; nothing to send.
+                Ok(Outcome::Rows(_)) => {}
+                Err(e) => failed = Some(e.into()),
+            }
+            if c.remaining() == 0 {
+                break;
+            }
+        }
+        if atomic {
+            let ends: &[&[u8]] = match (own, failed.is_some()) {
+                (true, true) => &[b"ROLLBACK"],
+                (true, false) => &[b"COMMIT"],
+                (false, true) => {
+                    &[b"ROLLBACK TO SAVEPOINT fractaldb_bulk", b"RELEASE SAVEPOINT fractaldb_bulk"]
+                }
+                (false, false) => &[b"RELEASE SAVEPOINT fractaldb_bulk"],
+            };
+            for end in ends {
+                if let Err(e) = self.session.execute(end) {
+                    // A commit that fails is the batch's error.
+                    failed.get_or_insert(e.into());
+                    if own {
+                        let _ = self.session.execute(b"ROLLBACK");
+                    }
+                }
+            }
+            if own {
+                // No transaction is open: this cannot have a commit to fail.
+                if let Err(e) = self.session.execute(b"SET autocommit = 1") {
+                    failed.get_or_insert(e.into());
+                }
+                debug_assert!(!self.session.in_transaction());
+            }
+        }
+        self.busy.store(false, Ordering::SeqCst);
+        self.stmts.insert(id, st);
+        match failed {
+            Some(e) => {
+                self.send_err(&e);
+            }
+            None => {
+                self.send_ok(affected, first_id, 0, "");
             }
         }
     }
@@ -1215,12 +1466,31 @@ impl Drop for ClientFile<'_> {
     }
 }
 
+/// A bulk execute's parameters that could not be read, as MariaDB 10.11
+/// answers.
+fn bulk_param_error(e: ParamError) -> Err {
+    match e {
+        ParamError::Indicator => unsupported_ps(),
+        ParamError::Unrepresentable => err(1367, "22007", "Illegal double value found during parsing"),
+        ParamError::Malformed | ParamError::NoTypes => {
+            err(1210, "HY000", "Incorrect arguments to mysqld_stmt_bulk_execute")
+        }
+    }
+}
+
+fn unsupported_ps() -> Err {
+    err(1295, "HY000", "This command is not supported in the prepared statement protocol yet")
+}
+
 fn unknown_stmt(id: u32, to: &str) -> Err {
     err(1243, "HY000", format!("Unknown prepared statement handler ({id}) given to {to}"))
 }
 
 struct HandshakeResponse {
     caps: u32,
+    /// MariaDB's extended capabilities: the filler's last 4 bytes, when
+    /// CLIENT_MYSQL is not set (0 otherwise).
+    ext_caps: u32,
     user: Vec<u8>,
     auth: Vec<u8>,
     db: Option<Vec<u8>>,
@@ -1232,7 +1502,12 @@ fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
     let caps = c.u32()?;
     let _max_packet = c.u32()?;
     let _charset = c.u8()?;
-    c.bytes(23)?;
+    let filler = c.bytes(23)?;
+    let ext_caps = if caps & CLIENT_MYSQL == 0 {
+        u32::from_le_bytes([filler[19], filler[20], filler[21], filler[22]])
+    } else {
+        0
+    };
     let user = c.nul_str()?.to_vec();
     let auth = if caps & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
         c.lenenc_bytes()?.to_vec()
@@ -1253,7 +1528,20 @@ fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
         auth::NATIVE.to_string()
     };
     // Connection attributes (CLIENT_CONNECT_ATTRS) are read past, not kept.
-    Some(HandshakeResponse { caps, user, auth, db, plugin })
+    Some(HandshakeResponse { caps, ext_caps, user, auth, db, plugin })
+}
+
+/// The server version the greeting names: `SERVER_VERSION` with
+/// `-MariaDB` after the number (`10.11.99-MariaDB-fractaldb`), because
+/// MariaDB's drivers (mysql_async, the mysql crate) read MariaDB's
+/// extended capabilities, and so use bulk execute, only from a server whose
+/// greeting says so. VERSION() and @@version stay `SERVER_VERSION`.
+fn greeting_version() -> String {
+    let v = fractaldb_sql::SERVER_VERSION;
+    match v.split_once('-') {
+        Some((num, rest)) => format!("{num}-MariaDB-{rest}"),
+        None => format!("{v}-MariaDB"),
+    }
 }
 
 /// `KILL [CONNECTION | QUERY] id`: the SQL layer has no connections to

@@ -8,6 +8,7 @@
 //! - `prepared`: COM_STMT_* statements (placeholders, parameters);
 //! - `tls`: the certificate (configured, or generated in the data folder)
 //!   and the rustls configuration;
+//! - `track`: session state tracking (CLIENT_SESSION_TRACK);
 //! - `conn`: one connection: handshake, then the command loop.
 //!
 //! One OS thread per connection, each with its own `Session` on the shared
@@ -29,6 +30,7 @@ mod prepared;
 mod proto;
 mod slowlog;
 mod tls;
+mod track;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -148,7 +150,6 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// Statements run (COM_STATISTICS' Questions).
     pub questions: AtomicU64,
-    pub max_allowed_packet: usize,
     pub log: Logger,
     pub shutting_down: AtomicBool,
     /// `None` when TLS is off (`ServerOptions::ssl`).
@@ -161,12 +162,39 @@ pub(crate) struct Shared {
     /// `fractaldb server` loop) sees it and calls `Server::shutdown`.
     pub shutdown_requested: AtomicBool,
     pub slow_log: slowlog::SlowLog,
+    pub datadir: PathBuf,
+    /// caching_sha2_password's RSA key pair, read (or generated) from the
+    /// data folder when a client first asks for the public key.
+    pub rsa_keys: Mutex<Option<Arc<auth::RsaKeys>>>,
+    /// caching_sha2_password's cache: the accounts (user, host, password
+    /// hash) that passed full authentication since the server started.
+    /// Only these take the fast path (as in MySQL 8, the cache starts
+    /// empty): keyed by the hash, a changed password is a miss.
+    pub sha2_cache: Mutex<std::collections::HashSet<(String, String, [u8; 32])>>,
 }
 
 impl Shared {
     /// `max_connections` now (SET GLOBAL changes it).
     pub(crate) fn max_connections(&self) -> usize {
         self.db.global_u64("max_connections") as usize
+    }
+
+    /// The RSA key pair, loaded or generated at the first call.
+    pub(crate) fn rsa_keys(&self) -> Result<Arc<auth::RsaKeys>, String> {
+        let mut k = self.rsa_keys.lock();
+        if let Some(k) = k.as_ref() {
+            return Ok(k.clone());
+        }
+        let keys = Arc::new(auth::RsaKeys::load_or_generate(&self.datadir)?);
+        self.log.log("note", &format!("caching_sha2_password RSA key {}", keys.private_path.display()));
+        *k = Some(keys.clone());
+        Ok(keys)
+    }
+
+    /// `max_allowed_packet` now (the configured one until SET GLOBAL
+    /// changes it): what a new connection takes as its packet limit.
+    pub(crate) fn max_allowed_packet(&self) -> usize {
+        (self.db.global_u64("max_allowed_packet") as usize).max(1024)
     }
 }
 
@@ -309,7 +337,6 @@ impl Server {
             conns: Mutex::new(HashMap::new()),
             started: Instant::now(),
             questions: AtomicU64::new(0),
-            max_allowed_packet: opts.max_allowed_packet,
             log,
             shutting_down: AtomicBool::new(false),
             tls,
@@ -318,6 +345,9 @@ impl Server {
             local_infile: opts.local_infile,
             shutdown_requested: AtomicBool::new(false),
             slow_log: slowlog::SlowLog::new(tcp_addr.port(), opts.socket.clone()),
+            datadir: opts.datadir.clone(),
+            rsa_keys: Mutex::new(None),
+            sha2_cache: Mutex::new(std::collections::HashSet::new()),
         });
         shared.log.log("note", &format!("listening on {tcp_addr}"));
         if let Some(p) = &opts.socket {

@@ -13,6 +13,9 @@ use crate::proto::{self, Cursor};
 /// A prepared statement.
 pub struct Prepared {
     pub stmt: PreparedStatement,
+    /// The statement's first keyword, upper case (what bulk execute
+    /// accepts: INSERT, REPLACE, UPDATE, DELETE).
+    pub verb: String,
     /// Each parameter's type and unsigned flag, from the last EXECUTE that
     /// bound them. Clients send the types only when they change (sysbench
     /// sends them once): they are kept across executions.
@@ -23,9 +26,15 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(stmt: PreparedStatement) -> Prepared {
+    pub fn new(stmt: PreparedStatement, sql: &[u8]) -> Prepared {
         let n = stmt.param_count();
-        Prepared { stmt, types: None, long_data: vec![None; n] }
+        Prepared { stmt, verb: first_keyword(sql), types: None, long_data: vec![None; n] }
+    }
+
+    /// Whether COM_STMT_BULK_EXECUTE may run it: MariaDB's
+    /// CF_PS_ARRAY_BINDING_SAFE statements (no result set per row).
+    pub fn bulk_safe(&self) -> bool {
+        matches!(self.verb.as_str(), "INSERT" | "REPLACE" | "UPDATE" | "DELETE")
     }
 
     /// How many parameters EXECUTE must bind.
@@ -34,9 +43,43 @@ impl Prepared {
     }
 }
 
+/// The first word of a statement, upper case, after spaces and comments
+/// (`/*! ... */` executable comments are read into, as the parser does).
+fn first_keyword(sql: &[u8]) -> String {
+    let mut i = 0;
+    loop {
+        while i < sql.len() && sql[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let rest = &sql[i..];
+        if rest.starts_with(b"/*!") || rest.starts_with(b"/*M!") {
+            i += if rest[2] == b'!' { 3 } else { 4 };
+            while i < sql.len() && sql[i].is_ascii_digit() {
+                i += 1;
+            }
+        } else if rest.starts_with(b"/*") {
+            match rest.windows(2).position(|w| w == b"*/") {
+                Some(e) => i += e + 2,
+                None => return String::new(),
+            }
+        } else if rest.starts_with(b"#") || rest.starts_with(b"-- ") || rest == b"--" {
+            match rest.iter().position(|&b| b == b'\n') {
+                Some(e) => i += e + 1,
+                None => return String::new(),
+            }
+        } else {
+            break;
+        }
+    }
+    let word: Vec<u8> = sql[i..].iter().take_while(|b| b.is_ascii_alphabetic()).copied().collect();
+    String::from_utf8_lossy(&word).to_ascii_uppercase()
+}
+
 /// Why an EXECUTE's parameters could not be read.
 #[derive(Clone, Copy, Debug)]
 pub enum ParamError {
+    /// Bulk execute: a DEFAULT or IGNORE indicator (not built).
+    Indicator,
     Malformed,
     /// No types were ever sent for this statement.
     NoTypes,
@@ -77,6 +120,48 @@ pub fn read_params(stmt: &mut Prepared, c: &mut Cursor<'_>) -> Result<Vec<Value>
         out.push(read_value(c, ty, unsigned)?);
     }
     Ok(out)
+}
+
+/// Reads COM_STMT_BULK_EXECUTE's types (after stmt id and flags): with
+/// `send_types`, one (type, flags) pair per parameter, kept for later
+/// executions as EXECUTE's are; without, the types kept.
+pub fn read_bulk_types(
+    stmt: &mut Prepared,
+    c: &mut Cursor<'_>,
+    send_types: bool,
+) -> Result<Vec<(u8, bool)>, ParamError> {
+    let n = stmt.params();
+    debug_assert!(n > 0, "bulk execute refuses statements without parameters first");
+    if send_types {
+        let mut types = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = c.u8().ok_or(ParamError::Malformed)?;
+            let f = c.u8().ok_or(ParamError::Malformed)?;
+            types.push((t, f & 0x80 != 0));
+        }
+        stmt.types = Some(types);
+    }
+    stmt.types.clone().ok_or(ParamError::NoTypes)
+}
+
+/// Reads one row of a bulk execute's parameters: each value after its
+/// indicator byte (NONE: the value follows; NULL: none). Rows are read one
+/// at a time, each run before the next is read, so a packet of many small
+/// rows never becomes many rows in memory.
+pub fn read_bulk_row(c: &mut Cursor<'_>, types: &[(u8, bool)]) -> Result<Vec<Value>, ParamError> {
+    let mut row = Vec::with_capacity(types.len());
+    for &(ty, unsigned) in types {
+        match c.u8().ok_or(ParamError::Malformed)? {
+            proto::STMT_INDICATOR_NONE if ty == proto::T_NULL => row.push(Value::Null),
+            proto::STMT_INDICATOR_NONE => row.push(read_value(c, ty, unsigned)?),
+            proto::STMT_INDICATOR_NULL => row.push(Value::Null),
+            proto::STMT_INDICATOR_DEFAULT | proto::STMT_INDICATOR_IGNORE => {
+                return Err(ParamError::Indicator)
+            }
+            _ => return Err(ParamError::Malformed),
+        }
+    }
+    Ok(row)
 }
 
 fn read_value(c: &mut Cursor<'_>, ty: u8, unsigned: bool) -> Result<Value, ParamError> {
@@ -173,4 +258,18 @@ fn read_value(c: &mut Cursor<'_>, ty: u8, unsigned: bool) -> Result<Value, Param
         // Strings, blobs, JSON, BIT, ENUM, SET, GEOMETRY: the bytes as sent.
         _ => Value::Str(c.lenenc_bytes().ok_or(m)?.to_vec()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_keywords() {
+        assert_eq!(first_keyword(b"  insert into t values (?)"), "INSERT");
+        assert_eq!(first_keyword(b"/* c */ -- x\n# y\nUPDATE t SET a=?"), "UPDATE");
+        assert_eq!(first_keyword(b"/*!40101 DELETE FROM t WHERE a=? */"), "DELETE");
+        assert_eq!(first_keyword(b"(SELECT ?)"), "");
+        assert_eq!(first_keyword(b"/* open"), "");
+    }
 }

@@ -27,13 +27,20 @@ pub const CLIENT_PS_MULTI_RESULTS: u32 = 1 << 18;
 pub const CLIENT_PLUGIN_AUTH: u32 = 1 << 19;
 pub const CLIENT_CONNECT_ATTRS: u32 = 1 << 20;
 pub const CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 1 << 21;
+pub const CLIENT_SESSION_TRACK: u32 = 1 << 23;
 pub const CLIENT_DEPRECATE_EOF: u32 = 1 << 24;
+/// MariaDB's name for bit 0: a server that leaves it out of its greeting
+/// (as MariaDB does) sends MariaDB's extended capabilities in the last 4
+/// bytes of the greeting's filler, and a client that leaves it out of its
+/// response sends its own in the last 4 bytes of the response's filler.
+pub const CLIENT_MYSQL: u32 = CLIENT_LONG_PASSWORD;
 
-/// What this server offers. Not offered, because not built: SSL, the
-/// compressed protocol, LOCAL INFILE, session tracking; and FOUND_ROWS,
-/// because UPDATE reports changed rows, never matched ones.
-pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
-    | CLIENT_LONG_FLAG
+/// What this server offers (SSL and LOCAL_FILES are added by
+/// configuration). Not offered, because not built: the compressed
+/// protocol; and FOUND_ROWS, because UPDATE reports changed rows, never
+/// matched ones. Not CLIENT_MYSQL: the greeting carries MariaDB's
+/// extended capabilities instead.
+pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_FLAG
     | CLIENT_CONNECT_WITH_DB
     | CLIENT_IGNORE_SPACE
     | CLIENT_PROTOCOL_41
@@ -47,7 +54,27 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_PLUGIN_AUTH
     | CLIENT_CONNECT_ATTRS
     | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | CLIENT_SESSION_TRACK
     | CLIENT_DEPRECATE_EOF;
+
+// MariaDB's extended capabilities (the high 32 bits of its 64-bit flags).
+pub const MARIADB_CLIENT_STMT_BULK_OPERATIONS: u32 = 1 << 2;
+/// The extended capabilities this server offers: bulk execute only
+/// (not PROGRESS, EXTENDED_METADATA or CACHE_METADATA).
+pub const MARIADB_SERVER_EXT_CAPABILITIES: u32 = MARIADB_CLIENT_STMT_BULK_OPERATIONS;
+
+/// COM_STMT_BULK_EXECUTE's flags: the parameter types come first.
+pub const STMT_BULK_FLAG_CLIENT_SEND_TYPES: u16 = 128;
+// Bulk execute's per-value indicators.
+pub const STMT_INDICATOR_NONE: u8 = 0;
+pub const STMT_INDICATOR_NULL: u8 = 1;
+pub const STMT_INDICATOR_DEFAULT: u8 = 2;
+pub const STMT_INDICATOR_IGNORE: u8 = 3;
+
+// Session state information in OK packets (CLIENT_SESSION_TRACK).
+pub const SESSION_TRACK_SYSTEM_VARIABLES: u8 = 0;
+pub const SESSION_TRACK_SCHEMA: u8 = 1;
+pub const SESSION_TRACK_STATE_CHANGE: u8 = 2;
 
 // Status flags (OK and EOF packets).
 /// An SSLRequest: capabilities, max packet, charset, 23 bytes of filler.
@@ -60,6 +87,8 @@ pub const SERVER_MORE_RESULTS_EXISTS: u16 = 8;
 pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 64;
 /// A FETCH sent the cursor's last row (the cursor is closed).
 pub const SERVER_STATUS_LAST_ROW_SENT: u16 = 128;
+/// The OK packet carries session state changes (CLIENT_SESSION_TRACK).
+pub const SERVER_SESSION_STATE_CHANGED: u16 = 1 << 14;
 
 /// COM_STMT_EXECUTE's flags: open a read-only cursor.
 pub const CURSOR_TYPE_READ_ONLY: u8 = 1;
@@ -84,6 +113,8 @@ pub const COM_STMT_RESET: u8 = 26;
 pub const COM_SET_OPTION: u8 = 27;
 pub const COM_STMT_FETCH: u8 = 28;
 pub const COM_RESET_CONNECTION: u8 = 31;
+/// MariaDB's: one prepared statement, many rows of parameters.
+pub const COM_STMT_BULK_EXECUTE: u8 = 250;
 
 // Column types.
 pub const T_DECIMAL: u8 = 0;
@@ -243,16 +274,38 @@ pub fn ok_packet(
     warnings: u16,
     info: &str,
 ) -> Vec<u8> {
-    let mut p = Vec::with_capacity(16 + info.len());
+    ok_packet_with_state(header, affected, last_insert_id, status, warnings, info, &[])
+}
+
+/// An OK packet; with `state` (session state changes, already encoded as
+/// type + length-encoded data entries) SERVER_SESSION_STATE_CHANGED is set
+/// and the info string is sent even when empty, as the state block follows
+/// it (the form CLIENT_SESSION_TRACK clients read).
+pub fn ok_packet_with_state(
+    header: u8,
+    affected: u64,
+    last_insert_id: u64,
+    mut status: u16,
+    warnings: u16,
+    info: &str,
+    state: &[u8],
+) -> Vec<u8> {
+    let mut p = Vec::with_capacity(16 + info.len() + state.len());
     p.push(header);
     put_lenenc_int(&mut p, affected);
     put_lenenc_int(&mut p, last_insert_id);
+    if !state.is_empty() {
+        status |= SERVER_SESSION_STATE_CHANGED;
+    }
     p.extend_from_slice(&status.to_le_bytes());
     p.extend_from_slice(&warnings.to_le_bytes());
     // Length-encoded, as MySQL and MariaDB servers send it and
     // libmysqlclient / libmariadb read it (not string<EOF>).
-    if !info.is_empty() {
+    if !info.is_empty() || !state.is_empty() {
         put_lenenc_str(&mut p, info.as_bytes());
+    }
+    if !state.is_empty() {
+        put_lenenc_str(&mut p, state);
     }
     p
 }

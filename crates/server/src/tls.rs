@@ -86,7 +86,7 @@ fn generate(datadir: &Path) -> Result<(), String> {
 }
 
 /// Writes a file whole (temporary name, fsync, rename, fsync of the folder).
-fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
+pub(crate) fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let err = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
     let _ = std::fs::remove_file(&tmp);

@@ -896,6 +896,16 @@ impl Session {
             if !global && d.scope == Scope::Global {
                 return Err(sv::global_only(&n));
             }
+            // A connection's packet limits are fixed when it connects (the
+            // server reads the global then): MariaDB's session copy is
+            // read-only.
+            if !global && d.name == "max_allowed_packet" {
+                return Err(SqlError::new(
+                    1621,
+                    "HY000",
+                    format!("SESSION variable '{n}' is read-only. Use SET GLOBAL to assign the value"),
+                ));
+            }
             if is_default {
                 // SET x = DEFAULT: the session takes the global value, the
                 // global the built-in default.
