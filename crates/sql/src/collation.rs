@@ -176,23 +176,22 @@ pub fn sort_key(coll: Collation, s: &[u8], out: &mut Vec<u8>) {
             out.push(NOPAD_END);
         }
         _ => {
+            // Streamed: a run of spaces is held back as a count until the
+            // weight after it says which tag it gets; a run at the end is
+            // dropped (PAD SPACE: trailing spaces do not count).
             let sp = kind.space();
-            let mut ws: Vec<u32> = Weights::new(kind, s).collect();
-            while ws.last() == Some(&sp) {
-                ws.pop();
-            }
-            let mut i = 0;
-            while i < ws.len() {
-                if ws[i] == sp {
-                    // The run ends before the end: trailing spaces are gone.
-                    let j = (i..ws.len()).find(|&j| ws[j] != sp).unwrap_or(ws.len());
-                    let tag = if ws.get(j).is_some_and(|&w| w > sp) { T_SPACE_HI } else { T_SPACE_LO };
-                    out.extend(std::iter::repeat_n(tag, j - i));
-                    i = j;
-                } else {
-                    kind.encode(ws[i], out);
-                    i += 1;
+            let mut run = 0usize;
+            for w in Weights::new(kind, s) {
+                if w == sp {
+                    run += 1;
+                    continue;
                 }
+                if run > 0 {
+                    let tag = if w > sp { T_SPACE_HI } else { T_SPACE_LO };
+                    out.extend(std::iter::repeat_n(tag, run));
+                    run = 0;
+                }
+                kind.encode(w, out);
             }
             out.push(T_END);
         }

@@ -98,7 +98,10 @@ pub(crate) fn put_key(v: &Value, kind: CmpKind, desc: bool, out: &mut Vec<u8>) {
     } else {
         out.push(1);
         match kind {
-            CmpKind::Str(c) => crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out),
+            CmpKind::Str(c) => match v {
+                Value::Str(b) => crate::collation::sort_key(c, b, out),
+                _ => crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out),
+            },
             CmpKind::Temporal(k) => match crate::expr::to_temporal(v, k) {
                 Some(t) => {
                     out.push(1);
