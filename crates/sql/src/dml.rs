@@ -715,9 +715,12 @@ fn matching(
     Ok(locked)
 }
 
-pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
+pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> SqlResult<Outcome> {
+    if crate::multidml::is_multi_update(up) {
+        return crate::multidml::update(s, txn, up, ignore);
+    }
     let from = s.warnings.len();
-    let r = update_rows(s, txn, up);
+    let r = update_rows(s, txn, up, ignore);
     let table = match &up.table.relation {
         ast::TableFactor::Table { name, .. } => {
             resolve_table(s, name).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
@@ -727,10 +730,168 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
     qualified(s, from, table, r)
 }
 
-fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
-    if !up.table.joins.is_empty() || up.from.is_some() {
-        return Err(SqlError::unsupported("multi-table UPDATE"));
+/// The errors UPDATE IGNORE and DELETE IGNORE skip a row for: a duplicate
+/// key, a foreign key failing either way, a CHECK constraint.
+fn ignorable(code: u16) -> bool {
+    matches!(code, 1062 | 1451 | 1452 | 4025)
+}
+
+/// What became of one row an UPDATE matched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Updated {
+    /// The new values are the old ones: nothing written.
+    Same,
+    Changed,
+    /// IGNORE skipped the row on an error; `matched`: it still counts in
+    /// "Rows matched" (MariaDB leaves out a row a CHECK refused).
+    Skipped {
+        matched: bool,
+    },
+}
+
+/// Writes UPDATE's new rows into one table: conversion, NOT NULL, ON
+/// UPDATE columns, CHECK, foreign keys, unique keys (InnoDB's order),
+/// and IGNORE. Single- and multi-table UPDATE both write through it.
+pub(crate) struct RowUpdater {
+    pub t: Arc<Table>,
+    checks: Vec<(String, Expr)>,
+    /// Strict mode and no IGNORE: a bad value is an error.
+    pub strict: bool,
+    ignore: bool,
+    now: Value,
+    /// IGNORE on a table other tables reference: a row's cascades are
+    /// undone (to a savepoint) when the row is skipped after them.
+    guard: bool,
+}
+
+impl RowUpdater {
+    pub(crate) fn new(s: &Session, t: &Arc<Table>, ignore: bool) -> SqlResult<RowUpdater> {
+        Ok(RowUpdater {
+            t: t.clone(),
+            checks: bind_checks(s, &t.def)?,
+            strict: s.strict && !ignore,
+            ignore,
+            now: now_value(s),
+            guard: ignore && referenced_by_fk(s, &t.def),
+        })
     }
+
+    /// Replaces row `old` (key `pk`) by `new`, the SET values computed
+    /// over it; `explicitly`: the columns SET names, sorted; `rownum`
+    /// numbers the row in conversion messages.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn apply(
+        &self,
+        s: &Session,
+        txn: &Txn,
+        pk: &[u8],
+        old: &[Value],
+        mut new: Vec<Value>,
+        explicitly: &[usize],
+        rownum: usize,
+        warnings: &mut Vec<Warning>,
+    ) -> SqlResult<Updated> {
+        let t = &self.t;
+        let strict = self.strict;
+        for (i, col) in t.def.columns.iter().enumerate() {
+            let mut cx = StoreCtx { strict, row: rownum, warnings };
+            new[i] = coerce::store(std::mem::replace(&mut new[i], Value::Null), col, &mut cx)?;
+            if new[i].is_null() && !col.nullable {
+                let e = SqlError::null_column(&col.name);
+                if strict {
+                    return Err(e);
+                }
+                warnings.push(Warning::from_error(&e));
+                new[i] = coerce::implicit_default(&col.ty);
+            }
+        }
+        if !changed(old, &new) {
+            return Ok(Updated::Same);
+        }
+        for (i, col) in t.def.columns.iter().enumerate() {
+            if col.on_update_now && explicitly.binary_search(&i).is_err() {
+                let mut cx = StoreCtx { strict, row: rownum, warnings };
+                new[i] = coerce::store(self.now.clone(), col, &mut cx)?;
+            }
+        }
+        if let Err(e) = check_row(s, t, &self.checks, &new) {
+            if self.ignore && ignorable(e.code) {
+                // MariaDB warns, and does not count the row as matched.
+                warnings.push(Warning::from_error(&e));
+                return Ok(Updated::Skipped { matched: false });
+            }
+            return Err(e);
+        }
+        let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.to_vec() };
+        let sp = if self.guard { Some(txn.savepoint()?) } else { None };
+        let r = (|| {
+            // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
+            crate::fk::check_child(s, txn, t, Some(old), &new)?;
+            crate::fk::on_parent_update(s, txn, t, old, &new, 0)?;
+            if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(pk))? {
+                return Err(t.dup_error(&d, &new));
+            }
+            t.replace(txn, old, pk, &new, &new_pk)
+        })();
+        match r {
+            Ok(()) => {
+                if let Some(sp) = sp {
+                    txn.release(sp)?;
+                }
+                Ok(Updated::Changed)
+            }
+            // MariaDB's UPDATE IGNORE skips these rows without a warning.
+            Err(e) if self.ignore && ignorable(e.code) => {
+                if let Some(sp) = sp {
+                    txn.rollback_to(sp)?;
+                    txn.release(sp)?;
+                }
+                Ok(Updated::Skipped { matched: true })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Deletes row `row` (key `pk`) of `t` with its foreign key actions; under
+/// IGNORE a foreign key refusing it is a warning and the row stays
+/// (false). `guard`: undo the row's cascades then (see `RowUpdater`).
+pub(crate) fn delete_row(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Table,
+    pk: &[u8],
+    row: &[Value],
+    ignore: bool,
+    guard: bool,
+) -> SqlResult<bool> {
+    let sp = if ignore && guard { Some(txn.savepoint()?) } else { None };
+    let r = crate::fk::on_parent_delete(s, txn, t, row, 0).and_then(|()| t.remove(txn, row, pk));
+    match r {
+        Ok(()) => {
+            if let Some(sp) = sp {
+                txn.release(sp)?;
+            }
+            Ok(true)
+        }
+        Err(e) if ignore && ignorable(e.code) => {
+            if let Some(sp) = sp {
+                txn.rollback_to(sp)?;
+                txn.release(sp)?;
+            }
+            s.warnings.push(Warning::from_error(&e));
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether deleting or updating rows of `def` may run foreign key actions.
+pub(crate) fn has_children(s: &Session, def: &crate::catalog::TableDef) -> bool {
+    referenced_by_fk(s, def)
+}
+
+fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> SqlResult<Outcome> {
     let ast::TableFactor::Table { name, alias, .. } = &up.table.relation else {
         return Err(SqlError::unsupported("this UPDATE target"));
     };
@@ -750,55 +911,29 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
         let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
         sets.push((i, x));
     }
-    let checks = bind_checks(s, &t.def)?;
-    let strict = s.strict;
-    let now = now_value(s);
+    let upd = RowUpdater::new(s, &t, ignore)?;
+    let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
+    explicitly.sort_unstable();
     let mut warnings = Vec::new();
     let (mut matched, mut affected) = (0u64, 0u64);
     for (ri, (pk, old)) in rows.into_iter().enumerate() {
-        matched += 1;
         let mut new = old.clone();
         {
             let mut cx = s.eval_ctx(&mut warnings);
-            cx.strict_dml = strict;
+            cx.strict_dml = upd.strict;
             for (i, e) in &sets {
                 new[*i] = e.eval(&new, &mut cx)?;
             }
         }
-        let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
-        explicitly.sort_unstable();
-        for (i, col) in t.def.columns.iter().enumerate() {
-            let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
-            new[i] = coerce::store(std::mem::replace(&mut new[i], Value::Null), col, &mut cx)?;
-            if new[i].is_null() && !col.nullable {
-                let e = SqlError::null_column(&col.name);
-                if strict {
-                    return Err(e);
-                }
-                warnings.push(Warning::from_error(&e));
-                new[i] = coerce::implicit_default(&col.ty);
+        match upd.apply(s, txn, &pk, &old, new, &explicitly, ri + 1, &mut warnings)? {
+            Updated::Same | Updated::Skipped { matched: true } => matched += 1,
+            Updated::Skipped { matched: false } => {}
+            Updated::Changed => {
+                matched += 1;
+                affected += 1;
+                crate::progress::changed(crate::progress::Stage::Updated, 1);
             }
         }
-        if !changed(&old, &new) {
-            continue;
-        }
-        for (i, col) in t.def.columns.iter().enumerate() {
-            if col.on_update_now && explicitly.binary_search(&i).is_err() {
-                let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
-                new[i] = coerce::store(now.clone(), col, &mut cx)?;
-            }
-        }
-        check_row(s, &t, &checks, &new)?;
-        let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
-        // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
-        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
-        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
-        if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
-            return Err(t.dup_error(&d, &new));
-        }
-        t.replace(txn, &old, &pk, &new, &new_pk)?;
-        affected += 1;
-        crate::progress::changed(crate::progress::Stage::Updated, 1);
         s.check_killed()?;
     }
     s.warnings.extend(warnings);
@@ -811,13 +946,13 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
     })
 }
 
-pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcome> {
+pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> SqlResult<Outcome> {
+    if crate::multidml::is_multi_delete(del) {
+        return crate::multidml::delete(s, txn, del, ignore);
+    }
     let from = match &del.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
     };
-    if from.len() != 1 || !from[0].joins.is_empty() || !del.tables.is_empty() || del.using.is_some() {
-        return Err(SqlError::unsupported("multi-table DELETE"));
-    }
     let ast::TableFactor::Table { name, alias, .. } = &from[0].relation else {
         return Err(SqlError::unsupported("this DELETE target"));
     };
@@ -827,11 +962,13 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     }
     let rows =
         matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref(), alias.as_ref())?;
-    let n = rows.len() as u64;
+    let guard = referenced_by_fk(s, &t.def);
+    let mut n = 0u64;
     for (pk, row) in rows {
-        crate::fk::on_parent_delete(s, txn, &t, &row, 0)?;
-        t.remove(txn, &row, &pk)?;
-        crate::progress::changed(crate::progress::Stage::Deleted, 1);
+        if delete_row(s, txn, &t, &pk, &row, ignore, guard)? {
+            n += 1;
+            crate::progress::changed(crate::progress::Stage::Deleted, 1);
+        }
         s.check_killed()?;
     }
     t.add_rows(txn, s.slot, -(n as i64))?;
