@@ -854,8 +854,10 @@ impl RowUpdater {
 }
 
 /// Deletes row `row` (key `pk`) of `t` with its foreign key actions; under
-/// IGNORE a foreign key refusing it is a warning and the row stays
-/// (false). `guard`: undo the row's cascades then (see `RowUpdater`).
+/// IGNORE a foreign key refusing it leaves the row (false), with a warning
+/// when `warn` (MariaDB's multi-table DELETE IGNORE gives none). `guard`:
+/// undo the row's cascades then (see `RowUpdater`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn delete_row(
     s: &mut Session,
     txn: &Txn,
@@ -864,6 +866,7 @@ pub(crate) fn delete_row(
     row: &[Value],
     ignore: bool,
     guard: bool,
+    warn: bool,
 ) -> SqlResult<bool> {
     let sp = if ignore && guard { Some(txn.savepoint()?) } else { None };
     let r = crate::fk::on_parent_delete(s, txn, t, row, 0).and_then(|()| t.remove(txn, row, pk));
@@ -879,7 +882,9 @@ pub(crate) fn delete_row(
                 txn.rollback_to(sp)?;
                 txn.release(sp)?;
             }
-            s.warnings.push(Warning::from_error(&e));
+            if warn {
+                s.warnings.push(Warning::from_error(&e));
+            }
             Ok(false)
         }
         Err(e) => Err(e),
@@ -965,7 +970,7 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> Sq
     let guard = referenced_by_fk(s, &t.def);
     let mut n = 0u64;
     for (pk, row) in rows {
-        if delete_row(s, txn, &t, &pk, &row, ignore, guard)? {
+        if delete_row(s, txn, &t, &pk, &row, ignore, guard, true)? {
             n += 1;
             crate::progress::changed(crate::progress::Stage::Deleted, 1);
         }

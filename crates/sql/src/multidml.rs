@@ -441,7 +441,7 @@ pub(crate) fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool
                 }
                 // Gone already: deleted by a cascade or through another alias.
                 let Some(cur) = table::fetch(&t, txn, pk, true)? else { continue };
-                if crate::dml::delete_row(s, txn, &t, pk, &cur, ignore, guard)? {
+                if crate::dml::delete_row(s, txn, &t, pk, &cur, ignore, guard, false)? {
                     n += 1;
                     crate::progress::changed(crate::progress::Stage::Deleted, 1);
                 }
