@@ -104,15 +104,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let t = resolve_table(s, name)?;
-    if s.login.is_some() {
-        s.check_table("INSERT", &t.def.db, &t.def.name)?;
-        if ins.on.is_some() {
-            s.check_table("UPDATE", &t.def.db, &t.def.name)?;
-        }
-        if ins.replace_into {
-            s.check_table("DELETE", &t.def.db, &t.def.name)?;
-        }
-    }
+    check_insert(s, &t, ins)?;
     let def = &t.def;
     // Target columns.
     let cols: Vec<usize> = if ins.columns.is_empty() {
@@ -904,18 +896,25 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
     if s.login.is_some() {
         s.check_table("UPDATE", &t.def.db, &t.def.name)?;
     }
-    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
     let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
-    let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
-    let sysvar = |n: &str| s.sysvar(n);
-    let mut no_sub =
-        |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in SET")) };
     let mut sets = Vec::new();
-    for a in &up.assignments {
-        let i = assign_col(&t, a, "SET")?;
-        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
-        sets.push((i, x));
+    {
+        let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
+        let sysvar = |n: &str| s.sysvar(n);
+        let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+            Err(SqlError::unsupported("subqueries in SET"))
+        };
+        for a in &up.assignments {
+            let i = assign_col(&t, a, "SET")?;
+            let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
+            sets.push((i, x));
+        }
     }
+    if s.explaining {
+        let how = ExplainHow { delete: false, sorted: !up.order_by.is_empty(), limited: up.limit.is_some() };
+        return explain_single(s, txn, &t, alias.as_ref(), up.selection.as_ref(), how);
+    }
+    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
     let upd = RowUpdater::new(s, &t, ignore)?;
     let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
     explicitly.sort_unstable();
@@ -965,6 +964,10 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> Sq
     if s.login.is_some() {
         s.check_table("DELETE", &t.def.db, &t.def.name)?;
     }
+    if s.explaining {
+        let how = ExplainHow { delete: true, sorted: !del.order_by.is_empty(), limited: del.limit.is_some() };
+        return explain_single(s, txn, &t, alias.as_ref(), del.selection.as_ref(), how);
+    }
     let rows =
         matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref(), alias.as_ref())?;
     let guard = referenced_by_fk(s, &t.def);
@@ -978,4 +981,92 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> Sq
     }
     t.add_rows(txn, s.slot, -(n as i64))?;
     Ok(Outcome::done(n))
+}
+
+/// What EXPLAIN of a single-table UPDATE or DELETE needs besides WHERE.
+struct ExplainHow {
+    delete: bool,
+    /// ORDER BY (the rows are sorted in memory).
+    sorted: bool,
+    limited: bool,
+}
+
+/// EXPLAIN of a single-table UPDATE or DELETE: WHERE bound as `matching`
+/// binds it, the access path `plan::choose` gives (see
+/// `explain::single_dml`).
+fn explain_single(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    alias: Option<&ast::TableAlias>,
+    selection: Option<&ast::Expr>,
+    how: ExplainHow,
+) -> SqlResult<Outcome> {
+    let name = alias.map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
+    let scope = scope_of(&[Source { table: t.clone(), alias: name.clone() }]);
+    let filter = {
+        let sysvar = |n: &str| s.sysvar(n);
+        let proto = s.child();
+        let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+            let mut sub = proto.child();
+            crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
+        };
+        match selection {
+            Some(w) => Some(Binder::plain(&scope, &sysvar, &mut subq, "where clause").bind(w)?.0),
+            None => None,
+        }
+    };
+    let mut conj = Vec::new();
+    if let Some(f) = &filter {
+        crate::query::conjuncts(f, &mut conj);
+    }
+    let mut w = Vec::new();
+    let access = {
+        let mut cx = s.eval_ctx(&mut w);
+        crate::plan::choose(t, &conj, 0, &mut cx)
+    };
+    let delete_all = how.delete && selection.is_none() && !how.limited;
+    let rs = crate::explain::single_dml(
+        txn,
+        t,
+        &name,
+        &access,
+        &conj,
+        how.delete,
+        selection.is_some(),
+        how.sorted,
+        delete_all,
+    )?;
+    Ok(Outcome::Rows(rs))
+}
+
+/// The privileges an INSERT needs: INSERT, and UPDATE for ON DUPLICATE
+/// KEY UPDATE, DELETE for REPLACE.
+fn check_insert(s: &Session, t: &Table, ins: &ast::Insert) -> SqlResult<()> {
+    if s.login.is_some() {
+        s.check_table("INSERT", &t.def.db, &t.def.name)?;
+        if ins.on.is_some() {
+            s.check_table("UPDATE", &t.def.db, &t.def.name)?;
+        }
+        if ins.replace_into {
+            s.check_table("DELETE", &t.def.db, &t.def.name)?;
+        }
+    }
+    Ok(())
+}
+
+/// EXPLAIN of INSERT / REPLACE: MariaDB's one `INSERT` row for VALUES,
+/// else the plan of the SELECT.
+pub(crate) fn explain_insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let t = resolve_table(s, name)?;
+    check_insert(s, &t, ins)?;
+    match &ins.source {
+        Some(q) if !matches!(q.body.as_ref(), ast::SetExpr::Values(_)) => {
+            crate::query::select(s, txn, q, false).map(Outcome::Rows)
+        }
+        _ => Ok(Outcome::Rows(crate::explain::insert_values(&t.def.name))),
+    }
 }
