@@ -1648,6 +1648,10 @@ fn multi_table_rewrites(s: &[u8], toks: &mut Vec<Tok>, first: &str, b: usize) ->
     let c = Cur { s, t: &snapshot, i: 0 };
     match first {
         "UPDATE" => {
+            // MySQL's UPDATE has no FROM (sqlparser reads one).
+            if let Some(f) = top.iter().copied().find(|&i| i > b && c.is_kw_at(i, "FROM")) {
+                return Err(syntax_at(s, toks[f].start));
+            }
             let Some(set) = top.iter().copied().find(|&i| c.is_kw_at(i, "SET")) else { return Ok(()) };
             let commas: Vec<usize> =
                 top.iter().copied().filter(|&i| i < set && c.punct_at(i, b',')).collect();
@@ -1680,6 +1684,25 @@ fn multi_table_rewrites(s: &[u8], toks: &mut Vec<Tok>, first: &str, b: usize) ->
             let from = top.iter().copied().find(|&i| c.is_kw_at(i, "FROM"));
             let multi = from.is_some_and(|f| f > b + 1) || top.iter().any(|&i| c.is_kw_at(i, "USING"));
             if !multi {
+                // `DELETE FROM t1, t2 WHERE` (USING missing) and `DELETE
+                // FROM t1 JOIN t2`: MariaDB's 1064, quoting from WHERE (or
+                // the end) and from the join.
+                let Some(f) = from else { return Ok(()) };
+                let end = top
+                    .iter()
+                    .copied()
+                    .find(|&i| {
+                        i > f && ["WHERE", "ORDER", "LIMIT", "RETURNING"].iter().any(|k| c.is_kw_at(i, k))
+                    })
+                    .unwrap_or(toks.len());
+                let joins = ["JOIN", "LEFT", "RIGHT", "INNER", "CROSS", "STRAIGHT_JOIN", "NATURAL"];
+                let list = || top.iter().copied().filter(|&i| i > f + 1 && i < end);
+                if let Some(j) = list().find(|&i| joins.iter().any(|k| c.is_kw_at(i, k))) {
+                    return Err(syntax_at(s, toks[j].start));
+                }
+                if list().any(|i| c.punct_at(i, b',')) {
+                    return Err(syntax_at(s, toks.get(end).map_or(s.len(), |t| t.start)));
+                }
                 return Ok(());
             }
             for &i in &top {

@@ -191,7 +191,9 @@ fn multi_table_writes_wait_and_act_on_the_newest_row() {
     ok(&mut t4, "DELETE FROM test");
     ok(&mut t4, "COMMIT");
     match t3.execute(b"DELETE test, k FROM test JOIN k USING (id)").unwrap() {
-        fractaldb_sql::Outcome::Done { affected, .. } => assert_eq!(affected, 1, "only k's row was still there"),
+        fractaldb_sql::Outcome::Done { affected, .. } => {
+            assert_eq!(affected, 1, "only k's row was still there")
+        }
         other => panic!("{other:?}"),
     }
     ok(&mut t3, "COMMIT");

@@ -1131,7 +1131,13 @@ fn dml_ignore_and_multi_table_forms() {
     let Statement::Delete(d) = st else { panic!("not a DELETE") };
     assert_eq!(d.tables.iter().map(|t| t.to_string()).collect::<Vec<_>>(), ["t1", "t2"]);
     // ORDER BY / LIMIT in a multi-table DELETE: MariaDB's 1064.
-    for sql in ["DELETE t1 FROM t1, t2 LIMIT 1", "DELETE FROM t1 USING t1, t2 ORDER BY t1.a"] {
+    for sql in [
+        "DELETE t1 FROM t1, t2 LIMIT 1",
+        "DELETE FROM t1 USING t1, t2 ORDER BY t1.a",
+        "DELETE FROM t1, t2 WHERE t1.a = 1",
+        "DELETE FROM t1 JOIN t2 ON t1.a = t2.a",
+        "UPDATE t1 SET b = 1 FROM t2",
+    ] {
         assert_eq!(parse(sql.as_bytes()).err().map(|e| e.code), Some(1064), "{sql}");
     }
 }

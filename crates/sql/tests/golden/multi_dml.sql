@@ -85,3 +85,7 @@ UPDATE w, par SET w.n = 1000 WHERE par.id = 2 AND w.id = 1;
 UPDATE w, par SET w.n = NULL WHERE par.id = 2 AND w.id = 2;
 SHOW WARNINGS;
 SELECT * FROM w ORDER BY id;
+-- Forms MariaDB's grammar refuses.
+DELETE FROM t1, t2 WHERE t1.a = 1;
+DELETE FROM t1 JOIN t2 ON t1.a = t2.a;
+UPDATE t1 SET b = 1 FROM t2;
