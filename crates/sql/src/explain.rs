@@ -137,7 +137,7 @@ pub fn single_dml(
     let possible_v = if possible.is_empty() {
         n()
     } else {
-        Value::str(&possible.iter().map(|&i| ix_name(i)).collect::<Vec<_>>().join(","))
+        Value::str(possible.iter().map(|&i| ix_name(i)).collect::<Vec<_>>().join(","))
     };
     let (ty, key, parts, rows) = match access.index {
         Some(ix) if access.eq_parts > 0 || access.has_range => {
@@ -167,8 +167,8 @@ pub fn single_dml(
             Value::str(alias),
             Value::str(ty),
             possible_v,
-            key.map_or_else(n, |i| Value::str(&ix_name(i))),
-            key.map_or_else(n, |i| Value::str(&key_len(def, i, parts).to_string())),
+            key.map_or_else(n, |i| Value::str(ix_name(i))),
+            key.map_or_else(n, |i| Value::str(key_len(def, i, parts).to_string())),
             n(),
             Value::UInt(rows),
         ],
