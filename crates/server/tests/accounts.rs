@@ -258,8 +258,20 @@ fn grants_allow_and_deny() {
     c.query_drop("CREATE TABLE d1.x (a INT)").unwrap();
     c.query_drop("DROP TABLE d1.x").unwrap();
     assert_eq!(deny(&mut c, "SELECT * FROM d2.u").0, 1142);
+    // Multi-table UPDATE/DELETE: UPDATE/DELETE on the targets, SELECT on
+    // the tables only read.
+    assert_eq!(
+        deny(&mut c, "UPDATE t JOIN d2.u USING (a) SET t.a = t.a + 10"),
+        (1142, "SELECT command denied to user 'lim'@'localhost' for table `d2`.`u`".into())
+    );
     root.query_drop("GRANT SELECT, PROCESS ON *.* TO lim@'%'").unwrap();
     c.query_drop("SELECT * FROM d2.u").unwrap();
+    c.query_drop("UPDATE t JOIN d2.u USING (a) SET t.a = t.a + 10").unwrap();
+    assert_eq!(
+        deny(&mut c, "DELETE u FROM t JOIN d2.u ON t.a = u.a + 10"),
+        (1142, "DELETE command denied to user 'lim'@'localhost' for table `d2`.`u`".into())
+    );
+    assert_eq!(deny(&mut c, "UPDATE t, d2.u SET u.a = 5").0, 1142);
     assert_eq!(deny(&mut c, "INSERT INTO d2.u VALUES (2)").0, 1142);
     let users: Vec<String> =
         c.query_map("SHOW PROCESSLIST", |r: mysql::Row| r.get::<String, _>(1).unwrap()).unwrap();

@@ -104,15 +104,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let t = resolve_table(s, name)?;
-    if s.login.is_some() {
-        s.check_table("INSERT", &t.def.db, &t.def.name)?;
-        if ins.on.is_some() {
-            s.check_table("UPDATE", &t.def.db, &t.def.name)?;
-        }
-        if ins.replace_into {
-            s.check_table("DELETE", &t.def.db, &t.def.name)?;
-        }
-    }
+    check_insert(s, &t, ins)?;
     let def = &t.def;
     // Target columns.
     let cols: Vec<usize> = if ins.columns.is_empty() {
@@ -715,9 +707,12 @@ fn matching(
     Ok(locked)
 }
 
-pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
+pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> SqlResult<Outcome> {
+    if crate::multidml::is_multi_update(up) {
+        return crate::multidml::update(s, txn, up, ignore);
+    }
     let from = s.warnings.len();
-    let r = update_rows(s, txn, up);
+    let r = update_rows(s, txn, up, ignore);
     let table = match &up.table.relation {
         ast::TableFactor::Table { name, .. } => {
             resolve_table(s, name).ok().map(|t| (t.def.db.clone(), t.def.name.clone()))
@@ -727,48 +722,71 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome
     qualified(s, from, table, r)
 }
 
-fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcome> {
-    if !up.table.joins.is_empty() || up.from.is_some() {
-        return Err(SqlError::unsupported("multi-table UPDATE"));
+/// The errors UPDATE IGNORE and DELETE IGNORE skip a row for: a duplicate
+/// key, a foreign key failing either way, a CHECK constraint.
+fn ignorable(code: u16) -> bool {
+    matches!(code, 1062 | 1451 | 1452 | 4025)
+}
+
+/// What became of one row an UPDATE matched.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Updated {
+    /// The new values are the old ones: nothing written.
+    Same,
+    Changed,
+    /// IGNORE skipped the row on an error; `matched`: it still counts in
+    /// "Rows matched" (MariaDB leaves out a row a CHECK refused).
+    Skipped {
+        matched: bool,
+    },
+}
+
+/// Writes UPDATE's new rows into one table: conversion, NOT NULL, ON
+/// UPDATE columns, CHECK, foreign keys, unique keys (InnoDB's order),
+/// and IGNORE. Single- and multi-table UPDATE both write through it.
+pub(crate) struct RowUpdater {
+    pub t: Arc<Table>,
+    checks: Vec<(String, Expr)>,
+    /// Strict mode and no IGNORE: a bad value is an error.
+    pub strict: bool,
+    ignore: bool,
+    now: Value,
+    /// IGNORE on a table other tables reference: a row's cascades are
+    /// undone (to a savepoint) when the row is skipped after them.
+    guard: bool,
+}
+
+impl RowUpdater {
+    pub(crate) fn new(s: &Session, t: &Arc<Table>, ignore: bool) -> SqlResult<RowUpdater> {
+        Ok(RowUpdater {
+            t: t.clone(),
+            checks: bind_checks(s, &t.def)?,
+            strict: s.strict && !ignore,
+            ignore,
+            now: now_value(s),
+            guard: ignore && referenced_by_fk(s, &t.def),
+        })
     }
-    let ast::TableFactor::Table { name, alias, .. } = &up.table.relation else {
-        return Err(SqlError::unsupported("this UPDATE target"));
-    };
-    let t = resolve_table(s, name)?;
-    if s.login.is_some() {
-        s.check_table("UPDATE", &t.def.db, &t.def.name)?;
-    }
-    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
-    let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
-    let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
-    let sysvar = |n: &str| s.sysvar(n);
-    let mut no_sub =
-        |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> { Err(SqlError::unsupported("subqueries in SET")) };
-    let mut sets = Vec::new();
-    for a in &up.assignments {
-        let i = assign_col(&t, a, "SET")?;
-        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
-        sets.push((i, x));
-    }
-    let checks = bind_checks(s, &t.def)?;
-    let strict = s.strict;
-    let now = now_value(s);
-    let mut warnings = Vec::new();
-    let (mut matched, mut affected) = (0u64, 0u64);
-    for (ri, (pk, old)) in rows.into_iter().enumerate() {
-        matched += 1;
-        let mut new = old.clone();
-        {
-            let mut cx = s.eval_ctx(&mut warnings);
-            cx.strict_dml = strict;
-            for (i, e) in &sets {
-                new[*i] = e.eval(&new, &mut cx)?;
-            }
-        }
-        let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
-        explicitly.sort_unstable();
+
+    /// Replaces row `old` (key `pk`) by `new`, the SET values computed
+    /// over it; `explicitly`: the columns SET names, sorted; `rownum`
+    /// numbers the row in conversion messages.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn apply(
+        &self,
+        s: &Session,
+        txn: &Txn,
+        pk: &[u8],
+        old: &[Value],
+        mut new: Vec<Value>,
+        explicitly: &[usize],
+        rownum: usize,
+        warnings: &mut Vec<Warning>,
+    ) -> SqlResult<Updated> {
+        let t = &self.t;
+        let strict = self.strict;
         for (i, col) in t.def.columns.iter().enumerate() {
-            let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
+            let mut cx = StoreCtx { strict, row: rownum, warnings };
             new[i] = coerce::store(std::mem::replace(&mut new[i], Value::Null), col, &mut cx)?;
             if new[i].is_null() && !col.nullable {
                 let e = SqlError::null_column(&col.name);
@@ -779,26 +797,147 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
                 new[i] = coerce::implicit_default(&col.ty);
             }
         }
-        if !changed(&old, &new) {
-            continue;
+        if !changed(old, &new) {
+            return Ok(Updated::Same);
         }
         for (i, col) in t.def.columns.iter().enumerate() {
             if col.on_update_now && explicitly.binary_search(&i).is_err() {
-                let mut cx = StoreCtx { strict, row: ri + 1, warnings: &mut warnings };
-                new[i] = coerce::store(now.clone(), col, &mut cx)?;
+                let mut cx = StoreCtx { strict, row: rownum, warnings };
+                new[i] = coerce::store(self.now.clone(), col, &mut cx)?;
             }
         }
-        check_row(s, &t, &checks, &new)?;
-        let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.clone() };
-        // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
-        crate::fk::check_child(s, txn, &t, Some(&old), &new)?;
-        crate::fk::on_parent_update(s, txn, &t, &old, &new, 0)?;
-        if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(&pk))? {
-            return Err(t.dup_error(&d, &new));
+        if let Err(e) = check_row(s, t, &self.checks, &new) {
+            if self.ignore && ignorable(e.code) {
+                // MariaDB warns, and does not count the row as matched.
+                warnings.push(Warning::from_error(&e));
+                return Ok(Updated::Skipped { matched: false });
+            }
+            return Err(e);
         }
-        t.replace(txn, &old, &pk, &new, &new_pk)?;
-        affected += 1;
-        crate::progress::changed(crate::progress::Stage::Updated, 1);
+        let new_pk = if t.def.primary.is_some() { t.pk(&new, None)? } else { pk.to_vec() };
+        let sp = if self.guard { Some(txn.savepoint()?) } else { None };
+        let r = (|| {
+            // Foreign keys before the duplicate check, as InnoDB (1451 before 1062).
+            crate::fk::check_child(s, txn, t, Some(old), &new)?;
+            crate::fk::on_parent_update(s, txn, t, old, &new, 0)?;
+            if let Some(d) = t.find_duplicate(txn, &new, &new_pk, Some(pk))? {
+                return Err(t.dup_error(&d, &new));
+            }
+            t.replace(txn, old, pk, &new, &new_pk)
+        })();
+        match r {
+            Ok(()) => {
+                if let Some(sp) = sp {
+                    txn.release(sp)?;
+                }
+                Ok(Updated::Changed)
+            }
+            // MariaDB's UPDATE IGNORE skips these rows without a warning.
+            Err(e) if self.ignore && ignorable(e.code) => {
+                if let Some(sp) = sp {
+                    txn.rollback_to(sp)?;
+                    txn.release(sp)?;
+                }
+                Ok(Updated::Skipped { matched: true })
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Deletes row `row` (key `pk`) of `t` with its foreign key actions; under
+/// IGNORE a foreign key refusing it leaves the row (false), with a warning
+/// when `warn` (MariaDB's multi-table DELETE IGNORE gives none). `guard`:
+/// undo the row's cascades then (see `RowUpdater`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn delete_row(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Table,
+    pk: &[u8],
+    row: &[Value],
+    ignore: bool,
+    guard: bool,
+    warn: bool,
+) -> SqlResult<bool> {
+    let sp = if ignore && guard { Some(txn.savepoint()?) } else { None };
+    let r = crate::fk::on_parent_delete(s, txn, t, row, 0).and_then(|()| t.remove(txn, row, pk));
+    match r {
+        Ok(()) => {
+            if let Some(sp) = sp {
+                txn.release(sp)?;
+            }
+            Ok(true)
+        }
+        Err(e) if ignore && ignorable(e.code) => {
+            if let Some(sp) = sp {
+                txn.rollback_to(sp)?;
+                txn.release(sp)?;
+            }
+            if warn {
+                s.warnings.push(Warning::from_error(&e));
+            }
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether deleting or updating rows of `def` may run foreign key actions.
+pub(crate) fn has_children(s: &Session, def: &crate::catalog::TableDef) -> bool {
+    referenced_by_fk(s, def)
+}
+
+fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> SqlResult<Outcome> {
+    let ast::TableFactor::Table { name, alias, .. } = &up.table.relation else {
+        return Err(SqlError::unsupported("this UPDATE target"));
+    };
+    let t = resolve_table(s, name)?;
+    if s.login.is_some() {
+        s.check_table("UPDATE", &t.def.db, &t.def.name)?;
+    }
+    let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
+    let mut sets = Vec::new();
+    {
+        let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
+        let sysvar = |n: &str| s.sysvar(n);
+        let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+            Err(SqlError::unsupported("subqueries in SET"))
+        };
+        for a in &up.assignments {
+            let i = assign_col(&t, a, "SET")?;
+            let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
+            sets.push((i, x));
+        }
+    }
+    if s.explaining {
+        let how = ExplainHow { delete: false, sorted: !up.order_by.is_empty(), limited: up.limit.is_some() };
+        return explain_single(s, txn, &t, alias.as_ref(), up.selection.as_ref(), how);
+    }
+    let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
+    let upd = RowUpdater::new(s, &t, ignore)?;
+    let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
+    explicitly.sort_unstable();
+    let mut warnings = Vec::new();
+    let (mut matched, mut affected) = (0u64, 0u64);
+    for (ri, (pk, old)) in rows.into_iter().enumerate() {
+        let mut new = old.clone();
+        {
+            let mut cx = s.eval_ctx(&mut warnings);
+            cx.strict_dml = upd.strict;
+            for (i, e) in &sets {
+                new[*i] = e.eval(&new, &mut cx)?;
+            }
+        }
+        match upd.apply(s, txn, &pk, &old, new, &explicitly, ri + 1, &mut warnings)? {
+            Updated::Same | Updated::Skipped { matched: true } => matched += 1,
+            Updated::Skipped { matched: false } => {}
+            Updated::Changed => {
+                matched += 1;
+                affected += 1;
+                crate::progress::changed(crate::progress::Stage::Updated, 1);
+            }
+        }
         s.check_killed()?;
     }
     s.warnings.extend(warnings);
@@ -811,13 +950,13 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update) -> SqlResult<Outcom
     })
 }
 
-pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcome> {
+pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> SqlResult<Outcome> {
+    if crate::multidml::is_multi_delete(del) {
+        return crate::multidml::delete(s, txn, del, ignore);
+    }
     let from = match &del.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,
     };
-    if from.len() != 1 || !from[0].joins.is_empty() || !del.tables.is_empty() || del.using.is_some() {
-        return Err(SqlError::unsupported("multi-table DELETE"));
-    }
     let ast::TableFactor::Table { name, alias, .. } = &from[0].relation else {
         return Err(SqlError::unsupported("this DELETE target"));
     };
@@ -825,15 +964,109 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete) -> SqlResult<Outcom
     if s.login.is_some() {
         s.check_table("DELETE", &t.def.db, &t.def.name)?;
     }
+    if s.explaining {
+        let how = ExplainHow { delete: true, sorted: !del.order_by.is_empty(), limited: del.limit.is_some() };
+        return explain_single(s, txn, &t, alias.as_ref(), del.selection.as_ref(), how);
+    }
     let rows =
         matching(s, txn, &t, del.selection.as_ref(), &del.order_by, del.limit.as_ref(), alias.as_ref())?;
-    let n = rows.len() as u64;
+    let guard = referenced_by_fk(s, &t.def);
+    let mut n = 0u64;
     for (pk, row) in rows {
-        crate::fk::on_parent_delete(s, txn, &t, &row, 0)?;
-        t.remove(txn, &row, &pk)?;
-        crate::progress::changed(crate::progress::Stage::Deleted, 1);
+        if delete_row(s, txn, &t, &pk, &row, ignore, guard, true)? {
+            n += 1;
+            crate::progress::changed(crate::progress::Stage::Deleted, 1);
+        }
         s.check_killed()?;
     }
     t.add_rows(txn, s.slot, -(n as i64))?;
     Ok(Outcome::done(n))
+}
+
+/// What EXPLAIN of a single-table UPDATE or DELETE needs besides WHERE.
+struct ExplainHow {
+    delete: bool,
+    /// ORDER BY (the rows are sorted in memory).
+    sorted: bool,
+    limited: bool,
+}
+
+/// EXPLAIN of a single-table UPDATE or DELETE: WHERE bound as `matching`
+/// binds it, the access path `plan::choose` gives (see
+/// `explain::single_dml`).
+fn explain_single(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    alias: Option<&ast::TableAlias>,
+    selection: Option<&ast::Expr>,
+    how: ExplainHow,
+) -> SqlResult<Outcome> {
+    let name = alias.map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
+    let scope = scope_of(&[Source { table: t.clone(), alias: name.clone() }]);
+    let filter = {
+        let sysvar = |n: &str| s.sysvar(n);
+        let proto = s.child();
+        let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+            let mut sub = proto.child();
+            crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
+        };
+        match selection {
+            Some(w) => Some(Binder::plain(&scope, &sysvar, &mut subq, "where clause").bind(w)?.0),
+            None => None,
+        }
+    };
+    let mut conj = Vec::new();
+    if let Some(f) = &filter {
+        crate::query::conjuncts(f, &mut conj);
+    }
+    let mut w = Vec::new();
+    let access = {
+        let mut cx = s.eval_ctx(&mut w);
+        crate::plan::choose(t, &conj, 0, &mut cx)
+    };
+    let delete_all = how.delete && selection.is_none() && !how.limited;
+    let rs = crate::explain::single_dml(
+        txn,
+        t,
+        &name,
+        &access,
+        &conj,
+        how.delete,
+        selection.is_some(),
+        how.sorted,
+        delete_all,
+    )?;
+    Ok(Outcome::Rows(rs))
+}
+
+/// The privileges an INSERT needs: INSERT, and UPDATE for ON DUPLICATE
+/// KEY UPDATE, DELETE for REPLACE.
+fn check_insert(s: &Session, t: &Table, ins: &ast::Insert) -> SqlResult<()> {
+    if s.login.is_some() {
+        s.check_table("INSERT", &t.def.db, &t.def.name)?;
+        if ins.on.is_some() {
+            s.check_table("UPDATE", &t.def.db, &t.def.name)?;
+        }
+        if ins.replace_into {
+            s.check_table("DELETE", &t.def.db, &t.def.name)?;
+        }
+    }
+    Ok(())
+}
+
+/// EXPLAIN of INSERT / REPLACE: MariaDB's one `INSERT` row for VALUES,
+/// else the plan of the SELECT.
+pub(crate) fn explain_insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let t = resolve_table(s, name)?;
+    check_insert(s, &t, ins)?;
+    match &ins.source {
+        Some(q) if !matches!(q.body.as_ref(), ast::SetExpr::Values(_)) => {
+            crate::query::select(s, txn, q, false).map(Outcome::Rows)
+        }
+        _ => Ok(Outcome::Rows(crate::explain::insert_values(&t.def.name))),
+    }
 }

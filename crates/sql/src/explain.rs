@@ -1,6 +1,8 @@
-//! EXPLAIN: the plan of a SELECT in MySQL's columns (id, select_type,
-//! table, type, possible_keys, key, key_len, ref, rows, Extra), and
-//! EXPLAIN/DESCRIBE of a table (SHOW COLUMNS).
+//! EXPLAIN: the plan of a SELECT, UPDATE, DELETE or INSERT in MySQL's
+//! columns (id, select_type, table, type, possible_keys, key, key_len,
+//! ref, rows, Extra), and EXPLAIN/DESCRIBE of a table (SHOW COLUMNS).
+//! INSERT ... SELECT is its SELECT's plan and INSERT ... VALUES MariaDB's
+//! one `INSERT` row; a multi-table UPDATE/DELETE is its join's plan.
 //!
 //! The query is bound by the ordinary SELECT path with the session's
 //! `explaining` flag set; it stops before reading rows and describes the
@@ -51,13 +53,18 @@ pub fn explain(s: &mut Session, stmt: &ast::Statement) -> SqlResult<Outcome> {
             if format.is_some() {
                 return Err(SqlError::unsupported("EXPLAIN FORMAT"));
             }
-            let ast::Statement::Query(q) = statement.as_ref() else {
-                return Err(SqlError::unsupported("EXPLAIN of a statement other than SELECT"));
-            };
             s.explaining = true;
-            let r = s.in_txn(false, |s, txn| crate::query::select(s, txn, q, false));
+            let r = s.in_txn(false, |s, txn| match statement.as_ref() {
+                ast::Statement::Query(q) => crate::query::select(s, txn, q, false).map(Outcome::Rows),
+                // The statement binds as it would run and stops before
+                // reading rows (`Session::explaining`).
+                ast::Statement::Update(up) => crate::dml::update(s, txn, up, false),
+                ast::Statement::Delete(del) => crate::dml::delete(s, txn, del, false),
+                ast::Statement::Insert(ins) => crate::dml::explain_insert(s, txn, ins),
+                _ => Err(SqlError::unsupported("EXPLAIN of this statement")),
+            });
             s.explaining = false;
-            r.map(Outcome::Rows)
+            r
         }
         _ => Err(SqlError::unsupported("this EXPLAIN")),
     }
@@ -83,6 +90,91 @@ fn row(c: [Value; 7], extra: &str) -> Vec<Value> {
     r.extend(c);
     r.push(Value::str(extra));
     r
+}
+
+/// EXPLAIN of `INSERT ... VALUES` into `table`: MariaDB's one row.
+pub fn insert_values(table: &str) -> ResultSet {
+    let n = Value::Null;
+    let mut r = vec![Value::Int(1), Value::str("INSERT"), Value::str(table), Value::str("ALL")];
+    r.extend([n.clone(), n.clone(), n.clone(), n.clone(), n.clone(), n]);
+    ResultSet { columns: columns(), rows: vec![r] }
+}
+
+/// EXPLAIN of a single-table UPDATE or DELETE reading `t` through
+/// `access`, in MariaDB's words: a key range is `range` (a point read too,
+/// never `const`), a full UPDATE scan `index` on the primary key (`ALL`
+/// without one, and for DELETE), a DELETE without WHERE or LIMIT
+/// "Deleting all rows"; "Using where" whenever there is a WHERE.
+#[allow(clippy::too_many_arguments)]
+pub fn single_dml(
+    txn: &fractaldb::Txn,
+    t: &crate::table::Table,
+    alias: &str,
+    access: &crate::plan::Access,
+    conj: &[&Expr],
+    delete: bool,
+    has_where: bool,
+    sorted: bool,
+    delete_all: bool,
+) -> SqlResult<ResultSet> {
+    let def = &t.def;
+    let count = t.row_count(txn)?;
+    let n = || Value::Null;
+    if delete_all {
+        let mut r = vec![Value::Int(1), Value::str("SIMPLE")];
+        r.extend([n(), n(), n(), n(), n(), n(), Value::UInt(count), Value::str("Deleting all rows")]);
+        return Ok(ResultSet { columns: columns(), rows: vec![r] });
+    }
+    let ix_name = |i: usize| -> String {
+        let ix = &def.indexes[i];
+        if ix.kind == IndexKind::Primary {
+            "PRIMARY".to_string()
+        } else {
+            ix.name.clone()
+        }
+    };
+    let possible = possible_keys(def, conj, 0);
+    let possible_v = if possible.is_empty() {
+        n()
+    } else {
+        Value::str(possible.iter().map(|&i| ix_name(i)).collect::<Vec<_>>().join(","))
+    };
+    let (ty, key, parts, rows) = match access.index {
+        Some(ix) if access.eq_parts > 0 || access.has_range => {
+            let d = &def.indexes[ix];
+            let point = access.eq_parts == d.parts.len() && d.kind != IndexKind::Plain && !access.has_range;
+            (
+                "range",
+                Some(ix),
+                access.eq_parts + usize::from(access.has_range),
+                if point { 1 } else { count },
+            )
+        }
+        _ => match def.primary {
+            Some(p) if !delete => ("index", Some(p), def.indexes[p].parts.len(), count),
+            _ => ("ALL", None, 0, count),
+        },
+    };
+    let mut extra = Vec::new();
+    if has_where {
+        extra.push("Using where");
+    }
+    if sorted {
+        extra.push("Using filesort");
+    }
+    let row = row(
+        [
+            Value::str(alias),
+            Value::str(ty),
+            possible_v,
+            key.map_or_else(n, |i| Value::str(ix_name(i))),
+            key.map_or_else(n, |i| Value::str(key_len(def, i, parts).to_string())),
+            n(),
+            Value::UInt(rows),
+        ],
+        &extra.join("; "),
+    );
+    Ok(ResultSet { columns: columns(), rows: vec![row] })
 }
 
 /// A query without tables.

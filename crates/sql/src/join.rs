@@ -356,6 +356,9 @@ pub(crate) struct Exec<'a, 'c> {
     owner: Vec<usize>,
     offs: Vec<usize>,
     width: usize,
+    /// Per table: the slot past the columns that holds its row's engine
+    /// key (`keep_keys`), NULL where the table is NULL-extended.
+    key_at: Vec<Option<usize>>,
     killed: &'a std::sync::atomic::AtomicBool,
 }
 
@@ -374,7 +377,9 @@ impl<'a, 'c> Exec<'a, 'c> {
             owner.extend(std::iter::repeat_n(i, r.width()));
         }
         let width = owner.len();
-        let mut e = Exec { rels, txn, cx, conj: Vec::new(), applied: Vec::new(), owner, offs, width, killed };
+        let key_at = vec![None; rels.len()];
+        let mut e =
+            Exec { rels, txn, cx, conj: Vec::new(), applied: Vec::new(), owner, offs, width, key_at, killed };
         if let Some(f) = filter {
             let mut c = Vec::new();
             crate::query::conjuncts(f, &mut c);
@@ -382,6 +387,20 @@ impl<'a, 'c> Exec<'a, 'c> {
             e.applied = vec![false; e.conj.len()];
         }
         e
+    }
+
+    /// Rows carry the engine key of each of `tables` (engine tables) in a
+    /// slot past FROM's columns, in the order given: multi-table UPDATE
+    /// and DELETE change the rows they joined, and a table without a
+    /// primary key is found only by its hidden key. No expression reads
+    /// these slots (they are beyond every scope position).
+    pub fn keep_keys(&mut self, tables: &[usize]) {
+        for &r in tables {
+            debug_assert!(matches!(self.rels[r], Rel::Table(_)), "only engine tables have keys");
+            self.key_at[r] = Some(self.owner.len());
+            self.owner.push(r);
+        }
+        self.width = self.owner.len();
     }
 
     /// The tables `e` reads. A correlated subquery may read any (its
@@ -494,10 +513,14 @@ impl<'a, 'c> Exec<'a, 'c> {
                 conds.extend(probe.iter());
                 let access = crate::plan::choose(&src.table, &conds, off, self.cx);
                 let cx = &mut *self.cx;
-                crate::plan::for_each_row(self.txn, &src.table, &access, |_, row| {
+                let key_at = self.key_at[r];
+                crate::plan::for_each_row(self.txn, &src.table, &access, |k, row| {
                     let mut full = vec![Value::Null; width];
                     for (slot, v) in full[off..].iter_mut().zip(row) {
                         *slot = v;
+                    }
+                    if let Some(p) = key_at {
+                        full[p] = Value::Str(k);
                     }
                     if all_true(filters, &full, cx)? {
                         out.push(full);

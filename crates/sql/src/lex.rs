@@ -412,6 +412,8 @@ pub struct Flags {
     /// upper-cased name (`CHARSET` for all charset spellings) and value
     /// (unquoted).
     pub table_options: Vec<(String, String)>,
+    /// `UPDATE IGNORE` / `DELETE IGNORE`: the modifier was removed.
+    pub ignore: bool,
 }
 
 /// A table reference as written: `t` or `db.t`, unquoted.
@@ -1392,9 +1394,17 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
             return Ok(p);
         }
     }
-    if let Some(what) = strip_dml_modifiers(stmt, &mut toks, &first) {
-        return Ok(Parsed::Special(Special::Unsupported(what)));
-    }
+    // `EXPLAIN [EXTENDED | PARTITIONS] UPDATE|DELETE ...` too.
+    let (dml, b) = match first.as_str() {
+        "EXPLAIN" | "DESCRIBE" | "DESC" => {
+            let c = Cur { s: stmt, t: &toks, i: 0 };
+            let b = if c.is_kw_at(1, "EXTENDED") || c.is_kw_at(1, "PARTITIONS") { 2 } else { 1 };
+            (c.word_at(b).map(|w| w.to_ascii_uppercase()).unwrap_or_default(), b)
+        }
+        _ => (first.clone(), 0),
+    };
+    strip_dml_modifiers(stmt, &mut toks, &dml, b, &mut flags);
+    multi_table_rewrites(stmt, &mut toks, &dml, b)?;
     strip_lock_in_share_mode(stmt, &mut toks, &mut flags);
     rewrite_mod(stmt, &mut toks);
     let mut v = sqlparse(stmt, &toks)?;
@@ -1582,30 +1592,134 @@ fn strip_lock_in_share_mode(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags) {
 /// `UPDATE [LOW_PRIORITY] [IGNORE] t` and `DELETE [LOW_PRIORITY] [QUICK]
 /// [IGNORE] FROM`: sqlparser 0.64 read the first modifier as the table's
 /// name (1146 "Table 'db.ignore' doesn't exist"). LOW_PRIORITY and QUICK
-/// change nothing here (no table locks, no MyISAM index merging) and are
-/// dropped; IGNORE (errors become warnings, rows skipped) is not built and
-/// is refused by name.
-fn strip_dml_modifiers(s: &[u8], toks: &mut Vec<Tok>, first: &str) -> Option<&'static str> {
-    let (mods, what): (&[&str], &'static str) = match first {
-        "UPDATE" => (&["LOW_PRIORITY", "IGNORE"], "UPDATE IGNORE"),
-        "DELETE" => (&["LOW_PRIORITY", "QUICK", "IGNORE"], "DELETE IGNORE"),
-        _ => return None,
+/// change nothing here (no table locks, no MyISAM index merging); IGNORE
+/// goes into `flags.ignore`. All are removed from the statement.
+fn strip_dml_modifiers(s: &[u8], toks: &mut Vec<Tok>, first: &str, b: usize, flags: &mut Flags) {
+    let mods: &[&str] = match first {
+        "UPDATE" => &["LOW_PRIORITY", "IGNORE"],
+        "DELETE" => &["LOW_PRIORITY", "QUICK", "IGNORE"],
+        _ => return,
     };
     let c = Cur { s, t: toks, i: 0 };
     let mut n = 0;
-    while mods.iter().any(|m| c.is_kw_at(1 + n, m)) {
+    while mods.iter().any(|m| c.is_kw_at(b + 1 + n, m)) {
         n += 1;
     }
-    // QUICK is no reserved word: `DELETE quick FROM` only when FROM
-    // follows the modifiers (UPDATE's are reserved words).
-    if n == 0 || (first == "DELETE" && !c.is_kw_at(1 + n, "FROM")) {
-        return None;
+    // QUICK is no reserved word: the words are modifiers when FROM or a
+    // table name (a multi-table DELETE's `t1, t2 FROM`) follows them, not
+    // in `DELETE quick, t FROM` (UPDATE's are reserved words).
+    let table_next = matches!(toks.get(b + 1 + n).map(|t| &t.k), Some(K::Word | K::QIdent(_)));
+    if n == 0 || (first == "DELETE" && !c.is_kw_at(b + 1 + n, "FROM") && !table_next) {
+        return;
     }
-    if (1..=n).any(|i| c.is_kw_at(i, "IGNORE")) {
-        return Some(what);
+    flags.ignore = (b + 1..=b + n).any(|i| c.is_kw_at(i, "IGNORE"));
+    toks.drain(b + 1..=b + n);
+}
+
+/// The tokens of a statement's top level (outside parentheses): their
+/// positions.
+fn top_level(s: &[u8], toks: &[Tok]) -> Vec<usize> {
+    let mut depth = 0i32;
+    let mut v = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if t.k == K::Punct && s[t.start] == b'(' {
+            depth += 1;
+        } else if t.k == K::Punct && s[t.start] == b')' {
+            depth -= 1;
+        } else if depth == 0 {
+            v.push(i);
+        }
     }
-    toks.drain(1..=n);
-    None
+    v
+}
+
+/// Multi-table UPDATE and DELETE forms sqlparser 0.64 does not read as
+/// MySQL does:
+/// - `UPDATE t1, t2 JOIN t3 ON ... SET`: sqlparser takes one table with
+///   joins. The comma list becomes `t1 CROSS JOIN (t2 JOIN t3 ON ...)`
+///   (an item with joins in parentheses, so a comma binds looser than
+///   JOIN, as in MySQL).
+/// - a multi-table DELETE (`DELETE t1 FROM ...`, `DELETE FROM t1 USING
+///   ...`) with ORDER BY or LIMIT: MariaDB's grammar has neither there
+///   (1064 quoting from ORDER / LIMIT).
+fn multi_table_rewrites(s: &[u8], toks: &mut Vec<Tok>, first: &str, b: usize) -> SqlResult<()> {
+    let top = top_level(s, toks);
+    let snapshot = toks.clone();
+    let c = Cur { s, t: &snapshot, i: 0 };
+    match first {
+        "UPDATE" => {
+            // MySQL's UPDATE has no FROM (sqlparser reads one).
+            if let Some(f) = top.iter().copied().find(|&i| i > b && c.is_kw_at(i, "FROM")) {
+                return Err(syntax_at(s, toks[f].start));
+            }
+            let Some(set) = top.iter().copied().find(|&i| c.is_kw_at(i, "SET")) else { return Ok(()) };
+            let commas: Vec<usize> =
+                top.iter().copied().filter(|&i| i < set && c.punct_at(i, b',')).collect();
+            if commas.is_empty() {
+                return Ok(());
+            }
+            // Items: [1, comma0), (comma0, comma1), ..., (last, set).
+            let mut bounds = vec![b + 1];
+            bounds.extend(commas.iter().map(|&k| k + 1));
+            let ends: Vec<usize> = commas.iter().copied().chain(std::iter::once(set)).collect();
+            let has_join = |a: usize, b: usize| top.iter().any(|&i| i >= a && i < b && c.is_kw_at(i, "JOIN"));
+            let mut out: Vec<Tok> = toks[..=b].to_vec();
+            for (n, (&a, &b)) in bounds.iter().zip(&ends).enumerate() {
+                if n > 0 {
+                    out.push(Tok::raw("CROSS JOIN", toks[a - 1].start));
+                }
+                let wrap = has_join(a, b);
+                if wrap {
+                    out.push(Tok::raw("(", toks[a].start));
+                }
+                out.extend_from_slice(&toks[a..b]);
+                if wrap {
+                    out.push(Tok::raw(")", toks[b - 1].end));
+                }
+            }
+            out.extend_from_slice(&toks[set..]);
+            *toks = out;
+        }
+        "DELETE" => {
+            let from = top.iter().copied().find(|&i| c.is_kw_at(i, "FROM"));
+            let multi = from.is_some_and(|f| f > b + 1) || top.iter().any(|&i| c.is_kw_at(i, "USING"));
+            if !multi {
+                // `DELETE FROM t1, t2 WHERE` (USING missing) and `DELETE
+                // FROM t1 JOIN t2`: MariaDB's 1064, quoting from WHERE (or
+                // the end) and from the join.
+                let Some(f) = from else { return Ok(()) };
+                let end = top
+                    .iter()
+                    .copied()
+                    .find(|&i| {
+                        i > f && ["WHERE", "ORDER", "LIMIT", "RETURNING"].iter().any(|k| c.is_kw_at(i, k))
+                    })
+                    .unwrap_or(toks.len());
+                let joins = ["JOIN", "LEFT", "RIGHT", "INNER", "CROSS", "STRAIGHT_JOIN", "NATURAL"];
+                let list = || top.iter().copied().filter(|&i| i > f + 1 && i < end);
+                if let Some(j) = list().find(|&i| joins.iter().any(|k| c.is_kw_at(i, k))) {
+                    return Err(syntax_at(s, toks[j].start));
+                }
+                if list().any(|i| c.punct_at(i, b',')) {
+                    return Err(syntax_at(s, toks.get(end).map_or(s.len(), |t| t.start)));
+                }
+                return Ok(());
+            }
+            for &i in &top {
+                if (c.is_kw_at(i, "ORDER") && c.is_kw_at(i + 1, "BY")) || c.is_kw_at(i, "LIMIT") {
+                    return Err(syntax_at(s, toks[i].start));
+                }
+            }
+            // A target may be written `t.*` (`DELETE t1.*, t2.* FROM ...`).
+            let stars: Vec<usize> =
+                top.iter().copied().filter(|&i| c.punct_at(i, b'.') && c.punct_at(i + 1, b'*')).collect();
+            for i in stars.into_iter().rev() {
+                toks.drain(i..i + 2);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `a MOD b` is `a % b`; sqlparser 0.64 only knows the function MOD(a, b).

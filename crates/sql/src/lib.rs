@@ -51,6 +51,7 @@ mod join;
 pub mod keycodec;
 pub mod lex;
 pub mod loaddata;
+mod multidml;
 mod plan;
 mod prepared;
 mod progress;

@@ -34,7 +34,7 @@ pub(crate) enum Rel {
 }
 
 impl Rel {
-    fn alias(&self) -> &str {
+    pub(crate) fn alias(&self) -> &str {
         match self {
             Rel::Table(s) => &s.alias,
             Rel::Rows { alias, .. } => alias,
@@ -84,7 +84,7 @@ pub fn resolve_table(s: &Session, name: &ast::ObjectName) -> SqlResult<Arc<Table
     s.inner.table(&db, &t)
 }
 
-fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
+pub(crate) fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
     let mut v = Vec::new();
     for r in rels {
         match r {
@@ -577,7 +577,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
 }
 
 /// EXPLAIN's rows for a bound query (see `explain.rs`).
-fn explain_plan(
+pub(crate) fn explain_plan(
     s: &Session,
     txn: &Txn,
     from: &crate::join::From,
@@ -805,6 +805,19 @@ fn bind_item_ref(
 }
 
 fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) -> SqlResult<()> {
+    add_source_as(s, txn, f, out, true)
+}
+
+/// `add_source`; `check_select`: SELECT on a named table or view is
+/// checked here (multi-table UPDATE/DELETE check their targets for UPDATE
+/// or DELETE instead, and SELECT on the others).
+pub(crate) fn add_source_as(
+    s: &Session,
+    txn: &Txn,
+    f: &ast::TableFactor,
+    out: &mut Vec<Rel>,
+    check_select: bool,
+) -> SqlResult<()> {
     match f {
         ast::TableFactor::Table { name, alias, .. } => {
             let parts = crate::expr::ident_name(name);
@@ -822,10 +835,22 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
                 return Ok(());
             }
             let (db, t) = split_name(s, name)?;
+            // A subquery of a multi-table DELETE reading one of its targets
+            // (MariaDB's 1093; derived tables are materialized first and
+            // may: see the Derived arm).
+            if let Some((.., alias)) = s.delete_targets.iter().find(|(d, n, _)| *d == db && *n == t) {
+                return Err(SqlError::new(
+                    1093,
+                    "HY000",
+                    format!(
+                        "Table '{alias}' is specified twice, both as a target for 'DELETE' and as a separate source for data"
+                    ),
+                ));
+            }
             // The one place FROM names a table or view: SELECT is checked
             // here (a view's own tables are not: it reads them as its
             // definer). A superuser's check is one comparison.
-            if s.login.is_some() {
+            if s.login.is_some() && check_select {
                 s.check_table("SELECT", &db, &t)?;
             }
             let rel = if crate::infoschema::is_schema(&db) {
@@ -860,6 +885,7 @@ fn add_source(s: &Session, txn: &Txn, f: &ast::TableFactor, out: &mut Vec<Rel>) 
                 .ok_or_else(|| SqlError::new(1248, "42000", "Every derived table must have its own alias"))?;
             // Materialized first, in the same transaction (not correlated).
             let mut sub = s.child();
+            sub.delete_targets.clear();
             let rs = select(&mut sub, txn, subquery, false)?;
             let cols = rs
                 .columns

@@ -131,6 +131,9 @@ pub struct Session {
     /// `describe_prepared`: SELECT binds its query, then returns its
     /// columns and no rows.
     pub(crate) describing: bool,
+    /// A multi-table DELETE's targets (database, table, alias) while it
+    /// binds and joins: a subquery naming one is 1093 (`query::add_source`).
+    pub(crate) delete_targets: Vec<(String, String, String)>,
     /// The running statement's progress, read by PROCESSLIST.
     pub(crate) progress: Arc<crate::progress::Progress>,
     /// This session's PROCESSLIST row (also in `Inner::procs`).
@@ -220,6 +223,7 @@ impl Session {
             view_depth: 0,
             explaining: false,
             describing: false,
+            delete_targets: Vec::new(),
             progress,
             proc,
             child: false,
@@ -308,6 +312,7 @@ impl Session {
             view_depth: self.view_depth,
             explaining: false,
             describing: false,
+            delete_targets: self.delete_targets.clone(),
             progress: self.progress.clone(),
             proc: self.proc.clone(),
             child: true,
@@ -579,8 +584,8 @@ impl Session {
                 self.in_txn(false, |s, txn| crate::query::select(s, txn, q, locking).map(Outcome::Rows))
             }
             S::Insert(ins) => self.in_txn(true, |s, txn| crate::dml::insert(s, txn, ins)),
-            S::Update(up) => self.in_txn(true, |s, txn| crate::dml::update(s, txn, up)),
-            S::Delete(del) => self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del)),
+            S::Update(up) => self.in_txn(true, |s, txn| crate::dml::update(s, txn, up, flags.ignore)),
+            S::Delete(del) => self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del, flags.ignore)),
             S::StartTransaction { modes, .. } => {
                 self.commit_open()?;
                 // START TRANSACTION releases table locks (MariaDB).

@@ -620,10 +620,6 @@ fn load_data() {
 fn unsupported() {
     assert_eq!(special("XA START 'x'"), Special::Unsupported("XA"));
     assert_eq!(special("LOAD XML INFILE 'x' INTO TABLE t"), Special::Unsupported("LOAD XML"));
-    // IGNORE of UPDATE / DELETE is refused by name (it was read as a table).
-    assert_eq!(special("UPDATE IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
-    assert_eq!(special("UPDATE LOW_PRIORITY IGNORE t SET a = 1"), Special::Unsupported("UPDATE IGNORE"));
-    assert_eq!(special("DELETE QUICK IGNORE FROM t"), Special::Unsupported("DELETE IGNORE"));
     assert_eq!(
         special("CREATE TABLE t (a INT) PARTITION BY HASH(a) PARTITIONS 4"),
         Special::Unsupported("partitioning")
@@ -1105,4 +1101,43 @@ fn placeholders_are_numbered_outside_strings_and_comments() {
         assert!(text.contains(&format!("?{i}")), "{text}");
     }
     assert_eq!(fractaldb_sql::lex::number_placeholders(b"SELECT 1--?").unwrap().1, 1, "--? is not a comment");
+}
+
+#[test]
+fn dml_ignore_and_multi_table_forms() {
+    // IGNORE of UPDATE / DELETE becomes a flag (it was read as a table).
+    for sql in [
+        "UPDATE IGNORE t SET a = 1",
+        "UPDATE LOW_PRIORITY IGNORE t SET a = 1",
+        "DELETE QUICK IGNORE FROM t",
+        "DELETE IGNORE t1 FROM t1 JOIN t2",
+        "EXPLAIN UPDATE IGNORE t SET a = 1",
+    ] {
+        assert!(std(sql.as_bytes()).1.ignore, "{sql}");
+    }
+    assert!(!std(b"UPDATE LOW_PRIORITY t SET a = 1").1.ignore);
+    // `DELETE quick, t FROM`: quick is a table there.
+    let (st, f) = std(b"DELETE quick, t FROM quick, t");
+    assert!(!f.ignore);
+    let Statement::Delete(d) = st else { panic!("not a DELETE") };
+    assert_eq!(d.tables.len(), 2);
+    // UPDATE's comma list: an item with joins is one operand.
+    let (st, _) = std(b"UPDATE t1, t2 LEFT JOIN t3 ON t2.a = t3.a SET t1.a = 1");
+    let Statement::Update(u) = st else { panic!("not an UPDATE") };
+    assert_eq!(u.table.joins.len(), 1);
+    assert!(u.table.to_string().contains("CROSS JOIN (t2 LEFT JOIN t3"), "{}", u.table);
+    // Targets written `t.*`.
+    let (st, _) = std(b"DELETE t1.*, t2.* FROM t1, t2");
+    let Statement::Delete(d) = st else { panic!("not a DELETE") };
+    assert_eq!(d.tables.iter().map(|t| t.to_string()).collect::<Vec<_>>(), ["t1", "t2"]);
+    // ORDER BY / LIMIT in a multi-table DELETE: MariaDB's 1064.
+    for sql in [
+        "DELETE t1 FROM t1, t2 LIMIT 1",
+        "DELETE FROM t1 USING t1, t2 ORDER BY t1.a",
+        "DELETE FROM t1, t2 WHERE t1.a = 1",
+        "DELETE FROM t1 JOIN t2 ON t1.a = t2.a",
+        "UPDATE t1 SET b = 1 FROM t2",
+    ] {
+        assert_eq!(parse(sql.as_bytes()).err().map(|e| e.code), Some(1064), "{sql}");
+    }
 }
