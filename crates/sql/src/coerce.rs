@@ -296,6 +296,9 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
             let unit = 10u32.pow(6 - fsp as u32);
             t.micro = t.micro / unit * unit;
             t.fsp = fsp;
+            if matches!(col.ty, SqlType::Timestamp { .. }) {
+                return store_timestamp(t, &v, name, cx);
+            }
             Ok(Value::Temporal(t))
         }
         SqlType::Json => {
@@ -308,6 +311,42 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
                 ));
             }
             Ok(Value::Str(s))
+        }
+    }
+}
+
+/// A datetime `t` (in the session's zone) stored into a TIMESTAMP column,
+/// as MariaDB: outside '1970-01-01 00:00:01' .. '2038-01-19 03:14:07' UTC
+/// (or with a zero month or day) it is 1292 in strict mode, else the zero
+/// timestamp with warning 1264; a time in the zone's DST gap is 1292 in
+/// strict mode, else the instant after the gap with warning 1299. The
+/// value returned is the stored instant in the session's zone, so the
+/// codecs' conversion to UTC (`temporal::timestamp_to_stored`) is exact.
+fn store_timestamp(t: Temporal, v: &Value, name: &str, cx: &mut StoreCtx) -> SqlResult<Value> {
+    use crate::temporal::{self as tm, TsLocal};
+    let tz = tm::session_tz();
+    let row = cx.row;
+    let zero = zero_temporal(TemporalKind::DateTime, t.fsp);
+    let bad = || SqlError::incorrect_datetime_for_column("datetime", &v.render(), name, row);
+    match tm::timestamp_of_local(&t, &tz) {
+        TsLocal::Exact(_) => Ok(Value::Temporal(t)),
+        TsLocal::Gap(us) => {
+            if cx.strict {
+                return Err(bad());
+            }
+            cx.warnings.push(Warning::from_error(&SqlError::new(
+                1299,
+                "HY000",
+                format!("Invalid TIMESTAMP value in column '{name}' at row {row}"),
+            )));
+            Ok(Value::Temporal(tm::from_utc_micros(us, &tz, t.fsp)))
+        }
+        TsLocal::OutOfRange => {
+            if cx.strict {
+                return Err(bad());
+            }
+            cx.warnings.push(Warning::from_error(&SqlError::out_of_range(name, row)));
+            Ok(Value::Temporal(zero))
         }
     }
 }
