@@ -475,12 +475,47 @@ pub fn default_value(col: &Column, now: Option<Value>) -> SqlResult<Option<Value
         DefaultSpec::None => None,
         DefaultSpec::Null => Some(Value::Null),
         DefaultSpec::CurrentTimestamp => Some(now.unwrap_or(Value::Null)),
+        // A TIMESTAMP's constant default is an instant, kept as its UTC
+        // datetime (`timestamp_default_as_utc`), used and shown in the
+        // session's zone, as MariaDB keeps it.
+        DefaultSpec::Literal(b) if matches!(col.ty, SqlType::Timestamp { .. }) => {
+            use crate::temporal::{self as tm, TimeZone};
+            let fsp = match col.ty {
+                SqlType::Timestamp { fsp } => fsp,
+                _ => 0,
+            };
+            let us = tm::parse(b, TemporalKind::DateTime)
+                .and_then(|t| tm::to_utc_micros(&t, &TimeZone::Offset(0)));
+            let us = us.ok_or_else(|| SqlError::invalid_default(&col.name))?;
+            Some(Value::Temporal(tm::from_utc_micros(us, &tm::session_tz(), fsp)))
+        }
         DefaultSpec::Literal(b) => {
             let mut w = Vec::new();
             let mut cx = StoreCtx { strict: true, row: 1, warnings: &mut w };
             Some(store(Value::Str(b.clone()), col, &mut cx)?)
         }
     })
+}
+
+/// Makes a TIMESTAMP column's constant DEFAULT, as written in the
+/// session's zone, the instant it names, kept as that instant's UTC
+/// datetime (what `default_value` reads back). 1067 when it is no
+/// TIMESTAMP. Other columns are left as they are.
+pub fn timestamp_default_as_utc(col: &mut Column) -> SqlResult<()> {
+    use crate::catalog::DefaultSpec;
+    use crate::temporal::{self as tm, TimeZone};
+    let (DefaultSpec::Literal(b), SqlType::Timestamp { fsp }) = (&col.default, &col.ty) else {
+        return Ok(());
+    };
+    let fsp = *fsp;
+    let mut w = Vec::new();
+    let mut cx = StoreCtx { strict: true, row: 1, warnings: &mut w };
+    let Ok(Value::Temporal(t)) = store(Value::Str(b.clone()), col, &mut cx) else {
+        return Err(SqlError::invalid_default(&col.name));
+    };
+    let utc = tm::from_utc_micros(tm::timestamp_to_stored(&t), &TimeZone::Offset(0), fsp);
+    col.default = DefaultSpec::Literal(utc.render().into_bytes());
+    Ok(())
 }
 
 /// The implicit default of a NOT NULL column without one, as non-strict
