@@ -1101,6 +1101,11 @@ impl Session {
             }
             _ => {}
         }
+        if n == "timestamp" {
+            // The statement's clock (SET timestamp's value when fixed), as
+            // MariaDB's number of seconds with 6 digits.
+            return Ok(Value::Decimal(bigdecimal::BigDecimal::new(self.now_micros.into(), 6)));
+        }
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());
         }
@@ -1114,9 +1119,6 @@ impl Session {
             "autocommit" => Value::Int(self.autocommit as i64),
             "sql_mode" => Value::str(&self.sql_mode),
             "time_zone" => Value::str(&self.time_zone),
-            // The statement's clock, as a number of seconds (MariaDB's
-            // double with 6 digits), unless SET fixed it.
-            "timestamp" => Value::Decimal(bigdecimal::BigDecimal::new(self.now_micros.into(), 6)),
             "transaction_isolation" | "tx_isolation" => Value::str(iso(self.isolation)),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.iter().filter(|w| w.level != "Note").count() as i64),

@@ -805,4 +805,13 @@ fn timestamps_in_a_zone_with_daylight_saving_time() {
         "2024-03-31 01:00:00"
     );
     assert_eq!(err(&mut s, "SET time_zone = 'Europe/Nowhere'"), 1298);
+    // SET timestamp fixes NOW() (in the session's zone), not SYSDATE().
+    ok(&mut s, "SET time_zone = '+01:00'");
+    ok(&mut s, "SET timestamp = 1700000000");
+    assert_eq!(
+        rows(&mut s, "SELECT NOW(), UNIX_TIMESTAMP(), @@timestamp, SYSDATE() > NOW()"),
+        [["2023-11-14 23:13:20", "1700000000", "1700000000.000000", "1"]]
+    );
+    ok(&mut s, "SET timestamp = DEFAULT");
+    assert_eq!(one(&mut s, "SELECT @@timestamp > 1700000000"), "1");
 }
