@@ -231,6 +231,12 @@ pub fn apply(opts: &mut ServerOptions, settings: &[Setting]) -> Result<Applied, 
             "secure_file_priv" => {
                 opts.secure_file_priv = if text() == "NULL" { None } else { Some(PathBuf::from(text())) }
             }
+            // MariaDB's name for the global time_zone's starting value.
+            "default_time_zone" => {
+                let tz = sysvars::check_time_zone(&fractaldb_sql::Value::str(text()))
+                    .map_err(|e| bad(e.message))?;
+                opts.db.variables.push(("time_zone".into(), tz.name()));
+            }
             "local_infile" => opts.local_infile = boolean()?,
             "skip_local_infile" => opts.local_infile = !boolean()?,
             // mysqld options with nothing to do here (no name resolution,
@@ -330,6 +336,7 @@ mod tests {
                 "0".into(),
                 "--tokudb-commit-sync=OFF".into(),
                 "--slow-query-log".into(),
+                "--default-time-zone=europe/berlin".into(),
             ])
             .unwrap(),
         );
@@ -342,6 +349,13 @@ mod tests {
         assert!(!o.db.commit_sync);
         assert!(o.db.variables.contains(&("wait_timeout".into(), "5".into())));
         assert!(o.db.variables.contains(&("slow_query_log".into(), "1".into())));
+        assert!(o.db.variables.contains(&("time_zone".into(), "Europe/Berlin".into())));
+        let e = apply(
+            &mut ServerOptions::new("/tmp/x"),
+            &parse_args(&["--default-time-zone=+14:00".into()]).unwrap(),
+        )
+        .unwrap_err();
+        assert!(e.contains("Unknown or incorrect time zone: '+14:00'"), "{e}");
         // A missing include and a bad group line are errors.
         let bad = write(dir.path(), "bad.cnf", "[mysqld]\n!include nothere.cnf\n");
         assert!(read_file(&bad).unwrap_err().contains("nothere.cnf"));

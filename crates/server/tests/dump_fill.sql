@@ -68,3 +68,9 @@ CREATE TABLE extras (
 );
 INSERT INTO extras (id, j) VALUES (1, '{"a": [1, 2], "b": "\\u00e9"}'), (2, NULL);
 INSERT INTO extras VALUES (3, '[]', 0, NULL);
+-- TIMESTAMPs written in another zone than the server's: stored as instants
+-- (UTC), dumped under SET TIME_ZONE='+00:00', reloaded as the same instants.
+SET time_zone = '+05:00';
+CREATE TABLE zoned (id INT PRIMARY KEY, ts TIMESTAMP(3) NULL, KEY (ts));
+INSERT INTO zoned VALUES (1, '2024-01-01 05:00:00.250'), (2, '1970-01-01 05:00:01'), (3, '2038-01-19 08:14:07'), (4, NULL);
+SET time_zone = DEFAULT;

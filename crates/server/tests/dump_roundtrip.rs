@@ -30,7 +30,20 @@ const TABLES: &[(&str, &str)] = &[
     ("empty_t", "a"),
     ("extras", "id"),
     ("v_parent", "id"),
+    ("zoned", "id"),
 ];
+
+/// The instants of table `zoned` (written under time_zone '+05:00'), as
+/// Unix seconds: the same wherever the dump is loaded, whatever the
+/// reading session's zone.
+fn instants(c: &mut mysql::Conn) -> Vec<Option<String>> {
+    c.query_drop("SET time_zone = '-03:00'").unwrap();
+    let r = c.query("SELECT UNIX_TIMESTAMP(ts) FROM dumpsrc.zoned ORDER BY id").unwrap();
+    c.query_drop("SET time_zone = DEFAULT").unwrap();
+    r
+}
+
+const INSTANTS: [Option<&str>; 4] = [Some("1704067200.250"), Some("1.000"), Some("2147483647.000"), None];
 
 /// Runs the `mariadb` client on `script` against 127.0.0.1:`port`.
 fn mariadb_cli(bin: &Path, port: u16, db: Option<&str>, script: &[u8]) {
@@ -133,6 +146,7 @@ fn dump_roundtrip() {
     mariadb_cli(&cli, src.port, Some("dumpsrc"), &fill);
     let mut c = src.conn();
     let want = contents(&mut c);
+    assert_eq!(instants(&mut c), INSTANTS.map(|s| s.map(String::from)), "the source's TIMESTAMP instants");
     assert_eq!(want[2].1.len(), 2048, "the fill script filled table big");
     let want_create: Vec<(String, String)> = TABLES[..6]
         .iter()
@@ -164,6 +178,7 @@ fn dump_roundtrip() {
             assert_eq!(&got, want, "SHOW CREATE TABLE {t} after the round trip ({name})");
         }
         assert_eq!(behaviour(&mut d), want_behaviour, "fractaldb loaded from the dump ({name})");
+        assert_eq!(instants(&mut d), INSTANTS.map(|s| s.map(String::from)), "fractaldb's instants ({name})");
         drop(d);
         dst.stop();
 
@@ -173,6 +188,7 @@ fn dump_roundtrip() {
         let mut m = maria.conn();
         compare(&format!("MariaDB loaded from the dump ({name})"), &want, &contents(&mut m));
         assert_eq!(behaviour(&mut m), want_behaviour, "MariaDB loaded from the dump ({name})");
+        assert_eq!(instants(&mut m), INSTANTS.map(|s| s.map(String::from)), "MariaDB's instants ({name})");
         m.query_drop("DROP DATABASE dumpsrc").unwrap();
     }
 }

@@ -509,6 +509,7 @@ impl Work {
                             return Err(SqlError::invalid_default(&c.name));
                         }
                         c.default = d;
+                        crate::coerce::timestamp_default_as_utc(c)?;
                     }
                     ast::AlterColumnOperation::DropDefault => {
                         let c = &mut self.cols[p].col;

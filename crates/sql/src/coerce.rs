@@ -296,6 +296,9 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
             let unit = 10u32.pow(6 - fsp as u32);
             t.micro = t.micro / unit * unit;
             t.fsp = fsp;
+            if matches!(col.ty, SqlType::Timestamp { .. }) {
+                return store_timestamp(t, &v, name, cx);
+            }
             Ok(Value::Temporal(t))
         }
         SqlType::Json => {
@@ -308,6 +311,42 @@ pub fn store(v: Value, col: &Column, cx: &mut StoreCtx) -> SqlResult<Value> {
                 ));
             }
             Ok(Value::Str(s))
+        }
+    }
+}
+
+/// A datetime `t` (in the session's zone) stored into a TIMESTAMP column,
+/// as MariaDB: outside '1970-01-01 00:00:01' .. '2038-01-19 03:14:07' UTC
+/// (or with a zero month or day) it is 1292 in strict mode, else the zero
+/// timestamp with warning 1264; a time in the zone's DST gap is 1292 in
+/// strict mode, else the instant after the gap with warning 1299. The
+/// value returned is the stored instant in the session's zone, so the
+/// codecs' conversion to UTC (`temporal::timestamp_to_stored`) is exact.
+fn store_timestamp(t: Temporal, v: &Value, name: &str, cx: &mut StoreCtx) -> SqlResult<Value> {
+    use crate::temporal::{self as tm, TsLocal};
+    let tz = tm::session_tz();
+    let row = cx.row;
+    let zero = zero_temporal(TemporalKind::DateTime, t.fsp);
+    let bad = || SqlError::incorrect_datetime_for_column("datetime", &v.render(), name, row);
+    match tm::timestamp_of_local(&t, &tz) {
+        TsLocal::Exact(_) => Ok(Value::Temporal(t)),
+        TsLocal::Gap(us) => {
+            if cx.strict {
+                return Err(bad());
+            }
+            cx.warnings.push(Warning::from_error(&SqlError::new(
+                1299,
+                "HY000",
+                format!("Invalid TIMESTAMP value in column '{name}' at row {row}"),
+            )));
+            Ok(Value::Temporal(tm::from_utc_micros(us, &tz, t.fsp)))
+        }
+        TsLocal::OutOfRange => {
+            if cx.strict {
+                return Err(bad());
+            }
+            cx.warnings.push(Warning::from_error(&SqlError::out_of_range(name, row)));
+            Ok(Value::Temporal(zero))
         }
     }
 }
@@ -436,12 +475,47 @@ pub fn default_value(col: &Column, now: Option<Value>) -> SqlResult<Option<Value
         DefaultSpec::None => None,
         DefaultSpec::Null => Some(Value::Null),
         DefaultSpec::CurrentTimestamp => Some(now.unwrap_or(Value::Null)),
+        // A TIMESTAMP's constant default is an instant, kept as its UTC
+        // datetime (`timestamp_default_as_utc`), used and shown in the
+        // session's zone, as MariaDB keeps it.
+        DefaultSpec::Literal(b) if matches!(col.ty, SqlType::Timestamp { .. }) => {
+            use crate::temporal::{self as tm, TimeZone};
+            let fsp = match col.ty {
+                SqlType::Timestamp { fsp } => fsp,
+                _ => 0,
+            };
+            let us = tm::parse(b, TemporalKind::DateTime)
+                .and_then(|t| tm::to_utc_micros(&t, &TimeZone::Offset(0)));
+            let us = us.ok_or_else(|| SqlError::invalid_default(&col.name))?;
+            Some(Value::Temporal(tm::from_utc_micros(us, &tm::session_tz(), fsp)))
+        }
         DefaultSpec::Literal(b) => {
             let mut w = Vec::new();
             let mut cx = StoreCtx { strict: true, row: 1, warnings: &mut w };
             Some(store(Value::Str(b.clone()), col, &mut cx)?)
         }
     })
+}
+
+/// Makes a TIMESTAMP column's constant DEFAULT, as written in the
+/// session's zone, the instant it names, kept as that instant's UTC
+/// datetime (what `default_value` reads back). 1067 when it is no
+/// TIMESTAMP. Other columns are left as they are.
+pub fn timestamp_default_as_utc(col: &mut Column) -> SqlResult<()> {
+    use crate::catalog::DefaultSpec;
+    use crate::temporal::{self as tm, TimeZone};
+    let (DefaultSpec::Literal(b), SqlType::Timestamp { fsp }) = (&col.default, &col.ty) else {
+        return Ok(());
+    };
+    let fsp = *fsp;
+    let mut w = Vec::new();
+    let mut cx = StoreCtx { strict: true, row: 1, warnings: &mut w };
+    let Ok(Value::Temporal(t)) = store(Value::Str(b.clone()), col, &mut cx) else {
+        return Err(SqlError::invalid_default(&col.name));
+    };
+    let utc = tm::from_utc_micros(tm::timestamp_to_stored(&t), &TimeZone::Offset(0), fsp);
+    col.default = DefaultSpec::Literal(utc.render().into_bytes());
+    Ok(())
 }
 
 /// The implicit default of a NOT NULL column without one, as non-strict

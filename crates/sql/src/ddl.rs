@@ -653,7 +653,9 @@ pub(crate) fn build_column(
     }
     // A constant default must fit the column (MariaDB checks it here).
     if let DefaultSpec::Literal(_) = &col.default {
-        if crate::coerce::default_value(col, None).is_err() {
+        if crate::coerce::timestamp_default_as_utc(col).is_err()
+            || crate::coerce::default_value(col, None).is_err()
+        {
             return Err(SqlError::invalid_default(&cname));
         }
     }

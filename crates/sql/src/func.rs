@@ -1939,9 +1939,18 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
     let tz = session_tz(ctx);
     // Functions of the clock.
     match name {
-        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => {
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" => {
             let f = fsp_arg(name, args)?;
             return Ok(Some(temporal_value(tm::now(ctx.now_micros, &tz, f))));
+        }
+        // The moment it runs, not the statement's start, and never the
+        // session's `SET timestamp` (as MySQL).
+        "SYSDATE" => {
+            let f = fsp_arg(name, args)?;
+            let us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64);
+            return Ok(Some(temporal_value(tm::now(us, &tz, f))));
         }
         "UTC_TIMESTAMP" => {
             let f = fsp_arg(name, args)?;

@@ -22,7 +22,8 @@
 //! | ENUM | `UInt` index (1-based, 0 = '') | 2 bytes big-endian (MySQL orders ENUM by index) |
 //! | SET | `UInt` bitmask | 8 bytes big-endian |
 //! | CHAR, VARCHAR, TEXT, BINARY, VARBINARY, BLOB | `Str` | `collation::sort_key` of the value (of its first n characters with an index prefix length n; bytes for binary) |
-//! | DATE, DATETIME, TIMESTAMP, TIME | `Temporal` | `Temporal::ordinal()` as i64, 8 bytes big-endian, sign bit flipped |
+//! | DATE, DATETIME, TIME | `Temporal` | `Temporal::ordinal()` as i64, 8 bytes big-endian, sign bit flipped |
+//! | TIMESTAMP | `Temporal` in the session's zone | microseconds since 1970-01-01 00:00:00 UTC (0 for the zero timestamp), i64, 8 bytes big-endian, sign bit flipped: instants order as they happened, whatever zone wrote them |
 //! | JSON | — | not indexable (error 3152) |
 //!
 //! ENUM and SET also accept their string form (`Str`), turned into the
@@ -221,7 +222,15 @@ fn encode_value(out: &mut Vec<u8>, v: &Value, ty: &SqlType, prefix: Option<u32>)
             };
             collation::sort_key(*coll, s, out);
         }
-        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. } => {
+        SqlType::Timestamp { .. } => {
+            let Value::Temporal(t) = v else { return Err(mismatch(v, ty)) };
+            if t.kind != TemporalKind::DateTime {
+                return Err(mismatch(v, ty));
+            }
+            let us = crate::temporal::timestamp_to_stored(t);
+            put_uint(out, (us as u64) ^ (1 << 63), 8);
+        }
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Time { .. } => {
             let Value::Temporal(t) = v else { return Err(mismatch(v, ty)) };
             if t.kind != temporal_kind(ty) {
                 return Err(mismatch(v, ty));
@@ -417,7 +426,17 @@ fn decode_value(r: &mut Reader, ty: &SqlType, decode: bool) -> SqlResult<Option<
                 return Ok(None);
             }
         }
-        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. } => {
+        SqlType::Timestamp { fsp } => {
+            let us = (r.uint(8)? ^ (1 << 63)) as i64;
+            if !(us == 0
+                || (crate::temporal::TIMESTAMP_MIN_MICROS..=crate::temporal::TIMESTAMP_MAX_MICROS)
+                    .contains(&us))
+            {
+                return Err(garbled("timestamp"));
+            }
+            Value::Temporal(crate::temporal::timestamp_from_stored(us, *fsp))
+        }
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Time { .. } => {
             let o = (r.uint(8)? ^ (1 << 63)) as i64;
             Value::Temporal(temporal_from_ordinal(ty, o).ok_or_else(|| garbled("temporal"))?)
         }

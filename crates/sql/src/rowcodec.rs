@@ -10,9 +10,12 @@
 //!   Str, Json            varint length + bytes
 //!   Enum                 2 bytes little-endian index (1-based; 0 = '')
 //!   Set                  8 bytes little-endian bit mask
-//!   Date/DateTime/Time/Timestamp
-//!                        year u16, month u8, day u8, hour u32, minute u8,
+//!   Date/DateTime/Time   year u16, month u8, day u8, hour u32, minute u8,
 //!                        second u8, micro u32, flags u8 (bit 0: negative)
+//!   Timestamp            8 bytes little-endian i64: microseconds since
+//!                        1970-01-01 00:00:00 UTC (0: the zero timestamp);
+//!                        converted from and to the session's time zone
+//!                        (`temporal::timestamp_to_stored` / `_from_stored`)
 //! ```
 //! `version` is the table's `schema_version` when the row was written. The
 //! hidden primary key of a table without one is not in the row.
@@ -130,21 +133,25 @@ fn encode_field(ty: &SqlType, v: &Value, out: &mut Vec<u8>) -> SqlResult<()> {
             }
             _ => return Err(mismatch()),
         },
-        SqlType::Date | SqlType::Time { .. } | SqlType::DateTime { .. } | SqlType::Timestamp { .. } => {
-            match v {
-                Value::Temporal(t) => {
-                    out.extend_from_slice(&t.year.to_le_bytes());
-                    out.push(t.month);
-                    out.push(t.day);
-                    out.extend_from_slice(&t.hour.to_le_bytes());
-                    out.push(t.minute);
-                    out.push(t.second);
-                    out.extend_from_slice(&t.micro.to_le_bytes());
-                    out.push(t.neg as u8);
-                }
-                _ => return Err(mismatch()),
+        SqlType::Timestamp { .. } => match v {
+            Value::Temporal(t) if t.kind == TemporalKind::DateTime => {
+                out.extend_from_slice(&crate::temporal::timestamp_to_stored(t).to_le_bytes());
             }
-        }
+            _ => return Err(mismatch()),
+        },
+        SqlType::Date | SqlType::Time { .. } | SqlType::DateTime { .. } => match v {
+            Value::Temporal(t) => {
+                out.extend_from_slice(&t.year.to_le_bytes());
+                out.push(t.month);
+                out.push(t.day);
+                out.extend_from_slice(&t.hour.to_le_bytes());
+                out.push(t.minute);
+                out.push(t.second);
+                out.extend_from_slice(&t.micro.to_le_bytes());
+                out.push(t.neg as u8);
+            }
+            _ => return Err(mismatch()),
+        },
     }
     Ok(())
 }
@@ -200,12 +207,23 @@ fn decode_field(ty: &SqlType, buf: &mut &[u8]) -> SqlResult<Value> {
                 .collect();
             Value::Str(parts.join(",").into_bytes())
         }
-        SqlType::Date | SqlType::Time { .. } | SqlType::DateTime { .. } | SqlType::Timestamp { .. } => {
+        SqlType::Timestamp { fsp } => {
+            let b = take(buf, 8)?;
+            let us = i64::from_le_bytes(b.try_into().map_err(|_| bad())?);
+            if !(us == 0
+                || (crate::temporal::TIMESTAMP_MIN_MICROS..=crate::temporal::TIMESTAMP_MAX_MICROS)
+                    .contains(&us))
+            {
+                return Err(bad());
+            }
+            Value::Temporal(crate::temporal::timestamp_from_stored(us, *fsp))
+        }
+        SqlType::Date | SqlType::Time { .. } | SqlType::DateTime { .. } => {
             let b = take(buf, 15)?;
             let (kind, fsp) = match ty {
                 SqlType::Date => (TemporalKind::Date, 0),
                 SqlType::Time { fsp } => (TemporalKind::Time, *fsp),
-                SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => (TemporalKind::DateTime, *fsp),
+                SqlType::DateTime { fsp } => (TemporalKind::DateTime, *fsp),
                 _ => unreachable!("matched above"),
             };
             Value::Temporal(Temporal {

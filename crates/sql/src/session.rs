@@ -351,8 +351,7 @@ impl Session {
             self.count_statement(Some(&parsed));
             match parsed {
                 Parsed::Special(Special::LoadData(ld)) => {
-                    self.now_micros =
-                        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                    self.start_clock();
                     self.warnings.clear();
                     crate::loaddata::run(self, &ld, Some(local))
                 }
@@ -417,6 +416,7 @@ impl Session {
         }
         let nulls = vec![Value::Null; p.param_count()];
         let _params = crate::prepared::bind_params(&nulls);
+        crate::temporal::set_session_tz(self.tz());
         match &p.parsed {
             Parsed::Std(st, _) => match st.as_ref() {
                 ast::Statement::Query(q) => {
@@ -473,11 +473,29 @@ impl Session {
         p.since = std::time::Instant::now();
     }
 
+    /// A statement starts: its NOW() (the clock, or `SET timestamp`'s
+    /// fixed instant, as MySQL), and the time zone its TIMESTAMP values
+    /// are converted through (`temporal::set_session_tz`, a thread-local
+    /// the row and key codecs read).
+    fn start_clock(&mut self) {
+        let fixed = self.vars.get("timestamp").and_then(|v| v.to_f64()).filter(|f| *f > 0.0);
+        self.now_micros = match fixed {
+            Some(f) => (f * 1e6).round() as i64,
+            None => SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64),
+        };
+        crate::temporal::set_session_tz(self.tz());
+    }
+
+    /// The session's `time_zone` (validated when SET, so it parses).
+    pub(crate) fn tz(&self) -> crate::temporal::TimeZone {
+        crate::temporal::parse_tz(&self.time_zone).unwrap_or(crate::temporal::TimeZone::System)
+    }
+
     /// Takes the statement by reference: a prepared statement runs its parsed
     /// tree again and again, and a deep copy of it cost more than the point
     /// read it asks for.
     fn run_parsed(&mut self, parsed: &Parsed) -> SqlResult<Outcome> {
-        self.now_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+        self.start_clock();
         // SHOW WARNINGS reads the previous statement's warnings.
         let keep_warnings = matches!(parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
                 | crate::lex::ShowKind::Errors
@@ -859,7 +877,8 @@ impl Session {
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => {}
             ast::Set::SetTimeZone { value, .. } => {
                 let v = self.eval_const(value)?;
-                self.time_zone = v.render();
+                self.time_zone = crate::sysvars::check_time_zone(&v)?.name();
+                crate::temporal::set_session_tz(self.tz());
             }
             ast::Set::SetTransaction { modes, session, .. } => {
                 for m in modes {
@@ -964,7 +983,19 @@ impl Session {
                     || mode.contains("TRADITIONAL");
                 self.sql_mode = mode;
             }
-            "time_zone" => self.time_zone = v.render(),
+            "time_zone" => {
+                self.time_zone = v.render();
+                crate::temporal::set_session_tz(self.tz());
+            }
+            // A fixed clock for NOW() and TIMESTAMP defaults; 0 (DEFAULT)
+            // is the real clock again.
+            "timestamp" => {
+                if v.to_f64().is_some_and(|f| f > 0.0) {
+                    self.vars.insert(n, v);
+                } else {
+                    self.vars.remove(&n);
+                }
+            }
             "transaction_isolation" | "tx_isolation" => {
                 self.isolation = parse_isolation(&v.render().to_ascii_uppercase().replace(' ', "-"))
                     .ok_or_else(|| SqlError::wrong_value_for_var(&n, &v.render()))?;
@@ -1005,7 +1036,6 @@ impl Session {
             | "storage_engine"
             | "default_storage_engine"
             | "insert_id"
-            | "timestamp"
             | "big_tables"
             | "sql_big_selects"
             | "check_constraint_checks"
@@ -1088,6 +1118,11 @@ impl Session {
                 return Ok(self.inner.globals.get(d.name).unwrap_or(Value::Null));
             }
             _ => {}
+        }
+        if n == "timestamp" {
+            // The statement's clock (SET timestamp's value when fixed), as
+            // MariaDB's number of seconds with 6 digits.
+            return Ok(Value::Decimal(bigdecimal::BigDecimal::new(self.now_micros.into(), 6)));
         }
         if let Some(v) = self.vars.get(n) {
             return Ok(v.clone());

@@ -268,8 +268,27 @@ pub fn check_set(d: &Def, v: &Value) -> SqlResult<(Value, Option<crate::error::W
             };
             Ok((secs_value(f.max(0.0)), None))
         }
+        Kind::Str if d.name == "time_zone" => Ok((Value::str(check_time_zone(v)?.name()), None)),
         Kind::Str => Ok((v.clone(), None)),
     }
+}
+
+/// A value for `time_zone`: a string naming a zone `temporal::parse_tz`
+/// knows (else 1298, as MariaDB), NULL 1231, a number 1232.
+pub fn check_time_zone(v: &Value) -> SqlResult<crate::temporal::TimeZone> {
+    match v {
+        Value::Str(s) => {
+            let name = String::from_utf8_lossy(s);
+            crate::temporal::parse_tz(&name).ok_or_else(|| unknown_time_zone(&name))
+        }
+        Value::Null => Err(SqlError::wrong_value_for_var("time_zone", "NULL")),
+        _ => Err(incorrect_type("time_zone")),
+    }
+}
+
+/// 1298 Unknown or incorrect time zone.
+pub fn unknown_time_zone(name: &str) -> SqlError {
+    SqlError::new(1298, "HY000", format!("Unknown or incorrect time zone: '{name}'"))
 }
 
 fn incorrect_type(name: &str) -> SqlError {
@@ -318,9 +337,20 @@ impl Globals {
         for (name, text) in overrides {
             let n = name.to_ascii_lowercase().replace('-', "_");
             let d = def(&n).ok_or_else(|| SqlError::unknown_variable(&n))?;
-            let v = parse_text(d, text)
+            let mut v = parse_text(d, text)
                 .map_err(|e| SqlError::wrong_value_for_var(d.name, &format!("{text}' ({e})")))?;
+            if d.name == "time_zone" {
+                v = Value::str(check_time_zone(&v)?.name());
+            }
             m.insert(d.name, v);
+        }
+        // The server's zone as the machine says it (MariaDB reads it at
+        // startup), unless the configuration names one.
+        if !overrides.iter().any(|(n, _)| n.eq_ignore_ascii_case("system_time_zone")) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64);
+            m.insert("system_time_zone", Value::str(crate::temporal::system_time_zone_name(now)));
         }
         Ok(Globals { map: RwLock::new(Arc::new(m)) })
     }

@@ -1579,7 +1579,7 @@ pub fn str_to_date(s: &[u8], fmt: &[u8]) -> Option<(Temporal, bool)> {
 /// A session's `time_zone`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum TimeZone {
-    /// The process's local zone (MySQL's SYSTEM).
+    /// The server's zone (MySQL's SYSTEM): see [`system_zone`].
     System,
     /// A fixed offset east of UTC, in seconds ('+02:00').
     Offset(i32),
@@ -1587,35 +1587,130 @@ pub enum TimeZone {
     Named(chrono_tz::Tz),
 }
 
-/// Reads a `time_zone` value: 'SYSTEM', '+hh:mm' / '-hh:mm' (MySQL allows
-/// -12:59 .. +13:00; MariaDB up to +14:00), or a zone name.
+impl TimeZone {
+    /// The name `@@time_zone` shows: 'SYSTEM', '+05:00' (always two-digit
+    /// hours and minutes), or the zone's canonical name ('Europe/Berlin'
+    /// for 'europe/berlin'), as MariaDB shows them.
+    pub fn name(&self) -> String {
+        match self {
+            TimeZone::System => "SYSTEM".into(),
+            TimeZone::Offset(o) => {
+                let a = o.unsigned_abs() / 60;
+                format!("{}{:02}:{:02}", if *o < 0 { '-' } else { '+' }, a / 60, a % 60)
+            }
+            TimeZone::Named(z) => z.name().into(),
+        }
+    }
+}
+
+/// Reads a `time_zone` value as MariaDB's `my_tz_find` does: 'SYSTEM'
+/// (any case), an offset `+h:m` / `-h:m` (sign, any number of hour digits,
+/// ':', at least one minute digit, minutes below 60, from -12:59 to
+/// +13:00; at least 4 characters), or a zone name of the IANA database
+/// (any case). Nothing is trimmed: ' +05:00' is no zone (error 1298).
 pub fn parse_tz(name: &str) -> Option<TimeZone> {
-    let n = name.trim();
+    let n = name;
     if n.eq_ignore_ascii_case("SYSTEM") {
         return Some(TimeZone::System);
     }
     let b = n.as_bytes();
     if !b.is_empty() && (b[0] == b'+' || b[0] == b'-') {
-        let (h, m) = n[1..].split_once(':')?;
-        if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        if b.len() < 4 {
             return None;
         }
-        let h: i32 = h.parse().ok()?;
-        let m: i32 = m.parse().ok()?;
+        let (h, m) = n[1..].split_once(':')?;
+        let digits = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+        if !digits(h) || !digits(m) || m.is_empty() {
+            return None;
+        }
+        // Long digit runs: any value past the range is out of it.
+        let num = |s: &str| if s.len() > 6 { 1_000_000 } else { s.parse::<i64>().unwrap_or(0) };
+        let (h, m) = (num(h), num(m));
         if m > 59 {
             return None;
         }
         let secs = (h * 60 + m) * 60;
         let secs = if b[0] == b'-' { -secs } else { secs };
-        if !(-(12 * 3600 + 59 * 60)..=14 * 3600).contains(&secs) {
+        if !(-(13 * 3600) + 1..=13 * 3600).contains(&secs) {
             return None;
         }
-        return Some(TimeZone::Offset(secs));
+        return Some(TimeZone::Offset(secs as i32));
     }
     chrono_tz::Tz::from_str(n)
         .ok()
         .or_else(|| chrono_tz::TZ_VARIANTS.iter().copied().find(|z| z.name().eq_ignore_ascii_case(n)))
         .map(TimeZone::Named)
+}
+
+/// The server's zone, what SYSTEM means, found once as MariaDB finds it
+/// at startup (the C library reads the same places): the `TZ` environment
+/// variable (a zone name, ':name' or a path under a `zoneinfo` folder),
+/// else the zone `/etc/localtime` links to, else `/etc/timezone`. `None`
+/// when none names a zone of the IANA database (a POSIX rule string, a
+/// copied file): SYSTEM then converts through the C library's local time
+/// (`chrono::Local`).
+pub fn system_zone() -> Option<chrono_tz::Tz> {
+    static ZONE: std::sync::OnceLock<Option<chrono_tz::Tz>> = std::sync::OnceLock::new();
+    *ZONE.get_or_init(|| {
+        let named = |s: &str| -> Option<chrono_tz::Tz> {
+            let s = s.trim().trim_start_matches(':');
+            let s = s.rsplit_once("zoneinfo/").map_or(s, |(_, z)| z);
+            chrono_tz::Tz::from_str(s).ok()
+        };
+        if let Ok(tz) = std::env::var("TZ") {
+            if !tz.is_empty() {
+                return named(&tz);
+            }
+        }
+        if let Some(z) = std::fs::read_link("/etc/localtime").ok().and_then(|p| named(&p.to_string_lossy())) {
+            return Some(z);
+        }
+        std::fs::read_to_string("/etc/timezone").ok().and_then(|s| named(&s))
+    })
+}
+
+/// `@@system_time_zone`: the abbreviation of the server's zone at `now`
+/// (Unix microseconds; MariaDB takes it at startup): 'UTC', 'CET', 'CEST'.
+pub fn system_time_zone_name(now_micros: i64) -> String {
+    use chrono_tz::OffsetName as _;
+    match system_zone() {
+        Some(z) => match z.timestamp_micros(now_micros).single() {
+            Some(d) => d.offset().abbreviation().map_or_else(|| z.name().to_string(), str::to_string),
+            None => z.name().to_string(),
+        },
+        None => {
+            let off = chrono::Local
+                .timestamp_micros(now_micros)
+                .single()
+                .map_or(0, |d| d.offset().local_minus_utc());
+            if off == 0 {
+                "UTC".into()
+            } else {
+                TimeZone::Offset(off).name()
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The time zone of the statement this thread runs (`Session` sets it
+    /// when a statement starts): TIMESTAMP columns are stored in UTC and
+    /// the row and key codecs convert through it, as MySQL converts a
+    /// TIMESTAMP field through the connection's zone when it is stored and
+    /// read. One thread runs one statement at a time, and a statement's
+    /// sub-sessions run on it too.
+    static SESSION_TZ: std::cell::Cell<TimeZone> = const { std::cell::Cell::new(TimeZone::System) };
+}
+
+/// Makes `tz` the zone TIMESTAMP values are read and written in on this
+/// thread (see `SESSION_TZ`).
+pub fn set_session_tz(tz: TimeZone) {
+    SESSION_TZ.with(|c| c.set(tz));
+}
+
+/// The zone TIMESTAMP values are read and written in on this thread.
+pub fn session_tz() -> TimeZone {
+    SESSION_TZ.with(|c| c.get())
 }
 
 fn naive_of(t: &Temporal) -> Option<NaiveDateTime> {
@@ -1627,15 +1722,19 @@ fn naive_of(t: &Temporal) -> Option<NaiveDateTime> {
     )
 }
 
-fn local_to_utc<Z: chrono::TimeZone>(z: &Z, n: &NaiveDateTime) -> Option<i64> {
+/// A local time in zone `z` as Unix microseconds, and whether it fell in
+/// a gap (a spring-forward hour that does not exist there). As MySQL: a
+/// time in a gap maps to the first instant after it (the transition), an
+/// ambiguous time (a fall-back hour that happens twice) to its first,
+/// earlier, instant.
+fn local_to_utc<Z: chrono::TimeZone>(z: &Z, n: &NaiveDateTime) -> Option<(i64, bool)> {
     match z.from_local_datetime(n) {
-        LocalResult::Single(d) => Some(d.timestamp_micros()),
-        LocalResult::Ambiguous(a, b) => Some(a.timestamp_micros().min(b.timestamp_micros())),
+        LocalResult::Single(d) => Some((d.timestamp_micros(), false)),
+        LocalResult::Ambiguous(a, b) => Some((a.timestamp_micros().min(b.timestamp_micros()), false)),
         LocalResult::None => {
-            // In a spring-forward gap: MySQL maps every time in the gap to
-            // the transition instant (the first one after the gap). The
-            // offset in force before the gap puts `n` past the transition;
-            // search back for it.
+            // The offset in force before the gap puts `n` past the
+            // transition; search back for it (transitions are at whole
+            // seconds, gaps shorter than 3 hours).
             let before = *n - chrono::Duration::hours(3);
             let off = match z.from_local_datetime(&before) {
                 LocalResult::Single(d) | LocalResult::Ambiguous(d, _) => d.offset().fix().local_minus_utc(),
@@ -1653,44 +1752,98 @@ fn local_to_utc<Z: chrono::TimeZone>(z: &Z, n: &NaiveDateTime) -> Option<i64> {
                     hi = mid;
                 }
             }
-            Some(hi / 1_000_000 * 1_000_000)
+            Some((hi.div_euclid(1_000_000) * 1_000_000, true))
         }
+    }
+}
+
+fn zone_local_to_utc(n: &NaiveDateTime, tz: &TimeZone) -> Option<(i64, bool)> {
+    match tz {
+        TimeZone::Offset(o) => Some((n.and_utc().timestamp_micros() - *o as i64 * 1_000_000, false)),
+        TimeZone::Named(z) => local_to_utc(z, n),
+        TimeZone::System => match system_zone() {
+            Some(z) => local_to_utc(&z, n),
+            None => local_to_utc(&chrono::Local, n),
+        },
+    }
+}
+
+/// The first and last instants a TIMESTAMP holds, in Unix microseconds:
+/// '1970-01-01 00:00:01' and '2038-01-19 03:14:07.999999' UTC. 0 is the
+/// zero timestamp.
+pub const TIMESTAMP_MIN_MICROS: i64 = 1_000_000;
+pub const TIMESTAMP_MAX_MICROS: i64 = TIMESTAMP_MAX_SECS * 1_000_000 + 999_999;
+
+/// What a datetime written in a zone is as a TIMESTAMP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsLocal {
+    /// This instant (Unix microseconds; 0 for the zero datetime).
+    Exact(i64),
+    /// The time is in a DST gap: the instant after the gap (MySQL stores
+    /// it with warning 1299, or fails with 1292 in strict mode).
+    Gap(i64),
+    /// Before '1970-01-01 00:00:01' UTC, after '2038-01-19 03:14:07' UTC,
+    /// or a date with a zero month or day: no TIMESTAMP (1264 / 1292).
+    OutOfRange,
+}
+
+/// A datetime in `tz` as a TIMESTAMP (see [`TsLocal`]).
+pub fn timestamp_of_local(t: &Temporal, tz: &TimeZone) -> TsLocal {
+    if is_zero_date(t) && t.hour == 0 && t.minute == 0 && t.second == 0 && t.micro == 0 {
+        return TsLocal::Exact(0);
+    }
+    let Some((us, gap)) = naive_of(t).and_then(|n| zone_local_to_utc(&n, tz)) else {
+        return TsLocal::OutOfRange;
+    };
+    if !(TIMESTAMP_MIN_MICROS..=TIMESTAMP_MAX_MICROS).contains(&us) {
+        return TsLocal::OutOfRange;
+    }
+    if gap {
+        TsLocal::Gap(us)
+    } else {
+        TsLocal::Exact(us)
     }
 }
 
 /// A wall-clock datetime in `tz` as microseconds since the Unix epoch
 /// (what a TIMESTAMP column stores). `Some(0)` for the zero datetime;
-/// `None` outside TIMESTAMP's range ('1970-01-01 00:00:01' to
-/// '2038-01-19 03:14:07.999999' UTC) or for an invalid date.
+/// `None` outside TIMESTAMP's range or for an invalid date; a time in a
+/// DST gap is the instant after the gap.
 pub fn to_utc_micros(t: &Temporal, tz: &TimeZone) -> Option<i64> {
-    if is_zero_date(t) && t.hour == 0 && t.minute == 0 && t.second == 0 && t.micro == 0 {
-        return Some(0);
+    match timestamp_of_local(t, tz) {
+        TsLocal::Exact(us) | TsLocal::Gap(us) => Some(us),
+        TsLocal::OutOfRange => None,
     }
-    let us = local_to_utc_any(t, tz)?;
-    if !(1_000_000..=TIMESTAMP_MAX_SECS * 1_000_000 + 999_999).contains(&us) {
-        return None;
-    }
-    Some(us)
 }
 
 /// A wall-clock datetime in `tz` as Unix microseconds, any date (for
 /// UNIX_TIMESTAMP's range checks and CONVERT_TZ).
 pub fn local_to_utc_any(t: &Temporal, tz: &TimeZone) -> Option<i64> {
-    let n = naive_of(t)?;
-    match tz {
-        TimeZone::Offset(o) => Some(n.and_utc().timestamp_micros() - *o as i64 * 1_000_000),
-        TimeZone::Named(z) => local_to_utc(z, &n),
-        TimeZone::System => local_to_utc(&chrono::Local, &n),
-    }
+    zone_local_to_utc(&naive_of(t)?, tz).map(|(us, _)| us)
 }
 
 /// Unix microseconds as a wall-clock datetime in `tz`, with `fsp`
 /// fraction digits (truncated); 0 is the zero datetime.
 pub fn from_utc_micros(us: i64, tz: &TimeZone, fsp: u8) -> Temporal {
-    if us == 0 {
-        return zero(TemporalKind::DateTime);
-    }
-    utc_to_local(us, tz, fsp).unwrap_or_else(|| zero(TemporalKind::DateTime))
+    let mut t = if us == 0 { None } else { utc_to_local(us, tz, fsp) }
+        .unwrap_or_else(|| zero(TemporalKind::DateTime));
+    t.fsp = fsp;
+    t
+}
+
+/// A TIMESTAMP column's value as stored (Unix microseconds) for a
+/// datetime in the thread's session zone; the row and key codecs' one
+/// way in. Values reach the codecs through `coerce::store`, which
+/// rejected what is out of range; anything else is stored as the zero
+/// timestamp.
+pub fn timestamp_to_stored(t: &Temporal) -> i64 {
+    to_utc_micros(t, &session_tz()).unwrap_or(0)
+}
+
+/// A stored TIMESTAMP (Unix microseconds) as a datetime in the thread's
+/// session zone with `fsp` digits; the codecs' one way out.
+pub fn timestamp_from_stored(us: i64, fsp: u8) -> Temporal {
+    from_utc_micros(us, &session_tz(), fsp)
 }
 
 fn utc_to_local(us: i64, tz: &TimeZone, fsp: u8) -> Option<Temporal> {
@@ -1699,7 +1852,10 @@ fn utc_to_local(us: i64, tz: &TimeZone, fsp: u8) -> Option<Temporal> {
             chrono::DateTime::from_timestamp_micros(us + *o as i64 * 1_000_000)?.naive_utc()
         }
         TimeZone::Named(z) => z.timestamp_micros(us).single()?.naive_local(),
-        TimeZone::System => chrono::Local.timestamp_micros(us).single()?.naive_local(),
+        TimeZone::System => match system_zone() {
+            Some(z) => z.timestamp_micros(us).single()?.naive_local(),
+            None => chrono::Local.timestamp_micros(us).single()?.naive_local(),
+        },
     };
     if !(0..=9999).contains(&n.year()) {
         return None;
@@ -1722,11 +1878,12 @@ pub fn now(ctx_micros: i64, tz: &TimeZone, fsp: u8) -> Temporal {
     utc_to_local(ctx_micros, tz, fsp).unwrap_or_else(|| zero(TemporalKind::DateTime))
 }
 
-/// CONVERT_TZ: `t` read in `from` shown in `to`. MySQL leaves values
-/// outside TIMESTAMP's range unconverted.
+/// CONVERT_TZ: `t` read in `from` shown in `to`. As MySQL, a value that
+/// is no TIMESTAMP in `from` (before '1970-01-01 00:00:01' UTC or after
+/// 2038) is returned unconverted.
 pub fn convert_tz(t: &Temporal, from: &TimeZone, to: &TimeZone) -> Option<Temporal> {
     let us = local_to_utc_any(t, from)?;
-    if !(0..=TIMESTAMP_MAX_SECS * 1_000_000 + 999_999).contains(&us) {
+    if !(TIMESTAMP_MIN_MICROS..=TIMESTAMP_MAX_MICROS).contains(&us) {
         let mut r = *t;
         r.kind = TemporalKind::DateTime;
         return Some(r);
@@ -1857,5 +2014,112 @@ mod tests {
         assert_eq!(to_utc_micros(&late, &TimeZone::Offset(0)), None);
         let early = parse(b"1970-01-01 00:00:00", TemporalKind::DateTime).unwrap();
         assert_eq!(to_utc_micros(&early, &TimeZone::Offset(0)), None);
+    }
+
+    fn dt(s: &str) -> Temporal {
+        parse(s.as_bytes(), TemporalKind::DateTime).unwrap()
+    }
+
+    /// MariaDB's offsets: sign, hours, ':', minutes; -12:59 .. +13:00;
+    /// shown with two digits each.
+    #[test]
+    fn offsets_like_mariadb() {
+        let name = |s: &str| parse_tz(s).map(|z| z.name());
+        assert_eq!(name("+13:00").as_deref(), Some("+13:00"));
+        assert_eq!(name("-12:59").as_deref(), Some("-12:59"));
+        assert_eq!(name("+5:5").as_deref(), Some("+05:05"));
+        assert_eq!(name("+005:00").as_deref(), Some("+05:00"));
+        assert_eq!(name("-0:30").as_deref(), Some("-00:30"));
+        assert_eq!(name("-00:00").as_deref(), Some("+00:00"));
+        assert_eq!(name("europe/berlin").as_deref(), Some("Europe/Berlin"));
+        assert_eq!(name("SyStEm").as_deref(), Some("SYSTEM"));
+        for bad in
+            ["+13:01", "-13:00", "+14:00", "+05", "05:00", "+05:60", " +05:00", "+05:05:00", "+1:", "", "Z"]
+        {
+            assert_eq!(parse_tz(bad), None, "{bad:?}");
+        }
+    }
+
+    /// TIMESTAMP's range ends, in UTC and through an offset.
+    #[test]
+    fn timestamp_range_ends() {
+        let utc = TimeZone::Offset(0);
+        assert_eq!(timestamp_of_local(&dt("1970-01-01 00:00:01"), &utc), TsLocal::Exact(1_000_000));
+        assert_eq!(timestamp_of_local(&dt("1970-01-01 00:00:00"), &utc), TsLocal::OutOfRange);
+        assert_eq!(timestamp_of_local(&dt("1970-01-01 00:00:00.999999"), &utc), TsLocal::OutOfRange);
+        assert_eq!(
+            timestamp_of_local(&dt("2038-01-19 03:14:07.999999"), &utc),
+            TsLocal::Exact(TIMESTAMP_MAX_MICROS)
+        );
+        assert_eq!(timestamp_of_local(&dt("2038-01-19 03:14:08"), &utc), TsLocal::OutOfRange);
+        assert_eq!(timestamp_of_local(&dt("0000-00-00 00:00:00"), &utc), TsLocal::Exact(0));
+        assert_eq!(timestamp_of_local(&dt("2024-00-10 10:00:00"), &utc), TsLocal::OutOfRange);
+        let plus5 = parse_tz("+05:00").unwrap();
+        assert_eq!(timestamp_of_local(&dt("1970-01-01 05:00:01"), &plus5), TsLocal::Exact(1_000_000));
+        assert_eq!(timestamp_of_local(&dt("1970-01-01 05:00:00"), &plus5), TsLocal::OutOfRange);
+        assert_eq!(timestamp_of_local(&dt("2038-01-19 08:14:08"), &plus5), TsLocal::OutOfRange);
+        assert_eq!(from_utc_micros(TIMESTAMP_MAX_MICROS, &plus5, 6).render(), "2038-01-19 08:14:07.999999");
+        assert_eq!(from_utc_micros(0, &plus5, 2).render(), "0000-00-00 00:00:00.00");
+    }
+
+    /// DST as MariaDB (with the tz tables loaded) treats it, checked
+    /// against MariaDB 10.11: Europe/Berlin springs forward at 2024-03-31
+    /// 01:00 UTC (02:00 -> 03:00 local) and falls back at 2024-10-27 01:00
+    /// UTC (03:00 -> 02:00 local).
+    #[test]
+    fn dst_gap_and_overlap() {
+        let berlin = parse_tz("Europe/Berlin").unwrap();
+        // A time in the gap is the instant after it (1711846800 = 01:00 UTC).
+        for t in ["2024-03-31 02:00:00", "2024-03-31 02:30:00", "2024-03-31 02:59:59.5"] {
+            assert_eq!(timestamp_of_local(&dt(t), &berlin), TsLocal::Gap(1_711_846_800_000_000), "{t}");
+        }
+        assert_eq!(
+            timestamp_of_local(&dt("2024-03-31 03:00:00"), &berlin),
+            TsLocal::Exact(1_711_846_800_000_000)
+        );
+        assert_eq!(
+            timestamp_of_local(&dt("2024-03-31 01:59:59"), &berlin),
+            TsLocal::Exact(1_711_846_799_000_000)
+        );
+        assert_eq!(from_utc_micros(1_711_846_800_000_000, &berlin, 0).render(), "2024-03-31 03:00:00");
+        // An hour that happens twice is its first (summer time) instant.
+        assert_eq!(
+            timestamp_of_local(&dt("2024-10-27 02:30:00"), &berlin),
+            TsLocal::Exact(1_729_989_000_000_000)
+        );
+        assert_eq!(from_utc_micros(1_729_989_000_000_000, &berlin, 0).render(), "2024-10-27 02:30:00");
+        assert_eq!(from_utc_micros(1_729_992_600_000_000, &berlin, 0).render(), "2024-10-27 02:30:00");
+        assert_eq!(
+            timestamp_of_local(&dt("2024-10-27 03:00:00"), &berlin),
+            TsLocal::Exact(1_729_994_400_000_000)
+        );
+        // CONVERT_TZ goes through the same instants.
+        let utc = TimeZone::Offset(0);
+        assert_eq!(
+            convert_tz(&dt("2024-03-31 02:30:00"), &berlin, &utc).unwrap().render(),
+            "2024-03-31 01:00:00"
+        );
+        assert_eq!(
+            convert_tz(&dt("2024-10-27 02:30:00"), &berlin, &utc).unwrap().render(),
+            "2024-10-27 00:30:00"
+        );
+        // Outside TIMESTAMP's range CONVERT_TZ leaves the value as it is.
+        assert_eq!(
+            convert_tz(&dt("1970-01-01 00:30:00"), &parse_tz("+01:00").unwrap(), &utc).unwrap().render(),
+            "1970-01-01 00:30:00"
+        );
+    }
+
+    /// The codecs' conversions go through the thread's session zone.
+    #[test]
+    fn stored_timestamps_follow_the_session_zone() {
+        let before = session_tz();
+        set_session_tz(parse_tz("+05:00").unwrap());
+        let us = timestamp_to_stored(&dt("2024-01-01 05:00:00"));
+        assert_eq!(us, 1_704_067_200_000_000);
+        set_session_tz(parse_tz("America/New_York").unwrap());
+        assert_eq!(timestamp_from_stored(us, 0).render(), "2023-12-31 19:00:00");
+        assert_eq!(timestamp_to_stored(&dt("2023-12-31 19:00:00")), us);
+        set_session_tz(before);
     }
 }

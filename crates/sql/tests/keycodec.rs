@@ -111,6 +111,19 @@ fn random_temporal(rng: &mut SmallRng, ty: &SqlType) -> Temporal {
         m / unit * unit
     };
     match ty {
+        // A TIMESTAMP holds an instant (or the zero value): what
+        // `coerce::store` lets through. The codec converts through the
+        // thread's session zone; in UTC local order is instant order.
+        SqlType::Timestamp { .. } => {
+            use fractaldb_sql::temporal::{self as tm, TimeZone};
+            tm::set_session_tz(TimeZone::Offset(0));
+            if rng.gen_bool(0.05) {
+                return tm::timestamp_from_stored(0, fsp);
+            }
+            let us = rng.gen_range(tm::TIMESTAMP_MIN_MICROS..=tm::TIMESTAMP_MAX_MICROS);
+            let unit = 10i64.pow(6 - fsp as u32);
+            return tm::timestamp_from_stored(us / unit * unit, fsp);
+        }
         SqlType::Time { .. } => {
             t.kind = TemporalKind::Time;
             t.hour = rng.gen_range(0..=838);
@@ -428,6 +441,22 @@ fn known_layouts() {
     let mut k = Vec::new();
     collation::sort_key(Collation::Utf8mb4GeneralCi, b"ETE", &mut k);
     assert_eq!(a[1..], k[..]);
+    // A TIMESTAMP is its UTC instant: the same key from every zone.
+    {
+        use fractaldb_sql::temporal::{self as tm, parse_tz};
+        let ts = SqlType::Timestamp { fsp: 0 };
+        let local = |s: &str| Value::Temporal(tm::parse(s.as_bytes(), TemporalKind::DateTime).unwrap());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        tm::set_session_tz(parse_tz("+05:00").unwrap());
+        encode_part(&mut a, &local("1970-01-01 05:00:01"), &ts, false, None).unwrap();
+        tm::set_session_tz(parse_tz("America/New_York").unwrap());
+        encode_part(&mut b, &local("1969-12-31 19:00:01"), &ts, false, None).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, [0x01, 0x80, 0, 0, 0, 0, 0x0F, 0x42, 0x40]);
+        let back = decode_part(&mut &a[..], &ts, false).unwrap().unwrap();
+        assert_eq!(back.render(), "1969-12-31 19:00:01");
+        tm::set_session_tz(tm::TimeZone::Offset(0));
+    }
     // ENUM and SET from their strings encode as their index and bitmask.
     let e = SqlType::Enum { values: vec!["b".into(), "a".into()], coll: Collation::Utf8mb4GeneralCi };
     let (mut a, mut b) = (Vec::new(), Vec::new());
