@@ -7,8 +7,9 @@
 //! access paths `plan::choose` and the join executor (`join::Exec::explain`)
 //! pick. Uncorrelated subqueries and derived tables still run while the
 //! query binds (their results are constants of the plan). `rows` is the
-//! table's exact row count (an upper bound) except for point reads, until
-//! the engine gives range estimates.
+//! engine's estimate of the keys in the chosen range (`plan::choose`), 1
+//! for a point read, the table's exact row count for a full scan (of the
+//! table or of an index) and for a join's per-row probe.
 
 use sqlparser::ast;
 
@@ -184,9 +185,9 @@ pub fn plan(
                                         1,
                                     )
                                 } else if a.has_range {
-                                    ("range", Some(ix), a.eq_parts + 1, None, count)
+                                    ("range", Some(ix), a.eq_parts + 1, None, a.rows.unwrap_or(count))
                                 } else {
-                                    ("ref", Some(ix), a.eq_parts, Some(consts), count)
+                                    ("ref", Some(ix), a.eq_parts, Some(consts), a.rows.unwrap_or(count))
                                 }
                             }
                             _ if st.hashed => ("hash_ALL", None, 0, None, count),
@@ -195,8 +196,12 @@ pub fn plan(
                     };
                 let key_len = key.map(|i| key_len(def, i, parts));
                 let mut extra: Vec<&str> = Vec::new();
-                if st.filtered && ty != "const" && ty != "eq_ref" {
+                // A range's bounds are checked again on each row read.
+                if (st.filtered && ty != "const" && ty != "eq_ref") || ty == "range" {
                     extra.push("Using where");
+                }
+                if st.access.as_ref().is_some_and(|a| a.covering) && st.probe.is_none() {
+                    extra.push("Using index");
                 }
                 if st.hashed {
                     extra.push("Using join buffer (flat, BNLH join)");

@@ -492,7 +492,7 @@ impl<'a, 'c> Exec<'a, 'c> {
             Rel::Table(src) => {
                 let mut conds: Vec<&Expr> = filters.to_vec();
                 conds.extend(probe.iter());
-                let access = crate::plan::choose(&src.table, &conds, off, self.cx);
+                let access = crate::plan::choose(self.txn, &src.table, &conds, off, self.cx, None);
                 let cx = &mut *self.cx;
                 crate::plan::for_each_row(self.txn, &src.table, &access, |_, row| {
                     let mut full = vec![Value::Null; width];
@@ -594,9 +594,9 @@ impl<'a, 'c> Exec<'a, 'c> {
         // How many index parts the inner side's own conditions pin; the
         // probes are worth a read per outer row only if they pin more.
         let base_eq = match leaf.map(|r| (r, &rels[r])) {
-            Some((r, Rel::Table(src))) if !probes.is_empty() => {
-                Some(crate::plan::choose(&src.table, &inner_only, self.offs[r], self.cx).eq_parts)
-            }
+            Some((r, Rel::Table(src))) if !probes.is_empty() => Some(
+                crate::plan::choose(self.txn, &src.table, &inner_only, self.offs[r], self.cx, None).eq_parts,
+            ),
             _ => None,
         };
         let mut materialized: Option<Vec<Vec<Value>>> = None;
@@ -616,7 +616,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                 }
                 let mut conds = inner_only.clone();
                 conds.extend(extra.iter());
-                let access = crate::plan::choose(&src.table, &conds, self.offs[r], self.cx);
+                let access = crate::plan::choose(self.txn, &src.table, &conds, self.offs[r], self.cx, None);
                 if access.eq_parts > base || (access.has_range && access.index.is_some() && base == 0) {
                     for ir in self.leaf(r, &inner_only, &extra)? {
                         matched |= self.emit(l, &ir, imask, &cross, &mut out)?;
@@ -708,9 +708,14 @@ impl<'a, 'c> Exec<'a, 'c> {
                     }
                 }
                 let access = match &self.rels[*r] {
-                    Rel::Table(src) => {
-                        Some(crate::plan::choose(&src.table, &filters, self.offs[*r], self.cx))
-                    }
+                    Rel::Table(src) => Some(crate::plan::choose(
+                        self.txn,
+                        &src.table,
+                        &filters,
+                        self.offs[*r],
+                        self.cx,
+                        None,
+                    )),
                     Rel::Rows { .. } => None,
                 };
                 let filtered = !filters.is_empty();
@@ -726,7 +731,8 @@ impl<'a, 'c> Exec<'a, 'c> {
                 let off = self.offs[r];
                 let (access, probe) = match &self.rels[r] {
                     Rel::Table(src) => {
-                        let base = crate::plan::choose(&src.table, &c.inner_only, off, self.cx);
+                        let base =
+                            crate::plan::choose(self.txn, &src.table, &c.inner_only, off, self.cx, None);
                         let mut best: Option<(usize, Vec<String>)> = None;
                         for (ix, def) in src.table.def.indexes.iter().enumerate() {
                             let mut refs = Vec::new();

@@ -352,6 +352,27 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
     };
+    // The columns of a single table the query reads (`None`: all of them,
+    // a correlated subquery or a window reading the row): an index whose
+    // entries hold them all is read alone (`plan::covers`).
+    let needed: Option<Vec<bool>> = match &sources[..] {
+        [Rel::Table(t)] if from.single() && !windows => {
+            let mut needed = vec![false; t.table.def.columns.len()];
+            let exprs = filter
+                .iter()
+                .chain(items.iter().map(|i| &i.0))
+                .chain(groups.iter().map(|g| &g.0))
+                .chain(having.iter())
+                .chain(order.iter().map(|o| &o.0))
+                .chain(aggs.iter().filter_map(|a| a.arg.as_ref()));
+            let mut ok = true;
+            for e in exprs {
+                ok &= crate::plan::mark_columns(e, 0, &mut needed);
+            }
+            ok.then_some(needed)
+        }
+        _ => None,
+    };
     if s.describing {
         return Ok(ResultSet { columns: items.iter().map(|i| i.2.clone()).collect(), rows: Vec::new() });
     }
@@ -363,6 +384,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             filter.as_ref(),
             order_cols.as_deref().filter(|_| stop_after.is_some()),
             count_only,
+            needed.as_deref(),
         );
     }
     // GROUP BY folds rows in as they are read, spilling past its budget.
@@ -395,11 +417,15 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             }
             (Some(_), [Rel::Table(t)]) if from.single() && grouper.is_some() => {
                 let g = grouper.as_mut().expect("checked");
-                scan_each(txn, &t.table, filter.as_ref(), &mut cx, &s.killed, |row, cx| g.add(&row, cx))?;
+                let killed = &s.killed;
+                scan_each(txn, &t.table, filter.as_ref(), needed.as_deref(), &mut cx, killed, |row, cx| {
+                    g.add(&row, cx)
+                })?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
-                let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
+                let order =
+                    ReadOrder { stop_after, order_cols: order_cols.as_deref(), needed: needed.as_deref() };
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order)?
             }
             (Some(_), [Rel::Rows { view, .. }]) if from.single() => {
@@ -575,6 +601,7 @@ fn explain_plan(
     filter: Option<&Expr>,
     order_cols: Option<&[(usize, bool)]>,
     count_only: bool,
+    needed: Option<&[bool]>,
 ) -> SqlResult<ResultSet> {
     let Some(tree) = &from.tree else {
         return Ok(crate::explain::no_tables("No tables used"));
@@ -587,10 +614,11 @@ fn explain_plan(
     }
     let steps = match &from.rels[..] {
         [Rel::Table(t)] if from.single() => {
-            let mut access = crate::plan::choose(&t.table, &conj, 0, &mut cx);
+            let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
             if let Some(a) = order_cols.and_then(|o| crate::plan::ordered(&t.table, &access, o, true)) {
                 access = a;
             }
+            crate::plan::set_covering(&t.table, &mut access, needed);
             let used = access.eq_parts + usize::from(access.has_range);
             vec![crate::join::Step {
                 rel: 0,
@@ -935,6 +963,7 @@ fn scan_each(
     txn: &Txn,
     t: &Table,
     filter: Option<&Expr>,
+    needed: Option<&[bool]>,
     cx: &mut crate::expr::EvalCtx,
     killed: &std::sync::atomic::AtomicBool,
     mut f: impl FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
@@ -943,7 +972,7 @@ fn scan_each(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(t, &conj, 0, cx);
+    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
     let mut n = 0u64;
     crate::plan::for_each_row(txn, t, &access, |_, row| {
         n += 1;
@@ -967,6 +996,8 @@ fn scan_each(
 struct ReadOrder<'o> {
     stop_after: Option<u64>,
     order_cols: Option<&'o [(usize, bool)]>,
+    /// The table's columns the query reads (`None`: all).
+    needed: Option<&'o [bool]>,
 }
 
 /// Reads the rows of source `si` through the access path its WHERE
@@ -981,12 +1012,12 @@ fn scan(
     cx: &mut crate::expr::EvalCtx,
     order: ReadOrder,
 ) -> SqlResult<Vec<Vec<Value>>> {
-    let ReadOrder { stop_after, order_cols } = order;
+    let ReadOrder { stop_after, order_cols, needed } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let mut access = crate::plan::choose(t, &conj, offset, cx);
+    let mut access = crate::plan::choose(txn, t, &conj, offset, cx, needed);
     let mut stop_after = stop_after;
     if let Some(cols) = order_cols {
         match crate::plan::ordered(t, &access, cols, stop_after.is_some()) {
@@ -995,6 +1026,7 @@ fn scan(
             None => stop_after = None,
         }
     }
+    crate::plan::set_covering(t, &mut access, needed);
     let mut out = Vec::new();
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };
