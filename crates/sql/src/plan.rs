@@ -191,6 +191,25 @@ pub fn choose(
     if conds.is_empty() {
         return Access::full();
     }
+    let candidates: Vec<Access> =
+        t.def.indexes.iter().enumerate().filter_map(|(i, ix)| for_index(t, i, ix, &conds)).collect();
+    // A point read (a unique index pinned whole) reads one row: nothing
+    // is cheaper, so nothing is estimated (the primary key's first, as it
+    // needs no second read).
+    let point = |a: &Access| {
+        let ix = &t.def.indexes[a.index.expect("an index's access")];
+        a.eq_parts == ix.parts.len()
+            && !a.has_range
+            && ix.kind != IndexKind::Plain
+            && ix.parts.iter().all(|p| p.prefix.is_none())
+    };
+    let primary = |a: &Access| a.index == t.def.primary;
+    if let Some(a) = candidates.iter().filter(|a| point(a)).min_by_key(|a| !primary(a)) {
+        let mut a = a.clone();
+        a.rows = Some(1);
+        set_covering(t, &mut a, needed);
+        return a;
+    }
     let estimate = |a: &Access| -> Option<u64> {
         let d = match a.index {
             Some(i) if t.def.indexes[i].kind != IndexKind::Primary => t.sec[i].as_ref()?,
@@ -201,13 +220,9 @@ pub fn choose(
     let Some(scan_rows) = estimate(&Access::full()) else { return Access::full() };
     let scan_cost = SCAN_START_COST + scan_rows as f64 * ROW_COST;
     let mut best: Option<(f64, usize, Access)> = None;
-    for (i, ix) in t.def.indexes.iter().enumerate() {
-        let Some(mut a) = for_index(t, i, ix, &conds) else { continue };
-        let point = a.eq_parts == ix.parts.len()
-            && !a.has_range
-            && ix.kind != IndexKind::Plain
-            && ix.parts.iter().all(|p| p.prefix.is_none());
-        let rows = if point { 1 } else { estimate(&a).unwrap_or(scan_rows) };
+    for mut a in candidates {
+        let ix = &t.def.indexes[a.index.expect("an index's access")];
+        let rows = estimate(&a).unwrap_or(scan_rows);
         a.rows = Some(rows);
         set_covering(t, &mut a, needed);
         let per_row = if ix.kind == IndexKind::Primary || ix.clustering || a.covering {
