@@ -103,6 +103,7 @@ pub fn plan(
     steps: &[Step],
     conj: &[&Expr],
     count_only: bool,
+    needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
     if count_only {
         return Ok(no_tables("Select tables optimized away"));
@@ -200,7 +201,15 @@ pub fn plan(
                 if (st.filtered && ty != "const" && ty != "eq_ref") || ty == "range" {
                     extra.push("Using where");
                 }
-                if st.access.as_ref().is_some_and(|a| a.covering) && st.probe.is_none() {
+                let covering = match (&st.probe, &st.access) {
+                    (Some((ix, _)), _) => needed
+                        .get(st.rel)
+                        .and_then(|n| n.as_deref())
+                        .is_some_and(|n| crate::plan::covers(t, *ix, n)),
+                    (None, Some(a)) => a.covering,
+                    _ => false,
+                };
+                if covering {
                     extra.push("Using index");
                 }
                 if st.hashed {

@@ -352,27 +352,43 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
     };
-    // The columns of a single table the query reads (`None`: all of them,
-    // a correlated subquery or a window reading the row): an index whose
+    // The columns of each table the query reads (`None`: all of them, a
+    // correlated subquery or a window reading the row): an index whose
     // entries hold them all is read alone (`plan::covers`).
-    let needed: Option<Vec<bool>> = match &sources[..] {
-        [Rel::Table(t)] if from.single() && !windows => {
-            let mut needed = vec![false; t.table.def.columns.len()];
-            let exprs = filter
-                .iter()
-                .chain(items.iter().map(|i| &i.0))
-                .chain(groups.iter().map(|g| &g.0))
-                .chain(having.iter())
-                .chain(order.iter().map(|o| &o.0))
-                .chain(aggs.iter().filter_map(|a| a.arg.as_ref()));
-            let mut ok = true;
-            for e in exprs {
-                ok &= crate::plan::mark_columns(e, 0, &mut needed);
-            }
-            ok.then_some(needed)
+    let needed: Vec<Option<Vec<bool>>> = {
+        let mut out: Vec<Option<Vec<bool>>> = Vec::new();
+        let mut ok = !windows;
+        let on = from.on_conds();
+        let exprs: Vec<&Expr> = filter
+            .iter()
+            .chain(on.iter().copied())
+            .chain(items.iter().map(|i| &i.0))
+            .chain(groups.iter().map(|g| &g.0))
+            .chain(having.iter())
+            .chain(order.iter().map(|o| &o.0))
+            .chain(aggs.iter().filter_map(|a| a.arg.as_ref()))
+            .collect();
+        let mut off = 0;
+        for r in sources {
+            out.push(match r {
+                Rel::Table(t) => {
+                    let mut needed = vec![false; t.table.def.columns.len()];
+                    for e in &exprs {
+                        ok &= crate::plan::mark_columns(e, off, &mut needed);
+                    }
+                    Some(needed)
+                }
+                _ => None,
+            });
+            off += r.width();
         }
-        _ => None,
+        if ok {
+            out
+        } else {
+            vec![None; sources.len()]
+        }
     };
+    let needed_one = needed.first().cloned().flatten();
     if s.describing {
         return Ok(ResultSet { columns: items.iter().map(|i| i.2.clone()).collect(), rows: Vec::new() });
     }
@@ -384,7 +400,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             filter.as_ref(),
             order_cols.as_deref().filter(|_| stop_after.is_some()),
             count_only,
-            needed.as_deref(),
+            &needed,
         );
     }
     // GROUP BY folds rows in as they are read, spilling past its budget.
@@ -418,14 +434,23 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             (Some(_), [Rel::Table(t)]) if from.single() && grouper.is_some() => {
                 let g = grouper.as_mut().expect("checked");
                 let killed = &s.killed;
-                scan_each(txn, &t.table, filter.as_ref(), needed.as_deref(), &mut cx, killed, |row, cx| {
-                    g.add(&row, cx)
-                })?;
+                scan_each(
+                    txn,
+                    &t.table,
+                    filter.as_ref(),
+                    needed_one.as_deref(),
+                    &mut cx,
+                    killed,
+                    |row, cx| g.add(&row, cx),
+                )?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
-                let order =
-                    ReadOrder { stop_after, order_cols: order_cols.as_deref(), needed: needed.as_deref() };
+                let order = ReadOrder {
+                    stop_after,
+                    order_cols: order_cols.as_deref(),
+                    needed: needed_one.as_deref(),
+                };
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order)?
             }
             (Some(_), [Rel::Rows { view, .. }]) if from.single() => {
@@ -444,7 +469,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 out
             }
             (Some(tree), _) => {
-                crate::join::Exec::new(sources, txn, &mut cx, filter.as_ref(), &s.killed).run(tree)?
+                let mut exec = crate::join::Exec::new(sources, txn, &mut cx, filter.as_ref(), &s.killed);
+                exec.needed = needed;
+                exec.run(tree)?
             }
         }
     };
@@ -601,7 +628,7 @@ fn explain_plan(
     filter: Option<&Expr>,
     order_cols: Option<&[(usize, bool)]>,
     count_only: bool,
-    needed: Option<&[bool]>,
+    needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
     let Some(tree) = &from.tree else {
         return Ok(crate::explain::no_tables("No tables used"));
@@ -614,6 +641,7 @@ fn explain_plan(
     }
     let steps = match &from.rels[..] {
         [Rel::Table(t)] if from.single() => {
+            let needed = needed.first().and_then(|n| n.as_deref());
             let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
             if let Some(a) = order_cols.and_then(|o| crate::plan::ordered(&t.table, &access, o, true)) {
                 access = a;
@@ -631,12 +659,14 @@ fn explain_plan(
         }
         _ => {
             let killed = std::sync::atomic::AtomicBool::new(false);
-            crate::join::Exec::new(&from.rels, txn, &mut cx, filter, &killed).explain(tree)
+            let mut exec = crate::join::Exec::new(&from.rels, txn, &mut cx, filter, &killed);
+            exec.needed = needed.to_vec();
+            exec.explain(tree)
         }
     };
     let mut all = conj.clone();
     all.extend(from.on_conds());
-    crate::explain::plan(txn, &from.rels, &steps, &all, count_only)
+    crate::explain::plan(txn, &from.rels, &steps, &all, count_only, needed)
 }
 
 /// `left UNION|INTERSECT|EXCEPT [ALL|DISTINCT] right`, then the query's ORDER BY (by

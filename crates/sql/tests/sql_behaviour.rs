@@ -808,6 +808,11 @@ fn covering_index_reads_make_no_primary_key_lookups() {
     // A prefix part does not hold the value.
     let (r, n) = lookups(&mut s, "SELECT b FROM w WHERE b = '7x'");
     assert_eq!((r, n), (vec![vec!["7x".to_string()]], 1));
+    // A join's per-row probe reads a covering index alone too.
+    let (r, n) = lookups(&mut s, "SELECT v.id, v.st FROM w JOIN w AS v ON v.n = w.n WHERE w.id = 3");
+    assert_eq!((r, n), (vec![vec!["3".to_string(), "p".to_string()]], 0));
+    let (r, n) = lookups(&mut s, "SELECT v.id, v.s FROM w JOIN w AS v ON v.n = w.n WHERE w.id = 3");
+    assert_eq!((r, n), (vec![vec!["3".to_string(), "Ab3 ".to_string()]], 1));
     // UPDATE and DELETE pick their rows through the covering index.
     let before = fractaldb_sql::pk_lookups();
     ok(&mut s, "UPDATE w SET s = 'z' WHERE n = 2");

@@ -21,3 +21,6 @@ UPDATE c SET k = 3 WHERE k = 2;
 SELECT id, k, s FROM c WHERE k = 3;
 DELETE FROM h WHERE k = 9;
 SELECT COUNT(*), SUM(id) FROM h;
+EXPLAIN SELECT c.id, h.k FROM c JOIN h ON h.id = c.id WHERE c.k = 3;
+SELECT c.id, h.id FROM c JOIN h ON h.k = c.id WHERE c.k = 3 ORDER BY h.id;
+SELECT c.id, c.k, h.id FROM c LEFT JOIN h ON h.k = c.k WHERE c.k > 1 ORDER BY h.id;
