@@ -605,8 +605,7 @@ pub(crate) fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
             eq_parts: 0,
             has_range: false,
             reverse,
-            covering: false,
-            rows: None,
+            ..crate::plan::Access::full()
         };
         let mut max = 0u64;
         crate::plan::for_each_row(txn, t, &access, |_, row| {

@@ -175,8 +175,9 @@ pub fn plan(
                                 let whole = a.eq_parts == d.parts.len() && d.kind != IndexKind::Plain;
                                 let consts = vec!["const"; a.eq_parts].join(",");
                                 if a.eq_parts == 0 && !a.has_range {
-                                    // A whole index read in its order (ORDER BY ... LIMIT).
-                                    ("index", Some(ix), d.parts.len(), None, count)
+                                    // A whole index read in its order (ORDER BY ... LIMIT):
+                                    // the rows read until the LIMIT is met.
+                                    ("index", Some(ix), d.parts.len(), None, a.rows.unwrap_or(count))
                                 } else if whole && !a.has_range {
                                     (
                                         if single { "const" } else { "eq_ref" },

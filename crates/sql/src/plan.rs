@@ -44,6 +44,11 @@ pub struct Access {
     /// The engine's estimate of the rows in the key range (`choose`);
     /// `None` where none was made (a full scan, an index read whole).
     pub rows: Option<u64>,
+    /// What `choose` estimated reading this path costs (`None`: not
+    /// estimated), and the fewest rows any usable key range held (an
+    /// upper bound on the rows passing WHERE), for `ordered`.
+    pub cost: Option<f64>,
+    pub matching: Option<u64>,
 }
 
 impl Access {
@@ -57,6 +62,8 @@ impl Access {
             reverse: false,
             covering: false,
             rows: None,
+            cost: None,
+            matching: None,
         }
     }
 }
@@ -207,6 +214,7 @@ pub fn choose(
     if let Some(a) = candidates.iter().filter(|a| point(a)).min_by_key(|a| !primary(a)) {
         let mut a = a.clone();
         a.rows = Some(1);
+        a.matching = Some(1);
         set_covering(t, &mut a, needed);
         return a;
     }
@@ -220,9 +228,11 @@ pub fn choose(
     let Some(scan_rows) = estimate(&Access::full()) else { return Access::full() };
     let scan_cost = SCAN_START_COST + scan_rows as f64 * ROW_COST;
     let mut best: Option<(f64, usize, Access)> = None;
+    let mut matching = scan_rows;
     for mut a in candidates {
         let ix = &t.def.indexes[a.index.expect("an index's access")];
         let rows = estimate(&a).unwrap_or(scan_rows);
+        matching = matching.min(rows);
         a.rows = Some(rows);
         set_covering(t, &mut a, needed);
         let per_row = if ix.kind == IndexKind::Primary || ix.clustering || a.covering {
@@ -231,13 +241,16 @@ pub fn choose(
             ROW_COST + LOOKUP_COST
         };
         let cost = RANGE_START_COST + rows as f64 * per_row;
+        a.cost = Some(cost);
         let rank = a.eq_parts * 2 + usize::from(ix.kind == IndexKind::Primary);
         let better = best.as_ref().is_none_or(|(c, r, _)| cost < *c || (cost == *c && rank > *r));
         if cost <= scan_cost && better {
             best = Some((cost, rank, a));
         }
     }
-    best.map_or_else(Access::full, |(_, _, a)| a)
+    let mut a = best.map_or_else(|| Access { cost: Some(scan_cost), ..Access::full() }, |(_, _, a)| a);
+    a.matching = Some(matching);
+    a
 }
 
 fn enc(t: &Table, ix: &IndexDef, part: usize, v: &Value, out: &mut Vec<u8>) -> bool {
@@ -307,26 +320,28 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Acces
     if eq == 0 && !has_range {
         return None;
     }
-    Some(Access {
-        index: Some(i),
-        lo,
-        hi,
-        eq_parts: eq,
-        has_range,
-        reverse: false,
-        covering: false,
-        rows: None,
-    })
+    Some(Access { index: Some(i), lo, hi, eq_parts: eq, has_range, ..Access::full() })
 }
 
 /// An access path that returns rows in the order `order` asks (columns
-/// of `t` with DESC flags), if one is at hand: the chosen index when the
+/// of `t` with DESC flags), if one is worth it: the chosen index when the
 /// order is its parts after the pinned equality prefix (or from its
 /// first part), all one way (read backwards for the other way); or, for
-/// a full scan and only when `switch` (a LIMIT will stop the read early),
-/// a whole index whose leading parts are the order, the primary key
-/// first. `None`: the rows must be sorted.
-pub fn ordered(t: &Table, a: &Access, order: &[(usize, bool)], switch: bool) -> Option<Access> {
+/// a full scan and only when a LIMIT of `limit` rows stops the read
+/// early, a whole index whose leading parts are the order (the primary
+/// key first) if reading it in order until the limit costs less than the
+/// scan plus sorting what it matches. The rows read in order until
+/// `limit` pass WHERE are estimated as `limit * table rows / matching
+/// rows` (the matching rows spread evenly; `matching` from `choose`).
+/// `None`: the rows must be sorted.
+pub fn ordered(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    a: &Access,
+    order: &[(usize, bool)],
+    limit: Option<u64>,
+    needed: Option<&[bool]>,
+) -> Option<Access> {
     let serves = |i: usize, skip: usize| -> Option<bool> {
         let parts = &t.def.indexes[i].parts;
         let mut dir = None;
@@ -342,35 +357,37 @@ pub fn ordered(t: &Table, a: &Access, order: &[(usize, bool)], switch: bool) -> 
         }
         dir
     };
-    match a.index {
-        Some(i) => {
-            let rev = serves(i, a.eq_parts).or_else(|| serves(i, 0))?;
-            Some(Access { reverse: rev, ..a.clone() })
-        }
-        None if switch => {
-            let candidates = t
-                .def
-                .primary
-                .into_iter()
-                .chain((0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary));
-            for i in candidates {
-                if let Some(rev) = serves(i, 0) {
-                    return Some(Access {
-                        index: Some(i),
-                        lo: None,
-                        hi: None,
-                        eq_parts: 0,
-                        has_range: false,
-                        reverse: rev,
-                        covering: false,
-                        rows: None,
-                    });
-                }
-            }
-            None
-        }
-        None => None,
+    if let Some(i) = a.index {
+        // A key range chosen for WHERE is kept and its rows sorted: how
+        // the rows it matches spread over another index's order is not
+        // known, and reading in that order may read the whole table.
+        let rev = serves(i, a.eq_parts).or_else(|| serves(i, 0))?;
+        return Some(Access { reverse: rev, ..a.clone() });
     }
+    let limit = limit?;
+    let n = t.row_count(txn).ok()?;
+    let m = a.matching.unwrap_or(n).clamp(1, n.max(1));
+    let read = n.min(limit.saturating_mul(n).div_ceil(m));
+    let current = a.cost.unwrap_or(SCAN_START_COST + n as f64 * ROW_COST) + m as f64 * ROW_COST;
+    let candidates =
+        t.def.primary.into_iter().chain((0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary));
+    let mut best: Option<(f64, Access)> = None;
+    for i in candidates {
+        let Some(rev) = serves(i, 0) else { continue };
+        let mut b = Access { index: Some(i), reverse: rev, rows: Some(read), ..Access::full() };
+        set_covering(t, &mut b, needed);
+        let ix = &t.def.indexes[i];
+        let per_row = if ix.kind == IndexKind::Primary || ix.clustering || b.covering {
+            ROW_COST
+        } else {
+            ROW_COST + LOOKUP_COST
+        };
+        let cost = RANGE_START_COST + read as f64 * per_row;
+        if cost < current && best.as_ref().is_none_or(|(c, _)| cost < *c) {
+            best = Some((cost, b));
+        }
+    }
+    best.map(|(_, b)| b)
 }
 
 /// Whether a key part of type `ty` gives the column's value back

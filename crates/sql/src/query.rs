@@ -398,7 +398,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             txn,
             &from,
             filter.as_ref(),
-            order_cols.as_deref().filter(|_| stop_after.is_some()),
+            ReadOrder { stop_after, order_cols: order_cols.as_deref(), needed: needed_one.as_deref() },
             count_only,
             &needed,
         );
@@ -626,10 +626,11 @@ fn explain_plan(
     txn: &Txn,
     from: &crate::join::From,
     filter: Option<&Expr>,
-    order_cols: Option<&[(usize, bool)]>,
+    order: ReadOrder,
     count_only: bool,
     needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
+    let ReadOrder { stop_after, order_cols, .. } = order;
     let Some(tree) = &from.tree else {
         return Ok(crate::explain::no_tables("No tables used"));
     };
@@ -643,7 +644,9 @@ fn explain_plan(
         [Rel::Table(t)] if from.single() => {
             let needed = needed.first().and_then(|n| n.as_deref());
             let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
-            if let Some(a) = order_cols.and_then(|o| crate::plan::ordered(&t.table, &access, o, true)) {
+            if let Some(a) =
+                order_cols.and_then(|o| crate::plan::ordered(txn, &t.table, &access, o, stop_after, needed))
+            {
                 access = a;
             }
             crate::plan::set_covering(&t.table, &mut access, needed);
@@ -1050,7 +1053,7 @@ fn scan(
     let mut access = crate::plan::choose(txn, t, &conj, offset, cx, needed);
     let mut stop_after = stop_after;
     if let Some(cols) = order_cols {
-        match crate::plan::ordered(t, &access, cols, stop_after.is_some()) {
+        match crate::plan::ordered(txn, t, &access, cols, stop_after, needed) {
             Some(a) => access = a,
             // No index gives this order: read all, then sort.
             None => stop_after = None,

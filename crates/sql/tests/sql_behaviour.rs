@@ -533,6 +533,18 @@ fn explain_shows_the_chosen_access_paths() {
         plan(&mut s, "SELECT COUNT(*) FROM e"),
         ["NULL NULL NULL NULL NULL NULL NULL Select tables optimized away"]
     );
+    // ORDER BY ... LIMIT reads an index in order only while that costs less
+    // than the scan and a sort: 2 rows through `k` (a lookup each) do, 30 of
+    // 36 do not.
+    ok(&mut s, "CREATE TABLE o (id INT PRIMARY KEY, k INT, s VARCHAR(10), KEY (k))");
+    let values: Vec<String> = (1..=36).map(|i| format!("({i}, {}, 'x')", i % 10)).collect();
+    ok(&mut s, &format!("INSERT INTO o VALUES {}", values.join(",")));
+    assert_eq!(plan(&mut s, "SELECT * FROM o ORDER BY k LIMIT 2"), ["o index NULL k 5 NULL 2 "]);
+    assert_eq!(plan(&mut s, "SELECT * FROM o ORDER BY k LIMIT 30"), ["o ALL NULL NULL NULL NULL 36 "]);
+    assert_eq!(
+        plan(&mut s, "SELECT * FROM o WHERE k > 2 ORDER BY id LIMIT 2"),
+        ["o index k PRIMARY 4 NULL 3 Using where"]
+    );
     // The plan was not run: nothing changed, and the query still answers.
     assert_eq!(rows(&mut s, "SELECT f.id FROM e JOIN f ON f.eid = e.id ORDER BY f.id"), [["1"], ["2"]]);
 }

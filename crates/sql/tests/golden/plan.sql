@@ -24,3 +24,7 @@ SELECT COUNT(*), SUM(id) FROM h;
 EXPLAIN SELECT c.id, h.k FROM c JOIN h ON h.id = c.id WHERE c.k = 3;
 SELECT c.id, h.id FROM c JOIN h ON h.k = c.id WHERE c.k = 3 ORDER BY h.id;
 SELECT c.id, c.k, h.id FROM c LEFT JOIN h ON h.k = c.k WHERE c.k > 1 ORDER BY h.id;
+SELECT * FROM h WHERE k > 6 ORDER BY id LIMIT 2;
+SELECT * FROM h WHERE k > 7 ORDER BY id DESC LIMIT 2;
+SELECT id, k FROM h WHERE k > 2 ORDER BY id LIMIT 2;
+SELECT id FROM h WHERE k = 2 ORDER BY id DESC LIMIT 2;
