@@ -1342,6 +1342,16 @@ impl Dictionary {
         Range::new(self.cursor(), self.tree.cmp, lo, hi, reverse)
     }
 
+    /// About how many keys lie in `[lo, hi)` (`None`: unbounded), read from
+    /// the two root-to-leaf paths to the bounds, never from the range
+    /// itself: exact for a range within one basement (or one leaf in
+    /// memory), else averaged from the nodes read. Counts what the leaves
+    /// hold, committed or not; messages still in buffers are not counted.
+    pub fn estimate_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        self.tree.check_open()?;
+        self.tree.estimate_range(lo, hi)
+    }
+
     /// Walks the whole dictionary and verifies every invariant.
     pub fn check(&self) -> Result<CheckReport> {
         self.tree.check_open()?;

@@ -264,3 +264,57 @@ fn a_growing_log_brings_the_checkpoint_forward() {
     let d = env.open_dictionary("d").unwrap();
     assert_eq!(d.range(None, None, false).count(), 160_000);
 }
+
+/// `estimate_range` on a tree of several levels: exact for short ranges
+/// (within a basement or two), within a factor of 2.5 of the true count
+/// for wide ones, with the nodes in memory and after a reopen (only the
+/// paths read).
+#[test]
+fn range_estimates_are_near_the_true_counts() {
+    const N: u32 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), EnvOptions { background_threads: false, ..opts() }).unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    // Every third key, so bounds fall between keys as well as on them.
+    for chunk in (0..N).collect::<Vec<_>>().chunks(100) {
+        let mut batch = WriteBatch::new();
+        for i in chunk {
+            batch.put(&key(i * 7919 % N * 3), b"value");
+        }
+        d.write(&batch).unwrap();
+    }
+    while env.run_cleaner(1000).unwrap() > 0 {}
+    let report = d.check().unwrap();
+    assert!(report.height >= 2, "{report:?}");
+    let check = |d: &fractaldb::Dictionary| {
+        let b = |k: u32| key(k);
+        let all = d.estimate_range(None, None).unwrap();
+        assert!((N as u64 / 2..=2 * N as u64).contains(&all), "{all}");
+        assert_eq!(d.estimate_range(Some(&b(50)), Some(&b(10))).unwrap(), 0);
+        let mut x = 1u32;
+        for _ in 0..300 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let lo = x % (3 * N);
+            let width = [1, 4, 10, 200, 3_000, 30_000][(x >> 20) as usize % 6];
+            let hi = lo + width;
+            let truth = d.range(Some(&b(lo)), Some(&b(hi)), false).count() as u64;
+            let est = d.estimate_range(Some(&b(lo)), Some(&b(hi))).unwrap();
+            if width <= 10 {
+                assert_eq!(est, truth, "[{lo}, {hi})");
+            } else {
+                // Subtrees counted whole are averaged from the fanouts on
+                // two paths: with fanout 4 over four levels those vary
+                // most (2.1x seen at worst).
+                let (e, t) = (est as f64, truth as f64);
+                assert!(e <= 2.5 * t && t <= 2.5 * e, "[{lo}, {hi}): {est} for {truth}");
+            }
+        }
+        let half = d.estimate_range(None, Some(&b(3 * N / 2))).unwrap();
+        assert!((N as u64 / 4..=N as u64).contains(&half), "{half}");
+    };
+    check(&d);
+    env.close().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    check(&env.open_dictionary("d").unwrap());
+    env.close().unwrap();
+}

@@ -597,6 +597,7 @@ pub(crate) fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
             eq_parts: 0,
             has_range: false,
             reverse,
+            ..crate::plan::Access::full()
         };
         let mut max = 0u64;
         crate::plan::for_each_row(txn, t, &access, |_, row| {
@@ -666,7 +667,15 @@ fn matching(
         if let Some(f) = &filter {
             crate::query::conjuncts(f, &mut conj);
         }
-        let access = crate::plan::choose(t, &conj, 0, &mut cx);
+        // The rows read here only pick the keys (each is re-read below):
+        // an index holding the WHERE's and ORDER BY's columns is enough.
+        let mut needed = vec![false; t.def.columns.len()];
+        let mut ok = true;
+        for e in filter.iter().chain(order.iter().map(|o| &o.0)) {
+            ok &= crate::plan::mark_columns(e, 0, &mut needed);
+        }
+        let needed = ok.then_some(&needed[..]);
+        let access = crate::plan::choose(txn, t, &conj, 0, &mut cx, needed);
         crate::plan::for_each_row(txn, t, &access, |k, row| {
             if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
                 out.push((k, row));
@@ -1023,7 +1032,7 @@ fn explain_single(
     let mut w = Vec::new();
     let access = {
         let mut cx = s.eval_ctx(&mut w);
-        crate::plan::choose(t, &conj, 0, &mut cx)
+        crate::plan::choose(txn, t, &conj, 0, &mut cx, None)
     };
     let delete_all = how.delete && selection.is_none() && !how.limited;
     let rs = crate::explain::single_dml(

@@ -9,8 +9,9 @@
 //! access paths `plan::choose` and the join executor (`join::Exec::explain`)
 //! pick. Uncorrelated subqueries and derived tables still run while the
 //! query binds (their results are constants of the plan). `rows` is the
-//! table's exact row count (an upper bound) except for point reads, until
-//! the engine gives range estimates.
+//! engine's estimate of the keys in the chosen range (`plan::choose`), 1
+//! for a point read, the table's exact row count for a full scan (of the
+//! table or of an index) and for a join's per-row probe.
 
 use sqlparser::ast;
 
@@ -194,6 +195,7 @@ pub fn plan(
     steps: &[Step],
     conj: &[&Expr],
     count_only: bool,
+    needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
     if count_only {
         return Ok(no_tables("Select tables optimized away"));
@@ -265,8 +267,9 @@ pub fn plan(
                                 let whole = a.eq_parts == d.parts.len() && d.kind != IndexKind::Plain;
                                 let consts = vec!["const"; a.eq_parts].join(",");
                                 if a.eq_parts == 0 && !a.has_range {
-                                    // A whole index read in its order (ORDER BY ... LIMIT).
-                                    ("index", Some(ix), d.parts.len(), None, count)
+                                    // A whole index read in its order (ORDER BY ... LIMIT):
+                                    // the rows read until the LIMIT is met.
+                                    ("index", Some(ix), d.parts.len(), None, a.rows.unwrap_or(count))
                                 } else if whole && !a.has_range {
                                     (
                                         if single { "const" } else { "eq_ref" },
@@ -276,9 +279,9 @@ pub fn plan(
                                         1,
                                     )
                                 } else if a.has_range {
-                                    ("range", Some(ix), a.eq_parts + 1, None, count)
+                                    ("range", Some(ix), a.eq_parts + 1, None, a.rows.unwrap_or(count))
                                 } else {
-                                    ("ref", Some(ix), a.eq_parts, Some(consts), count)
+                                    ("ref", Some(ix), a.eq_parts, Some(consts), a.rows.unwrap_or(count))
                                 }
                             }
                             _ if st.hashed => ("hash_ALL", None, 0, None, count),
@@ -287,8 +290,20 @@ pub fn plan(
                     };
                 let key_len = key.map(|i| key_len(def, i, parts));
                 let mut extra: Vec<&str> = Vec::new();
-                if st.filtered && ty != "const" && ty != "eq_ref" {
+                // A range's bounds are checked again on each row read.
+                if (st.filtered && ty != "const" && ty != "eq_ref") || ty == "range" {
                     extra.push("Using where");
+                }
+                let covering = match (&st.probe, &st.access) {
+                    (Some((ix, _)), _) => needed
+                        .get(st.rel)
+                        .and_then(|n| n.as_deref())
+                        .is_some_and(|n| crate::plan::covers(t, *ix, n)),
+                    (None, Some(a)) => a.covering,
+                    _ => false,
+                };
+                if covering {
+                    extra.push("Using index");
                 }
                 if st.hashed {
                     extra.push("Using join buffer (flat, BNLH join)");

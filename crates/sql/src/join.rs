@@ -360,6 +360,9 @@ pub(crate) struct Exec<'a, 'c> {
     /// key (`keep_keys`), NULL where the table is NULL-extended.
     key_at: Vec<Option<usize>>,
     killed: &'a std::sync::atomic::AtomicBool,
+    /// Per table: the columns the query reads from it (`None`: all), for
+    /// covering index reads (`plan::covers`).
+    pub needed: Vec<Option<Vec<bool>>>,
 }
 
 impl<'a, 'c> Exec<'a, 'c> {
@@ -378,8 +381,20 @@ impl<'a, 'c> Exec<'a, 'c> {
         }
         let width = owner.len();
         let key_at = vec![None; rels.len()];
-        let mut e =
-            Exec { rels, txn, cx, conj: Vec::new(), applied: Vec::new(), owner, offs, width, key_at, killed };
+        let needed = vec![None; rels.len()];
+        let mut e = Exec {
+            rels,
+            txn,
+            cx,
+            conj: Vec::new(),
+            applied: Vec::new(),
+            owner,
+            offs,
+            width,
+            key_at,
+            killed,
+            needed,
+        };
         if let Some(f) = filter {
             let mut c = Vec::new();
             crate::query::conjuncts(f, &mut c);
@@ -511,7 +526,14 @@ impl<'a, 'c> Exec<'a, 'c> {
             Rel::Table(src) => {
                 let mut conds: Vec<&Expr> = filters.to_vec();
                 conds.extend(probe.iter());
-                let access = crate::plan::choose(&src.table, &conds, off, self.cx);
+                let access = crate::plan::choose(
+                    self.txn,
+                    &src.table,
+                    &conds,
+                    off,
+                    self.cx,
+                    self.needed[r].as_deref(),
+                );
                 let cx = &mut *self.cx;
                 let key_at = self.key_at[r];
                 crate::plan::for_each_row(self.txn, &src.table, &access, |k, row| {
@@ -617,9 +639,17 @@ impl<'a, 'c> Exec<'a, 'c> {
         // How many index parts the inner side's own conditions pin; the
         // probes are worth a read per outer row only if they pin more.
         let base_eq = match leaf.map(|r| (r, &rels[r])) {
-            Some((r, Rel::Table(src))) if !probes.is_empty() => {
-                Some(crate::plan::choose(&src.table, &inner_only, self.offs[r], self.cx).eq_parts)
-            }
+            Some((r, Rel::Table(src))) if !probes.is_empty() => Some(
+                crate::plan::choose(
+                    self.txn,
+                    &src.table,
+                    &inner_only,
+                    self.offs[r],
+                    self.cx,
+                    self.needed[r].as_deref(),
+                )
+                .eq_parts,
+            ),
             _ => None,
         };
         let mut materialized: Option<Vec<Vec<Value>>> = None;
@@ -639,7 +669,14 @@ impl<'a, 'c> Exec<'a, 'c> {
                 }
                 let mut conds = inner_only.clone();
                 conds.extend(extra.iter());
-                let access = crate::plan::choose(&src.table, &conds, self.offs[r], self.cx);
+                let access = crate::plan::choose(
+                    self.txn,
+                    &src.table,
+                    &conds,
+                    self.offs[r],
+                    self.cx,
+                    self.needed[r].as_deref(),
+                );
                 if access.eq_parts > base || (access.has_range && access.index.is_some() && base == 0) {
                     for ir in self.leaf(r, &inner_only, &extra)? {
                         matched |= self.emit(l, &ir, imask, &cross, &mut out)?;
@@ -731,12 +768,20 @@ impl<'a, 'c> Exec<'a, 'c> {
                     }
                 }
                 let access = match &self.rels[*r] {
-                    Rel::Table(src) => {
-                        Some(crate::plan::choose(&src.table, &filters, self.offs[*r], self.cx))
-                    }
+                    Rel::Table(src) => Some(crate::plan::choose(
+                        self.txn,
+                        &src.table,
+                        &filters,
+                        self.offs[*r],
+                        self.cx,
+                        self.needed[*r].as_deref(),
+                    )),
                     Rel::Rows { .. } => None,
                 };
-                let filtered = !filters.is_empty();
+                // Conditions the key range answers whole are not checked
+                // again (as for a single table, `query::explain_plan`).
+                let used = access.as_ref().map_or(0, |a| a.eq_parts + usize::from(a.has_range));
+                let filtered = filters.len() > used;
                 out.push(Step { rel: *r, access, probe: None, hashed: false, filtered, joined });
             }
             Node::Join(j) => {
@@ -749,7 +794,14 @@ impl<'a, 'c> Exec<'a, 'c> {
                 let off = self.offs[r];
                 let (access, probe) = match &self.rels[r] {
                     Rel::Table(src) => {
-                        let base = crate::plan::choose(&src.table, &c.inner_only, off, self.cx);
+                        let base = crate::plan::choose(
+                            self.txn,
+                            &src.table,
+                            &c.inner_only,
+                            off,
+                            self.cx,
+                            self.needed[r].as_deref(),
+                        );
                         let mut best: Option<(usize, Vec<String>)> = None;
                         for (ix, def) in src.table.def.indexes.iter().enumerate() {
                             let mut refs = Vec::new();

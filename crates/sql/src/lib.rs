@@ -71,6 +71,7 @@ mod window;
 pub use accounts::{client_host_name, Credentials};
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
+pub use plan::pk_lookups;
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
 pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};

@@ -459,5 +459,9 @@ pub(crate) fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool
 /// EXPLAIN of a multi-table UPDATE or DELETE: the plan of its join.
 fn explain(s: &mut Session, txn: &Txn, j: &mut Joined, selection: Option<&ast::Expr>) -> SqlResult<Outcome> {
     let filter = j.bind_conditions(s, txn, selection)?;
-    crate::query::explain_plan(s, txn, &j.from, filter.as_ref(), None, false).map(Outcome::Rows)
+    // Every column of every table counts as read (the targets' rows are
+    // re-read whole), so no covering read is claimed.
+    let needed = vec![None; j.from.rels.len()];
+    crate::query::explain_plan(s, txn, &j.from, filter.as_ref(), Default::default(), false, &needed)
+        .map(Outcome::Rows)
 }

@@ -355,6 +355,43 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
         _ => None,
     };
+    // The columns of each table the query reads (`None`: all of them, a
+    // correlated subquery or a window reading the row): an index whose
+    // entries hold them all is read alone (`plan::covers`).
+    let needed: Vec<Option<Vec<bool>>> = {
+        let mut out: Vec<Option<Vec<bool>>> = Vec::new();
+        let mut ok = !windows;
+        let on = from.on_conds();
+        let exprs: Vec<&Expr> = filter
+            .iter()
+            .chain(on.iter().copied())
+            .chain(items.iter().map(|i| &i.0))
+            .chain(groups.iter().map(|g| &g.0))
+            .chain(having.iter())
+            .chain(order.iter().map(|o| &o.0))
+            .chain(aggs.iter().filter_map(|a| a.arg.as_ref()))
+            .collect();
+        let mut off = 0;
+        for r in sources {
+            out.push(match r {
+                Rel::Table(t) => {
+                    let mut needed = vec![false; t.table.def.columns.len()];
+                    for e in &exprs {
+                        ok &= crate::plan::mark_columns(e, off, &mut needed);
+                    }
+                    Some(needed)
+                }
+                _ => None,
+            });
+            off += r.width();
+        }
+        if ok {
+            out
+        } else {
+            vec![None; sources.len()]
+        }
+    };
+    let needed_one = needed.first().cloned().flatten();
     if s.describing {
         return Ok(ResultSet { columns: items.iter().map(|i| i.2.clone()).collect(), rows: Vec::new() });
     }
@@ -364,8 +401,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             txn,
             &from,
             filter.as_ref(),
-            order_cols.as_deref().filter(|_| stop_after.is_some()),
+            ReadOrder { stop_after, order_cols: order_cols.as_deref(), needed: needed_one.as_deref() },
             count_only,
+            &needed,
         );
     }
     // GROUP BY folds rows in as they are read, spilling past its budget.
@@ -436,16 +474,33 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             }
             (Some(_), [Rel::Table(t)]) if from.single() && grouper.is_some() => {
                 let g = grouper.as_mut().expect("checked");
-                scan_each(txn, &t.table, filter.as_ref(), &mut cx, &s.killed, |row, cx| g.add(&row, cx))?;
+                let killed = &s.killed;
+                scan_each(
+                    txn,
+                    &t.table,
+                    filter.as_ref(),
+                    needed_one.as_deref(),
+                    &mut cx,
+                    killed,
+                    |row, cx| g.add(&row, cx),
+                )?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() && stream => {
-                let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
+                let order = ReadOrder {
+                    stop_after,
+                    order_cols: order_cols.as_deref(),
+                    needed: needed_one.as_deref(),
+                };
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, cx| emit(&row, cx))?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
-                let order = ReadOrder { stop_after, order_cols: order_cols.as_deref() };
+                let order = ReadOrder {
+                    stop_after,
+                    order_cols: order_cols.as_deref(),
+                    needed: needed_one.as_deref(),
+                };
                 let mut out = Vec::new();
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, _| {
                     out.push(row);
@@ -469,7 +524,9 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 out
             }
             (Some(tree), _) => {
-                crate::join::Exec::new(sources, txn, &mut cx, filter.as_ref(), &s.killed).run(tree)?
+                let mut exec = crate::join::Exec::new(sources, txn, &mut cx, filter.as_ref(), &s.killed);
+                exec.needed = needed;
+                exec.run(tree)?
             }
         }
     };
@@ -582,9 +639,11 @@ pub(crate) fn explain_plan(
     txn: &Txn,
     from: &crate::join::From,
     filter: Option<&Expr>,
-    order_cols: Option<&[(usize, bool)]>,
+    order: ReadOrder,
     count_only: bool,
+    needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
+    let ReadOrder { stop_after, order_cols, .. } = order;
     let Some(tree) = &from.tree else {
         return Ok(crate::explain::no_tables("No tables used"));
     };
@@ -596,10 +655,14 @@ pub(crate) fn explain_plan(
     }
     let steps = match &from.rels[..] {
         [Rel::Table(t)] if from.single() => {
-            let mut access = crate::plan::choose(&t.table, &conj, 0, &mut cx);
-            if let Some(a) = order_cols.and_then(|o| crate::plan::ordered(&t.table, &access, o, true)) {
+            let needed = needed.first().and_then(|n| n.as_deref());
+            let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
+            if let Some(a) =
+                order_cols.and_then(|o| crate::plan::ordered(txn, &t.table, &access, o, stop_after, needed))
+            {
                 access = a;
             }
+            crate::plan::set_covering(&t.table, &mut access, needed);
             let used = access.eq_parts + usize::from(access.has_range);
             vec![crate::join::Step {
                 rel: 0,
@@ -612,12 +675,14 @@ pub(crate) fn explain_plan(
         }
         _ => {
             let killed = std::sync::atomic::AtomicBool::new(false);
-            crate::join::Exec::new(&from.rels, txn, &mut cx, filter, &killed).explain(tree)
+            let mut exec = crate::join::Exec::new(&from.rels, txn, &mut cx, filter, &killed);
+            exec.needed = needed.to_vec();
+            exec.explain(tree)
         }
     };
     let mut all = conj.clone();
     all.extend(from.on_conds());
-    crate::explain::plan(txn, &from.rels, &steps, &all, count_only)
+    crate::explain::plan(txn, &from.rels, &steps, &all, count_only, needed)
 }
 
 /// `left UNION|INTERSECT|EXCEPT [ALL|DISTINCT] right`, then the query's ORDER BY (by
@@ -966,6 +1031,7 @@ fn scan_each(
     txn: &Txn,
     t: &Table,
     filter: Option<&Expr>,
+    needed: Option<&[bool]>,
     cx: &mut crate::expr::EvalCtx,
     killed: &std::sync::atomic::AtomicBool,
     mut f: impl FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
@@ -974,7 +1040,7 @@ fn scan_each(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(t, &conj, 0, cx);
+    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
     let mut n = 0u64;
     crate::plan::for_each_row(txn, t, &access, |_, row| {
         n += 1;
@@ -994,10 +1060,12 @@ fn scan_each(
 /// How a scan may end early: after `stop_after` rows passing the filter,
 /// when an index's order serves the query's ORDER BY on these columns
 /// (`order_cols`, with DESC flags), or there is none.
-#[derive(Clone, Copy)]
-struct ReadOrder<'o> {
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ReadOrder<'o> {
     stop_after: Option<u64>,
     order_cols: Option<&'o [(usize, bool)]>,
+    /// The table's columns the query reads (`None`: all).
+    needed: Option<&'o [bool]>,
 }
 
 /// Reads the rows of `t` through the access path its WHERE conjuncts
@@ -1014,20 +1082,21 @@ fn scan(
     order: ReadOrder,
     sink: &mut dyn FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
 ) -> SqlResult<()> {
-    let ReadOrder { stop_after, order_cols } = order;
+    let ReadOrder { stop_after, order_cols, needed } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let mut access = crate::plan::choose(t, &conj, offset, cx);
+    let mut access = crate::plan::choose(txn, t, &conj, offset, cx, needed);
     let mut stop_after = stop_after;
     if let Some(cols) = order_cols {
-        match crate::plan::ordered(t, &access, cols, stop_after.is_some()) {
+        match crate::plan::ordered(txn, t, &access, cols, stop_after, needed) {
             Some(a) => access = a,
             // No index gives this order: read all, then sort.
             None => stop_after = None,
         }
     }
+    crate::plan::set_covering(t, &mut access, needed);
     let mut n = 0u64;
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };

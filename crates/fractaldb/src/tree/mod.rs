@@ -24,6 +24,7 @@ pub(crate) mod bloom;
 pub(crate) mod buffer;
 pub(crate) mod check;
 pub(crate) mod cursor;
+pub(crate) mod estimate;
 pub(crate) mod flush;
 pub(crate) mod leafentry;
 pub(crate) mod message;

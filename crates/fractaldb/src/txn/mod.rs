@@ -566,6 +566,15 @@ impl Txn {
         d.tree.get(key, &ReadView { own: self.id(), mode: self.view_mode(), states: &**m })
     }
 
+    /// About how many keys `d` holds in `[lo, hi)`, for a planner: read
+    /// from a few nodes, whatever the range's size, and not as this
+    /// transaction sees it (see [`crate::Dictionary::estimate_range`]).
+    /// Takes no lock.
+    pub fn estimate_range(&self, d: &crate::Dictionary, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        Self::check_live(&self.st.lock())?;
+        d.tree.estimate_range(lo, hi)
+    }
+
     /// Reads `key` under a write lock, newest committed version (for
     /// read-modify-write at any level; at repeatable read, a key changed
     /// since the snapshot is a `WriteConflict`).
