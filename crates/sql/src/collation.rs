@@ -175,27 +175,56 @@ pub fn sort_key(coll: Collation, s: &[u8], out: &mut Vec<u8>) {
             }
             out.push(NOPAD_END);
         }
-        _ => {
-            // Streamed: a run of spaces is held back as a count until the
-            // weight after it says which tag it gets; a run at the end is
-            // dropped (PAD SPACE: trailing spaces do not count).
+        // ASCII text in general_ci or bin: each byte is its own weight
+        // (general_ci upper-cases it), with no UTF-8 decoding; the same
+        // bytes as `pad_key` gives (a test holds them equal).
+        _ if matches!(kind, Kind::General | Kind::Bin) && s.is_ascii() => {
             let sp = kind.space();
             let mut run = 0usize;
-            for w in Weights::new(kind, s) {
-                if w == sp {
-                    run += 1;
-                    continue;
+            {
+                for &b in s {
+                    let w = if kind == Kind::General { b.to_ascii_uppercase() } else { b };
+                    if w == b' ' {
+                        run += 1;
+                        continue;
+                    }
+                    if run > 0 {
+                        let tag = if u32::from(w) > sp { T_SPACE_HI } else { T_SPACE_LO };
+                        out.extend(std::iter::repeat_n(tag, run));
+                        run = 0;
+                    }
+                    if w < 0x20 {
+                        out.extend_from_slice(&[T_LOW, w]);
+                    } else {
+                        out.push(w);
+                    }
                 }
-                if run > 0 {
-                    let tag = if w > sp { T_SPACE_HI } else { T_SPACE_LO };
-                    out.extend(std::iter::repeat_n(tag, run));
-                    run = 0;
-                }
-                kind.encode(w, out);
+                out.push(T_END);
             }
-            out.push(T_END);
         }
+        _ => pad_key(kind, s, out),
     }
+}
+
+/// The PAD SPACE sort key of `s`, weight by weight. Streamed: a run of
+/// spaces is held back as a count until the weight after it says which tag
+/// it gets; a run at the end is dropped (trailing spaces do not count).
+fn pad_key(kind: Kind, s: &[u8], out: &mut Vec<u8>) {
+    let sp = kind.space();
+    let mut run = 0usize;
+    for w in Weights::new(kind, s) {
+        if w == sp {
+            run += 1;
+            continue;
+        }
+        if run > 0 {
+            let tag = if w > sp { T_SPACE_HI } else { T_SPACE_LO };
+            out.extend(std::iter::repeat_n(tag, run));
+            run = 0;
+        }
+        kind.encode(w, out);
+    }
+    out.push(T_END);
 }
 
 /// The key GROUP BY, DISTINCT and hash joins group by: the sort key, so two
@@ -1047,6 +1076,27 @@ fn uca_weights(u: Unit, v900: bool) -> Ws {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `sort_key`'s ASCII path gives the bytes of the weight-by-weight one,
+    /// for every ASCII byte (controls, spaces inside and at the end).
+    #[test]
+    fn ascii_sort_keys_equal_the_general_path() {
+        let mut cases: Vec<Vec<u8>> =
+            vec![b"".to_vec(), b" ".to_vec(), b"a b  ".to_vec(), b"\t x\x01 ".to_vec()];
+        for b in 0u8..0x80 {
+            cases.push(vec![b, b' ', b'a', b]);
+            cases.push(vec![b'Z', b' ', b' ', b]);
+        }
+        for coll in [Collation::Utf8mb4GeneralCi, Collation::Utf8mb4Bin] {
+            let kind = Kind::of(coll);
+            for c in &cases {
+                let (mut fast, mut slow) = (Vec::new(), Vec::new());
+                sort_key(coll, c, &mut fast);
+                pad_key(kind, c, &mut slow);
+                assert_eq!(fast, slow, "{coll:?} {c:?}");
+            }
+        }
+    }
 
     #[test]
     fn latin_base_lines_up() {
