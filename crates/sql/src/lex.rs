@@ -1399,7 +1399,9 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
     let mut flags = Flags::default();
     let mut toks = toks.clone();
     if first == "ALTER" || first == "CREATE" {
-        strip_check_option(stmt, &mut toks, &mut flags);
+        if first == "CREATE" {
+            strip_check_option(stmt, &mut toks, &mut flags);
+        }
         if let Some(p) = ddl_rewrites(stmt, &mut toks, &mut flags, &first)? {
             return Ok(p);
         }
@@ -1581,7 +1583,7 @@ fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
 }
 
 /// Takes a trailing `WITH [CASCADED | LOCAL] CHECK OPTION` off a CREATE
-/// or ALTER ... VIEW into `flags.check_option`.
+/// ... VIEW into `flags.check_option`.
 fn strip_check_option(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags) {
     let c = Cur { s, t: toks, i: 0 };
     let n = toks.len();
