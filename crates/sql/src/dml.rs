@@ -54,6 +54,15 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
         let name = ast::ObjectName::from(vec![ast::Ident::new(&db), ast::Ident::new(&fi.table)]);
         resolve_table(s, &name)?;
     }
+    if s.inner.table(&db, &fi.table).is_err() && crate::views::lookup(s, txn, &db, &fi.table)?.is_some() {
+        // A view: the general INSERT path writes through it.
+        let text = s.stmt_text.clone();
+        if let crate::lex::Parsed::Std(st, _) = crate::lex::parse_general(text.as_bytes())? {
+            if let ast::Statement::Insert(ins) = *st {
+                return insert(s, txn, &ins);
+            }
+        }
+    }
     if s.login.is_some() {
         s.check_table("INSERT", &db, &fi.table)?;
     }
@@ -88,6 +97,9 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
 }
 
 pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    if let Some(r) = crate::views::insert(s, txn, ins)? {
+        return Ok(r);
+    }
     let from = s.warnings.len();
     let r = insert_rows(s, txn, ins);
     let table = match &ins.table {
@@ -271,6 +283,7 @@ fn write_rows(
     let mut delta = 0i64;
     let mut first_id: Option<u64> = None;
     let mut dups = 0u64;
+    let mut refused = 0usize;
     let n_rows = input.len();
     let mut batch = table::StmtWrites::new(&t);
     let auto_pk = def.primary.is_some_and(|p| {
@@ -352,7 +365,16 @@ fn write_rows(
             }
             full.push(v);
         }
-        check_row(s, &t, &checks, &full)?;
+        if let Err(e) = check_row(s, &t, &checks, &full) {
+            // IGNORE skips a row a CHECK or a view's CHECK OPTION refuses,
+            // with a warning; MariaDB leaves it out of Records.
+            if ignore && matches!(e.code, 1369 | 4025) {
+                warnings.push(Warning::from_error(&e));
+                refused += 1;
+                continue;
+            }
+            return Err(e);
+        }
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
         // A collision with a row of this statement not yet in the engine:
@@ -465,7 +487,7 @@ fn write_rows(
     let nwarn = warnings.len();
     s.warnings.extend(warnings);
     let info = (n_rows > 1 || from_select)
-        .then(|| format!("Records: {n_rows}  Duplicates: {dups}  Warnings: {nwarn}"));
+        .then(|| format!("Records: {}  Duplicates: {dups}  Warnings: {nwarn}", n_rows - refused));
     Ok(Outcome::Done { affected, last_insert_id: first_id.unwrap_or(0), info })
 }
 
@@ -479,7 +501,12 @@ fn referenced_by_fk(s: &Session, def: &crate::catalog::TableDef) -> bool {
 
 /// The table's CHECK constraints bound over its row: (name, expression).
 pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec<(String, Expr)>> {
-    if def.checks.is_empty() {
+    let view_checks: Vec<_> = s
+        .view_checks
+        .iter()
+        .filter(|(d, t, _, _)| *d == def.db && t.eq_ignore_ascii_case(&def.name))
+        .collect();
+    if def.checks.is_empty() && view_checks.is_empty() {
         return Ok(Vec::new());
     }
     let scope = crate::expr::table_scope(def, &def.name);
@@ -495,6 +522,12 @@ pub fn bind_checks(s: &Session, def: &crate::catalog::TableDef) -> SqlResult<Vec
         let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "CHECK").bind(&e)?;
         out.push((c.name.clone(), x));
     }
+    // The CHECK OPTION of the view the statement writes through: a
+    // condition like the table's own, named so `check_row` says 1369.
+    for (_, _, view, e) in view_checks {
+        let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "CHECK").bind(e)?;
+        out.push((format!("{}{view}", crate::views::CHECK_MARK), x));
+    }
     Ok(out)
 }
 
@@ -507,6 +540,9 @@ pub(crate) fn check_row(s: &Session, t: &Table, checks: &[(String, Expr)], row: 
     let mut cx = s.eval_ctx(&mut w);
     for (name, e) in checks {
         if e.eval(row, &mut cx)?.truth() == Some(false) {
+            if let Some(view) = name.strip_prefix(crate::views::CHECK_MARK) {
+                return Err(SqlError::new(1369, "44000", format!("CHECK OPTION failed {view}")));
+            }
             return Err(SqlError::new(
                 4025,
                 "23000",
@@ -720,6 +756,9 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sql
     if crate::multidml::is_multi_update(up) {
         return crate::multidml::update(s, txn, up, ignore);
     }
+    if let Some(r) = crate::views::update(s, txn, up, ignore)? {
+        return Ok(r);
+    }
     let from = s.warnings.len();
     let r = update_rows(s, txn, up, ignore);
     let table = match &up.table.relation {
@@ -734,7 +773,7 @@ pub fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sql
 /// The errors UPDATE IGNORE and DELETE IGNORE skip a row for: a duplicate
 /// key, a foreign key failing either way, a CHECK constraint.
 fn ignorable(code: u16) -> bool {
-    matches!(code, 1062 | 1451 | 1452 | 4025)
+    matches!(code, 1062 | 1369 | 1451 | 1452 | 4025)
 }
 
 /// What became of one row an UPDATE matched.
@@ -962,6 +1001,9 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
 pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> SqlResult<Outcome> {
     if crate::multidml::is_multi_delete(del) {
         return crate::multidml::delete(s, txn, del, ignore);
+    }
+    if let Some(r) = crate::views::delete(s, txn, del, ignore)? {
+        return Ok(r);
     }
     let from = match &del.from {
         ast::FromTable::WithFromKeyword(v) | ast::FromTable::WithoutKeyword(v) => v,

@@ -182,8 +182,7 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                     Value::str(&v.name),
                     Value::str(&v.query),
                     Value::str(check),
-                    // Views are read-only here (see views.rs).
-                    Value::str("NO"),
+                    Value::str(if crate::views::is_updatable(s, txn, &v) { "YES" } else { "NO" }),
                     Value::str("root@localhost"),
                     Value::str(&v.security),
                     create[2].clone(),

@@ -414,6 +414,10 @@ pub struct Flags {
     pub table_options: Vec<(String, String)>,
     /// `UPDATE IGNORE` / `DELETE IGNORE`: the modifier was removed.
     pub ignore: bool,
+    /// `CREATE VIEW ... WITH [CASCADED | LOCAL] CHECK OPTION` (which
+    /// sqlparser 0.64 rejects) was removed: "CASCADED" (also for a bare
+    /// `WITH CHECK OPTION`) or "LOCAL"; "" without one.
+    pub check_option: String,
 }
 
 /// A table reference as written: `t` or `db.t`, unquoted.
@@ -1310,6 +1314,11 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
     if let Some(fi) = crate::fastinsert::parse(stmt) {
         return Ok(Parsed::Special(Special::FastInsert(fi)));
     }
+    parse_general(stmt)
+}
+
+/// `parse` without the fast INSERT path (an INSERT into a view).
+pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
     let stmt = strip_vertical(stmt);
     let mut toks = lex(stmt)?;
     // A trailing delimiter is harmless; anything after one is a second
@@ -1390,6 +1399,9 @@ pub fn parse(stmt: &[u8]) -> SqlResult<Parsed> {
     let mut flags = Flags::default();
     let mut toks = toks.clone();
     if first == "ALTER" || first == "CREATE" {
+        if first == "CREATE" {
+            strip_check_option(stmt, &mut toks, &mut flags);
+        }
         if let Some(p) = ddl_rewrites(stmt, &mut toks, &mut flags, &first)? {
             return Ok(p);
         }
@@ -1568,6 +1580,32 @@ fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
         c.i += 1;
     }
     Ok(Some(Parsed::Special(Special::Maintenance { op, tables })))
+}
+
+/// Takes a trailing `WITH [CASCADED | LOCAL] CHECK OPTION` off a CREATE
+/// ... VIEW into `flags.check_option`.
+fn strip_check_option(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags) {
+    let c = Cur { s, t: toks, i: 0 };
+    let n = toks.len();
+    if n < 4
+        || !(0..n).any(|i| c.is_kw_at(i, "VIEW"))
+        || !c.is_kw_at(n - 1, "OPTION")
+        || !c.is_kw_at(n - 2, "CHECK")
+    {
+        return;
+    }
+    let (kind, from) = if c.is_kw_at(n - 3, "WITH") {
+        ("CASCADED", n - 3)
+    } else if n >= 5
+        && c.is_kw_at(n - 4, "WITH")
+        && (c.is_kw_at(n - 3, "CASCADED") || c.is_kw_at(n - 3, "LOCAL"))
+    {
+        (if c.is_kw_at(n - 3, "LOCAL") { "LOCAL" } else { "CASCADED" }, n - 4)
+    } else {
+        return;
+    };
+    toks.truncate(from);
+    flags.check_option = kind.to_string();
 }
 
 /// Removes `LOCK IN SHARE MODE` (MySQL's older FOR SHARE), which

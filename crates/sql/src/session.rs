@@ -126,6 +126,10 @@ pub struct Session {
     pub(crate) outer_row: Vec<Value>,
     /// How many views deep this (sub-)session's query is.
     pub(crate) view_depth: u32,
+    /// CHECK OPTION conditions of the view a write goes through: (base
+    /// db, base table, `db`.`view`, condition over the base row); see
+    /// views.rs.
+    pub(crate) view_checks: Vec<(String, String, String, sqlparser::ast::Expr)>,
     /// EXPLAIN: SELECT binds its query, then returns the plan unread.
     pub(crate) explaining: bool,
     /// `describe_prepared`: SELECT binds its query, then returns its
@@ -221,6 +225,7 @@ impl Session {
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
             view_depth: 0,
+            view_checks: Vec::new(),
             explaining: false,
             describing: false,
             delete_targets: Vec::new(),
@@ -310,6 +315,7 @@ impl Session {
             outer_scope: Vec::new(),
             outer_row: Vec::new(),
             view_depth: self.view_depth,
+            view_checks: Vec::new(),
             explaining: false,
             describing: false,
             delete_targets: self.delete_targets.clone(),
@@ -691,7 +697,7 @@ impl Session {
             }
             S::CreateView(cv) => {
                 self.commit_open()?;
-                crate::views::create(self, cv)
+                crate::views::create(self, cv, &flags.check_option)
             }
             S::CreateDatabase { .. }
             | S::CreateSchema { .. }
