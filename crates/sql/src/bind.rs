@@ -298,7 +298,7 @@ impl<'a> Binder<'a> {
                 let v = match rows.into_iter().next() {
                     None => Value::Null,
                     Some(r) if r.len() == 1 => r.into_iter().next().expect("one"),
-                    Some(r) => return Err(SqlError::operand_columns(r.len().max(1))),
+                    Some(_) => return Err(SqlError::operand_columns(1)),
                 };
                 let t = value_ty(&v);
                 (Expr::Subquery(Box::new(v)), t)
