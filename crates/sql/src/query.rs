@@ -995,7 +995,29 @@ pub fn expr_name(e: &ast::Expr) -> String {
             ast::Value::Null => "NULL".into(),
             other => other.to_string(),
         },
-        other => other.to_string(),
+        other => {
+            let mut name = other.to_string();
+            // Compound INTERVAL units are named as written (see
+            // lex::rewrite_interval_units for how sqlparser reads them).
+            if name.contains("INTERVAL") && name.contains(" TO ") {
+                for (from, to) in [
+                    ("MICROSECOND TO SECOND", "SECOND_MICROSECOND"),
+                    ("YEAR TO MONTH", "YEAR_MONTH"),
+                    ("DAY TO HOUR", "DAY_HOUR"),
+                    ("DAY TO MINUTE", "DAY_MINUTE"),
+                    ("DAY TO SECOND", "DAY_SECOND"),
+                    ("DAY TO MICROSECOND", "DAY_MICROSECOND"),
+                    ("HOUR TO MINUTE", "HOUR_MINUTE"),
+                    ("HOUR TO SECOND", "HOUR_SECOND"),
+                    ("HOUR TO MICROSECOND", "HOUR_MICROSECOND"),
+                    ("MINUTE TO SECOND", "MINUTE_SECOND"),
+                    ("MINUTE TO MICROSECOND", "MINUTE_MICROSECOND"),
+                ] {
+                    name = name.replace(from, to);
+                }
+            }
+            name
+        }
     }
 }
 
