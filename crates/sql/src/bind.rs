@@ -54,6 +54,8 @@ pub struct Binder<'a> {
     pub insert_cols: &'a [(String, usize)],
     /// The place named in "Unknown column ... in '<place>'".
     pub place: &'static str,
+    /// The query's WINDOW clause (named windows `OVER w` may name).
+    pub windows: &'a [ast::NamedWindowDefinition],
 }
 
 pub fn default_coll() -> Collation {
@@ -79,6 +81,7 @@ impl<'a> Binder<'a> {
             insert_cols: &[],
             place,
             outer: &[],
+            windows: &[],
         }
     }
 

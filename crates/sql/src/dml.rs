@@ -181,6 +181,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 insert_cols: &insert_cols,
                 place: "field list",
                 outer: &[],
+                windows: &[],
             }
             .bind(&a.value)?;
             upd.push((i, x));
