@@ -1939,8 +1939,8 @@ fn interval_of(v: &Value, unit: IntervalUnit, ctx: &mut FnCtx) -> Option<Interva
                     .push(Warning::warn(1292, format!("Truncated incorrect INTEGER value: '{}'", lossy(s))));
             }
             crate::value::parse_int_prefix(s)
-            .map(|i| i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
-            .unwrap_or_else(|| parse_f64_prefix(s).0.trunc() as i64)
+                .map(|i| i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+                .unwrap_or_else(|| parse_f64_prefix(s).0.trunc() as i64)
         }
         other => other.to_i64()?,
     };
@@ -3773,7 +3773,7 @@ mod tests {
         assert_eq!(r("DATE_ADD", &[I(20240131), I(1), S("DAY")]), "2024-02-01");
         assert_eq!(
             r("DATE_ADD", &[S("2024-01-31 10:00:00"), D("1.5"), S("SECOND")]),
-            "2024-01-31 10:00:01.500000"
+            "2024-01-31 10:00:01.5"
         );
         assert_eq!(r("DATE_ADD", &[S("2024-01-31"), S("1.5"), S("DAY_SECOND")]), "2024-01-31 00:01:05");
         assert_eq!(r("DATE_ADD", &[S("10:00:00"), I(1), S("HOUR")]), "NULL");

@@ -102,7 +102,8 @@ fn not_defined(n: &ast::Ident) -> SqlError {
 /// The specification of window `n` of `defs` (the query's WINDOW clause;
 /// names compare case-insensitively, as MariaDB's), its references resolved.
 fn named(defs: &[ast::NamedWindowDefinition], n: &ast::Ident) -> SqlResult<ast::WindowSpec> {
-    let i = defs.iter().position(|d| d.0.value.eq_ignore_ascii_case(&n.value)).ok_or_else(|| not_defined(n))?;
+    let i =
+        defs.iter().position(|d| d.0.value.eq_ignore_ascii_case(&n.value)).ok_or_else(|| not_defined(n))?;
     match &defs[i].1 {
         // A definition may refer only to the ones before it (MariaDB's
         // 4009 otherwise), so resolution always ends.
