@@ -951,7 +951,7 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
         crate::query::select(&mut sub, txn, q, false).map(|rs| rs.rows)
     };
     let new_row = |s: &Session,
-                   runner: &mut dyn FnMut(&ast::Query, &[Value]) -> SqlResult<Vec<Vec<Value>>>,
+                   runner: &mut crate::expr::SubRunner<'_>,
                    warnings: &mut Vec<Warning>,
                    old: &[Value]|
      -> SqlResult<Vec<Value>> {
