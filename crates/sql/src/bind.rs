@@ -54,6 +54,8 @@ pub struct Binder<'a> {
     pub insert_cols: &'a [(String, usize)],
     /// The place named in "Unknown column ... in '<place>'".
     pub place: &'static str,
+    /// The query's WINDOW clause (named windows `OVER w` may name).
+    pub windows: &'a [ast::NamedWindowDefinition],
 }
 
 pub fn default_coll() -> Collation {
@@ -79,6 +81,7 @@ impl<'a> Binder<'a> {
             insert_cols: &[],
             place,
             outer: &[],
+            windows: &[],
         }
     }
 
@@ -298,7 +301,7 @@ impl<'a> Binder<'a> {
                 let v = match rows.into_iter().next() {
                     None => Value::Null,
                     Some(r) if r.len() == 1 => r.into_iter().next().expect("one"),
-                    Some(r) => return Err(SqlError::operand_columns(r.len().max(1))),
+                    Some(_) => return Err(SqlError::operand_columns(1)),
                 };
                 let t = value_ty(&v);
                 (Expr::Subquery(Box::new(v)), t)
@@ -353,6 +356,8 @@ impl<'a> Binder<'a> {
                 (Expr::Cast(Box::new(Expr::Const(Value::str(text))), c), t)
             }
             E::Prefixed { value, .. } => self.bind(value)?,
+            // INTERVAL outside DATE_ADD/DATE_SUB's argument and `+`/`-`.
+            E::Interval(iv) => return Err(SqlError::syntax(format!("'{}'", iv.value))),
             other => return Err(SqlError::unsupported(format!("expression {other}"))),
         })
     }
@@ -424,8 +429,43 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// An INTERVAL's amount (any expression, evaluated per row as MySQL
+    /// does) and its unit as a constant string: DATE_ADD's second and third
+    /// arguments.
+    fn interval(&mut self, iv: &ast::Interval) -> SqlResult<((Expr, Ty), (Expr, Ty))> {
+        use ast::DateTimeField as F;
+        let amount = self.bind(&iv.value)?;
+        // MySQL's compound units arrive as `leading TO last` (see
+        // lex::rewrite_interval_units).
+        let unit = match (&iv.leading_field, &iv.last_field) {
+            (Some(F::Microsecond), Some(F::Second)) => "SECOND_MICROSECOND".to_string(),
+            (Some(a), Some(b)) => format!("{a}_{b}").to_uppercase(),
+            (Some(a), None) => a.to_string().to_uppercase(),
+            (None, _) => return Err(SqlError::syntax(format!("'{}'", iv.value))),
+        };
+        if crate::temporal::IntervalUnit::by_name(&unit).is_none() {
+            return Err(SqlError::syntax(format!("'{unit}'")));
+        }
+        Ok((amount, (Expr::Const(Value::str(unit)), Ty::Str(default_coll()))))
+    }
+
     fn binary(&mut self, l: &ast::Expr, op: &ast::BinaryOperator, r: &ast::Expr) -> SqlResult<(Expr, Ty)> {
         use ast::BinaryOperator as B;
+        // `d + INTERVAL n unit`, `INTERVAL n unit + d` and `d - INTERVAL n
+        // unit` are DATE_ADD / DATE_SUB (`INTERVAL n unit - d` is not
+        // MySQL: it falls through to the error for a bare INTERVAL).
+        let date_arith = match (op, l, r) {
+            (B::Plus, d, ast::Expr::Interval(iv)) | (B::Plus, ast::Expr::Interval(iv), d) => {
+                Some(("DATE_ADD", d, iv))
+            }
+            (B::Minus, d, ast::Expr::Interval(iv)) => Some(("DATE_SUB", d, iv)),
+            _ => None,
+        };
+        if let Some((name, d, iv)) = date_arith {
+            let date = self.bind(d)?;
+            let (amount, unit) = self.interval(iv)?;
+            return Ok(call(name, vec![date, amount, unit]));
+        }
         let (a, at) = self.bind(l)?;
         let (b, bt) = self.bind(r)?;
         let bx = |x: Expr| Box::new(x);
@@ -567,16 +607,18 @@ impl<'a> Binder<'a> {
         }
         let mut args = Vec::new();
         for e in &exprs {
-            args.push(self.bind(e)?);
-        }
-        if name == "DATE_ADD" || name == "DATE_SUB" || name == "ADDDATE" || name == "SUBDATE" {
-            if let [_, ast::Expr::Interval(iv)] = &exprs[..] {
-                let (v, vt) = self.bind(&iv.value)?;
-                let unit =
-                    iv.leading_field.as_ref().map(|u| u.to_string().to_uppercase()).unwrap_or("DAY".into());
-                args.truncate(1);
-                args.push((v, vt));
-                args.push((Expr::Const(Value::str(unit)), Ty::Str(default_coll())));
+            match e {
+                // DATE_ADD(d, INTERVAL n unit): arguments d, n and the unit.
+                ast::Expr::Interval(iv)
+                    if args.len() == 1
+                        && exprs.len() == 2
+                        && matches!(name.as_str(), "DATE_ADD" | "DATE_SUB" | "ADDDATE" | "SUBDATE") =>
+                {
+                    let (amount, unit) = self.interval(iv)?;
+                    args.push(amount);
+                    args.push(unit);
+                }
+                e => args.push(self.bind(e)?),
             }
         }
         if !crate::func::exists(&name) {

@@ -193,6 +193,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 insert_cols: &insert_cols,
                 place: "field list",
                 outer: &[],
+                windows: &[],
             }
             .bind(&a.value)?;
             upd.push((i, x));
@@ -946,17 +947,25 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
     }
     let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
     let mut sets = Vec::new();
+    let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
     {
-        let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
+        // An uncorrelated subquery in SET runs once, here, before any row
+        // changes; a correlated one runs per row (below).
         let sysvar = |n: &str| s.sysvar(n);
-        let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
-            Err(SqlError::unsupported("subqueries in SET"))
+        let proto = s.child();
+        let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+            let mut sub = proto.child();
+            crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
         };
         for a in &up.assignments {
             let i = assign_col(&t, a, "SET")?;
-            let (x, _) = Binder::plain(&scope, &sysvar, &mut no_sub, "SET").bind(&a.value)?;
+            let (x, _) = Binder::plain(&scope, &sysvar, &mut subq, "SET").bind(&a.value)?;
             sets.push((i, x));
         }
+    }
+    let mut correlated = false;
+    for (_, e) in &sets {
+        e.walk(&mut |x| correlated |= matches!(x, Expr::Correlated(_)));
     }
     if s.explaining {
         let how = ExplainHow { delete: false, sorted: !up.order_by.is_empty(), limited: up.limit.is_some() };
@@ -967,16 +976,47 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
     let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
     explicitly.sort_unstable();
     let mut warnings = Vec::new();
+    // A correlated subquery in SET sees the table as it was before the
+    // statement (MariaDB reads the target table as of the statement's start
+    // when a subquery names it): every row's new values are computed before
+    // the first row is written. Without one, each row is computed and
+    // written in turn.
+    let proto = s.child();
+    let width = scope.len();
+    let mut runner = move |q: &ast::Query, row: &[Value]| -> SqlResult<Vec<Vec<Value>>> {
+        let mut sub = proto.child();
+        sub.outer_scope = scope.clone();
+        sub.outer_row = row.iter().take(width).cloned().collect();
+        crate::query::select(&mut sub, txn, q, false).map(|rs| rs.rows)
+    };
+    let new_row = |s: &Session,
+                   runner: &mut crate::expr::SubRunner<'_>,
+                   warnings: &mut Vec<Warning>,
+                   old: &[Value]|
+     -> SqlResult<Vec<Value>> {
+        let mut new = old.to_vec();
+        let mut cx = s.eval_ctx(warnings);
+        cx.strict_dml = upd.strict;
+        cx.sub = Some(runner);
+        for (i, e) in &sets {
+            new[*i] = e.eval(&new, &mut cx)?;
+        }
+        Ok(new)
+    };
+    let mut precomputed = Vec::new();
+    if correlated {
+        for (_, old) in &rows {
+            precomputed.push(new_row(s, &mut runner, &mut warnings, old)?);
+            s.check_killed()?;
+        }
+    }
+    let mut precomputed = precomputed.into_iter();
     let (mut matched, mut affected) = (0u64, 0u64);
     for (ri, (pk, old)) in rows.into_iter().enumerate() {
-        let mut new = old.clone();
-        {
-            let mut cx = s.eval_ctx(&mut warnings);
-            cx.strict_dml = upd.strict;
-            for (i, e) in &sets {
-                new[*i] = e.eval(&new, &mut cx)?;
-            }
-        }
+        let new = match precomputed.next() {
+            Some(new) => new,
+            None => new_row(s, &mut runner, &mut warnings, &old)?,
+        };
         match upd.apply(s, txn, &pk, &old, new, &explicitly, ri + 1, &mut warnings)? {
             Updated::Same | Updated::Skipped { matched: true } => matched += 1,
             Updated::Skipped { matched: false } => {}

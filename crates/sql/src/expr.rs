@@ -600,7 +600,7 @@ fn eval_correlated(c: &Correlated, row: &[Value], cx: &mut EvalCtx) -> SqlResult
             match rows.into_iter().next() {
                 None => Value::Null,
                 Some(r) if r.len() == 1 => r.into_iter().next().expect("one"),
-                Some(r) => return Err(SqlError::operand_columns(r.len().max(1))),
+                Some(_) => return Err(SqlError::operand_columns(1)),
             }
         }
         CorrKind::In(_, negated) => {

@@ -1901,7 +1901,9 @@ fn str_fsp(v: &Value, t: &Temporal) -> u8 {
 /// An INTERVAL's amount in `unit`, as MariaDB's `get_interval_value`:
 /// strings of a simple unit read as integers (truncated), numbers round,
 /// SECOND keeps a fraction, composite units read their fields from text.
-fn interval_of(v: &Value, unit: IntervalUnit) -> Option<Interval> {
+/// A string that is not wholly the number read gives MariaDB's warning
+/// 1292 (INTEGER, or DECIMAL for SECOND).
+fn interval_of(v: &Value, unit: IntervalUnit, ctx: &mut FnCtx) -> Option<Interval> {
     use IntervalUnit::*;
     let simple = matches!(unit, Microsecond | Second | Minute | Hour | Day | Week | Month | Quarter | Year);
     if !simple {
@@ -1911,6 +1913,12 @@ fn interval_of(v: &Value, unit: IntervalUnit) -> Option<Interval> {
         if let Value::Decimal(_) | Value::Double(_) | Value::Str(_) = v {
             let d = match v {
                 Value::Str(s) => {
+                    if !crate::value::is_whole_number(s) {
+                        ctx.warnings.push(Warning::warn(
+                            1292,
+                            format!("Truncated incorrect DECIMAL value: '{}'", lossy(s)),
+                        ));
+                    }
                     let (_, len) = parse_f64_prefix(s);
                     BigDecimal::from_str(lossy(&s[..len]).trim()).unwrap_or_default()
                 }
@@ -1923,9 +1931,17 @@ fn interval_of(v: &Value, unit: IntervalUnit) -> Option<Interval> {
         }
     }
     let n = match v {
-        Value::Str(s) => crate::value::parse_int_prefix(s)
-            .map(|i| i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
-            .unwrap_or_else(|| parse_f64_prefix(s).0.trunc() as i64),
+        Value::Str(s) => {
+            let t = s.trim_ascii();
+            let digits = t.strip_prefix(b"-").or_else(|| t.strip_prefix(b"+")).unwrap_or(t);
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                ctx.warnings
+                    .push(Warning::warn(1292, format!("Truncated incorrect INTEGER value: '{}'", lossy(s))));
+            }
+            crate::value::parse_int_prefix(s)
+                .map(|i| i.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+                .unwrap_or_else(|| parse_f64_prefix(s).0.trunc() as i64)
+        }
         other => other.to_i64()?,
     };
     Some(Interval::from_int(n, unit))
@@ -2069,7 +2085,7 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             let Some(t) = t else {
                 return Ok(Some(Value::Null));
             };
-            let Some(mut iv) = interval_of(&args[1].value, unit) else {
+            let Some(mut iv) = interval_of(&args[1].value, unit, ctx) else {
                 return Ok(Some(Value::Null));
             };
             if name == "DATE_SUB" || name == "SUBDATE" {
@@ -2081,7 +2097,27 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
                 return Ok(Some(Value::Null));
             }
             return Ok(match tm::add_interval(&t, &iv, unit) {
-                Some(r) => Some(temporal_value(r)),
+                Some(mut r) => {
+                    // MariaDB's fractional digits of a DATETIME or TIME
+                    // result come from the types, not the values: the
+                    // microsecond units give 6, SECOND the more of the
+                    // date's and the amount's (a string or double: 6).
+                    if r.kind != Date {
+                        use IntervalUnit::*;
+                        let amount = match &args[1].value {
+                            Value::Str(_) | Value::Double(_) => 6,
+                            Value::Decimal(d) => d.fractional_digit_count().clamp(0, 6) as u8,
+                            _ => 0,
+                        };
+                        r.fsp = match unit {
+                            Microsecond | SecondMicrosecond | MinuteMicrosecond | HourMicrosecond
+                            | DayMicrosecond => 6,
+                            Second => t.fsp.max(amount),
+                            _ => t.fsp,
+                        };
+                    }
+                    Some(temporal_value(r))
+                }
                 None => overflow(ctx),
             });
         }
@@ -3737,7 +3773,7 @@ mod tests {
         assert_eq!(r("DATE_ADD", &[I(20240131), I(1), S("DAY")]), "2024-02-01");
         assert_eq!(
             r("DATE_ADD", &[S("2024-01-31 10:00:00"), D("1.5"), S("SECOND")]),
-            "2024-01-31 10:00:01.500000"
+            "2024-01-31 10:00:01.5"
         );
         assert_eq!(r("DATE_ADD", &[S("2024-01-31"), S("1.5"), S("DAY_SECOND")]), "2024-01-31 00:01:05");
         assert_eq!(r("DATE_ADD", &[S("10:00:00"), I(1), S("HOUR")]), "NULL");

@@ -1419,6 +1419,7 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
     multi_table_rewrites(stmt, &mut toks, &dml, b)?;
     strip_lock_in_share_mode(stmt, &mut toks, &mut flags);
     rewrite_mod(stmt, &mut toks);
+    rewrite_interval_units(stmt, &mut toks);
     let mut v = sqlparse(stmt, &toks)?;
     if v.len() != 1 {
         return Err(syntax_at(stmt, stmt.len()));
@@ -1767,6 +1768,37 @@ fn rewrite_mod(s: &[u8], toks: &mut [Tok]) {
         if c.is_kw_at(i, "MOD") && !c.punct_at(i + 1, b'(') && !c.punct_at(i - 1, b'.') {
             let t = &mut toks[i];
             t.k = K::Raw("%".into());
+        }
+    }
+}
+
+/// MySQL's compound INTERVAL units (`INTERVAL '1:30' HOUR_MINUTE`) as the
+/// `leading TO last` qualifier sqlparser 0.64 reads; `bind.rs` names the
+/// unit back from the pair. SECOND_MICROSECOND is written `MICROSECOND TO
+/// SECOND`, as sqlparser reads no `TO` after SECOND. The units are reserved
+/// words, so outside EXTRACT's `(unit FROM x)` (left as it is) one is
+/// always an INTERVAL's unit.
+fn rewrite_interval_units(s: &[u8], toks: &mut [Tok]) {
+    const UNITS: &[(&str, &str)] = &[
+        ("YEAR_MONTH", "YEAR TO MONTH"),
+        ("DAY_HOUR", "DAY TO HOUR"),
+        ("DAY_MINUTE", "DAY TO MINUTE"),
+        ("DAY_SECOND", "DAY TO SECOND"),
+        ("DAY_MICROSECOND", "DAY TO MICROSECOND"),
+        ("HOUR_MINUTE", "HOUR TO MINUTE"),
+        ("HOUR_SECOND", "HOUR TO SECOND"),
+        ("HOUR_MICROSECOND", "HOUR TO MICROSECOND"),
+        ("MINUTE_SECOND", "MINUTE TO SECOND"),
+        ("MINUTE_MICROSECOND", "MINUTE TO MICROSECOND"),
+        ("SECOND_MICROSECOND", "MICROSECOND TO SECOND"),
+    ];
+    for i in 1..toks.len() {
+        let c = Cur { s, t: toks, i };
+        if c.punct_at(i - 1, b'(') || c.punct_at(i - 1, b'.') || c.punct_at(i + 1, b'(') {
+            continue;
+        }
+        if let Some((_, q)) = UNITS.iter().find(|(u, _)| c.is_kw_at(i, u)) {
+            toks[i].k = K::Raw((*q).into());
         }
     }
 }

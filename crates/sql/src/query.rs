@@ -126,6 +126,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         _ => return Err(SqlError::unsupported("this query form")),
     };
+    crate::window::check_named(&sel.named_window)?;
     let mut from = {
         let mut add = |f: &ast::TableFactor, out: &mut Vec<Rel>| add_source(s, txn, f, out);
         crate::join::From::build(&sel.from, &mut add)?
@@ -216,6 +217,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     insert_cols: &[],
                     place: "field list",
                     outer: &outer_scope,
+                    windows: &sel.named_window,
                 };
                 let (x, t) = b.bind(e)?;
                 let name = match item {
@@ -263,6 +265,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             n,
             "group statement",
             &outer_scope,
+            &sel.named_window,
         )?);
     }
     let having = match &sel.having {
@@ -277,6 +280,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 insert_cols: &[],
                 place: "having clause",
                 outer: &outer_scope,
+                windows: &sel.named_window,
             };
             Some(b.bind(h)?.0)
         }
@@ -298,6 +302,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     n,
                     "order clause",
                     &outer_scope,
+                    &sel.named_window,
                 )
                 .map(|e| (e.0, e.1))?;
                 order.push((e, t, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
@@ -834,6 +839,7 @@ fn bind_item_ref(
     n: usize,
     place: &'static str,
     outer: &[ScopeCol],
+    windows: &[ast::NamedWindowDefinition],
 ) -> SqlResult<(Expr, Ty)> {
     // ORDER BY 2 / GROUP BY 1: a position in the select list.
     if let ast::Expr::Value(v) = e {
@@ -865,6 +871,7 @@ fn bind_item_ref(
         insert_cols: &[],
         place,
         outer,
+        windows,
     };
     b.bind(e)
 }
@@ -995,7 +1002,29 @@ pub fn expr_name(e: &ast::Expr) -> String {
             ast::Value::Null => "NULL".into(),
             other => other.to_string(),
         },
-        other => other.to_string(),
+        other => {
+            let mut name = other.to_string();
+            // Compound INTERVAL units are named as written (see
+            // lex::rewrite_interval_units for how sqlparser reads them).
+            if name.contains("INTERVAL") && name.contains(" TO ") {
+                for (from, to) in [
+                    ("MICROSECOND TO SECOND", "SECOND_MICROSECOND"),
+                    ("YEAR TO MONTH", "YEAR_MONTH"),
+                    ("DAY TO HOUR", "DAY_HOUR"),
+                    ("DAY TO MINUTE", "DAY_MINUTE"),
+                    ("DAY TO SECOND", "DAY_SECOND"),
+                    ("DAY TO MICROSECOND", "DAY_MICROSECOND"),
+                    ("HOUR TO MINUTE", "HOUR_MINUTE"),
+                    ("HOUR TO SECOND", "HOUR_SECOND"),
+                    ("HOUR TO MICROSECOND", "HOUR_MICROSECOND"),
+                    ("MINUTE TO SECOND", "MINUTE_SECOND"),
+                    ("MINUTE TO MICROSECOND", "MINUTE_MICROSECOND"),
+                ] {
+                    name = name.replace(from, to);
+                }
+            }
+            name
+        }
     }
 }
 

@@ -1038,10 +1038,13 @@ impl Interval {
         if vals.is_empty() {
             vals.push(0);
         }
-        if msec && vals.len() == count && count > 0 {
-            // The fraction: '5' is 500000 us, '000005' is 5.
-            let v = vals[count - 1];
-            vals[count - 1] = if last_len < 6 {
+        if msec {
+            // The last number read is the fraction, fewer numbers than
+            // fields too (they are right-aligned below): '5' is 500000 us,
+            // '000005' is 5.
+            let last = vals.len() - 1;
+            let v = vals[last];
+            vals[last] = if last_len < 6 {
                 v * 10u64.pow((6 - last_len) as u32)
             } else {
                 v / 10u64.pow((last_len - 6) as u32)

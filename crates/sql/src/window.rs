@@ -95,6 +95,70 @@ fn err_place() -> SqlError {
     SqlError::new(4015, "HY000", "Window function is allowed only in SELECT list and ORDER BY clause")
 }
 
+fn not_defined(n: &ast::Ident) -> SqlError {
+    SqlError::new(4009, "HY000", format!("Window specification with name '{}' is not defined", n.value))
+}
+
+/// The specification of window `n` of `defs` (the query's WINDOW clause;
+/// names compare case-insensitively, as MariaDB's), its references resolved.
+fn named(defs: &[ast::NamedWindowDefinition], n: &ast::Ident) -> SqlResult<ast::WindowSpec> {
+    let i =
+        defs.iter().position(|d| d.0.value.eq_ignore_ascii_case(&n.value)).ok_or_else(|| not_defined(n))?;
+    match &defs[i].1 {
+        // A definition may refer only to the ones before it (MariaDB's
+        // 4009 otherwise), so resolution always ends.
+        ast::NamedWindowExpr::WindowSpec(s) => resolve(&defs[..i], s),
+        ast::NamedWindowExpr::NamedWindow(other) => Err(SqlError::syntax(format!("'{other}'"))),
+    }
+}
+
+/// `(w PARTITION BY ... ORDER BY ... frame)`: w's partitioning and order
+/// with this one's additions. As in MySQL the reference gives the
+/// partitioning (this one may not add any), may give the order only when
+/// this one has none, and may not have a frame.
+fn resolve(defs: &[ast::NamedWindowDefinition], spec: &ast::WindowSpec) -> SqlResult<ast::WindowSpec> {
+    let Some(n) = &spec.window_name else {
+        return Ok(spec.clone());
+    };
+    let base = named(defs, n)?;
+    let refusal = |code: u16, what: &str| SqlError::new(code, "HY000", what.replace("{}", &n.value));
+    if !spec.partition_by.is_empty() {
+        return Err(refusal(
+            4011,
+            "Window specification referencing another one '{}' cannot contain partition list",
+        ));
+    }
+    if !spec.order_by.is_empty() && !base.order_by.is_empty() {
+        return Err(refusal(4012, "Referenced window specification '{}' already contains order list"));
+    }
+    if base.window_frame.is_some() {
+        return Err(refusal(4013, "Referenced window specification '{}' cannot contain window frame"));
+    }
+    Ok(ast::WindowSpec {
+        window_name: None,
+        partition_by: base.partition_by,
+        order_by: if spec.order_by.is_empty() { base.order_by } else { spec.order_by.clone() },
+        window_frame: spec.window_frame.clone(),
+    })
+}
+
+/// Checks a query's WINDOW clause as MariaDB does whether or not a window
+/// function uses it: no name twice (4010), every reference to an earlier
+/// definition and allowed (4009, 4011-4013).
+pub fn check_named(defs: &[ast::NamedWindowDefinition]) -> SqlResult<()> {
+    for (i, d) in defs.iter().enumerate() {
+        if defs[..i].iter().any(|e| e.0.value.eq_ignore_ascii_case(&d.0.value)) {
+            return Err(SqlError::new(
+                4010,
+                "HY000",
+                format!("Multiple window specifications with the same name '{}'", d.0.value),
+            ));
+        }
+        named(&defs[..=i], &d.0)?;
+    }
+    Ok(())
+}
+
 /// Binds `name(args) OVER (...)`, registering it as an aggregate slot.
 pub fn bind(
     b: &mut Binder,
@@ -106,12 +170,11 @@ pub fn bind(
         return Err(err_place());
     }
     let spec = match f.over.as_ref().expect("a window function has OVER") {
-        ast::WindowType::WindowSpec(s) => s,
-        ast::WindowType::NamedWindow(_) => return Err(SqlError::unsupported("named windows")),
+        // `OVER w`: w's specification as it is, frame included.
+        ast::WindowType::NamedWindow(n) => named(b.windows, n)?,
+        ast::WindowType::WindowSpec(s) => resolve(b.windows, s)?,
     };
-    if spec.window_name.is_some() {
-        return Err(SqlError::unsupported("named windows"));
-    }
+    let spec = &spec;
     let star =
         list.len() == 1 && matches!(list[0], ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard));
     if let ast::FunctionArguments::List(l) = &f.args {
