@@ -234,6 +234,15 @@ impl Conn {
         if self.session.autocommit() {
             s |= SERVER_STATUS_AUTOCOMMIT;
         }
+        // Every OK, EOF and result ends with the session's sql_mode flags,
+        // as MariaDB's do, so a client escapes by the mode in force.
+        let mode = self.session.lex_mode();
+        if mode.no_backslash_escapes {
+            s |= SERVER_STATUS_NO_BACKSLASH_ESCAPES;
+        }
+        if mode.ansi_quotes {
+            s |= SERVER_STATUS_ANSI_QUOTES;
+        }
         s
     }
 
@@ -900,6 +909,9 @@ impl Conn {
     }
 
     fn com_query(&mut self, sql: &[u8]) {
+        // Split in the sql_mode the query arrives under (a SET sql_mode
+        // inside it does not re-split the rest).
+        fractaldb_sql::lex::set_lex_mode(self.session.lex_mode());
         let stmts =
             if self.multi_statements { fractaldb_sql::lex::split_script(sql) } else { vec![sql.to_vec()] };
         if stmts.is_empty() {

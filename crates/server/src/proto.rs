@@ -87,6 +87,11 @@ pub const SERVER_MORE_RESULTS_EXISTS: u16 = 8;
 pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 64;
 /// A FETCH sent the cursor's last row (the cursor is closed).
 pub const SERVER_STATUS_LAST_ROW_SENT: u16 = 128;
+/// sql_mode has NO_BACKSLASH_ESCAPES: clients escape strings by doubling
+/// quotes only.
+pub const SERVER_STATUS_NO_BACKSLASH_ESCAPES: u16 = 0x0200;
+/// sql_mode has ANSI_QUOTES (MariaDB's flag): `"` quotes identifiers.
+pub const SERVER_STATUS_ANSI_QUOTES: u16 = 0x8000;
 /// The OK packet carries session state changes (CLIENT_SESSION_TRACK).
 pub const SERVER_SESSION_STATE_CHANGED: u16 = 1 << 14;
 

@@ -307,6 +307,74 @@ fn session_state_tracking_in_ok_packets() {
     setup.query("DROP DATABASE trk2");
 }
 
+/// SET NAMES reported by session tracking, and the status flags of
+/// sql_mode's NO_BACKSLASH_ESCAPES (0x0200) and ANSI_QUOTES (0x8000) on
+/// every OK packet while they are on, as MariaDB 10.11 (run against it
+/// with FRACTALDB_RAW_PORT; its order of the tracked variables varies with
+/// its configuration, so they are compared as a set).
+#[test]
+fn set_names_tracking_and_sql_mode_status_flags() {
+    /// An OK packet's status flags and tracked (name, value) pairs.
+    fn ok_state(p: &[u8]) -> (u16, Vec<(String, String)>) {
+        assert_eq!(p[0], 0, "an OK packet: {p:?}");
+        let mut i = 1;
+        let lenenc = |i: &mut usize| -> usize {
+            let b = p[*i];
+            *i += 1;
+            assert!(b < 0xfb, "short length expected: {p:?}");
+            b as usize
+        };
+        lenenc(&mut i);
+        lenenc(&mut i);
+        let status = u16::from_le_bytes([p[i], p[i + 1]]);
+        i += 4;
+        let mut vars = Vec::new();
+        if status & 0x4000 != 0 {
+            let info = lenenc(&mut i);
+            i += info;
+            let end = lenenc(&mut i) + i;
+            while i < end {
+                let kind = p[i];
+                i += 1;
+                let len = lenenc(&mut i);
+                if kind == 0 {
+                    let mut j = i;
+                    let n = lenenc(&mut j);
+                    let name = String::from_utf8_lossy(&p[j..j + n]).into_owned();
+                    j += n;
+                    let n = lenenc(&mut j);
+                    vars.push((name, String::from_utf8_lossy(&p[j..j + n]).into_owned()));
+                }
+                i += len;
+            }
+        }
+        vars.sort();
+        (status, vars)
+    }
+    let names = |cs: &str| {
+        ["character_set_client", "character_set_connection", "character_set_results"]
+            .map(|n| (n.to_string(), cs.to_string()))
+            .to_vec()
+    };
+    let (_s, port) = raw_server();
+    let (mut c, _) = Raw::connect(port, SESSION_TRACK, 0, None);
+    type Vars = Vec<(String, String)>;
+    let steps: Vec<(&str, u16, Vars)> = vec![
+        ("SET NAMES latin1", 0x4002, names("latin1")),
+        ("SET NAMES utf8mb4 COLLATE utf8mb4_bin", 0x4002, names("utf8mb4")),
+        ("SET NAMES binary", 0x4002, names("binary")),
+        ("SET CHARACTER SET DEFAULT", 0x4002, names("utf8mb4")),
+        ("SET sql_mode = 'NO_BACKSLASH_ESCAPES'", 0x0202, vec![]),
+        ("DO 1", 0x0202, vec![]),
+        ("SET sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES'", 0x8202, vec![]),
+        ("SET sql_mode = 'ANSI'", 0x8002, vec![]),
+        ("SET sql_mode = ''", 0x0002, vec![]),
+    ];
+    for (sql, status, vars) in steps {
+        assert_eq!(ok_state(&c.query(sql)), (status, vars), "{sql}");
+    }
+}
+
 /// COM_STMT_BULK_EXECUTE in raw packets: the rows, NULL indicators, the
 /// types sent once and kept; and what MariaDB 10.11 refuses.
 #[test]

@@ -124,6 +124,8 @@ impl<'a> Scan<'a> {
     fn literal(&mut self) -> Option<Value> {
         let c = self.peek()?;
         match c {
+            // Under ANSI_QUOTES `".."` is an identifier: the general path.
+            b'"' if crate::lex::lex_mode().ansi_quotes => None,
             b'\'' | b'"' => {
                 let (bytes, end) = crate::lex::read_string(self.s, self.i)?;
                 self.i = end;

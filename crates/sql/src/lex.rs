@@ -21,8 +21,11 @@ use sqlparser::dialect::MySqlDialect;
 // ---------------------------------------------------------------------------
 
 /// Splits a whole script into statements (see [`Splitter`]).
+/// The thread's NO_BACKSLASH_ESCAPES (see [`set_lex_mode`]) holds for the
+/// whole script.
 pub fn split_script(input: &[u8]) -> Vec<Vec<u8>> {
     let mut s = Splitter::new();
+    s.set_no_backslash_escapes(lex_mode().no_backslash_escapes);
     let mut out = s.push(input);
     out.extend(s.finish());
     out
@@ -67,6 +70,9 @@ pub struct Splitter {
     /// Inside an expanded `/*! ... */`: its `*/` must be found.
     in_version: bool,
     delimiter: Vec<u8>,
+    /// NO_BACKSLASH_ESCAPES: a `\\` in quotes escapes nothing (the client
+    /// reads it from the server's status flag).
+    no_backslash_escapes: bool,
 }
 
 impl Default for Splitter {
@@ -95,7 +101,14 @@ impl Splitter {
             mode: Mode::Normal,
             in_version: false,
             delimiter: b";".to_vec(),
+            no_backslash_escapes: false,
         }
+    }
+
+    /// Whether `\\` escapes the next byte inside quotes from here on
+    /// (off under sql_mode NO_BACKSLASH_ESCAPES).
+    pub fn set_no_backslash_escapes(&mut self, on: bool) {
+        self.no_backslash_escapes = on;
     }
 
     /// Adds bytes; returns the statements they completed.
@@ -204,7 +217,7 @@ impl Splitter {
         let next = buf.get(pos + 1).copied();
         match self.mode {
             Mode::Quote(q) => {
-                if c == b'\\' && q != b'`' {
+                if c == b'\\' && q != b'`' && !self.no_backslash_escapes {
                     if next.is_none() && !eof {
                         return Step::Wait;
                     }
@@ -484,6 +497,14 @@ pub enum Special {
         op: MaintenanceOp,
         tables: Vec<TableName>,
     },
+    /// `SET NAMES {cs [COLLATE c] | DEFAULT}` (`character_set` false) or
+    /// `SET {CHARACTER SET | CHARSET} {cs | DEFAULT}` (true); `None` is
+    /// DEFAULT.
+    SetNames {
+        charset: Option<String>,
+        collation: Option<String>,
+        character_set: bool,
+    },
     LockTables(Vec<LockTarget>),
     UnlockTables,
     /// `FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS`: the session's status
@@ -650,15 +671,56 @@ const CHARSETS: &[&str] = &[
     "tis620", "ucs2", "ujis", "utf16", "utf16le", "utf32", "utf8", "utf8mb3", "utf8mb4",
 ];
 
+/// The parts of the session's sql_mode that change how text is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LexMode {
+    /// NO_BACKSLASH_ESCAPES: `\` in a string is an ordinary byte.
+    pub no_backslash_escapes: bool,
+    /// ANSI_QUOTES: `"..."` quotes an identifier, not a string.
+    pub ansi_quotes: bool,
+}
+
+impl LexMode {
+    /// The mode an sql_mode value (upper case, as the session keeps it)
+    /// sets. ANSI implies ANSI_QUOTES as in MySQL.
+    pub fn of_sql_mode(mode: &str) -> LexMode {
+        let has = |m: &str| mode.split(',').any(|p| p.trim() == m);
+        LexMode {
+            no_backslash_escapes: has("NO_BACKSLASH_ESCAPES"),
+            ansi_quotes: has("ANSI_QUOTES") || has("ANSI"),
+        }
+    }
+}
+
+thread_local! {
+    /// The mode statements are read in on this thread. The session sets
+    /// it (`set_lex_mode`) before every parse, as it sets the session time
+    /// zone, so a thread running many sessions reads each in its own mode.
+    static LEX_MODE: std::cell::Cell<LexMode> = const { std::cell::Cell::new(LexMode { no_backslash_escapes: false, ansi_quotes: false }) };
+}
+
+/// Sets the mode [`parse`], [`split_script`] and the fast INSERT path read
+/// text in on this thread.
+pub fn set_lex_mode(m: LexMode) {
+    LEX_MODE.with(|c| c.set(m));
+}
+
+/// The mode text is read in on this thread (see [`set_lex_mode`]).
+pub fn lex_mode() -> LexMode {
+    LEX_MODE.with(|c| c.get())
+}
+
 /// Reads a quoted string starting at the quote `s[i]`, with MySQL's
-/// escapes; returns its bytes and the index after the closing quote.
+/// escapes (none under NO_BACKSLASH_ESCAPES); returns its bytes and the
+/// index after the closing quote.
 pub(crate) fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
     let q = s[i];
+    let escapes = !lex_mode().no_backslash_escapes;
     let mut out = Vec::new();
     let mut j = i + 1;
     while j < s.len() {
         let c = s[j];
-        if c == b'\\' {
+        if c == b'\\' && escapes {
             let n = *s.get(j + 1)?;
             match n {
                 b'0' => out.push(0),
@@ -774,7 +836,28 @@ fn lex(s: &[u8]) -> SqlResult<Vec<Tok>> {
         }
         let start = i;
         let tok = |k: K, end: usize, gap: bool| Tok { k, start, end, gap };
-        if c == b'\'' || c == b'"' {
+        if c == b'"' && lex_mode().ansi_quotes {
+            // An identifier as `` `..` ``: a doubled `"` is one, no escapes.
+            let mut j = i + 1;
+            let mut name = Vec::new();
+            loop {
+                match s.get(j) {
+                    None => return Err(syntax_at(s, i)),
+                    Some(b'"') if s.get(j + 1) == Some(&b'"') => {
+                        name.push(b'"');
+                        j += 2;
+                    }
+                    Some(b'"') => break,
+                    Some(&b) => {
+                        name.push(b);
+                        j += 1;
+                    }
+                }
+            }
+            let name = String::from_utf8(name).map_err(|_| syntax_at(s, i))?;
+            toks.push(tok(K::QIdent(name), j + 1, gap));
+            i = j + 1;
+        } else if c == b'\'' || c == b'"' {
             let (bytes, end) = read_string(s, i).ok_or_else(|| syntax_at(s, i))?;
             toks.push(tok(K::Str { bytes, binary: false, introduced: false }, end, gap));
             i = end;
@@ -912,7 +995,13 @@ fn emit(s: &[u8], toks: &[Tok]) -> (String, Vec<usize>) {
                 out.push_str(std::str::from_utf8(&s[t.start..t.end]).unwrap_or("?"));
                 out.push('`');
             }
-            K::Word | K::QIdent(_) | K::Punct => {
+            K::QIdent(name) => {
+                // Re-quoted with backticks: it may have been `"..."`.
+                out.push('`');
+                out.push_str(&name.replace('`', "``"));
+                out.push('`');
+            }
+            K::Word | K::Punct => {
                 // Checked to be UTF-8 by `lex`.
                 out.push_str(std::str::from_utf8(&s[t.start..t.end]).unwrap_or("?"));
             }
@@ -1153,6 +1242,51 @@ pub fn number_placeholders(stmt: &[u8]) -> SqlResult<(Vec<u8>, usize)> {
     Ok((out, n))
 }
 
+/// `SET NAMES ...` / `SET CHARACTER SET ...` / `SET CHARSET ...` (see
+/// [`Special::SetNames`]); `None` when it is another SET (`SET names = 1`
+/// names a variable).
+fn parse_set_names(c: &mut Cur) -> SqlResult<Option<Special>> {
+    let character_set = if c.is_kw_at(1, "NAMES") {
+        c.i = 2;
+        false
+    } else if c.is_kw_at(1, "CHARSET") {
+        c.i = 2;
+        true
+    } else if c.is_kw_at(1, "CHARACTER") && c.is_kw_at(2, "SET") {
+        c.i = 3;
+        true
+    } else {
+        return Ok(None);
+    };
+    if c.punct_at(c.i, b'=') || c.punct_at(c.i, b':') {
+        c.i = 0;
+        return Ok(None);
+    }
+    // A charset or collation: a word, a quoted name or a string.
+    let name = |c: &mut Cur| -> SqlResult<String> {
+        match c.t.get(c.i).map(|t| &t.k) {
+            Some(K::Str { bytes, .. }) => {
+                let n = String::from_utf8_lossy(bytes).into_owned();
+                c.i += 1;
+                Ok(n)
+            }
+            _ => c.ident(),
+        }
+    };
+    let charset = if c.kw("DEFAULT") { None } else { Some(name(c)?) };
+    let collation = if !character_set && charset.is_some() && c.kw("COLLATE") {
+        if c.kw("DEFAULT") {
+            None
+        } else {
+            Some(name(c)?)
+        }
+    } else {
+        None
+    };
+    c.expect_end()?;
+    Ok(Some(Special::SetNames { charset, collation, character_set }))
+}
+
 /// `LOAD DATA [LOW_PRIORITY | CONCURRENT] [LOCAL] INFILE 'file'
 /// [REPLACE | IGNORE] INTO TABLE t [CHARACTER SET cs] [{FIELDS | COLUMNS}
 /// [TERMINATED BY 's'] [[OPTIONALLY] ENCLOSED BY 'c'] [ESCAPED BY 'c']]
@@ -1356,6 +1490,11 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
             return parse_load_data(&mut c).map(|l| Parsed::Special(Special::LoadData(Box::new(l))));
         }
         "DO" => return parse_do(stmt, &toks),
+        "SET" if c.is_kw_at(1, "NAMES") || c.is_kw_at(1, "CHARSET") || c.is_kw_at(1, "CHARACTER") => {
+            if let Some(p) = parse_set_names(&mut c)? {
+                return Ok(Parsed::Special(p));
+            }
+        }
         "LOCK" if c.is_kw_at(1, "TABLES") || c.is_kw_at(1, "TABLE") => {
             c.i = 2;
             return parse_lock(&mut c);

@@ -353,6 +353,7 @@ impl Session {
         self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
         self.proc_start();
         self.count_statement(None);
+        crate::lex::set_lex_mode(self.lex_mode());
         let r = crate::lex::parse(sql).and_then(|parsed| {
             self.count_statement(Some(&parsed));
             match parsed {
@@ -380,6 +381,7 @@ impl Session {
 
     fn execute_statement(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         self.count_statement(None);
+        crate::lex::set_lex_mode(self.lex_mode());
         let parsed = crate::lex::parse(sql)?;
         self.count_statement(Some(&parsed));
         self.run_parsed(&parsed)
@@ -388,6 +390,7 @@ impl Session {
     /// Parses a statement once for [`Session::execute_prepared`]; its `?`
     /// are parameters.
     pub fn prepare(&mut self, sql: &[u8]) -> SqlResult<crate::prepared::PreparedStatement> {
+        crate::lex::set_lex_mode(self.lex_mode());
         crate::prepared::prepare(sql)
     }
 
@@ -525,10 +528,17 @@ impl Session {
     /// error (as `mariadb < file` does without `--force`).
     pub fn execute_script(&mut self, script: &[u8]) -> SqlResult<Vec<Outcome>> {
         let mut out = Vec::new();
+        crate::lex::set_lex_mode(self.lex_mode());
         for stmt in crate::lex::split_script(script) {
             out.push(self.execute(&stmt)?);
         }
         Ok(out)
+    }
+
+    /// How the session's sql_mode has text read (NO_BACKSLASH_ESCAPES,
+    /// ANSI_QUOTES): set on the thread before every parse and split.
+    pub fn lex_mode(&self) -> crate::lex::LexMode {
+        crate::lex::LexMode::of_sql_mode(&self.sql_mode)
     }
 
     /// The warnings of the last statement.
@@ -827,6 +837,10 @@ impl Session {
                 self.tables_locked = true;
                 Ok(Outcome::done(0))
             }
+            Special::SetNames { charset, collation, character_set } => {
+                self.set_names(charset.as_deref(), collation.as_deref(), character_set)?;
+                Ok(Outcome::done(0))
+            }
             Special::UnlockTables => {
                 // Without LOCK TABLES there is nothing to release and the
                 // open transaction (its snapshot, its savepoints) goes on.
@@ -902,6 +916,61 @@ impl Session {
         Ok(Outcome::done(0))
     }
 
+    /// SET NAMES / SET CHARACTER SET, as MariaDB: NAMES sets the client,
+    /// connection and results character sets to `charset` and
+    /// collation_connection to `collation` or its default; CHARACTER SET
+    /// sets client and results, and the connection to the database's.
+    /// DEFAULT is the global character_set_client. Unknown names are 1115
+    /// and 1273, a collation of another charset 1253; a charset clients
+    /// cannot send (none of ours) would be 1231.
+    fn set_names(
+        &mut self,
+        charset: Option<&str>,
+        collation: Option<&str>,
+        character_set: bool,
+    ) -> SqlResult<()> {
+        use crate::types::{Charset, Collation};
+        let unknown_cs = |n: &str| SqlError::new(1115, "42000", format!("Unknown character set: '{n}'"));
+        let cs = match charset {
+            Some(n) => Charset::by_name(&n.to_ascii_lowercase()).ok_or_else(|| unknown_cs(n))?,
+            None => {
+                let g = self.inner.globals.get("character_set_client").map(|v| v.render());
+                g.as_deref().and_then(Charset::by_name).unwrap_or(Charset::Utf8mb4)
+            }
+        };
+        let coll = match collation {
+            Some(n) => {
+                let c = Collation::by_name(&n.to_ascii_lowercase())
+                    .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{n}'")))?;
+                if c.charset() != cs {
+                    return Err(SqlError::new(
+                        1253,
+                        "42000",
+                        format!("COLLATION '{}' is not valid for CHARACTER SET '{}'", c.name(), cs.name()),
+                    ));
+                }
+                c
+            }
+            None => cs.default_collation(),
+        };
+        let (conn_cs, conn_coll) = if character_set {
+            let db = self.variable("character_set_database").map(|v| v.render()).unwrap_or_default();
+            let dbc = self.variable("collation_database").map(|v| v.render()).unwrap_or_default();
+            (db, dbc)
+        } else {
+            (cs.name().to_string(), coll.name().to_string())
+        };
+        for (k, v) in [
+            ("character_set_client", cs.name().to_string()),
+            ("character_set_results", cs.name().to_string()),
+            ("character_set_connection", conn_cs),
+            ("collation_connection", conn_coll),
+        ] {
+            self.vars.insert(k.to_string(), Value::str(v));
+        }
+        Ok(())
+    }
+
     fn set_var(&mut self, name: &str, value: &ast::Expr, global: bool) -> SqlResult<()> {
         let is_default = matches!(value, ast::Expr::Identifier(id)
             if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
@@ -939,7 +1008,10 @@ impl Session {
             if is_default {
                 // SET x = DEFAULT: the session takes the global value, the
                 // global the built-in default.
-                v = if global {
+                v = if d.name == "timestamp" {
+                    // The real clock again.
+                    Value::Int(0)
+                } else if global {
                     sv::parse_text(d, d.default).map_err(SqlError::internal)?
                 } else {
                     self.inner.globals.get(d.name).unwrap_or(Value::Null)

@@ -268,6 +268,31 @@ pub fn check_set(d: &Def, v: &Value) -> SqlResult<(Value, Option<crate::error::W
             };
             Ok((secs_value(f.max(0.0)), None))
         }
+        // A number of seconds (strings, NULL, temporals: 1232), as MariaDB:
+        // below 0 or past 2038 a 1292 warning and 0 (the real clock) or
+        // the largest TIMESTAMP second.
+        Kind::Str if d.name == "timestamp" => {
+            let f = match v {
+                Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_) => {
+                    v.to_f64().ok_or_else(|| incorrect_type(d.name))?
+                }
+                _ => return Err(incorrect_type(d.name)),
+            };
+            const MAX: f64 = 2_147_483_647.0;
+            let truncated = || {
+                Some(crate::error::Warning::warn(
+                    1292,
+                    format!("Truncated incorrect {} value: '{}'", d.name, v.render()),
+                ))
+            };
+            Ok(if f < 0.0 || f.is_nan() {
+                (Value::Int(0), truncated())
+            } else if f > MAX {
+                (Value::Int(MAX as i64), truncated())
+            } else {
+                (v.clone(), None)
+            })
+        }
         Kind::Str if d.name == "time_zone" => Ok((Value::str(check_time_zone(v)?.name()), None)),
         Kind::Str => Ok((v.clone(), None)),
     }
@@ -529,6 +554,7 @@ pub(crate) fn stat_of(p: &crate::lex::Parsed) -> Option<Stat> {
             Special::Begin { .. } => Stat::ComBegin,
             Special::LockTables(_) => Stat::ComLockTables,
             Special::UnlockTables => Stat::ComUnlockTables,
+            Special::SetNames { .. } => Stat::ComSetOption,
             _ => return None,
         },
         Parsed::Std(st, _) => match st.as_ref() {

@@ -1029,3 +1029,30 @@ fn view_writes_use_the_views_privileges_and_keep_check_option() {
     assert_eq!(err(&mut u, "UPDATE t SET a = 0"), 1142);
     assert_eq!(rows(&mut s, "SELECT * FROM t ORDER BY id"), [["1", "11"], ["2", "20"], ["3", "30"]]);
 }
+
+/// Under NO_BACKSLASH_ESCAPES a string may end in `\` (a dumped Windows
+/// path): scripts split, statements parse and prepared statements read it
+/// so, while another session on the same thread keeps the escapes.
+#[test]
+fn no_backslash_escapes_reaches_scripts_prepared_statements_and_only_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    let mut other = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (p VARCHAR(20))");
+    ok(&mut s, "SET sql_mode = 'NO_BACKSLASH_ESCAPES'");
+    let out =
+        s.execute_script(b"INSERT INTO t VALUES ('C:\\dir\\'); INSERT INTO t VALUES ('x\\''y')").unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(one(&mut other, "SELECT LENGTH('a\\'b')"), "3");
+    let p = s.prepare(b"SELECT COUNT(*) FROM d.t WHERE p = 'C:\\dir\\' OR p = ?").unwrap();
+    match s.execute_prepared(&p, &[fractaldb_sql::Value::str("x\\'y")]).unwrap() {
+        Outcome::Rows(rs) => assert_eq!(rs.rows[0][0].render(), "2"),
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(rows(&mut s, "SELECT p FROM t ORDER BY p"), [["C:\\dir\\"], ["x\\'y"]]);
+    ok(&mut s, "SET sql_mode = DEFAULT");
+    assert_eq!(one(&mut s, "SELECT 'x\\'y'"), "x'y");
+}
