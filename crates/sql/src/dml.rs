@@ -790,6 +790,23 @@ pub(crate) enum Updated {
     },
 }
 
+impl Updated {
+    /// Counts the row as MariaDB's info line does: "Rows matched" (a row
+    /// IGNORE skipped counts unless a CHECK refused it) and "Changed";
+    /// a changed row is also progress.
+    pub(crate) fn count(self, matched: &mut u64, changed: &mut u64) {
+        match self {
+            Updated::Same | Updated::Skipped { matched: true } => *matched += 1,
+            Updated::Skipped { matched: false } => {}
+            Updated::Changed => {
+                *matched += 1;
+                *changed += 1;
+                crate::progress::changed(crate::progress::Stage::Updated, 1);
+            }
+        }
+    }
+}
+
 /// Writes UPDATE's new rows into one table: conversion, NOT NULL, ON
 /// UPDATE columns, CHECK, foreign keys, unique keys (InnoDB's order),
 /// and IGNORE. Single- and multi-table UPDATE both write through it.
@@ -1017,15 +1034,8 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
             Some(new) => new,
             None => new_row(s, &mut runner, &mut warnings, &old)?,
         };
-        match upd.apply(s, txn, &pk, &old, new, &explicitly, ri + 1, &mut warnings)? {
-            Updated::Same | Updated::Skipped { matched: true } => matched += 1,
-            Updated::Skipped { matched: false } => {}
-            Updated::Changed => {
-                matched += 1;
-                affected += 1;
-                crate::progress::changed(crate::progress::Stage::Updated, 1);
-            }
-        }
+        upd.apply(s, txn, &pk, &old, new, &explicitly, ri + 1, &mut warnings)?
+            .count(&mut matched, &mut affected);
         s.check_killed()?;
     }
     s.warnings.extend(warnings);

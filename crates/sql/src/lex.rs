@@ -650,6 +650,31 @@ impl Tok {
     }
 }
 
+/// The identifier quoted by the byte at `s[i]` (`` ` ``, or `"` under
+/// ANSI_QUOTES), a doubled quote standing for one, and the offset past its
+/// closing quote.
+fn quoted_ident(s: &[u8], i: usize) -> SqlResult<(String, usize)> {
+    let q = s[i];
+    let mut j = i + 1;
+    let mut name = Vec::new();
+    loop {
+        match s.get(j) {
+            None => return Err(syntax_at(s, i)),
+            Some(&b) if b == q && s.get(j + 1) == Some(&q) => {
+                name.push(q);
+                j += 2;
+            }
+            Some(&b) if b == q => break,
+            Some(&b) => {
+                name.push(b);
+                j += 1;
+            }
+        }
+    }
+    let name = String::from_utf8(name).map_err(|_| syntax_at(s, i))?;
+    Ok((name, j + 1))
+}
+
 /// A 1064 error quoting the statement from byte `at` on, as MySQL does
 /// (80 characters at most, and the line it is on).
 fn syntax_at(stmt: &[u8], at: usize) -> SqlError {
@@ -838,49 +863,17 @@ fn lex(s: &[u8]) -> SqlResult<Vec<Tok>> {
         let tok = |k: K, end: usize, gap: bool| Tok { k, start, end, gap };
         if c == b'"' && lex_mode().ansi_quotes {
             // An identifier as `` `..` ``: a doubled `"` is one, no escapes.
-            let mut j = i + 1;
-            let mut name = Vec::new();
-            loop {
-                match s.get(j) {
-                    None => return Err(syntax_at(s, i)),
-                    Some(b'"') if s.get(j + 1) == Some(&b'"') => {
-                        name.push(b'"');
-                        j += 2;
-                    }
-                    Some(b'"') => break,
-                    Some(&b) => {
-                        name.push(b);
-                        j += 1;
-                    }
-                }
-            }
-            let name = String::from_utf8(name).map_err(|_| syntax_at(s, i))?;
-            toks.push(tok(K::QIdent(name), j + 1, gap));
-            i = j + 1;
+            let (name, end) = quoted_ident(s, i)?;
+            toks.push(tok(K::QIdent(name), end, gap));
+            i = end;
         } else if c == b'\'' || c == b'"' {
             let (bytes, end) = read_string(s, i).ok_or_else(|| syntax_at(s, i))?;
             toks.push(tok(K::Str { bytes, binary: false, introduced: false }, end, gap));
             i = end;
         } else if c == b'`' {
-            let mut j = i + 1;
-            let mut name = Vec::new();
-            loop {
-                match s.get(j) {
-                    None => return Err(syntax_at(s, i)),
-                    Some(b'`') if s.get(j + 1) == Some(&b'`') => {
-                        name.push(b'`');
-                        j += 2;
-                    }
-                    Some(b'`') => break,
-                    Some(&b) => {
-                        name.push(b);
-                        j += 1;
-                    }
-                }
-            }
-            let name = String::from_utf8(name).map_err(|_| syntax_at(s, i))?;
-            toks.push(tok(K::QIdent(name), j + 1, gap));
-            i = j + 1;
+            let (name, end) = quoted_ident(s, i)?;
+            toks.push(tok(K::QIdent(name), end, gap));
+            i = end;
         } else if is_word_byte(c) {
             let mut j = i;
             while j < s.len() && is_word_byte(s[j]) {

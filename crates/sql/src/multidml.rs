@@ -26,7 +26,7 @@ use fractaldb::Txn;
 use sqlparser::ast;
 
 use crate::bind::Binder;
-use crate::dml::{RowUpdater, Updated};
+use crate::dml::RowUpdater;
 use crate::error::{SqlError, SqlResult, Warning};
 use crate::expr::{Expr, ScopeCol};
 use crate::join::{Exec, From};
@@ -338,15 +338,8 @@ pub(crate) fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool)
                     }
                 }
                 let new = er[off..off + width].to_vec();
-                match upd.apply(s, txn, pk, &old, new, &explicitly, rownum, &mut warnings)? {
-                    Updated::Same | Updated::Skipped { matched: true } => matched += 1,
-                    Updated::Skipped { matched: false } => {}
-                    Updated::Changed => {
-                        matched += 1;
-                        affected += 1;
-                        crate::progress::changed(crate::progress::Stage::Updated, 1);
-                    }
-                }
+                upd.apply(s, txn, pk, &old, new, &explicitly, rownum, &mut warnings)?
+                    .count(&mut matched, &mut affected);
                 s.check_killed()?;
             }
             Ok(())
