@@ -98,13 +98,7 @@ pub fn read_params(stmt: &mut Prepared, c: &mut Cursor<'_>) -> Result<Vec<Value>
     let bitmap = c.bytes(n.div_ceil(8)).ok_or(ParamError::Malformed)?.to_vec();
     let bound = c.u8().ok_or(ParamError::Malformed)?;
     if bound == 1 {
-        let mut types = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t = c.u8().ok_or(ParamError::Malformed)?;
-            let f = c.u8().ok_or(ParamError::Malformed)?;
-            types.push((t, f & 0x80 != 0));
-        }
-        stmt.types = Some(types);
+        stmt.types = Some(read_types(c, n)?);
     }
     let types = stmt.types.clone().ok_or(ParamError::NoTypes)?;
     let mut out = Vec::with_capacity(n);
@@ -133,13 +127,7 @@ pub fn read_bulk_types(
     let n = stmt.params();
     debug_assert!(n > 0, "bulk execute refuses statements without parameters first");
     if send_types {
-        let mut types = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t = c.u8().ok_or(ParamError::Malformed)?;
-            let f = c.u8().ok_or(ParamError::Malformed)?;
-            types.push((t, f & 0x80 != 0));
-        }
-        stmt.types = Some(types);
+        stmt.types = Some(read_types(c, n)?);
     }
     stmt.types.clone().ok_or(ParamError::NoTypes)
 }
@@ -162,6 +150,18 @@ pub fn read_bulk_row(c: &mut Cursor<'_>, types: &[(u8, bool)]) -> Result<Vec<Val
         }
     }
     Ok(row)
+}
+
+/// `n` parameter types as a client sends them: a type byte, then a flag
+/// byte whose top bit says unsigned.
+fn read_types(c: &mut Cursor<'_>, n: usize) -> Result<Vec<(u8, bool)>, ParamError> {
+    let mut types = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = c.u8().ok_or(ParamError::Malformed)?;
+        let f = c.u8().ok_or(ParamError::Malformed)?;
+        types.push((t, f & 0x80 != 0));
+    }
+    Ok(types)
 }
 
 fn read_value(c: &mut Cursor<'_>, ty: u8, unsigned: bool) -> Result<Value, ParamError> {
