@@ -32,6 +32,8 @@ enum Command {
     /// Run one part of a durability benchmark (started by `bench-durability` itself).
     #[command(hide = true)]
     BenchDurabilityChild(bench::durability::DurabilityChildArgs),
+    /// The benchmark posts over SQL: fractaldb's server against MariaDB with InnoDB and MyRocks.
+    BenchSql(bench::sql::SqlBenchArgs),
     /// Measure transactions: scaling with threads, hot-key counters, the cost against autocommit writes.
     BenchTxn(bench::txn::TxnArgs),
     /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::BenchDurability(args) => bench::durability::run(args),
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
         Command::BenchTxn(args) => bench::txn::run(args),
+        Command::BenchSql(args) => bench::sql::run(args),
         Command::Check(args) => bench::inspect::run(args),
         Command::Sql(args) => return sql_shell::run(args),
         Command::Server(args) => return server_cmd::run(args),

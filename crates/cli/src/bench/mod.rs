@@ -17,6 +17,7 @@ pub mod inspect;
 mod progress;
 mod protocol;
 mod report;
+pub mod sql;
 mod sys;
 mod timeline;
 pub mod txn;
@@ -212,7 +213,7 @@ impl ChildArgs {
 }
 
 /// A count with an optional decimal suffix: `1000`, `1_000_000`, `500k`, `13M`, `2G`.
-fn parse_count(text: &str) -> std::result::Result<u64, String> {
+pub(crate) fn parse_count(text: &str) -> std::result::Result<u64, String> {
     let cleaned: String = text.trim().chars().filter(|&c| c != '_' && c != ',').collect();
     let (digits, multiplier) = match cleaned.char_indices().last() {
         Some((i, 'k' | 'K')) => (&cleaned[..i], 1_000),

@@ -1,0 +1,546 @@
+//! The workloads of the benchmark posts, as SQL any MySQL server runs.
+//!
+//! - `insert-roll-seq` / `insert-roll-random`: per transaction one row into
+//!   `sbtest (id, k, c, pad)` with `KEY (k)` and an upsert
+//!   `INSERT ... ON DUPLICATE KEY UPDATE k = VALUES(k) + k` into each of
+//!   `sbtest_r10`, `sbtest_r100`, `sbtest_r1000`, keyed by `id DIV 10`,
+//!   `id DIV 100`, `id DIV 1000`; `k` Pareto-distributed over 0..10000 (as
+//!   sysbench draws it, h = 0.2). The random variant's primary key is
+//!   `(hid, mid, id)`, hid and mid uniform over 0..10000, so row inserts land
+//!   all over the table.
+//! - `iibench`: `purchases_index` with an auto-increment key and iiBench's
+//!   three secondary indexes, 1000-row INSERT statements (one transaction each).
+//! - `sysbench-*`: the `sysbench` binary's own OLTP scripts (prepare, then
+//!   run at each thread count), its per-second report parsed.
+//!
+//! Loads record each transaction's end time and latency on the worker
+//! (no shared lock); intervals and percentiles are computed afterwards.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::client;
+use super::servers::Endpoint;
+use crate::bail;
+use crate::error::{Error, Result};
+
+/// A workload of `fractaldb bench-sql`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SqlWorkload {
+    InsertRollSeq,
+    InsertRollRandom,
+    Iibench,
+    SysbenchPointSelect,
+    SysbenchReadWrite,
+    SysbenchReadOnly,
+    SysbenchUpdateIndex,
+}
+
+impl SqlWorkload {
+    pub const ALL: [SqlWorkload; 7] = [
+        SqlWorkload::InsertRollSeq,
+        SqlWorkload::InsertRollRandom,
+        SqlWorkload::Iibench,
+        SqlWorkload::SysbenchPointSelect,
+        SqlWorkload::SysbenchReadWrite,
+        SqlWorkload::SysbenchReadOnly,
+        SqlWorkload::SysbenchUpdateIndex,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SqlWorkload::InsertRollSeq => "insert-roll-seq",
+            SqlWorkload::InsertRollRandom => "insert-roll-random",
+            SqlWorkload::Iibench => "iibench",
+            SqlWorkload::SysbenchPointSelect => "sysbench-point-select",
+            SqlWorkload::SysbenchReadWrite => "sysbench-read-write",
+            SqlWorkload::SysbenchReadOnly => "sysbench-read-only",
+            SqlWorkload::SysbenchUpdateIndex => "sysbench-update-index",
+        }
+    }
+
+    /// The sysbench script, for the sysbench workloads.
+    pub fn sysbench_script(self) -> Option<&'static str> {
+        match self {
+            SqlWorkload::SysbenchPointSelect => Some("oltp_point_select"),
+            SqlWorkload::SysbenchReadWrite => Some("oltp_read_write"),
+            SqlWorkload::SysbenchReadOnly => Some("oltp_read_only"),
+            SqlWorkload::SysbenchUpdateIndex => Some("oltp_update_index"),
+            _ => None,
+        }
+    }
+
+    /// What one unit of the rate is.
+    pub fn unit(self) -> &'static str {
+        if self.sysbench_script().is_some() {
+            "transactions"
+        } else {
+            "rows"
+        }
+    }
+}
+
+/// How big and how long.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Rows a load inserts at most.
+    pub rows: u64,
+    /// A load stops after this long even if rows remain.
+    pub max_secs: f64,
+    pub threads: usize,
+    pub interval_secs: f64,
+    pub sysbench_threads: Vec<usize>,
+    pub sysbench_secs: u64,
+    pub sysbench_table_size: u64,
+    pub seed: u64,
+}
+
+/// One interval of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Interval {
+    /// Seconds since the run started, at the interval's end.
+    pub end_s: f64,
+    /// Rows (loads) or transactions (sysbench) per second in it.
+    pub rate: f64,
+    /// Latency percentiles in milliseconds (sysbench reports only p99).
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: f64,
+    pub max_ms: Option<f64>,
+}
+
+/// One run: a workload at one thread count against one server.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    pub threads: usize,
+    pub intervals: Vec<Interval>,
+    /// Rows or transactions done.
+    pub units: u64,
+    pub secs: f64,
+    /// Transactions retried after a deadlock or lock wait timeout, or
+    /// errors sysbench ignored.
+    pub retries: u64,
+    /// Latency percentiles over the whole run, milliseconds.
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Run {
+    pub fn rate(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.units as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs `w` against the server at `ep`, which has an empty database `bench`.
+/// Returns one run per thread count (loads: one).
+pub fn run(w: SqlWorkload, ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>> {
+    match w {
+        SqlWorkload::InsertRollSeq => Ok(vec![load(ep, p, Load::RollSeq, progress)?]),
+        SqlWorkload::InsertRollRandom => Ok(vec![load(ep, p, Load::RollRandom, progress)?]),
+        SqlWorkload::Iibench => Ok(vec![load(ep, p, Load::Iibench, progress)?]),
+        _ => sysbench(w, ep, p, progress),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Load {
+    RollSeq,
+    RollRandom,
+    Iibench,
+}
+
+/// Rows one iiBench statement inserts.
+const IIBENCH_ROWS: u64 = 1000;
+/// Roll-up levels: a counter row per `id DIV level`.
+const ROLL_LEVELS: [u64; 3] = [10, 100, 1000];
+
+fn schema(load: Load) -> Vec<String> {
+    let mut s = vec!["DROP DATABASE IF EXISTS bench".to_string(), "CREATE DATABASE bench".to_string()];
+    match load {
+        Load::RollSeq | Load::RollRandom => {
+            s.push(if load == Load::RollSeq {
+                "CREATE TABLE bench.sbtest (id BIGINT NOT NULL, k INT NOT NULL, c CHAR(120) NOT NULL, \
+                 pad CHAR(60) NOT NULL, PRIMARY KEY (id), KEY k (k))"
+                    .to_string()
+            } else {
+                "CREATE TABLE bench.sbtest (hid INT NOT NULL, mid INT NOT NULL, id BIGINT NOT NULL, \
+                 k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, PRIMARY KEY (hid, mid, id), \
+                 KEY k (k))"
+                    .to_string()
+            });
+            for l in ROLL_LEVELS {
+                s.push(format!(
+                    "CREATE TABLE bench.sbtest_r{l} (id BIGINT NOT NULL PRIMARY KEY, k BIGINT NOT NULL)"
+                ));
+            }
+        }
+        Load::Iibench => s.push(
+            "CREATE TABLE bench.purchases_index (transactionid BIGINT NOT NULL AUTO_INCREMENT, \
+             dateandtime DATETIME NOT NULL, cashregisterid INT NOT NULL, customerid INT NOT NULL, \
+             productid INT NOT NULL, price FLOAT NOT NULL, PRIMARY KEY (transactionid), \
+             KEY marketsegment (price, customerid), KEY registersegment (cashregisterid, price, customerid), \
+             KEY pdc (price, dateandtime, customerid))"
+                .to_string(),
+        ),
+    }
+    s
+}
+
+/// sysbench's Pareto draw over 0..n with h = 0.2.
+fn pareto(rng: &mut SmallRng, n: u64) -> u64 {
+    let h: f64 = 0.2;
+    let power = h.ln() / (1.0 - h).ln();
+    let u: f64 = rng.gen();
+    ((n as f64 * u.powf(power)) as u64).min(n - 1)
+}
+
+/// sysbench's `c`/`pad` text: groups of 11 digits joined by '-'.
+fn digits(rng: &mut SmallRng, groups: usize) -> String {
+    let mut s = String::with_capacity(groups * 12);
+    for g in 0..groups {
+        if g > 0 {
+            s.push('-');
+        }
+        for _ in 0..11 {
+            s.push(char::from(b'0' + rng.gen_range(0..10u8)));
+        }
+    }
+    s
+}
+
+/// What a worker saw: per transaction, its end (µs since start) and latency (µs).
+#[derive(Default)]
+struct Seen {
+    events: Vec<(u64, u32)>,
+    retries: u64,
+}
+
+fn is_retryable(e: &mysql::Error) -> bool {
+    matches!(e, mysql::Error::MySqlError(m) if m.code == 1213 || m.code == 1205 || m.code == 1020)
+}
+
+fn load(ep: &Endpoint, p: &Params, load: Load, progress: &dyn Fn(&str)) -> Result<Run> {
+    {
+        let mut c = client::connect(ep, None)?;
+        client::exec_all(&mut c, &schema(load))?;
+    }
+    let per_txn = if load == Load::Iibench { IIBENCH_ROWS } else { 1 };
+    let txns = p.rows.div_ceil(per_txn);
+    let next = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..p.threads.max(1) {
+        let (ep, next, done, stop) = (ep.clone(), next.clone(), done.clone(), stop.clone());
+        let seed = p.seed.wrapping_add(t as u64 * 0x9E37_79B9);
+        handles.push(std::thread::spawn(move || -> Result<Seen> {
+            let mut conn = client::connect(&ep, Some("bench"))?;
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let mut seen = Seen::default();
+            let stmts = match load {
+                Load::Iibench => Vec::new(),
+                _ => {
+                    let ins = if load == Load::RollSeq {
+                        "INSERT INTO sbtest (id, k, c, pad) VALUES (?, ?, ?, ?)"
+                    } else {
+                        "INSERT INTO sbtest (hid, mid, id, k, c, pad) VALUES (?, ?, ?, ?, ?, ?)"
+                    };
+                    let mut v = vec![conn.prep(ins).map_err(|e| Error::new(format!("prepare: {e}")))?];
+                    for l in ROLL_LEVELS {
+                        v.push(
+                            conn.prep(format!(
+                                "INSERT INTO sbtest_r{l} (id, k) VALUES (?, ?) ON DUPLICATE KEY UPDATE k = VALUES(k) + k"
+                            ))
+                            .map_err(|e| Error::new(format!("prepare: {e}")))?,
+                        );
+                    }
+                    v
+                }
+            };
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= txns {
+                    break;
+                }
+                let began = Instant::now();
+                // One transaction, retried whole on a deadlock or lock wait timeout.
+                loop {
+                    let r = match load {
+                        Load::Iibench => {
+                            let mut sql = String::with_capacity(64 * IIBENCH_ROWS as usize);
+                            sql.push_str(
+                                "INSERT INTO purchases_index (dateandtime, cashregisterid, customerid, productid, price) VALUES ",
+                            );
+                            for r in 0..IIBENCH_ROWS {
+                                if r > 0 {
+                                    sql.push(',');
+                                }
+                                let secs = 1_700_000_000 + i * IIBENCH_ROWS + r;
+                                sql.push_str(&format!(
+                                    "(FROM_UNIXTIME({secs}),{},{},{},{:.2})",
+                                    rng.gen_range(0..1000),
+                                    rng.gen_range(0..100_000),
+                                    rng.gen_range(0..10_000),
+                                    rng.gen_range(0.0..500.0f64)
+                                ));
+                            }
+                            conn.query_drop(sql)
+                        }
+                        _ => {
+                            let id = i;
+                            let k = pareto(&mut rng, 10_000);
+                            let c = digits(&mut rng, 10);
+                            let pad = digits(&mut rng, 5);
+                            (|| -> std::result::Result<(), mysql::Error> {
+                                conn.query_drop("BEGIN")?;
+                                if load == Load::RollSeq {
+                                    conn.exec_drop(&stmts[0], (id, k, &c, &pad))?;
+                                } else {
+                                    let (hid, mid) = (rng.gen_range(0..10_000u32), rng.gen_range(0..10_000u32));
+                                    conn.exec_drop(&stmts[0], (hid, mid, id, k, &c, &pad))?;
+                                }
+                                for (n, l) in ROLL_LEVELS.iter().enumerate() {
+                                    conn.exec_drop(&stmts[n + 1], (id / l, k))?;
+                                }
+                                conn.query_drop("COMMIT")
+                            })()
+                        }
+                    };
+                    match r {
+                        Ok(()) => break,
+                        Err(e) if is_retryable(&e) => {
+                            let _ = conn.query_drop("ROLLBACK");
+                            seen.retries += 1;
+                        }
+                        Err(e) => return Err(Error::new(format!("transaction {i}: {e}"))),
+                    }
+                }
+                let now = Instant::now();
+                let end_us = now.duration_since(start).as_micros() as u64;
+                let lat = now.duration_since(began).as_micros().min(u32::MAX as u128) as u32;
+                seen.events.push((end_us, lat));
+                done.fetch_add(per_txn, Ordering::Relaxed);
+            }
+            Ok(seen)
+        }));
+    }
+    // Progress once per interval; stop at the time limit.
+    let interval = Duration::from_secs_f64(p.interval_secs.max(0.01));
+    let mut last = 0;
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(interval.min(Duration::from_millis(500)));
+        let el = start.elapsed().as_secs_f64();
+        if el >= p.max_secs {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let d = done.load(Ordering::Relaxed);
+        if d != last {
+            progress(&format!("{:.0} s: {} rows", el, d));
+            last = d;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mut events = Vec::new();
+    let mut retries = 0;
+    for h in handles {
+        let seen = h.join().map_err(|_| Error::new("a worker thread panicked".to_string()))??;
+        events.extend(seen.events);
+        retries += seen.retries;
+    }
+    let units = events.len() as u64 * per_txn;
+    Ok(summarize(events, per_txn, secs, p.interval_secs, p.threads, units, retries))
+}
+
+/// Per-interval rates and latency percentiles from the workers' events.
+fn summarize(
+    mut events: Vec<(u64, u32)>,
+    per_txn: u64,
+    secs: f64,
+    interval_secs: f64,
+    threads: usize,
+    units: u64,
+    retries: u64,
+) -> Run {
+    events.sort_unstable();
+    let step_us = (interval_secs * 1e6).max(1.0) as u64;
+    let mut intervals = Vec::new();
+    let mut i = 0;
+    let mut all: Vec<u32> = events.iter().map(|e| e.1).collect();
+    while i < events.len() {
+        let bucket = events[i].0 / step_us;
+        let mut lats = Vec::new();
+        while i < events.len() && events[i].0 / step_us == bucket {
+            lats.push(events[i].1);
+            i += 1;
+        }
+        lats.sort_unstable();
+        let pct = |q: f64| f64::from(lats[((lats.len() - 1) as f64 * q) as usize]) / 1000.0;
+        intervals.push(Interval {
+            end_s: ((bucket + 1) * step_us) as f64 / 1e6,
+            rate: (lats.len() as u64 * per_txn) as f64 / interval_secs,
+            p50_ms: Some(pct(0.5)),
+            p95_ms: Some(pct(0.95)),
+            p99_ms: pct(0.99),
+            max_ms: Some(pct(1.0)),
+        });
+    }
+    all.sort_unstable();
+    let pct = |q: f64| {
+        if all.is_empty() {
+            0.0
+        } else {
+            f64::from(all[((all.len() - 1) as f64 * q) as usize]) / 1000.0
+        }
+    };
+    Run { threads, intervals, units, secs, retries, p99_ms: pct(0.99), max_ms: pct(1.0) }
+}
+
+fn sysbench_base(script: &str, ep: &Endpoint, p: &Params) -> Command {
+    let mut cmd = Command::new("sysbench");
+    cmd.arg(script)
+        .arg(format!("--mysql-host={}", ep.host))
+        .arg(format!("--mysql-port={}", ep.port))
+        .arg(format!("--mysql-user={}", ep.user))
+        .arg("--mysql-db=bench")
+        .arg("--tables=1")
+        .arg(format!("--table-size={}", p.sysbench_table_size));
+    if let Some(pw) = &ep.password {
+        cmd.arg(format!("--mysql-password={pw}"));
+    }
+    cmd
+}
+
+fn sysbench(w: SqlWorkload, ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>> {
+    let script = w.sysbench_script().expect("a sysbench workload");
+    {
+        let mut c = client::connect(ep, None)?;
+        client::exec_all(&mut c, &["DROP DATABASE IF EXISTS bench".into(), "CREATE DATABASE bench".into()])?;
+    }
+    let out = sysbench_base(script, ep, p)
+        .arg("prepare")
+        .output()
+        .map_err(|e| Error::new(format!("running sysbench (is it installed?): {e}")))?;
+    if !out.status.success() {
+        bail!(
+            "sysbench {script} prepare failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut runs = Vec::new();
+    for &threads in &p.sysbench_threads {
+        progress(&format!("{threads} threads, {} s", p.sysbench_secs));
+        let out = sysbench_base(script, ep, p)
+            .arg(format!("--threads={threads}"))
+            .arg(format!("--time={}", p.sysbench_secs))
+            .arg(format!("--report-interval={}", (p.interval_secs.round() as u64).max(1)))
+            .arg("--percentile=99")
+            .arg("run")
+            .output()
+            .map_err(|e| Error::new(format!("running sysbench: {e}")))?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if !out.status.success() {
+            bail!("sysbench {script} run failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+        }
+        runs.push(parse_sysbench(&text, threads)?);
+    }
+    Ok(runs)
+}
+
+/// Reads sysbench 1.0's report: its per-interval lines
+/// (`[ 1s ] thds: 16 tps: 3071.86 qps: ... lat (ms,99%): 12.08 err/s: 0.00 ...`)
+/// and its totals (`transactions: N (R per sec.)`, `ignored errors: N`,
+/// `total time: Ss`, `99th percentile: L`, `max: L`).
+pub fn parse_sysbench(text: &str, threads: usize) -> Result<Run> {
+    let num_after = |line: &str, key: &str| -> Option<f64> {
+        let at = line.find(key)? + key.len();
+        line[at..].split_whitespace().next()?.trim_end_matches(['s', ',']).parse().ok()
+    };
+    let mut run = Run { threads, ..Run::default() };
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            let (Some(end), Some(tps), Some(p99)) =
+                (num_after(l, "["), num_after(l, "tps:"), num_after(l, "%):"))
+            else {
+                continue;
+            };
+            run.intervals.push(Interval { end_s: end, rate: tps, p99_ms: p99, ..Interval::default() });
+        } else if let Some(rest) = l.strip_prefix("transactions:") {
+            run.units = rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        } else if let Some(rest) = l.strip_prefix("ignored errors:") {
+            run.retries = rest.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        } else if let Some(rest) = l.strip_prefix("total time:") {
+            run.secs = rest.trim().trim_end_matches('s').parse().unwrap_or(0.0);
+        } else if let Some(rest) = l.strip_prefix("99th percentile:") {
+            run.p99_ms = rest.trim().parse().unwrap_or(0.0);
+        } else if let Some(rest) = l.strip_prefix("max:") {
+            run.max_ms = rest.trim().parse().unwrap_or(0.0);
+        }
+    }
+    if run.secs <= 0.0 {
+        bail!("could not read sysbench's report:\n{text}");
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysbench_report_is_read() {
+        let text = "[ 1s ] thds: 16 tps: 3071.86 qps: 61457.01 (r/w/o: 43030.59/12282.48/6143.94) lat (ms,99%): 12.08 err/s: 0.00 reconn/s: 0.00\n\
+[ 2s ] thds: 16 tps: 3100.00 qps: 62000.00 (r/w/o: 1/2/3) lat (ms,99%): 11.00 err/s: 0.00 reconn/s: 0.00\n\
+SQL statistics:\n    transactions:                        6171   (3085.20 per sec.)\n    ignored errors:                      3      (0.00 per sec.)\n\
+General statistics:\n    total time:                          2.0002s\n\
+Latency (ms):\n         min:                                    0.50\n         avg:                                    5.10\n         max:                                   40.25\n         99th percentile:                       12.08\n";
+        let run = parse_sysbench(text, 16).unwrap();
+        assert_eq!(run.intervals.len(), 2);
+        assert_eq!(run.intervals[1].end_s, 2.0);
+        assert_eq!(run.intervals[0].rate, 3071.86);
+        assert_eq!(run.intervals[0].p99_ms, 12.08);
+        assert_eq!(run.units, 6171);
+        assert_eq!(run.retries, 3);
+        assert!((run.secs - 2.0002).abs() < 1e-9);
+        assert_eq!(run.max_ms, 40.25);
+        assert!(parse_sysbench("garbage", 1).is_err());
+    }
+
+    #[test]
+    fn intervals_bucket_events_and_take_percentiles() {
+        // 100 transactions in the first second (1..100 ms), 10 in the third.
+        let mut ev: Vec<(u64, u32)> = (1..=100).map(|i| (i * 1000, i as u32 * 1000)).collect();
+        ev.extend((0..10).map(|i| (2_000_000 + i, 5000)));
+        let run = summarize(ev, 1, 3.0, 1.0, 4, 110, 0);
+        assert_eq!(run.intervals.len(), 2);
+        assert_eq!(run.intervals[0].rate, 100.0);
+        assert_eq!(run.intervals[0].p50_ms, Some(50.0));
+        assert_eq!(run.intervals[0].max_ms, Some(100.0));
+        assert_eq!(run.intervals[1].end_s, 3.0);
+        assert_eq!(run.intervals[1].rate, 10.0);
+    }
+
+    #[test]
+    fn pareto_stays_in_range_and_skews_low() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let draws: Vec<u64> = (0..10_000).map(|_| pareto(&mut rng, 10_000)).collect();
+        assert!(draws.iter().all(|&k| k < 10_000));
+        let low = draws.iter().filter(|&&k| k < 2000).count();
+        assert!(low > 7000, "{low} of 10000 draws below 2000");
+    }
+}
