@@ -37,7 +37,7 @@ use std::sync::Arc;
 use crate::catalog::IndexKind;
 use crate::coerce::{self, StoreCtx};
 use crate::error::{SqlResult, Warning};
-use crate::expr::{Arith, CmpOp, Expr};
+use crate::expr::{Arith, CmpKind, CmpOp, Expr};
 use crate::rowcodec::{get_varint, put_varint};
 use crate::session::Session;
 use crate::table::Table;
@@ -185,8 +185,11 @@ fn int_range(bytes: u8, unsigned: bool) -> (i128, i128) {
     }
 }
 
-/// Splits a stored row into its version bytes, NULL bitmap and fields.
-fn split_row<'a>(kinds: &[u8], mut buf: &'a [u8]) -> Option<(&'a [u8], Vec<bool>, Vec<Option<&'a [u8]>>)> {
+/// A stored row's fields (`None`: NULL).
+type Fields<'a> = Vec<Option<&'a [u8]>>;
+
+/// Splits a stored row into its version bytes and fields.
+fn split_row<'a>(kinds: &[u8], mut buf: &'a [u8]) -> Option<(&'a [u8], Fields<'a>)> {
     let whole = buf;
     let b = &mut buf;
     varint(b)?;
@@ -212,7 +215,7 @@ fn split_row<'a>(kinds: &[u8], mut buf: &'a [u8]) -> Option<(&'a [u8], Vec<bool>
         };
         fields.push(Some(f));
     }
-    b.is_empty().then_some((version, nulls, fields))
+    b.is_empty().then_some((version, fields))
 }
 
 /// The update function: see the module's documentation for `arg`.
@@ -227,7 +230,7 @@ pub fn apply(_key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn run(a: &Arg, old: &[u8]) -> Option<Vec<u8>> {
-    let (version, _, fields) = split_row(a.kinds, old)?;
+    let (version, fields) = split_row(a.kinds, old)?;
     let mut fields: Vec<Option<Vec<u8>>> = fields.into_iter().map(|f| f.map(<[u8]>::to_vec)).collect();
     for op in &a.ops {
         match op {
@@ -469,7 +472,7 @@ pub(crate) fn plan_update(
     let mut row = vec![Value::Null; t.def.columns.len()];
     let mut seen = vec![false; t.def.columns.len()];
     for c in conj {
-        let Expr::Cmp(CmpOp::Eq, _, a, b) = c else { return Ok(None) };
+        let Expr::Cmp(CmpOp::Eq, kind, a, b) = c else { return Ok(None) };
         let (col, k) = match (&**a, &**b) {
             (Expr::Col(x), k) | (k, Expr::Col(x)) if k.is_constant() => (*x, k),
             _ => return Ok(None),
@@ -480,10 +483,13 @@ pub(crate) fn plan_update(
         let mut w = Vec::new();
         let v = k.eval(&[], &mut s.eval_ctx(&mut w))?;
         let column = &t.def.columns[col];
-        let fits = matches!(
-            (&column.ty, &v),
-            (SqlType::Int { .. }, Value::Int(_) | Value::UInt(_)) | (SqlType::Str { .. }, Value::Str(_))
-        );
+        // The comparison must be the one the key encodes: numbers, or the
+        // column's own collation (a COLLATE elsewhere would match other rows).
+        let fits = match (&column.ty, &v, kind) {
+            (SqlType::Int { .. }, Value::Int(_) | Value::UInt(_), CmpKind::Numeric) => true,
+            (SqlType::Str { coll, .. }, Value::Str(_), CmpKind::Str(k)) => k == coll,
+            _ => false,
+        };
         if !fits || !w.is_empty() {
             return Ok(None);
         }
