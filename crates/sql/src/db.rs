@@ -148,7 +148,10 @@ impl Database {
             fsync_log_period_ms: opts.fsync_log_period_ms.max(1),
             checkpoint_period: (opts.checkpoint_period_secs > 0)
                 .then(|| std::time::Duration::from_secs(opts.checkpoint_period_secs)),
-            update_fns: vec![(table::ADD_I64, Arc::new(table::add_i64) as fractaldb::UpdateFn)],
+            update_fns: vec![
+                (table::ADD_I64, Arc::new(table::add_i64) as fractaldb::UpdateFn),
+                (crate::fastupdate::FAST_UPDATE, Arc::new(crate::fastupdate::apply) as fractaldb::UpdateFn),
+            ],
             ..EnvOptions::default()
         };
         let env = Env::open(dir, eo)?;
@@ -315,7 +318,15 @@ impl Inner {
                 }
             }
         }
-        Ok(Table { def, main, sec, status, autoinc: Mutex::new(None), next_row_id: AtomicU64::new(next) })
+        Ok(Table {
+            def,
+            main,
+            sec,
+            status,
+            autoinc: Mutex::new(None),
+            next_row_id: AtomicU64::new(next),
+            settling: Mutex::new(()),
+        })
     }
 
     /// A dictionary name not in use, from `base`.

@@ -296,6 +296,14 @@ fn write_rows(
     });
     // AUTO_INCREMENT values reserved for this statement, their keys locked: [next, end).
     let mut block: Option<(u64, u64)> = None;
+    // Blind upserts (`fastupdate`): a row sent as one update message on
+    // its primary key, unread; counted as uncertain for the row count.
+    let fast = if !ignore && !replace && !from_select && load_base.is_none() {
+        crate::fastupdate::plan_upsert(s, &t, &upd)
+    } else {
+        None
+    };
+    let mut blind = 0i64;
     for (ri, vals) in input.into_iter().enumerate() {
         let rownum = load_base.unwrap_or(0) + ri + 1;
         let mut generated = false;
@@ -378,6 +386,18 @@ fn write_rows(
         }
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
+        // A generated AUTO_INCREMENT value takes the ordinary path (as TokuDB).
+        if let (Some(plan), false) = (&fast, generated) {
+            if let Some(arg) = plan.arg(s, Some(&full), strict, rownum, &mut warnings)? {
+                // After this statement's earlier rows, which it may change.
+                batch.flush(txn, &t)?;
+                txn.update(&t.main, &pk, crate::fastupdate::FAST_UPDATE, &arg)?;
+                blind += 1;
+                crate::progress::changed(crate::progress::Stage::Inserted, 1);
+                s.check_killed()?;
+                continue;
+            }
+        }
         // A collision with a row of this statement not yet in the engine:
         // write them so the ordinary path below sees that row.
         if batch.collides(&t, &full, &pk)? {
@@ -482,6 +502,8 @@ fn write_rows(
     }
     batch.flush(txn, &t)?;
     t.add_rows(txn, s.slot, delta)?;
+    t.add_uncertain(txn, s.slot, blind)?;
+    s.count(crate::sysvars::Stat::FractaldbFastUpdates, blind as u64);
     if let Some(id) = first_id {
         s.last_insert_id = id;
     }
@@ -988,6 +1010,11 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
         let how = ExplainHow { delete: false, sorted: !up.order_by.is_empty(), limited: up.limit.is_some() };
         return explain_single(s, txn, &t, alias.as_ref(), up.selection.as_ref(), how);
     }
+    if !ignore && up.order_by.is_empty() && up.limit.is_none() && !correlated {
+        if let Some(r) = fast_update(s, txn, &t, &scope, &sets, up.selection.as_ref())? {
+            return Ok(r);
+        }
+    }
     let rows = matching(s, txn, &t, up.selection.as_ref(), &up.order_by, up.limit.as_ref(), alias.as_ref())?;
     let upd = RowUpdater::new(s, &t, ignore)?;
     let mut explicitly: Vec<usize> = sets.iter().map(|(i, _)| *i).collect();
@@ -1046,6 +1073,51 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
         last_insert_id: 0,
         info: Some(format!("Rows matched: {matched}  Changed: {affected}  Warnings: {nwarn}")),
     })
+}
+
+/// UPDATE of one row named by its whole primary key as one update message
+/// (`fastupdate`), when `tokudb_enable_fast_update` is on and the
+/// statement qualifies; `None`: the ordinary path. Nothing is read, so
+/// nothing is known of the row: 0 rows matched and changed, as TokuDB.
+fn fast_update(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    scope: &[crate::expr::ScopeCol],
+    sets: &[(usize, Expr)],
+    selection: Option<&ast::Expr>,
+) -> SqlResult<Option<Outcome>> {
+    if s.session_var("tokudb_enable_fast_update").and_then(|v| v.truth()) != Some(true) {
+        return Ok(None);
+    }
+    let filter = match selection {
+        Some(w) => {
+            let sysvar = |n: &str| s.sysvar(n);
+            let proto = s.child();
+            let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
+                let mut sub = proto.child();
+                crate::query::select(&mut sub, txn, q, false).map(|r| r.rows)
+            };
+            Some(Binder::plain(scope, &sysvar, &mut subq, "where clause").bind(w)?.0)
+        }
+        None => None,
+    };
+    let Some((plan, pk)) = crate::fastupdate::plan_update(s, t, sets, filter.as_ref())? else {
+        return Ok(None);
+    };
+    let mut warnings = Vec::new();
+    let Some(arg) = plan.arg(s, None, s.strict, 1, &mut warnings)? else {
+        return Ok(None);
+    };
+    txn.update(&t.main, &pk, crate::fastupdate::FAST_UPDATE, &arg)?;
+    s.count(crate::sysvars::Stat::FractaldbFastUpdates, 1);
+    s.warnings.extend(warnings);
+    let nwarn = s.warnings.len();
+    Ok(Some(Outcome::Done {
+        affected: 0,
+        last_insert_id: 0,
+        info: Some(format!("Rows matched: 0  Changed: 0  Warnings: {nwarn}")),
+    }))
 }
 
 pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> SqlResult<Outcome> {

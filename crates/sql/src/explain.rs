@@ -119,7 +119,7 @@ pub fn single_dml(
     delete_all: bool,
 ) -> SqlResult<ResultSet> {
     let def = &t.def;
-    let count = t.row_count(txn)?;
+    let count = t.row_estimate(txn)?;
     let n = || Value::Null;
     if delete_all {
         let mut r = vec![Value::Int(1), Value::str("SIMPLE")];
@@ -252,7 +252,7 @@ pub fn plan(
                 } else {
                     s(&possible.iter().map(|&i| ix_name(i)).collect::<Vec<_>>().join(","))
                 };
-                let count = t.row_count(txn)?;
+                let count = t.row_estimate(txn)?;
                 let (ty, key, parts, refs, rows): (&str, Option<usize>, usize, Option<String>, u64) =
                     if let Some((ix, refs)) = &st.probe {
                         let whole = refs.len() == def.indexes[*ix].parts.len()

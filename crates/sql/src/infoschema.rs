@@ -720,7 +720,7 @@ pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
 /// has the same from its Engine column on).
 pub fn table_status(s: &Session, txn: &Txn, t: &Table) -> SqlResult<Vec<Value>> {
     let def = &t.def;
-    let rows = t.row_count(txn)?;
+    let rows = t.row_count_settled(txn, &s.inner.env)?;
     let space =
         |d: &fractaldb::Dictionary| d.space().map(|sp| (sp.live_bytes, sp.file_bytes, sp.punched_bytes));
     let (data, file, punched) = space(&t.main)?;
@@ -982,7 +982,7 @@ fn column_row(def: &TableDef, i: usize, c: &Column) -> Vec<Value> {
 /// SHOW INDEX's rows for a table (its 14 columns, Table first).
 pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
     let def = &t.def;
-    let rows = t.row_count(txn)?;
+    let rows = t.row_estimate(txn)?;
     let mut out = Vec::new();
     for ix in index_order(def).into_iter().map(|i| &def.indexes[i]) {
         for (seq, p) in ix.parts.iter().enumerate() {

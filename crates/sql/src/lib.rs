@@ -43,6 +43,7 @@ pub mod error;
 mod explain;
 mod expr;
 pub mod fastinsert;
+mod fastupdate;
 mod fk;
 pub mod func;
 mod group;

@@ -365,7 +365,7 @@ pub fn ordered(
         return Some(Access { reverse: rev, ..a.clone() });
     }
     let limit = limit?;
-    let n = t.row_count(txn).ok()?;
+    let n = t.row_estimate(txn).ok()?;
     let m = a.matching.unwrap_or(n).clamp(1, n.max(1));
     let read = n.min(limit.saturating_mul(n).div_ceil(m));
     let current = a.cost.unwrap_or(SCAN_START_COST + n as f64 * ROW_COST) + m as f64 * ROW_COST;

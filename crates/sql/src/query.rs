@@ -357,7 +357,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         && !aggs.is_empty()
         && aggs.iter().all(|a| a.func == AggFn::CountStar && !a.distinct && !a.is_window());
     let count = match &sources[..] {
-        [Rel::Table(t)] if count_only => Some(t.table.row_count(txn)?),
+        [Rel::Table(t)] if count_only => Some(t.table.row_count_settled(txn, &s.inner.env)?),
         _ => None,
     };
     // The columns of each table the query reads (`None`: all of them, a

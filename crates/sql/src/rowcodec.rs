@@ -82,7 +82,7 @@ pub fn encode(version: u32, types: &[&SqlType], row: &[Value], out: &mut Vec<u8>
     Ok(())
 }
 
-fn encode_field(ty: &SqlType, v: &Value, out: &mut Vec<u8>) -> SqlResult<()> {
+pub(crate) fn encode_field(ty: &SqlType, v: &Value, out: &mut Vec<u8>) -> SqlResult<()> {
     let mismatch = || SqlError::internal(format!("value {v:?} does not fit a {} field", ty.column_type()));
     match ty {
         SqlType::Int { .. } | SqlType::Bit { .. } | SqlType::Year => match v {

@@ -163,6 +163,8 @@ pub static DEFS: &[Def] = &[
     d("tokudb_checkpointing_period", G, false, Int(0, U32), "60"),
     d("tokudb_commit_sync", G, false, Bool, "1"),
     d("tokudb_directio", G, false, Bool, "1"),
+    d("tokudb_enable_fast_update", Both, true, Bool, "0"),
+    d("tokudb_enable_fast_upsert", Both, true, Bool, "0"),
     d("tokudb_fsync_log_period", G, false, Int(0, U32), "1000"),
     d("tokudb_lock_timeout", Both, true, Int(0, U32), "4000"),
     d("transaction_isolation", Both, true, Str, "REPEATABLE-READ"),
@@ -450,6 +452,8 @@ pub enum Stat {
     ComTruncate,
     ComUnlockTables,
     ComUpdate,
+    /// Rows written as update messages without a read (`fastupdate.rs`).
+    FractaldbFastUpdates,
     Questions,
     SlowQueries,
     /// Merge passes of sorts with more runs than one merge reads (`sort.rs`).
@@ -506,6 +510,7 @@ pub const STAT_NAMES: [&str; STAT_COUNT] = [
     "Com_truncate",
     "Com_unlock_tables",
     "Com_update",
+    "Fractaldb_fast_updates",
     "Questions",
     "Slow_queries",
     "Sort_merge_passes",

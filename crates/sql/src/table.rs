@@ -37,6 +37,11 @@ pub fn add_i64(_key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
 }
 
 pub const ROWS_PREFIX: &[u8] = b"rows";
+/// `unc` + 4-byte slot -> i64: blind upserts (`fastupdate`) not yet
+/// settled into the row count (see [`Table::settle_count`]).
+pub const UNCERTAIN_PREFIX: &[u8] = b"unc";
+/// The slot [`Table::settle_count`] writes; sessions' slots count up from 0.
+pub const SETTLE_SLOT: u32 = u32::MAX;
 
 /// An open table: its definition and dictionaries.
 pub struct Table {
@@ -49,6 +54,8 @@ pub struct Table {
     pub autoinc: Mutex<Option<u64>>,
     /// The next hidden row id, for tables without a primary key.
     pub next_row_id: AtomicU64,
+    /// Held while [`Table::settle_count`] runs.
+    pub settling: Mutex<()>,
 }
 
 /// A failed unique check: which index.
@@ -71,6 +78,7 @@ impl Table {
             status: self.status.clone(),
             autoinc: Mutex::new(*self.autoinc.lock()),
             next_row_id: AtomicU64::new(self.next_row_id.load(Ordering::SeqCst)),
+            settling: Mutex::new(()),
         }
     }
 
@@ -269,16 +277,88 @@ impl Table {
         Ok(())
     }
 
-    /// The exact row count as `txn` sees it.
-    pub fn row_count(&self, txn: &Txn) -> SqlResult<u64> {
-        let mut hi = ROWS_PREFIX.to_vec();
+    /// Adds `n` blind upserts (`fastupdate`) to the uncertain counter
+    /// through `slot`: rows that may or may not have been inserted.
+    pub fn add_uncertain(&self, txn: &Txn, slot: u32, n: i64) -> SqlResult<()> {
+        if n != 0 {
+            let mut key = UNCERTAIN_PREFIX.to_vec();
+            key.extend_from_slice(&slot.to_be_bytes());
+            txn.update(&self.status, &key, ADD_I64, &n.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn sum_prefix(&self, txn: &Txn, prefix: &[u8]) -> SqlResult<i64> {
+        let mut hi = prefix.to_vec();
         *hi.last_mut().expect("not empty") += 1;
         let mut n: i64 = 0;
-        for kv in txn.range(&self.status, Some(ROWS_PREFIX), Some(&hi), false) {
+        for kv in txn.range(&self.status, Some(prefix), Some(&hi), false) {
             let (_, v) = kv?;
             n = n.wrapping_add(v.as_slice().try_into().map(i64::from_le_bytes).unwrap_or(0));
         }
-        Ok(n.max(0) as u64)
+        Ok(n)
+    }
+
+    /// The summed deltas and the uncertain counter as `txn` sees them.
+    fn counters(&self, txn: &Txn) -> SqlResult<(i64, i64)> {
+        Ok((self.sum_prefix(txn, ROWS_PREFIX)?, self.sum_prefix(txn, UNCERTAIN_PREFIX)?))
+    }
+
+    fn scan_count(&self, txn: &Txn) -> SqlResult<u64> {
+        let mut n = 0u64;
+        for kv in txn.range(&self.main, None, None, false) {
+            kv?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The row count for the planner and EXPLAIN: the summed deltas, plus
+    /// the unsettled blind upserts (each inserted at most one row); never
+    /// a scan.
+    pub fn row_estimate(&self, txn: &Txn) -> SqlResult<u64> {
+        let (n, uncertain) = self.counters(txn)?;
+        Ok(n.saturating_add(uncertain.max(0)).max(0) as u64)
+    }
+
+    /// The exact row count as `txn` sees it: the summed deltas, or, while
+    /// blind upserts it sees are not settled, the rows counted one by one
+    /// (and then the blind upserts settled, see [`Table::settle_count`]).
+    pub fn row_count_settled(&self, txn: &Txn, env: &fractaldb::Env) -> SqlResult<u64> {
+        let (n, uncertain) = self.counters(txn)?;
+        if uncertain == 0 {
+            return Ok(n.max(0) as u64);
+        }
+        let counted = self.scan_count(txn)?;
+        self.settle_count(env)?;
+        Ok(counted)
+    }
+
+    /// Makes the summed deltas exact again after blind upserts: in a
+    /// transaction of its own (a snapshot), counts the rows, adds the
+    /// difference from the summed deltas and subtracts the uncertain
+    /// counter, both through [`SETTLE_SLOT`], and commits.
+    ///
+    /// **Invariant:** after it commits, every later snapshot's sum is its
+    /// row count: the counted snapshot's sum becomes its rows, and what
+    /// commits after it adds exact deltas (ADD_I64 messages commute) or
+    /// uncertain ones (which make the count scan again). Settlers take
+    /// turns (`settling`, try-lock: a busy one means one is running), each
+    /// beginning after the previous committed, so no difference is added
+    /// twice; no session writes `SETTLE_SLOT`, so it never waits for a lock.
+    pub fn settle_count(&self, env: &fractaldb::Env) -> SqlResult<()> {
+        let Some(_turn) = self.settling.try_lock() else { return Ok(()) };
+        let txn = env.begin(fractaldb::Isolation::RepeatableRead)?;
+        let (n, uncertain) = self.counters(&txn)?;
+        if uncertain == 0 {
+            txn.commit()?;
+            return Ok(());
+        }
+        let counted = self.scan_count(&txn)? as i64;
+        self.add_rows(&txn, SETTLE_SLOT, counted - n)?;
+        self.add_uncertain(&txn, SETTLE_SLOT, -uncertain)?;
+        txn.commit()?;
+        Ok(())
     }
 
     /// Formats index `ix`'s values of `row` as MySQL's duplicate-key message
