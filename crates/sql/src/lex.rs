@@ -1997,7 +1997,8 @@ fn ddl_rewrites(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags, first: &str) -
 /// only its row types there (and we TokuDB's, `rowformat.rs`), as unquoted
 /// words; anything else is 1064 near the value. Only options outside
 /// parentheses and before a CREATE's SELECT are looked at, and only where
-/// `=` or a known name follows (a column may be named `row_format`).
+/// `=` follows (a column may be named `row_format`); without `=` the value
+/// reaches `rowformat::resolve`, which refuses it too.
 fn check_row_format(s: &[u8], toks: &[Tok]) -> SqlResult<()> {
     let c = Cur { s, t: toks, i: 0 };
     let mut depth = 0i32;
