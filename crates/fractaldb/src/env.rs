@@ -1364,6 +1364,12 @@ impl Dictionary {
         self.tree.file.direct_io()
     }
 
+    /// The codec the dictionary's leaves are written with: the one it was
+    /// created with (`DictOptions::codec`), read back from its file at open.
+    pub fn codec(&self) -> Codec {
+        self.tree.settings.codec
+    }
+
     /// Bytes of the dictionary's file, and of the blocks in use in it.
     pub fn space(&self) -> Result<SpaceStats> {
         self.tree.check_open()?;

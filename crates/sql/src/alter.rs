@@ -28,7 +28,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use fractaldb::{DictOptions, Isolation, WriteBatch};
+use fractaldb::{Isolation, WriteBatch};
 use sqlparser::ast;
 
 use crate::catalog::{
@@ -67,6 +67,8 @@ struct Work {
     auto_increment: Option<u64>,
     /// CONVERT TO CHARACTER SET: every text column takes this collation.
     convert: Option<Collation>,
+    /// ROW_FORMAT=: its word, resolved by `finish` (a new codec rebuilds).
+    row_format: Option<String>,
     rename: Option<(String, String)>,
 }
 
@@ -149,6 +151,7 @@ impl Work {
             collation: old.def.collation,
             auto_increment: None,
             convert: None,
+            row_format: None,
             rename: None,
             old,
         }
@@ -607,6 +610,7 @@ impl Work {
                 self.collation = c;
                 self.convert = Some(c);
             }
+            "ROW_FORMAT" => self.row_format = Some(v.to_string()),
             // ENGINE, FORCE and the storage options of other engines are
             // accepted and ignored: every table is a FractalDB table, and
             // FORCE's rebuild would write the same rows.
@@ -691,6 +695,11 @@ impl Work {
         }
         if let Some(n) = self.auto_increment {
             def.auto_increment_start = n.max(1);
+        }
+        if let Some(rf) = &self.row_format {
+            let (declared, codec) = crate::rowformat::resolve(rf, s.row_format_default())?;
+            def.row_format = declared;
+            def.codec = codec.name().to_string();
         }
         if self.cols.iter().any(|c| c.src.is_none() && c.col.auto_increment) {
             // A new AUTO_INCREMENT column numbers the rows from 1.
@@ -784,7 +793,9 @@ impl Work {
             Some(j) => c.col.ty != od.columns[j].ty || (!c.col.nullable && od.columns[j].nullable),
             None => false,
         });
+        // A new codec (ROW_FORMAT=) recompresses: every dictionary is new.
         let rows_change = retyped
+            || def.codec != od.codec
             || !same_pk
             || self.cols.len() != od.columns.len()
             || self.cols.iter().enumerate().any(|(i, c)| c.src != Some(i));
@@ -892,13 +903,16 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     let mut created: Vec<String> = Vec::new();
     let res = (|| -> SqlResult<(Table, u64, Vec<Warning>)> {
         let base = format!("{}/{}", def.db, def.name);
+        // Every dictionary made here takes the table's codec (a rebuild
+        // for ROW_FORMAT= has the new one).
+        let opts = crate::rowformat::dict_options(&def);
         if plan.rows_change {
             def.schema_version = od.schema_version.wrapping_add(1);
             def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
-            s.inner.env.create_dictionary(&def.main_dict, DictOptions::default())?;
+            s.inner.env.create_dictionary(&def.main_dict, opts.clone())?;
             created.push(def.main_dict.clone());
             def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
-            s.inner.env.create_dictionary(&def.status_dict, DictOptions::default())?;
+            s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
             created.push(def.status_dict.clone());
         }
         let mut build: Vec<usize> = Vec::new();
@@ -907,7 +921,7 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
                 ix.dict = def.main_dict.clone();
             } else if plan.rows_change || ix.dict.is_empty() {
                 ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
-                s.inner.env.create_dictionary(&ix.dict, DictOptions::default())?;
+                s.inner.env.create_dictionary(&ix.dict, opts.clone())?;
                 created.push(ix.dict.clone());
                 build.push(i);
             }

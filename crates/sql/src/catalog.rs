@@ -130,6 +130,14 @@ pub struct TableDef {
     /// existed have none.
     #[serde(default)]
     pub foreign_keys: Vec<ForeignKeyDef>,
+    /// ROW_FORMAT as CREATE or ALTER TABLE named it, upper case ("" for
+    /// none or DEFAULT): what SHOW CREATE TABLE writes (`rowformat.rs`).
+    #[serde(default)]
+    pub row_format: String,
+    /// The engine codec (`fractaldb::Codec::name`) every dictionary of the
+    /// table is created with; older records' dictionaries are all zstd.
+    #[serde(default = "crate::rowformat::old_records_codec")]
+    pub codec: String,
 }
 
 /// What a foreign key does to the child rows when their parent row is

@@ -197,6 +197,12 @@ impl Database {
         Ok(crate::ddl::dict_names(&self.inner.table(db, table)?.def))
     }
 
+    /// The codec engine dictionary `name` stores its rows with, as the
+    /// engine reports it (tests check ROW_FORMAT through it).
+    pub fn dictionary_codec(&self, name: &str) -> SqlResult<fractaldb::Codec> {
+        Ok(self.inner.env.open_dictionary(name)?.codec())
+    }
+
     /// Every engine dictionary of the folder (tests use it to see that no
     /// dictionary is left that no catalog record names).
     pub fn dictionaries(&self) -> Vec<String> {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use fractaldb::{DictOptions, Isolation};
+use fractaldb::Isolation;
 use sqlparser::ast;
 
 use crate::catalog::{
@@ -282,15 +282,17 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     let base = format!("{}/{}", def.db, def.name);
     def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
-    s.inner.env.create_dictionary(&def.main_dict, DictOptions::default())?;
+    // Every dictionary of the table takes its codec (ROW_FORMAT).
+    let opts = crate::rowformat::dict_options(def);
+    s.inner.env.create_dictionary(&def.main_dict, opts.clone())?;
     def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
-    s.inner.env.create_dictionary(&def.status_dict, DictOptions::default())?;
+    s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
     for ix in def.indexes.iter_mut() {
         if ix.kind == IndexKind::Primary {
             ix.dict = def.main_dict.clone();
         } else {
             ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
-            s.inner.env.create_dictionary(&ix.dict, DictOptions::default())?;
+            s.inner.env.create_dictionary(&ix.dict, opts.clone())?;
         }
     }
     Ok(())
@@ -329,6 +331,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
         return Err(SqlError::table_needs_column());
     }
     let topts = table_options(&ct.table_options)?;
+    // ROW_FORMAT, else the session's tokudb_row_format, picks the codec.
+    let (row_format, codec) =
+        crate::rowformat::resolve(topts.row_format.as_deref().unwrap_or("DEFAULT"), s.row_format_default())?;
     let table_coll = match (&topts.charset, &topts.collate) {
         (None, None) => s.inner.db_collation(&db),
         (cs, co) => pick_collation(cs.as_deref(), co.as_deref(), Collation::Utf8mb4GeneralCi)?,
@@ -516,6 +521,8 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
             .map_or(0, |d| d.as_secs() as i64),
         checks,
         foreign_keys: Vec::new(),
+        row_format,
+        codec: codec.name().to_string(),
     };
     for d in fks {
         crate::fk::add(s, &mut def, d)?;
@@ -668,10 +675,12 @@ pub(crate) fn build_column(
 }
 
 /// The table options of CREATE TABLE that change the table: the others
-/// (ENGINE, ROW_FORMAT, ...) are accepted and ignored.
+/// (ENGINE, KEY_BLOCK_SIZE, ...) are accepted and ignored.
 #[derive(Default)]
 pub(crate) struct TableOptions {
     pub comment: Option<String>,
+    /// ROW_FORMAT's word as written (`rowformat::resolve` reads it).
+    pub row_format: Option<String>,
     pub auto_increment: Option<u64>,
     pub charset: Option<String>,
     pub collate: Option<String>,
@@ -712,6 +721,12 @@ pub(crate) fn table_options(o: &ast::CreateTableOptions) -> SqlResult<TableOptio
                         t.charset = Some(v)
                     }
                     "DEFAULT COLLATE" | "COLLATE" => t.collate = Some(v),
+                    // A quoted value is no row format (MariaDB: 1064);
+                    // lex.rs refuses it first where it follows `=`.
+                    "ROW_FORMAT" => match value {
+                        ast::Expr::Identifier(i) if i.quote_style.is_none() => t.row_format = Some(v),
+                        _ => return Err(SqlError::syntax(format!("'{value}' at line 1"))),
+                    },
                     _ => {}
                 }
             }

@@ -739,7 +739,8 @@ pub fn table_status(s: &Session, txn: &Txn, t: &Table) -> SqlResult<Vec<Value>> 
     Ok(vec![
         Value::str("FractalDB"),
         Value::UInt(10),
-        Value::str("Dynamic"),
+        // The codec the rows are stored with, by TokuDB's name for it.
+        Value::str(crate::rowformat::shown(t.main.codec())),
         Value::UInt(rows),
         Value::UInt(data.checked_div(rows).unwrap_or(0)),
         Value::UInt(data),
@@ -752,7 +753,12 @@ pub fn table_status(s: &Session, txn: &Txn, t: &Table) -> SqlResult<Vec<Value>> 
         Value::Null,
         Value::str(def.collation.name()),
         Value::Null,
-        Value::str(""),
+        // As MariaDB: the ROW_FORMAT the table was declared with.
+        Value::str(if def.row_format.is_empty() {
+            String::new()
+        } else {
+            format!("row_format={}", def.row_format)
+        }),
         Value::str(&def.comment),
         Value::UInt(0),
         Value::str("N"),

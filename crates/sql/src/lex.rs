@@ -1962,6 +1962,9 @@ fn ddl_rewrites(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags, first: &str) -
             }
         }
     }
+    if is_table {
+        check_row_format(s, toks)?;
+    }
     if first == "ALTER" && is_table {
         let mut a = Cur { s, t: toks, i: k + 1 };
         let table = a.table_name()?;
@@ -1988,6 +1991,32 @@ fn ddl_rewrites(s: &[u8], toks: &mut Vec<Tok>, flags: &mut Flags, first: &str) -
     }
     clustering(s, toks, flags, first, is_table);
     Ok(None)
+}
+
+/// `ROW_FORMAT [=] x` of CREATE / ALTER TABLE: MariaDB's grammar takes
+/// only its row types there (and we TokuDB's, `rowformat.rs`), as unquoted
+/// words; anything else is 1064 near the value. Only options outside
+/// parentheses and before a CREATE's SELECT are looked at, and only where
+/// `=` follows (a column may be named `row_format`); without `=` the value
+/// reaches `rowformat::resolve`, which refuses it too.
+fn check_row_format(s: &[u8], toks: &[Tok]) -> SqlResult<()> {
+    let c = Cur { s, t: toks, i: 0 };
+    let mut depth = 0i32;
+    for i in 0..toks.len() {
+        if c.punct_at(i, b'(') {
+            depth += 1;
+        } else if c.punct_at(i, b')') {
+            depth -= 1;
+        } else if depth == 0 && c.is_kw_at(i, "SELECT") {
+            break;
+        } else if depth == 0 && c.is_kw_at(i, "ROW_FORMAT") && c.punct_at(i + 1, b'=') {
+            let known = c.word_at(i + 2).is_some_and(crate::rowformat::is_name);
+            if !known {
+                return Err(syntax_at(s, toks.get(i + 2).map_or(s.len(), |t| t.start)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Takes the table options out of an ALTER TABLE whose clauses start at

@@ -58,6 +58,7 @@ mod prepared;
 mod progress;
 mod query;
 mod rowcodec;
+mod rowformat;
 mod session;
 mod show;
 mod sort;

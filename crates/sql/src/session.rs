@@ -1246,6 +1246,13 @@ impl Session {
         self.vars.get(name).or_else(|| self.globals.get(name))
     }
 
+    /// The codec of a new table that names no ROW_FORMAT (or a MySQL one
+    /// that leaves it open): `tokudb_row_format`'s.
+    pub(crate) fn row_format_default(&self) -> fractaldb::Codec {
+        let v = self.session_var("tokudb_row_format").map(|v| v.render());
+        crate::rowformat::var_codec(v.as_deref().unwrap_or(crate::rowformat::VAR_DEFAULT))
+    }
+
     fn begin_implicit(&mut self) -> SqlResult<()> {
         let iso = self.next_isolation.take().unwrap_or(self.isolation);
         self.txn = Some(self.inner.env.begin_with(self.txn_options(iso))?);

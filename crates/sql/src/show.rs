@@ -625,6 +625,9 @@ fn create_table_text(_s: &Session, txn: &fractaldb::Txn, t: &crate::table::Table
         }
     }
     opts += &format!(" DEFAULT CHARSET={} COLLATE={}", def.collation.charset().name(), def.collation.name());
+    if !def.row_format.is_empty() {
+        opts += &format!(" ROW_FORMAT={}", def.row_format);
+    }
     if !def.comment.is_empty() {
         opts += &format!(" COMMENT={}", is::quote_str(&def.comment));
     }

@@ -167,6 +167,8 @@ pub static DEFS: &[Def] = &[
     d("tokudb_enable_fast_upsert", Both, true, Bool, "0"),
     d("tokudb_fsync_log_period", G, false, Int(0, U32), "1000"),
     d("tokudb_lock_timeout", Both, true, Int(0, U32), "4000"),
+    // The codec of new tables without a ROW_FORMAT (rowformat.rs).
+    d("tokudb_row_format", Both, true, Str, crate::rowformat::VAR_DEFAULT),
     d("transaction_isolation", Both, true, Str, "REPEATABLE-READ"),
     d("transaction_read_only", Both, true, Bool, "0"),
     d("tx_isolation", Both, true, Str, "REPEATABLE-READ"),
@@ -206,6 +208,9 @@ pub fn parse_text(d: &Def, text: &str) -> Result<Value, String> {
         Kind::Secs => {
             let f: f64 = t.parse().map_err(|_| format!("'{t}' is not a number of seconds"))?;
             secs_value(f.max(0.0))
+        }
+        Kind::Str if d.name == "tokudb_row_format" => {
+            crate::rowformat::check_var(&Value::str(t)).map_err(|_| format!("'{t}' is no row format"))?
         }
         Kind::Str => Value::str(t),
     })
@@ -296,6 +301,7 @@ pub fn check_set(d: &Def, v: &Value) -> SqlResult<(Value, Option<crate::error::W
             })
         }
         Kind::Str if d.name == "time_zone" => Ok((Value::str(check_time_zone(v)?.name()), None)),
+        Kind::Str if d.name == "tokudb_row_format" => Ok((crate::rowformat::check_var(v)?, None)),
         Kind::Str => Ok((v.clone(), None)),
     }
 }

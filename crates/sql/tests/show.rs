@@ -453,7 +453,7 @@ fn table_status() {
     let r = &rows[0];
     assert_eq!(
         (r[0].as_str(), r[1].as_str(), r[2].as_str(), r[3].as_str(), r[4].as_str()),
-        ("t3", "FractalDB", "10", "Dynamic", "0")
+        ("t3", "FractalDB", "10", "tokudb_zstd", "0")
     );
     assert_eq!(&r[10..], ["NULL", &r[11], "NULL", "NULL", "utf8mb4_general_ci", "NULL", "", "", "0", "N"]);
     assert_eq!(r[11].len(), "2020-01-02 03:04:05".len());
