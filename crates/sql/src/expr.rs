@@ -430,6 +430,18 @@ impl Expr {
                     numeric_operand(&l, &v, (&**lo, &**e), cx)?;
                     numeric_operand(&h, &v, (&**hi, &**e), cx)?;
                 }
+                // As in a comparison: a string that is no date is the zero
+                // date, with a warning (once for a constant).
+                let (mut v, mut l, mut h) = (v, l, h);
+                if let CmpKind::Temporal(k) = kind {
+                    for (x, ex) in [(&mut v, &**e), (&mut l, &**lo), (&mut h, &**hi)] {
+                        let before = cx.warnings.len();
+                        if !temporal_operand(x, *k, cx)? {
+                            *x = Value::Temporal(Temporal { kind: *k, ..Temporal::date(0, 0, 0) });
+                        }
+                        once_if_constant(cx, before, ex);
+                    }
+                }
                 let ge = compare(&v, &l, *kind).map(|o| o != Ordering::Less);
                 let le = compare(&v, &h, *kind).map(|o| o != Ordering::Greater);
                 let r = match (ge, le) {
