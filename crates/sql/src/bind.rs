@@ -352,8 +352,19 @@ impl<'a> Binder<'a> {
                     ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                let (c, t) = cast_target(&ts.data_type)?;
-                (Expr::Cast(Box::new(Expr::Const(Value::str(text))), c), t)
+                let kind = match &ts.data_type {
+                    ast::DataType::Date => Some(TemporalKind::Date),
+                    ast::DataType::Timestamp(..) => Some(TemporalKind::DateTime),
+                    ast::DataType::Time(..) => Some(TemporalKind::Time),
+                    _ => None,
+                };
+                match kind {
+                    Some(k) => (Expr::Const(Value::Temporal(typed_literal(&text, k)?)), Ty::Temporal(k)),
+                    None => {
+                        let (c, t) = cast_target(&ts.data_type)?;
+                        (Expr::Cast(Box::new(Expr::Const(Value::str(text))), c), t)
+                    }
+                }
             }
             E::Prefixed { value, .. } => self.bind(value)?,
             // INTERVAL outside DATE_ADD/DATE_SUB's argument and `+`/`-`.
@@ -802,6 +813,30 @@ pub fn hex_decode(h: &str) -> Option<Vec<u8>> {
 }
 
 /// CAST targets from sqlparser's data types.
+/// `DATE '...'`, `TIMESTAMP '...'`, `TIME '...'`: the text must be exactly
+/// a value of that kind (a DATE without a time, a TIMESTAMP with one, a
+/// real calendar date, no trailing characters, a TIME in range), else
+/// 1525 as MariaDB says when it parses the statement. The fraction keeps
+/// the digits written (up to 6).
+fn typed_literal(text: &str, kind: TemporalKind) -> SqlResult<crate::value::Temporal> {
+    use crate::temporal as tm;
+    let p = match kind {
+        TemporalKind::Time => tm::parse_ext(text.as_bytes(), kind),
+        _ => tm::parse_datetime(text.as_bytes()),
+    };
+    match p {
+        Some(p) if p.t.kind == kind && (!p.truncated || p.frac_only) => Ok(p.t),
+        _ => {
+            let name = match kind {
+                TemporalKind::Date => "DATE",
+                TemporalKind::DateTime => "DATETIME",
+                TemporalKind::Time => "TIME",
+            };
+            Err(SqlError::incorrect_datetime_value(name, text))
+        }
+    }
+}
+
 pub fn cast_target(t: &ast::DataType) -> SqlResult<(Cast, Ty)> {
     use ast::DataType as D;
     let s = t.to_string().to_ascii_uppercase();
