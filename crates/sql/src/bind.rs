@@ -166,6 +166,45 @@ impl<'a> Binder<'a> {
             E::IsNotFalse(e) => (Expr::IsBool(Box::new(self.bind(e)?.0), false, true), Ty::Int),
             E::IsUnknown(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), false), Ty::Int),
             E::IsNotUnknown(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), true), Ty::Int),
+            E::In { expr, target, negated, .. } if self.is_row_in(expr, target) => {
+                let n = row_width(expr).unwrap_or(1);
+                let lhs = self.row_operand(expr, n)?;
+                let mut rows: Vec<Vec<(Expr, Ty)>> = Vec::new();
+                match target {
+                    ast::InTarget::List(list) => {
+                        for item in list {
+                            rows.push(self.row_operand(item, n)?);
+                        }
+                    }
+                    ast::InTarget::Subquery(q) => {
+                        let Some(found) = self.run_subquery(q)? else {
+                            return Err(SqlError::unsupported("correlated row subqueries"));
+                        };
+                        for r in found {
+                            rows.push(
+                                r.into_iter().map(|v| (Expr::Const(v.clone()), value_ty(&v))).collect(),
+                            );
+                        }
+                    }
+                    _ => return Err(SqlError::unsupported("this IN form")),
+                }
+                // `row IN (r1, r2 ..)` is `row = r1 OR row = r2 ..`, which
+                // gives SQL's NULL for a row that matches none where a
+                // NULL made a comparison unknown, as MariaDB's.
+                let mut any: Option<Expr> = None;
+                for r in rows {
+                    if let Some(e) = row_and_scalar(&lhs, &r, "in") {
+                        return Err(e);
+                    }
+                    let eq = row_cmp(CmpOp::Eq, &lhs, &r)?;
+                    any = Some(match any {
+                        None => eq,
+                        Some(a) => Expr::Or(Box::new(a), Box::new(eq)),
+                    });
+                }
+                let any = any.unwrap_or(Expr::Const(Value::Int(0)));
+                (if *negated { Expr::Not(Box::new(any)) } else { any }, Ty::Int)
+            }
             E::In { expr, target, negated, .. } => {
                 let (x, t) = self.bind(expr)?;
                 let items: Vec<(Expr, Ty)> = match target {
@@ -346,7 +385,8 @@ impl<'a> Binder<'a> {
                     (Expr::Const(Value::str(field.to_string().to_uppercase())), Ty::Str(default_coll()));
                 call("EXTRACT", vec![unit, self.bind(expr)?])
             }
-            E::Tuple(_) => return Err(SqlError::unsupported("row constructors")),
+            // A row outside a comparison or IN (those are `row_cmp`'s).
+            E::Tuple(_) => return Err(SqlError::operand_columns(1)),
             E::TypedString(ts) => {
                 let text = match &ts.value.value {
                     ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
@@ -460,8 +500,66 @@ impl<'a> Binder<'a> {
         Ok((amount, (Expr::Const(Value::str(unit)), Ty::Str(default_coll()))))
     }
 
+    /// Whether an IN compares rows: `(a, b) IN ((1, 2), ..)` or
+    /// `(a, b) IN (SELECT x, y ..)`.
+    fn is_row_in(&self, e: &ast::Expr, target: &ast::InTarget) -> bool {
+        row_width(e).is_some()
+            || matches!(target, ast::InTarget::List(l) if l.iter().any(|i| row_width(i).is_some()))
+    }
+
+    /// One side of a row comparison as its `n` values: a row constructor's
+    /// items, or a row subquery's one row (all NULL when it has none, as
+    /// MariaDB's; 1242 for more than one).
+    fn row_operand(&mut self, e: &ast::Expr, n: usize) -> SqlResult<Vec<(Expr, Ty)>> {
+        match e {
+            ast::Expr::Tuple(items) => items.iter().map(|i| self.bind(i)).collect(),
+            ast::Expr::Nested(inner) => self.row_operand(inner, n),
+            ast::Expr::Subquery(q) => {
+                let Some(rows) = self.run_subquery(q)? else {
+                    return Err(SqlError::unsupported("correlated row subqueries"));
+                };
+                if rows.len() > 1 {
+                    return Err(SqlError::subquery_rows());
+                }
+                Ok(match rows.into_iter().next() {
+                    Some(r) => r
+                        .into_iter()
+                        .map(|v| {
+                            let t = value_ty(&v);
+                            (Expr::Subquery(Box::new(v)), t)
+                        })
+                        .collect(),
+                    None => vec![(Expr::Subquery(Box::new(Value::Null)), Ty::Null); n],
+                })
+            }
+            other => Ok(vec![self.bind(other)?]),
+        }
+    }
+
     fn binary(&mut self, l: &ast::Expr, op: &ast::BinaryOperator, r: &ast::Expr) -> SqlResult<(Expr, Ty)> {
         use ast::BinaryOperator as B;
+        if let Some(n) = row_width(l).or(row_width(r)) {
+            let name = op.to_string();
+            let op = match op {
+                B::Eq => CmpOp::Eq,
+                B::NotEq => CmpOp::Ne,
+                B::Lt => CmpOp::Lt,
+                B::LtEq => CmpOp::Le,
+                B::Gt => CmpOp::Gt,
+                B::GtEq => CmpOp::Ge,
+                B::Spaceship => CmpOp::NullSafeEq,
+                _ => {
+                    let (a, b) = (self.row_operand(l, n)?, self.row_operand(r, n)?);
+                    return Err(row_and_scalar(&a, &b, &name).unwrap_or(SqlError::operand_columns(1)));
+                }
+            };
+            let a = self.row_operand(l, n)?;
+            let b = self.row_operand(r, n)?;
+            if let Some(e) = row_and_scalar(&a, &b, &name) {
+                return Err(e);
+            }
+            return Ok((row_cmp(op, &a, &b)?, Ty::Int));
+        }
         // `d + INTERVAL n unit`, `INTERVAL n unit + d` and `d - INTERVAL n
         // unit` are DATE_ADD / DATE_SUB (`INTERVAL n unit - d` is not
         // MySQL: it falls through to the error for a bare INTERVAL).
@@ -813,6 +911,71 @@ pub fn hex_decode(h: &str) -> Option<Vec<u8>> {
 }
 
 /// CAST targets from sqlparser's data types.
+/// The number of values of a row constructor `(a, b, ..)`; `None` for a
+/// scalar.
+fn row_width(e: &ast::Expr) -> Option<usize> {
+    match e {
+        ast::Expr::Tuple(items) => Some(items.len()),
+        ast::Expr::Nested(inner) => row_width(inner),
+        _ => None,
+    }
+}
+
+/// 4078 when one operand is a row and the other a scalar (MariaDB's type
+/// check, before the widths are compared).
+fn row_and_scalar(a: &[(Expr, Ty)], b: &[(Expr, Ty)], op: &str) -> Option<SqlError> {
+    let name = |v: &[(Expr, Ty)]| match v {
+        [(_, t)] => match t {
+            Ty::Null => "null",
+            Ty::Int => "int",
+            Ty::UInt => "bigint unsigned",
+            Ty::Decimal(_) => "decimal",
+            Ty::Double => "double",
+            Ty::Str(_) => "varchar",
+            Ty::Temporal(TemporalKind::Date) => "date",
+            Ty::Temporal(TemporalKind::DateTime) => "datetime",
+            Ty::Temporal(TemporalKind::Time) => "time",
+        },
+        _ => "row",
+    };
+    let (x, y) = (name(a), name(b));
+    ((x == "row") != (y == "row")).then(|| {
+        SqlError::new(4078, "HY000", format!("Illegal parameter data types {x} and {y} for operation '{op}'"))
+    })
+}
+
+/// A comparison of two rows of equal width (1241 otherwise), as MariaDB's
+/// `compare_row`: `=` holds when every pair is equal (false as soon as
+/// one pair differs, else NULL if a pair is unknown), `<>` is its
+/// negation, `<=>` pairs with `<=>`, and `<`, `<=`, `>`, `>=` compare the
+/// first pair that is not equal.
+fn row_cmp(op: CmpOp, a: &[(Expr, Ty)], b: &[(Expr, Ty)]) -> SqlResult<Expr> {
+    if a.len() != b.len() || a.is_empty() {
+        return Err(SqlError::operand_columns(a.len().max(1)));
+    }
+    let pair = |op: CmpOp, i: usize| {
+        let ((x, xt), (y, yt)) = (&a[i], &b[i]);
+        Expr::Cmp(op, cmp_kind(*xt, *yt), Box::new(x.clone()), Box::new(y.clone()))
+    };
+    let all =
+        |op: CmpOp| (1..a.len()).fold(pair(op, 0), |acc, i| Expr::And(Box::new(acc), Box::new(pair(op, i))));
+    Ok(match op {
+        CmpOp::Eq | CmpOp::NullSafeEq => all(op),
+        CmpOp::Ne => Expr::Not(Box::new(all(CmpOp::Eq))),
+        _ => {
+            let strict = match op {
+                CmpOp::Lt | CmpOp::Le => CmpOp::Lt,
+                _ => CmpOp::Gt,
+            };
+            let last = a.len() - 1;
+            (0..last).rev().fold(pair(op, last), |acc, i| {
+                let tie = Expr::And(Box::new(pair(CmpOp::Eq, i)), Box::new(acc));
+                Expr::Or(Box::new(pair(strict, i)), Box::new(tie))
+            })
+        }
+    })
+}
+
 /// `DATE '...'`, `TIMESTAMP '...'`, `TIME '...'`: the text must be exactly
 /// a value of that kind (a DATE without a time, a TIMESTAMP with one, a
 /// real calendar date, no trailing characters, a TIME in range), else
