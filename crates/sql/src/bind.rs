@@ -56,6 +56,11 @@ pub struct Binder<'a> {
     pub place: &'static str,
     /// The query's WINDOW clause (named windows `OVER w` may name).
     pub windows: &'a [ast::NamedWindowDefinition],
+    /// Columns only `DEFAULT(col)` reaches: an INSERT's table, whose
+    /// columns VALUES may not read.
+    pub defaults: &'a [ScopeCol],
+    /// Binding WHERE's AND/OR tree (not inside another expression): where
+    /// MariaDB's zero-date `IS NULL` special applies.
 }
 
 pub fn default_coll() -> Collation {
@@ -82,6 +87,7 @@ impl<'a> Binder<'a> {
             place,
             outer: &[],
             windows: &[],
+            defaults: &[],
         }
     }
 
@@ -625,6 +631,36 @@ impl<'a> Binder<'a> {
         if f.over.is_some() {
             return crate::window::bind(self, &name, f, &list);
         }
+        if name == "DEFAULT" {
+            // DEFAULT(col): only a column name is allowed (MariaDB's
+            // grammar), and its DEFAULT is known when the statement binds.
+            let col = match list.as_slice() {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => match e {
+                    ast::Expr::Identifier(id) => Some((None, id.value.clone())),
+                    ast::Expr::CompoundIdentifier(p) if p.len() >= 2 => {
+                        Some((Some(p[p.len() - 2].value.clone()), p[p.len() - 1].value.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some((table, col)) = col else {
+                return Err(SqlError::syntax(format!("'{}'", ast::Expr::Function(f.clone()))));
+            };
+            let c = match self.column(table.as_deref(), &col) {
+                Ok((Expr::Col(i), _)) => self.scope[i].clone(),
+                Ok(_) => return Err(SqlError::no_default(&col)),
+                Err(e) => self
+                    .defaults
+                    .iter()
+                    .find(|c| {
+                        c.name.eq_ignore_ascii_case(&col) && table.as_ref().is_none_or(|t| *t == c.table)
+                    })
+                    .cloned()
+                    .ok_or(e)?,
+            };
+            return default_of(&c);
+        }
         let agg = match name.as_str() {
             "COUNT" => Some(AggFn::Count),
             "SUM" => Some(AggFn::Sum),
@@ -998,6 +1034,41 @@ fn typed_literal(text: &str, kind: TemporalKind) -> SqlResult<crate::value::Temp
             Err(SqlError::incorrect_datetime_value(name, text))
         }
     }
+}
+
+/// The value `DEFAULT(col)` and `SET col = DEFAULT` give: the column's
+/// DEFAULT converted to its type, 0 for AUTO_INCREMENT, NOW for
+/// CURRENT_TIMESTAMP; 1364 when the column has none (MariaDB says so
+/// when the statement is prepared, in any sql_mode, rows or not).
+pub fn default_of(c: &ScopeCol) -> SqlResult<(Expr, Ty)> {
+    use crate::catalog::{column_flags, DefaultSpec};
+    if c.flags & column_flags::AUTO_INCREMENT != 0 {
+        return Ok((Expr::Const(Value::Int(0)), Ty::Int));
+    }
+    let spec = match &c.default {
+        None | Some(DefaultSpec::None) => return Err(SqlError::no_default(&c.name)),
+        Some(d) => d.clone(),
+    };
+    let ty = Ty::of(&c.ty);
+    if spec == DefaultSpec::CurrentTimestamp {
+        let fsp = match c.ty {
+            crate::types::SqlType::Timestamp { fsp } | crate::types::SqlType::DateTime { fsp } => fsp,
+            _ => 0,
+        };
+        let (now, _) = call("NOW", vec![(Expr::Const(Value::Int(fsp as i64)), Ty::Int)]);
+        return Ok((now, ty));
+    }
+    let col = crate::catalog::Column {
+        name: c.name.clone(),
+        ty: c.ty.clone(),
+        nullable: c.nullable,
+        default: spec,
+        auto_increment: false,
+        on_update_now: false,
+        comment: String::new(),
+    };
+    let v = crate::coerce::default_value(&col, None)?.unwrap_or(Value::Null);
+    Ok((Expr::Const(v), ty))
 }
 
 pub fn cast_target(t: &ast::DataType) -> SqlResult<(Cast, Ty)> {

@@ -961,6 +961,9 @@ pub struct ScopeCol {
     /// A table column's key and default flags ([`ColumnMeta::flags`]);
     /// 0 for anything else.
     pub flags: u16,
+    /// A table column's DEFAULT (what `DEFAULT(col)` reads); `None` for
+    /// anything else.
+    pub default: Option<crate::catalog::DefaultSpec>,
 }
 
 /// A table's columns as a scope, reached by `alias` (the table's name
@@ -978,6 +981,7 @@ pub fn table_scope(def: &crate::catalog::TableDef, alias: &str) -> Vec<ScopeCol>
             nullable: c.nullable,
             hidden: false,
             flags: def.column_flags(i),
+            default: Some(c.default.clone()),
         })
         .collect()
 }
