@@ -61,6 +61,7 @@ pub struct Binder<'a> {
     pub defaults: &'a [ScopeCol],
     /// Binding WHERE's AND/OR tree (not inside another expression): where
     /// MariaDB's zero-date `IS NULL` special applies.
+    pub where_top: bool,
 }
 
 pub fn default_coll() -> Collation {
@@ -88,6 +89,7 @@ impl<'a> Binder<'a> {
             outer: &[],
             windows: &[],
             defaults: &[],
+            where_top: place == "where clause",
         }
     }
 
@@ -99,6 +101,20 @@ impl<'a> Binder<'a> {
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> SqlResult<(Expr, Ty)> {
+        // Only AND, OR and parentheses keep WHERE's top level.
+        let top = self.where_top;
+        self.where_top = top
+            && matches!(
+                e,
+                ast::Expr::Nested(_)
+                    | ast::Expr::BinaryOp { op: ast::BinaryOperator::And | ast::BinaryOperator::Or, .. }
+            );
+        let r = self.bind_at(e, top);
+        self.where_top = top;
+        r
+    }
+
+    fn bind_at(&mut self, e: &ast::Expr, top: bool) -> SqlResult<(Expr, Ty)> {
         use ast::Expr as E;
         Ok(match e {
             E::Identifier(id) => self.column(None, &id.value)?,
@@ -145,17 +161,19 @@ impl<'a> Binder<'a> {
             E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
             E::IsNull(e) => {
                 let (x, t) = self.bind(e)?;
-                // MySQL: a NOT NULL DATE/DATETIME column's zero date IS NULL.
-                let zero_date = match &x {
-                    Expr::Col(i) => self.scope.get(*i).is_some_and(|c| {
-                        !c.nullable
-                            && matches!(
-                                c.ty,
-                                crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. }
-                            )
-                    }),
-                    _ => false,
-                };
+                // MySQL: a NOT NULL DATE/DATETIME column's zero date IS NULL,
+                // in WHERE's AND/OR tree only (elsewhere, `IS NULL` is 0).
+                let zero_date = top
+                    && match &x {
+                        Expr::Col(i) => self.scope.get(*i).is_some_and(|c| {
+                            !c.nullable
+                                && matches!(
+                                    c.ty,
+                                    crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. }
+                                )
+                        }),
+                        _ => false,
+                    };
                 if zero_date {
                     let Ty::Temporal(k) = t else { unreachable!("a date column") };
                     let zero = Expr::Const(Value::str("0000-00-00"));

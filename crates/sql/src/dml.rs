@@ -228,6 +228,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 outer: &[],
                 windows: &[],
                 defaults: &[],
+                where_top: false,
             }
             .bind(&a.value)?;
             upd.push((i, x));

@@ -220,6 +220,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     outer: &outer_scope,
                     windows: &sel.named_window,
                     defaults: &[],
+                    where_top: false,
                 };
                 let (x, t) = b.bind(e)?;
                 let name = match item {
@@ -284,6 +285,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 outer: &outer_scope,
                 windows: &sel.named_window,
                 defaults: &[],
+                where_top: false,
             };
             Some(b.bind(h)?.0)
         }
@@ -877,6 +879,7 @@ fn bind_item_ref(
         outer,
         windows,
         defaults: &[],
+        where_top: false,
     };
     b.bind(e)
 }
