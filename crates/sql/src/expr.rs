@@ -308,8 +308,12 @@ impl Expr {
                 let (ae, be) = (&**ae, &**be);
                 let (a, b) = (ae.eval(row, cx)?, be.eval(row, cx)?);
                 if *kind == CmpKind::Numeric {
+                    // MariaDB reads the right operand only when the left
+                    // is not NULL: a NULL row never converts the other side.
                     numeric_operand(&a, &b, (ae, be), cx)?;
-                    numeric_operand(&b, &a, (be, ae), cx)?;
+                    if !a.is_null() {
+                        numeric_operand(&b, &a, (be, ae), cx)?;
+                    }
                 }
                 // A string that is no date compares as the zero date (with
                 // a warning), as MySQL converts it.
