@@ -56,6 +56,12 @@ pub struct Binder<'a> {
     pub place: &'static str,
     /// The query's WINDOW clause (named windows `OVER w` may name).
     pub windows: &'a [ast::NamedWindowDefinition],
+    /// Columns only `DEFAULT(col)` reaches: an INSERT's table, whose
+    /// columns VALUES may not read.
+    pub defaults: &'a [ScopeCol],
+    /// Binding WHERE's AND/OR tree (not inside another expression): where
+    /// MariaDB's zero-date `IS NULL` special applies.
+    pub where_top: bool,
 }
 
 pub fn default_coll() -> Collation {
@@ -82,6 +88,8 @@ impl<'a> Binder<'a> {
             place,
             outer: &[],
             windows: &[],
+            defaults: &[],
+            where_top: place == "where clause",
         }
     }
 
@@ -93,6 +101,20 @@ impl<'a> Binder<'a> {
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> SqlResult<(Expr, Ty)> {
+        // Only AND, OR and parentheses keep WHERE's top level.
+        let top = self.where_top;
+        self.where_top = top
+            && matches!(
+                e,
+                ast::Expr::Nested(_)
+                    | ast::Expr::BinaryOp { op: ast::BinaryOperator::And | ast::BinaryOperator::Or, .. }
+            );
+        let r = self.bind_at(e, top);
+        self.where_top = top;
+        r
+    }
+
+    fn bind_at(&mut self, e: &ast::Expr, top: bool) -> SqlResult<(Expr, Ty)> {
         use ast::Expr as E;
         Ok(match e {
             E::Identifier(id) => self.column(None, &id.value)?,
@@ -139,17 +161,19 @@ impl<'a> Binder<'a> {
             E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
             E::IsNull(e) => {
                 let (x, t) = self.bind(e)?;
-                // MySQL: a NOT NULL DATE/DATETIME column's zero date IS NULL.
-                let zero_date = match &x {
-                    Expr::Col(i) => self.scope.get(*i).is_some_and(|c| {
-                        !c.nullable
-                            && matches!(
-                                c.ty,
-                                crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. }
-                            )
-                    }),
-                    _ => false,
-                };
+                // MySQL: a NOT NULL DATE/DATETIME column's zero date IS NULL,
+                // in WHERE's AND/OR tree only (elsewhere, `IS NULL` is 0).
+                let zero_date = top
+                    && match &x {
+                        Expr::Col(i) => self.scope.get(*i).is_some_and(|c| {
+                            !c.nullable
+                                && matches!(
+                                    c.ty,
+                                    crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. }
+                                )
+                        }),
+                        _ => false,
+                    };
                 if zero_date {
                     let Ty::Temporal(k) = t else { unreachable!("a date column") };
                     let zero = Expr::Const(Value::str("0000-00-00"));
@@ -166,6 +190,45 @@ impl<'a> Binder<'a> {
             E::IsNotFalse(e) => (Expr::IsBool(Box::new(self.bind(e)?.0), false, true), Ty::Int),
             E::IsUnknown(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), false), Ty::Int),
             E::IsNotUnknown(e) => (Expr::IsNull(Box::new(self.bind(e)?.0), true), Ty::Int),
+            E::In { expr, target, negated, .. } if self.is_row_in(expr, target) => {
+                let n = row_width(expr).unwrap_or(1);
+                let lhs = self.row_operand(expr, n)?;
+                let mut rows: Vec<Vec<(Expr, Ty)>> = Vec::new();
+                match target {
+                    ast::InTarget::List(list) => {
+                        for item in list {
+                            rows.push(self.row_operand(item, n)?);
+                        }
+                    }
+                    ast::InTarget::Subquery(q) => {
+                        let Some(found) = self.run_subquery(q)? else {
+                            return Err(SqlError::unsupported("correlated row subqueries"));
+                        };
+                        for r in found {
+                            rows.push(
+                                r.into_iter().map(|v| (Expr::Const(v.clone()), value_ty(&v))).collect(),
+                            );
+                        }
+                    }
+                    _ => return Err(SqlError::unsupported("this IN form")),
+                }
+                // `row IN (r1, r2 ..)` is `row = r1 OR row = r2 ..`, which
+                // gives SQL's NULL for a row that matches none where a
+                // NULL made a comparison unknown, as MariaDB's.
+                let mut any: Option<Expr> = None;
+                for r in rows {
+                    if let Some(e) = row_and_scalar(&lhs, &r, "in") {
+                        return Err(e);
+                    }
+                    let eq = row_cmp(CmpOp::Eq, &lhs, &r)?;
+                    any = Some(match any {
+                        None => eq,
+                        Some(a) => Expr::Or(Box::new(a), Box::new(eq)),
+                    });
+                }
+                let any = any.unwrap_or(Expr::Const(Value::Int(0)));
+                (if *negated { Expr::Not(Box::new(any)) } else { any }, Ty::Int)
+            }
             E::In { expr, target, negated, .. } => {
                 let (x, t) = self.bind(expr)?;
                 let items: Vec<(Expr, Ty)> = match target {
@@ -346,14 +409,26 @@ impl<'a> Binder<'a> {
                     (Expr::Const(Value::str(field.to_string().to_uppercase())), Ty::Str(default_coll()));
                 call("EXTRACT", vec![unit, self.bind(expr)?])
             }
-            E::Tuple(_) => return Err(SqlError::unsupported("row constructors")),
+            // A row outside a comparison or IN (those are `row_cmp`'s).
+            E::Tuple(_) => return Err(SqlError::operand_columns(1)),
             E::TypedString(ts) => {
                 let text = match &ts.value.value {
                     ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                let (c, t) = cast_target(&ts.data_type)?;
-                (Expr::Cast(Box::new(Expr::Const(Value::str(text))), c), t)
+                let kind = match &ts.data_type {
+                    ast::DataType::Date => Some(TemporalKind::Date),
+                    ast::DataType::Timestamp(..) => Some(TemporalKind::DateTime),
+                    ast::DataType::Time(..) => Some(TemporalKind::Time),
+                    _ => None,
+                };
+                match kind {
+                    Some(k) => (Expr::Const(Value::Temporal(typed_literal(&text, k)?)), Ty::Temporal(k)),
+                    None => {
+                        let (c, t) = cast_target(&ts.data_type)?;
+                        (Expr::Cast(Box::new(Expr::Const(Value::str(text))), c), t)
+                    }
+                }
             }
             E::Prefixed { value, .. } => self.bind(value)?,
             // INTERVAL outside DATE_ADD/DATE_SUB's argument and `+`/`-`.
@@ -449,8 +524,66 @@ impl<'a> Binder<'a> {
         Ok((amount, (Expr::Const(Value::str(unit)), Ty::Str(default_coll()))))
     }
 
+    /// Whether an IN compares rows: `(a, b) IN ((1, 2), ..)` or
+    /// `(a, b) IN (SELECT x, y ..)`.
+    fn is_row_in(&self, e: &ast::Expr, target: &ast::InTarget) -> bool {
+        row_width(e).is_some()
+            || matches!(target, ast::InTarget::List(l) if l.iter().any(|i| row_width(i).is_some()))
+    }
+
+    /// One side of a row comparison as its `n` values: a row constructor's
+    /// items, or a row subquery's one row (all NULL when it has none, as
+    /// MariaDB's; 1242 for more than one).
+    fn row_operand(&mut self, e: &ast::Expr, n: usize) -> SqlResult<Vec<(Expr, Ty)>> {
+        match e {
+            ast::Expr::Tuple(items) => items.iter().map(|i| self.bind(i)).collect(),
+            ast::Expr::Nested(inner) => self.row_operand(inner, n),
+            ast::Expr::Subquery(q) => {
+                let Some(rows) = self.run_subquery(q)? else {
+                    return Err(SqlError::unsupported("correlated row subqueries"));
+                };
+                if rows.len() > 1 {
+                    return Err(SqlError::subquery_rows());
+                }
+                Ok(match rows.into_iter().next() {
+                    Some(r) => r
+                        .into_iter()
+                        .map(|v| {
+                            let t = value_ty(&v);
+                            (Expr::Subquery(Box::new(v)), t)
+                        })
+                        .collect(),
+                    None => vec![(Expr::Subquery(Box::new(Value::Null)), Ty::Null); n],
+                })
+            }
+            other => Ok(vec![self.bind(other)?]),
+        }
+    }
+
     fn binary(&mut self, l: &ast::Expr, op: &ast::BinaryOperator, r: &ast::Expr) -> SqlResult<(Expr, Ty)> {
         use ast::BinaryOperator as B;
+        if let Some(n) = row_width(l).or(row_width(r)) {
+            let name = op.to_string();
+            let op = match op {
+                B::Eq => CmpOp::Eq,
+                B::NotEq => CmpOp::Ne,
+                B::Lt => CmpOp::Lt,
+                B::LtEq => CmpOp::Le,
+                B::Gt => CmpOp::Gt,
+                B::GtEq => CmpOp::Ge,
+                B::Spaceship => CmpOp::NullSafeEq,
+                _ => {
+                    let (a, b) = (self.row_operand(l, n)?, self.row_operand(r, n)?);
+                    return Err(row_and_scalar(&a, &b, &name).unwrap_or(SqlError::operand_columns(1)));
+                }
+            };
+            let a = self.row_operand(l, n)?;
+            let b = self.row_operand(r, n)?;
+            if let Some(e) = row_and_scalar(&a, &b, &name) {
+                return Err(e);
+            }
+            return Ok((row_cmp(op, &a, &b)?, Ty::Int));
+        }
         // `d + INTERVAL n unit`, `INTERVAL n unit + d` and `d - INTERVAL n
         // unit` are DATE_ADD / DATE_SUB (`INTERVAL n unit - d` is not
         // MySQL: it falls through to the error for a bare INTERVAL).
@@ -515,6 +648,36 @@ impl<'a> Binder<'a> {
         };
         if f.over.is_some() {
             return crate::window::bind(self, &name, f, &list);
+        }
+        if name == "DEFAULT" {
+            // DEFAULT(col): only a column name is allowed (MariaDB's
+            // grammar), and its DEFAULT is known when the statement binds.
+            let col = match list.as_slice() {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => match e {
+                    ast::Expr::Identifier(id) => Some((None, id.value.clone())),
+                    ast::Expr::CompoundIdentifier(p) if p.len() >= 2 => {
+                        Some((Some(p[p.len() - 2].value.clone()), p[p.len() - 1].value.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some((table, col)) = col else {
+                return Err(SqlError::syntax(format!("'{}'", ast::Expr::Function(f.clone()))));
+            };
+            let c = match self.column(table.as_deref(), &col) {
+                Ok((Expr::Col(i), _)) => self.scope[i].clone(),
+                Ok(_) => return Err(SqlError::no_default(&col)),
+                Err(e) => self
+                    .defaults
+                    .iter()
+                    .find(|c| {
+                        c.name.eq_ignore_ascii_case(&col) && table.as_ref().is_none_or(|t| *t == c.table)
+                    })
+                    .cloned()
+                    .ok_or(e)?,
+            };
+            return default_of(&c);
         }
         let agg = match name.as_str() {
             "COUNT" => Some(AggFn::Count),
@@ -802,6 +965,130 @@ pub fn hex_decode(h: &str) -> Option<Vec<u8>> {
 }
 
 /// CAST targets from sqlparser's data types.
+/// The number of values of a row constructor `(a, b, ..)`; `None` for a
+/// scalar.
+fn row_width(e: &ast::Expr) -> Option<usize> {
+    match e {
+        ast::Expr::Tuple(items) => Some(items.len()),
+        ast::Expr::Nested(inner) => row_width(inner),
+        _ => None,
+    }
+}
+
+/// 4078 when one operand is a row and the other a scalar (MariaDB's type
+/// check, before the widths are compared).
+fn row_and_scalar(a: &[(Expr, Ty)], b: &[(Expr, Ty)], op: &str) -> Option<SqlError> {
+    let name = |v: &[(Expr, Ty)]| match v {
+        [(_, t)] => match t {
+            Ty::Null => "null",
+            Ty::Int => "int",
+            Ty::UInt => "bigint unsigned",
+            Ty::Decimal(_) => "decimal",
+            Ty::Double => "double",
+            Ty::Str(_) => "varchar",
+            Ty::Temporal(TemporalKind::Date) => "date",
+            Ty::Temporal(TemporalKind::DateTime) => "datetime",
+            Ty::Temporal(TemporalKind::Time) => "time",
+        },
+        _ => "row",
+    };
+    let (x, y) = (name(a), name(b));
+    ((x == "row") != (y == "row")).then(|| {
+        SqlError::new(4078, "HY000", format!("Illegal parameter data types {x} and {y} for operation '{op}'"))
+    })
+}
+
+/// A comparison of two rows of equal width (1241 otherwise), as MariaDB's
+/// `compare_row`: `=` holds when every pair is equal (false as soon as
+/// one pair differs, else NULL if a pair is unknown), `<>` is its
+/// negation, `<=>` pairs with `<=>`, and `<`, `<=`, `>`, `>=` compare the
+/// first pair that is not equal.
+fn row_cmp(op: CmpOp, a: &[(Expr, Ty)], b: &[(Expr, Ty)]) -> SqlResult<Expr> {
+    if a.len() != b.len() || a.is_empty() {
+        return Err(SqlError::operand_columns(a.len().max(1)));
+    }
+    let pair = |op: CmpOp, i: usize| {
+        let ((x, xt), (y, yt)) = (&a[i], &b[i]);
+        Expr::Cmp(op, cmp_kind(*xt, *yt), Box::new(x.clone()), Box::new(y.clone()))
+    };
+    let all =
+        |op: CmpOp| (1..a.len()).fold(pair(op, 0), |acc, i| Expr::And(Box::new(acc), Box::new(pair(op, i))));
+    Ok(match op {
+        CmpOp::Eq | CmpOp::NullSafeEq => all(op),
+        CmpOp::Ne => Expr::Not(Box::new(all(CmpOp::Eq))),
+        _ => {
+            let strict = match op {
+                CmpOp::Lt | CmpOp::Le => CmpOp::Lt,
+                _ => CmpOp::Gt,
+            };
+            let last = a.len() - 1;
+            (0..last).rev().fold(pair(op, last), |acc, i| {
+                let tie = Expr::And(Box::new(pair(CmpOp::Eq, i)), Box::new(acc));
+                Expr::Or(Box::new(pair(strict, i)), Box::new(tie))
+            })
+        }
+    })
+}
+
+/// `DATE '...'`, `TIMESTAMP '...'`, `TIME '...'`: the text must be exactly
+/// a value of that kind (a DATE without a time, a TIMESTAMP with one, a
+/// real calendar date, no trailing characters, a TIME in range), else
+/// 1525 as MariaDB says when it parses the statement. The fraction keeps
+/// the digits written (up to 6).
+fn typed_literal(text: &str, kind: TemporalKind) -> SqlResult<crate::value::Temporal> {
+    use crate::temporal as tm;
+    let p = match kind {
+        TemporalKind::Time => tm::parse_ext(text.as_bytes(), kind),
+        _ => tm::parse_datetime(text.as_bytes()),
+    };
+    match p {
+        Some(p) if p.t.kind == kind && (!p.truncated || p.frac_only) => Ok(p.t),
+        _ => {
+            let name = match kind {
+                TemporalKind::Date => "DATE",
+                TemporalKind::DateTime => "DATETIME",
+                TemporalKind::Time => "TIME",
+            };
+            Err(SqlError::incorrect_datetime_value(name, text))
+        }
+    }
+}
+
+/// The value `DEFAULT(col)` and `SET col = DEFAULT` give: the column's
+/// DEFAULT converted to its type, 0 for AUTO_INCREMENT, NOW for
+/// CURRENT_TIMESTAMP; 1364 when the column has none (MariaDB says so
+/// when the statement is prepared, in any sql_mode, rows or not).
+pub fn default_of(c: &ScopeCol) -> SqlResult<(Expr, Ty)> {
+    use crate::catalog::{column_flags, DefaultSpec};
+    if c.flags & column_flags::AUTO_INCREMENT != 0 {
+        return Ok((Expr::Const(Value::Int(0)), Ty::Int));
+    }
+    let spec = match &c.default {
+        None | Some(DefaultSpec::None) => return Err(SqlError::no_default(&c.name)),
+        Some(d) => d.clone(),
+    };
+    let ty = Ty::of(&c.ty);
+    if spec == DefaultSpec::CurrentTimestamp {
+        let fsp = match c.ty {
+            crate::types::SqlType::Timestamp { fsp } | crate::types::SqlType::DateTime { fsp } => fsp,
+            _ => 0,
+        };
+        let (now, _) = call("NOW", vec![(Expr::Const(Value::Int(fsp as i64)), Ty::Int)]);
+        return Ok((now, ty));
+    }
+    let col = crate::catalog::Column {
+        name: c.name.clone(),
+        ty: c.ty.clone(),
+        nullable: c.nullable,
+        default: spec,
+        auto_increment: false,
+        on_update_now: false,
+        comment: String::new(),
+    };
+    let v = crate::coerce::default_value(&col, None)?.unwrap_or(Value::Null);
+    Ok((Expr::Const(v), ty))
+}
+
 pub fn cast_target(t: &ast::DataType) -> SqlResult<(Cast, Ty)> {
     use ast::DataType as D;
     let s = t.to_string().to_ascii_uppercase();

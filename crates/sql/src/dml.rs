@@ -97,6 +97,9 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
 }
 
 pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
+    if ins.source.is_none() && !ins.assignments.is_empty() {
+        return insert(s, txn, &set_as_values(ins)?);
+    }
     if let Some(r) = crate::views::insert(s, txn, ins)? {
         return Ok(r);
     }
@@ -109,6 +112,31 @@ pub fn insert(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcom
         _ => None,
     };
     qualified(s, from, table, r)
+}
+
+/// `INSERT [INTO] t SET a = x, b = y` is `INSERT INTO t (a, b) VALUES (x,
+/// y)` in MySQL, with the same checks, defaults and ON DUPLICATE KEY UPDATE.
+fn set_as_values(ins: &ast::Insert) -> SqlResult<ast::Insert> {
+    let mut out = ins.clone();
+    let mut row = Vec::with_capacity(ins.assignments.len());
+    for a in std::mem::take(&mut out.assignments) {
+        let ast::AssignmentTarget::ColumnName(n) = a.target else {
+            return Err(SqlError::syntax("'('"));
+        };
+        out.columns.push(n);
+        row.push(a.value);
+    }
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let mut q = sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql("VALUES (1)")
+        .and_then(|mut p| p.parse_query())
+        .map_err(|e| SqlError::syntax(format!("'{e}'")))?;
+    let ast::SetExpr::Values(v) = q.body.as_mut() else {
+        return Err(SqlError::unsupported("INSERT ... SET"));
+    };
+    v.rows[0].content = row;
+    out.source = Some(q);
+    Ok(out)
 }
 
 fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outcome> {
@@ -143,6 +171,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         Err(SqlError::unsupported("subqueries in VALUES"))
     };
     let mut warnings: Vec<Warning> = Vec::new();
+    let table_cols = crate::expr::table_scope(def, &def.name);
     let input: Vec<Vec<Value>> = match source.body.as_ref() {
         ast::SetExpr::Values(vals) => {
             let mut rows = Vec::with_capacity(vals.rows.len());
@@ -154,13 +183,13 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 }
                 let mut out = Vec::with_capacity(r.len());
                 for e in r {
-                    if let ast::Expr::Identifier(id) = e {
-                        if id.value.eq_ignore_ascii_case("DEFAULT") && id.quote_style.is_none() {
-                            out.push(None);
-                            continue;
-                        }
+                    if is_default_keyword(e) {
+                        out.push(None);
+                        continue;
                     }
-                    let (x, _) = Binder::plain(&[], &sysvar, &mut no_sub, "VALUES").bind(e)?;
+                    let mut b = Binder::plain(&[], &sysvar, &mut no_sub, "VALUES");
+                    b.defaults = &table_cols;
+                    let (x, _) = b.bind(e)?;
                     out.push(Some(x.eval(&[], &mut cx)?));
                 }
                 rows.push(out.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
@@ -183,6 +212,10 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) = &ins.on {
         for a in assigns {
             let i = assign_col(&t, a, "UPDATE")?;
+            if is_default_keyword(&a.value) {
+                upd.push((i, crate::bind::default_of(&scope[i])?.0));
+                continue;
+            }
             let (x, _) = Binder {
                 scope: &scope,
                 aggs: None,
@@ -194,6 +227,8 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 place: "field list",
                 outer: &[],
                 windows: &[],
+                defaults: &[],
+                where_top: false,
             }
             .bind(&a.value)?;
             upd.push((i, x));
@@ -587,6 +622,12 @@ pub(crate) fn same_value(x: &Value, y: &Value) -> bool {
         (Value::Null, _) | (_, Value::Null) => false,
         _ => x.to_bytes() == y.to_bytes() && std::mem::discriminant(x) == std::mem::discriminant(y),
     }
+}
+
+/// A bare `DEFAULT` as a value (`SET c = DEFAULT`, `VALUES (DEFAULT)`):
+/// the keyword, not a column named default (that one is quoted).
+pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
 fn assign_col(t: &Table, a: &ast::Assignment, place: &str) -> SqlResult<usize> {
@@ -998,7 +1039,11 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
         };
         for a in &up.assignments {
             let i = assign_col(&t, a, "SET")?;
-            let (x, _) = Binder::plain(&scope, &sysvar, &mut subq, "SET").bind(&a.value)?;
+            let (x, _) = if is_default_keyword(&a.value) {
+                crate::bind::default_of(&scope[i])?
+            } else {
+                Binder::plain(&scope, &sysvar, &mut subq, "SET").bind(&a.value)?
+            };
             sets.push((i, x));
         }
     }

@@ -308,8 +308,12 @@ impl Expr {
                 let (ae, be) = (&**ae, &**be);
                 let (a, b) = (ae.eval(row, cx)?, be.eval(row, cx)?);
                 if *kind == CmpKind::Numeric {
+                    // MariaDB reads the right operand only when the left
+                    // is not NULL: a NULL row never converts the other side.
                     numeric_operand(&a, &b, (ae, be), cx)?;
-                    numeric_operand(&b, &a, (be, ae), cx)?;
+                    if !a.is_null() {
+                        numeric_operand(&b, &a, (be, ae), cx)?;
+                    }
                 }
                 // A string that is no date compares as the zero date (with
                 // a warning), as MySQL converts it.
@@ -429,6 +433,18 @@ impl Expr {
                     numeric_operand(&v, &l, (&**e, &**lo), cx)?;
                     numeric_operand(&l, &v, (&**lo, &**e), cx)?;
                     numeric_operand(&h, &v, (&**hi, &**e), cx)?;
+                }
+                // As in a comparison: a string that is no date is the zero
+                // date, with a warning (once for a constant).
+                let (mut v, mut l, mut h) = (v, l, h);
+                if let CmpKind::Temporal(k) = kind {
+                    for (x, ex) in [(&mut v, &**e), (&mut l, &**lo), (&mut h, &**hi)] {
+                        let before = cx.warnings.len();
+                        if !temporal_operand(x, *k, cx)? {
+                            *x = Value::Temporal(Temporal { kind: *k, ..Temporal::date(0, 0, 0) });
+                        }
+                        once_if_constant(cx, before, ex);
+                    }
                 }
                 let ge = compare(&v, &l, *kind).map(|o| o != Ordering::Less);
                 let le = compare(&v, &h, *kind).map(|o| o != Ordering::Greater);
@@ -949,6 +965,9 @@ pub struct ScopeCol {
     /// A table column's key and default flags ([`ColumnMeta::flags`]);
     /// 0 for anything else.
     pub flags: u16,
+    /// A table column's DEFAULT (what `DEFAULT(col)` reads); `None` for
+    /// anything else.
+    pub default: Option<crate::catalog::DefaultSpec>,
 }
 
 /// A table's columns as a scope, reached by `alias` (the table's name
@@ -966,6 +985,7 @@ pub fn table_scope(def: &crate::catalog::TableDef, alias: &str) -> Vec<ScopeCol>
             nullable: c.nullable,
             hidden: false,
             flags: def.column_flags(i),
+            default: Some(c.default.clone()),
         })
         .collect()
 }

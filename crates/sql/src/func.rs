@@ -2511,24 +2511,17 @@ fn timestampdiff(unit: &str, a: &Temporal, b: &Temporal) -> Option<Value> {
 
 /// EXTRACT(unit FROM v).
 fn extract(unit: &str, v: &Value, ctx: &mut FnCtx) -> Option<Value> {
-    let date_unit = matches!(
-        unit,
-        "YEAR"
-            | "QUARTER"
-            | "MONTH"
-            | "WEEK"
-            | "DAY"
-            | "YEAR_MONTH"
-            | "DAY_HOUR"
-            | "DAY_MINUTE"
-            | "DAY_SECOND"
-            | "DAY_MICROSECOND"
-    );
+    // Units of the calendar read a datetime; the others (DAY and its
+    // compounds too) read a TIME when the text is one, as MariaDB does
+    // ('-30:11:12' is -1 day 6 hours); a number is a datetime for those.
+    let day_unit = unit.starts_with("DAY");
+    let date_unit = matches!(unit, "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "YEAR_MONTH")
+        || (day_unit && !matches!(v, Value::Str(_) | Value::Temporal(_)));
     let t = if date_unit { to_temporal(v, TemporalKind::DateTime, ctx)? } else { time_or_datetime(v, ctx)? };
     let sign: i64 = if t.kind == TemporalKind::Time && t.neg { -1 } else { 1 };
     let (d, h, mi, s, us) = (t.day as i64, t.hour as i64, t.minute as i64, t.second as i64, t.micro as i64);
-    // A TIME's days are in its hours.
-    let (d, h) = if t.kind == TemporalKind::Time && date_unit { (h / 24, h % 24) } else { (d, h) };
+    // A TIME's days are in its hours (HOUR of '30:11:12' is 6).
+    let (d, h) = if t.kind == TemporalKind::Time { (h / 24, h % 24) } else { (d, h) };
     let r = match unit {
         "YEAR" => t.year as i64,
         "QUARTER" => (t.month as i64 + 2) / 3,

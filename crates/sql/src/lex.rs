@@ -1908,8 +1908,8 @@ fn rewrite_mod(s: &[u8], toks: &mut [Tok]) {
 /// `leading TO last` qualifier sqlparser 0.64 reads; `bind.rs` names the
 /// unit back from the pair. SECOND_MICROSECOND is written `MICROSECOND TO
 /// SECOND`, as sqlparser reads no `TO` after SECOND. The units are reserved
-/// words, so outside EXTRACT's `(unit FROM x)` (left as it is) one is
-/// always an INTERVAL's unit.
+/// words, so outside EXTRACT's `(unit FROM x)` (written as a call, below)
+/// one is always an INTERVAL's unit.
 fn rewrite_interval_units(s: &[u8], toks: &mut [Tok]) {
     const UNITS: &[(&str, &str)] = &[
         ("YEAR_MONTH", "YEAR TO MONTH"),
@@ -1926,6 +1926,17 @@ fn rewrite_interval_units(s: &[u8], toks: &mut [Tok]) {
     ];
     for i in 1..toks.len() {
         let c = Cur { s, t: toks, i };
+        // `EXTRACT(HOUR_MINUTE FROM x)`: sqlparser reads no compound unit
+        // there, so it becomes the call `EXTRACT`('HOUR_MINUTE', x), which
+        // bind.rs and func.rs take as EXTRACT with that unit.
+        if i >= 2 && c.is_kw_at(i - 2, "EXTRACT") && c.punct_at(i - 1, b'(') && c.is_kw_at(i + 1, "FROM") {
+            if let Some((u, _)) = UNITS.iter().find(|(u, _)| c.is_kw_at(i, u)) {
+                toks[i - 2].k = K::Raw("`EXTRACT`".into());
+                toks[i].k = K::Raw(format!("'{u}'"));
+                toks[i + 1].k = K::Raw(",".into());
+            }
+            continue;
+        }
         if c.punct_at(i - 1, b'(') || c.punct_at(i - 1, b'.') || c.punct_at(i + 1, b'(') {
             continue;
         }

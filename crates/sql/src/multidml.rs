@@ -290,7 +290,11 @@ pub(crate) fn update(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool)
             if let Rel::Rows { alias, .. } = &j.from.rels[r] {
                 return Err(not_updatable(alias, "UPDATE"));
             }
-            let (x, _) = Binder::plain(&j.scope, &sysvar, &mut subq, "SET").bind(&a.value)?;
+            let (x, _) = if crate::dml::is_default_keyword(&a.value) {
+                crate::bind::default_of(&j.scope[pos])?
+            } else {
+                Binder::plain(&j.scope, &sysvar, &mut subq, "SET").bind(&a.value)?
+            };
             sets.push((r, pos - j.offs[r], x));
         }
     }

@@ -98,6 +98,7 @@ pub(crate) fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
                 nullable: c.nullable,
                 hidden: false,
                 flags: 0,
+                default: None,
             })),
         }
     }
@@ -218,6 +219,8 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     place: "field list",
                     outer: &outer_scope,
                     windows: &sel.named_window,
+                    defaults: &[],
+                    where_top: false,
                 };
                 let (x, t) = b.bind(e)?;
                 let name = match item {
@@ -281,6 +284,8 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 place: "having clause",
                 outer: &outer_scope,
                 windows: &sel.named_window,
+                defaults: &[],
+                where_top: false,
             };
             Some(b.bind(h)?.0)
         }
@@ -780,6 +785,7 @@ fn union(
             nullable: true,
             hidden: false,
             flags: 0,
+            default: None,
         })
         .collect();
     let mut keys = Vec::new();
@@ -872,6 +878,8 @@ fn bind_item_ref(
         place,
         outer,
         windows,
+        defaults: &[],
+        where_top: false,
     };
     b.bind(e)
 }

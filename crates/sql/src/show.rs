@@ -82,6 +82,7 @@ fn filter(
             nullable: c.nullable,
             hidden: false,
             flags: 0,
+            default: None,
         })
         .collect();
     let sysvar = |n: &str| s.sysvar(n);

@@ -1,0 +1,14 @@
+-- BETWEEN under a temporal comparison: a bound that is no date is the
+-- zero date, with a warning, as in the other comparisons.
+CREATE TABLE w (dt DATETIME, d DATE);
+INSERT INTO w VALUES ('2020-01-01 00:00:00', '2020-01-01'), ('2020-06-01 00:00:00', '2020-06-01');
+SELECT dt FROM w WHERE dt BETWEEN '2019-12-31' AND '2020-13-01';
+SHOW WARNINGS;
+SELECT dt FROM w WHERE dt BETWEEN 'abc' AND '2021-01-01' ORDER BY dt;
+SELECT dt FROM w WHERE dt BETWEEN '2020-01-01' AND 'zzz';
+SELECT dt FROM w WHERE dt NOT BETWEEN 'abc' AND '2020-03-01';
+SELECT dt, dt BETWEEN 'abc' AND '2020-03-01' AS a, dt > 'abd' AS b, dt < 'zzz' AS c FROM w ORDER BY dt;
+SHOW WARNINGS;
+SELECT d FROM w WHERE d BETWEEN '2020-02-30' AND '2020-12-31';
+SELECT d FROM w WHERE d BETWEEN 'x' AND '2020-03-01';
+SELECT dt FROM w WHERE dt BETWEEN '2020-01-01 25:00:00' AND '2021-01-01' ORDER BY dt;
