@@ -730,7 +730,9 @@ impl Env {
     /// 2. Detach the tree under the exclusive checkpoint lock, for an
     ///    instant with no I/O: no writer or cleaner step is inside it, and
     ///    afterwards each sees `dropped` and stops; its nodes leave the
-    ///    cache. (A checkpoint already past its begin may still write to
+    ///    cache, and its file is truncated to nothing: the space is free at
+    ///    once, even while a handle or a background thread's list of trees
+    ///    still holds the file open. (A checkpoint already past its begin may still write to
     ///    the file: harmless, the catalog no longer names it.)
     /// 3. Remove the file and sync the folder (no lock held), then forget
     ///    the id from the dropped list in memory: its removal is durable,
@@ -755,6 +757,9 @@ impl Env {
             let _exclusive = inner.ctx.checkpoint_lock.write();
             tree.dropped.store(true, Ordering::Relaxed);
             inner.ctx.cache.remove_dict(tree.dict);
+            // The space goes back now, not when the last handle of the
+            // file closes (a background thread may hold the tree a while).
+            let _ = tree.file.discard();
         }
         inner.txns.locks.forget_dict(file_id);
         inner.ctx.vfs.remove(&dict_file(&inner.path, file_id))?;

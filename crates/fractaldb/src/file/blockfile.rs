@@ -500,6 +500,15 @@ impl BlockFile {
         }
     }
 
+    /// Gives all the file's disk space back (truncates it to nothing), for
+    /// a dictionary being dropped: its file is removed next, but a thread
+    /// may still hold this handle for a moment (a background thread's list
+    /// of trees), and an open file's blocks stay allocated until its last
+    /// handle closes. Reads after this fail; nothing may read it anyway.
+    pub fn discard(&self) -> Result<()> {
+        self.file.set_len(0)
+    }
+
     /// File length, bytes of live extents + headers + table, and free bytes
     /// given back to the file system.
     pub fn space(&self) -> SpaceStats {

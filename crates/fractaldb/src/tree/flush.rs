@@ -1237,4 +1237,37 @@ mod tests {
             env.close().unwrap();
         }
     }
+
+    /// Dropping a dictionary gives its space back at once, even while a
+    /// handle still holds its file open.
+    #[test]
+    fn a_dropped_dictionary_frees_its_space_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env::open(dir.path(), EnvOptions { direct_io: false, ..Default::default() }).unwrap();
+        let d = env.create_dictionary("x", DictOptions::default()).unwrap();
+        let mut batch = crate::WriteBatch::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..2000u32 {
+            let v: Vec<u8> = (0..100)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            batch.put(&i.to_be_bytes(), &v);
+        }
+        d.write(&batch).unwrap();
+        env.checkpoint().unwrap();
+        let path = d.file_path().to_path_buf();
+        assert!(std::fs::metadata(&path).unwrap().len() > 150_000);
+        let file = std::fs::File::open(&path).unwrap();
+        env.drop_dictionary("x").unwrap();
+        assert!(!path.exists());
+        // `d` and `file` still hold it open: it has no bytes left.
+        assert_eq!(file.metadata().unwrap().len(), 0);
+        drop(d);
+        env.close().unwrap();
+    }
 }
