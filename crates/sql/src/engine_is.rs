@@ -102,7 +102,13 @@ pub(crate) fn rows(s: &Session, name: &str) -> SqlResult<Option<Vec<Vec<Value>>>
         "TOKUDB_FILE_MAP" => dictionaries(s, true)
             .into_iter()
             .map(|d| {
-                vec![str_(d.handle.name()), str_(&file_name(&d.handle)), str_(&d.schema), str_(&d.table), str_(&d.part)]
+                vec![
+                    str_(d.handle.name()),
+                    str_(&file_name(&d.handle)),
+                    str_(&d.schema),
+                    str_(&d.table),
+                    str_(&d.part),
+                ]
             })
             .collect(),
         "TOKUDB_FRACTAL_TREE_INFO" => {

@@ -1705,7 +1705,8 @@ fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
     }
     // QUICK, EXTENDED, FAST, MEDIUM, CHANGED, FOR UPGRADE, USE_FRM,
     // PERSISTENT FOR ...: how hard to look, which changes nothing here.
-    let persistent = op == MaintenanceOp::Analyze && c.word_at(c.i).is_some_and(|w| w.eq_ignore_ascii_case("PERSISTENT"));
+    let persistent =
+        op == MaintenanceOp::Analyze && c.word_at(c.i).is_some_and(|w| w.eq_ignore_ascii_case("PERSISTENT"));
     while !c.done() {
         if c.word_at(c.i).is_none()
             && !c.punct_at(c.i, b'(')

@@ -66,7 +66,13 @@ pub(crate) fn cardinality(txn: &Txn, t: &Table, ix: &IndexDef) -> SqlResult<Vec<
 
 /// For each prefix of `ix`'s columns: (entries with no NULL in it,
 /// distinct values among them), read from `dict` in key order.
-fn count_prefixes(s: &Session, txn: &Txn, t: &Table, ix: &IndexDef, dict: &Dictionary) -> SqlResult<Vec<(u64, u64)>> {
+fn count_prefixes(
+    s: &Session,
+    txn: &Txn,
+    t: &Table,
+    ix: &IndexDef,
+    dict: &Dictionary,
+) -> SqlResult<Vec<(u64, u64)>> {
     let parts: Vec<_> = ix.parts.iter().map(|p| (&t.def.columns[p.col].ty, p.desc)).collect();
     let mut counts = vec![(0u64, 0u64); parts.len()];
     // The previous key, where each of its parts ended, and how many of its
@@ -187,7 +193,9 @@ pub(crate) fn run(
         let name = format!("{db}.{}", t.name);
         s.check_table("SELECT", &db, &t.name)?;
         s.check_table("INSERT", &db, &t.name)?;
-        let row = |kind: &str, msg: &str| vec![Value::str(&name), Value::str(opname), Value::str(kind), Value::str(msg)];
+        let row = |kind: &str, msg: &str| {
+            vec![Value::str(&name), Value::str(opname), Value::str(kind), Value::str(msg)]
+        };
         let tab = match s.inner.table(&db, &t.name) {
             Ok(tab) => tab,
             Err(e) => {

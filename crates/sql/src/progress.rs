@@ -60,7 +60,11 @@ impl ProgressHandle {
             x if x == Stage::Optimizing as u8 => {
                 let which = p.optimizing.load(Ordering::Relaxed);
                 let percent = p.percent.load(Ordering::Relaxed);
-                format!("Optimization of index {} of {} about {percent}% done", which >> 32, which & 0xffff_ffff)
+                format!(
+                    "Optimization of index {} of {} about {percent}% done",
+                    which >> 32,
+                    which & 0xffff_ffff
+                )
             }
             _ => return None,
         })

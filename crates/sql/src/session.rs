@@ -449,7 +449,12 @@ impl Session {
     /// every level, so a concurrent commit never fails an UPDATE with a
     /// write conflict (plain SELECTs still read the snapshot).
     fn txn_options(&self, iso: Isolation) -> TxnOptions {
-        TxnOptions { isolation: iso, lock_timeout: self.lock_timeout(), writes_see_latest: true, client_id: self.conn_id }
+        TxnOptions {
+            isolation: iso,
+            lock_timeout: self.lock_timeout(),
+            writes_see_latest: true,
+            client_id: self.conn_id,
+        }
     }
 
     /// Counts a statement: Questions (`None`, before parsing, so a syntax

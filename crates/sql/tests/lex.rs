@@ -491,7 +491,11 @@ fn maintenance() {
     );
     assert_eq!(
         special("ANALYZE NO_WRITE_TO_BINLOG TABLE t1, t2"),
-        Special::Maintenance { op: MaintenanceOp::Analyze, tables: vec![t("t1"), t("t2")], persistent: false }
+        Special::Maintenance {
+            op: MaintenanceOp::Analyze,
+            tables: vec![t("t1"), t("t2")],
+            persistent: false
+        }
     );
     assert_eq!(
         special("REPAIR LOCAL TABLE t1 QUICK"),

@@ -99,7 +99,10 @@ fn optimize_keeps_every_row_reports_progress_and_is_killable() {
     s.kill_handle().kill();
     assert_eq!(err(&mut s, "OPTIMIZE TABLE t"), 1317);
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "3000");
-    assert_eq!(rows(&mut s, "REPAIR TABLE t"), [status("d.t", "repair", "note", "The storage engine for the table doesn't support repair")]);
+    assert_eq!(
+        rows(&mut s, "REPAIR TABLE t"),
+        [status("d.t", "repair", "note", "The storage engine for the table doesn't support repair")]
+    );
 }
 
 /// ANALYZE counts each index prefix's distinct values; SHOW INDEX and
@@ -108,7 +111,9 @@ fn optimize_keeps_every_row_reports_progress_and_is_killable() {
 #[test]
 fn analyze_counts_distinct_prefixes_and_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
-    let cards = |s: &mut Session| -> Vec<String> { rows(s, "SHOW INDEX FROM t").into_iter().map(|r| r[6].clone()).collect() };
+    let cards = |s: &mut Session| -> Vec<String> {
+        rows(s, "SHOW INDEX FROM t").into_iter().map(|r| r[6].clone()).collect()
+    };
     {
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
@@ -250,8 +255,15 @@ fn tokudb_views_show_transactions_locks_and_waits() {
     let u_id = u.connection_id().to_string();
     assert_eq!(rows(&mut u, "SELECT trx_mysql_thread_id FROM information_schema.TOKUDB_TRX"), [[u_id]]);
     assert_eq!(rows(&mut u, "SELECT COUNT(*) FROM information_schema.TOKUDB_LOCK_WAITS"), [["0"]]);
-    assert_eq!(rows(&mut u, "SELECT table_dictionary_name FROM information_schema.TOKUDB_FILE_MAP ORDER BY 1"), [["main"], ["status"]]);
-    let threads: Vec<String> = rows(&mut c, "SELECT trx_mysql_thread_id FROM information_schema.TOKUDB_TRX ORDER BY 1").into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(
+        rows(&mut u, "SELECT table_dictionary_name FROM information_schema.TOKUDB_FILE_MAP ORDER BY 1"),
+        [["main"], ["status"]]
+    );
+    let threads: Vec<String> =
+        rows(&mut c, "SELECT trx_mysql_thread_id FROM information_schema.TOKUDB_TRX ORDER BY 1")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
     assert!(threads.contains(&a_id.to_string()) && threads.contains(&b_id.to_string()), "{threads:?}");
     ok(&mut a, "COMMIT");
     let mut b = waiter.join().unwrap();
@@ -335,9 +347,13 @@ fn a_crash_during_optimize_keeps_every_row_and_exact_counts() {
         // Every acknowledged insert of this round (earlier rounds' rows
         // share ids and are dropped below).
         let inserted: u64 = one(&mut s, "SELECT COUNT(*) FROM t WHERE id >= 100000").parse().unwrap();
-        assert!(inserted >= wrote * 10 && inserted % 10 == 0, "round {round}: {inserted} rows, {wrote} acknowledged");
+        assert!(
+            inserted >= wrote * 10 && inserted.is_multiple_of(10),
+            "round {round}: {inserted} rows, {wrote} acknowledged"
+        );
         assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), (2000 + inserted).to_string());
-        let by_index: u64 = one(&mut s, "SELECT COUNT(*) FROM t FORCE INDEX (kv) WHERE v >= 0").parse().unwrap();
+        let by_index: u64 =
+            one(&mut s, "SELECT COUNT(*) FROM t FORCE INDEX (kv) WHERE v >= 0").parse().unwrap();
         assert_eq!(by_index, 2000 + inserted);
         assert_eq!(rows(&mut s, "CHECK TABLE t"), [status("d.t", "check", "status", "OK")]);
         ok(&mut s, "DELETE FROM t WHERE id >= 100000");

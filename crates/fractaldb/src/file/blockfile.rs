@@ -644,7 +644,13 @@ mod tests {
         assert_eq!(f.path(), path);
         assert_eq!(
             f.space(),
-            SpaceStats { file_bytes: 5 * 4096, live_bytes: 5 * 4096, punched_bytes: 0, block_numbers: 0, blocks_in_use: 0 }
+            SpaceStats {
+                file_bytes: 5 * 4096,
+                live_bytes: 5 * 4096,
+                punched_bytes: 0,
+                block_numbers: 0,
+                blocks_in_use: 0
+            }
         );
         drop(f);
         assert!(matches!(BlockFile::create(&OsVfs, &path, true, b""), Err(Error::Io { .. })));

@@ -1148,9 +1148,9 @@ mod tests {
     }
 
     fn expected(i: u32) -> Option<Vec<u8>> {
-        if i % 3 == 0 {
+        if i.is_multiple_of(3) {
             Some(b"three".to_vec())
-        } else if i % 2 == 0 {
+        } else if i.is_multiple_of(2) {
             None
         } else {
             Some(format!("v{i}").into_bytes())
@@ -1176,18 +1176,20 @@ mod tests {
         let before = d.check().unwrap();
         assert!(before.height >= 2 && before.buffered_messages > 0, "{before:?}");
         let mut calls = 0;
-        assert!(!env.optimize(&d, &mut |_| {
-            calls += 1;
-            calls < 3
-        })
-        .unwrap());
+        assert!(!env
+            .optimize(&d, &mut |_| {
+                calls += 1;
+                calls < 3
+            })
+            .unwrap());
         verify(&d);
         let mut seen = Vec::new();
-        assert!(env.optimize(&d, &mut |p| {
-            seen.push(p);
-            true
-        })
-        .unwrap());
+        assert!(env
+            .optimize(&d, &mut |p| {
+                seen.push(p);
+                true
+            })
+            .unwrap());
         assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
         assert_eq!(seen.last(), Some(&1.0));
         assert!(seen.len() > 3);

@@ -758,7 +758,7 @@ impl LockManager {
                 out.push(LockView { dict, owner: r.owner, lo: r.lo.view(), hi: r.hi.view(), mode: r.mode });
             }
         }
-        out.sort_by(|a, b| (a.dict, a.owner).cmp(&(b.dict, b.owner)));
+        out.sort_by_key(|a| (a.dict, a.owner));
         out
     }
 
@@ -768,8 +768,13 @@ impl LockManager {
         let st = self.state.lock();
         let mut out = Vec::new();
         for (&owner, w) in &st.waiting {
-            let view =
-                LockView { dict: w.dict, owner, lo: w.want.lo.view(), hi: w.want.hi.view(), mode: w.want.mode };
+            let view = LockView {
+                dict: w.dict,
+                owner,
+                lo: w.want.lo.view(),
+                hi: w.want.hi.view(),
+                mode: w.want.mode,
+            };
             for &b in &w.blockers {
                 out.push((view.clone(), b, w.since));
             }
