@@ -28,12 +28,12 @@ use crate::log::{Log, LogOptions, LogStats};
 use crate::recovery::Record;
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
-use crate::tree::flush::Drain;
+use crate::tree::flush::{Drain, Optimize};
 use crate::tree::message::{MsgBody, MsgKind, PlainMsg, UpdateFn};
 use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
 use crate::tree::{Comparator, Context, Logging, Tree};
-use crate::txn::locktree::LockStats;
+use crate::txn::locktree::{LockEnd, LockMode, LockStats};
 use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
 
 /// Settings of an environment.
@@ -186,6 +186,38 @@ pub struct CheckpointTiming {
     pub log_sync: Duration,
     /// Writing the nodes, tables and headers (writers go on).
     pub write: Duration,
+}
+
+/// A transaction begun and not yet finished ([`Env::live_transactions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTxn {
+    pub id: u64,
+    /// Its `TxnOptions::client_id`.
+    pub client_id: u64,
+    pub started: std::time::SystemTime,
+}
+
+/// A key range lock held by a transaction ([`Env::locks`]). Both ends are
+/// included; a point lock has `left == right`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    pub txn_id: u64,
+    pub dictionary: String,
+    pub left: LockEnd,
+    pub right: LockEnd,
+    /// Exclusive (a write lock), else shared.
+    pub write: bool,
+}
+
+/// A lock request waiting for another transaction's lock ([`Env::lock_waits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockWait {
+    pub requesting_txn_id: u64,
+    pub blocking_txn_id: u64,
+    pub dictionary: String,
+    pub left: LockEnd,
+    pub right: LockEnd,
+    pub started: std::time::SystemTime,
 }
 
 /// Counters of an environment.
@@ -645,7 +677,7 @@ impl Env {
 
     /// Begins a transaction at `isolation`.
     pub fn begin(&self, isolation: Isolation) -> Result<Txn> {
-        self.begin_with(TxnOptions { isolation, lock_timeout: None, writes_see_latest: false })
+        self.begin_with(TxnOptions { isolation, lock_timeout: None, writes_see_latest: false, client_id: 0 })
     }
 
     /// Begins a transaction with `opts`.
@@ -698,7 +730,9 @@ impl Env {
     /// 2. Detach the tree under the exclusive checkpoint lock, for an
     ///    instant with no I/O: no writer or cleaner step is inside it, and
     ///    afterwards each sees `dropped` and stops; its nodes leave the
-    ///    cache. (A checkpoint already past its begin may still write to
+    ///    cache, and its file is truncated to nothing: the space is free at
+    ///    once, even while a handle or a background thread's list of trees
+    ///    still holds the file open. (A checkpoint already past its begin may still write to
     ///    the file: harmless, the catalog no longer names it.)
     /// 3. Remove the file and sync the folder (no lock held), then forget
     ///    the id from the dropped list in memory: its removal is durable,
@@ -723,6 +757,9 @@ impl Env {
             let _exclusive = inner.ctx.checkpoint_lock.write();
             tree.dropped.store(true, Ordering::Relaxed);
             inner.ctx.cache.remove_dict(tree.dict);
+            // The space goes back now, not when the last handle of the
+            // file closes (a background thread may hold the tree a while).
+            let _ = tree.file.discard();
         }
         inner.txns.locks.forget_dict(file_id);
         inner.ctx.vfs.remove(&dict_file(&inner.path, file_id))?;
@@ -798,6 +835,98 @@ impl Env {
             }
         }
         Ok(done)
+    }
+
+    /// Optimizes dictionary `d` (OPTIMIZE TABLE): one pass over its key
+    /// space flushes every buffered message down to the leaves (merging
+    /// underfull nodes on the way, as the cleaner does), then a checkpoint
+    /// makes the freed blocks free in the file and gives long free runs
+    /// back to the file system. Afterwards no internal node buffers a
+    /// message, unless writes came in meanwhile.
+    ///
+    /// It takes the tree's locks one path at a time, so other sessions
+    /// read and write throughout; it only moves messages down, so a crash
+    /// at any point loses nothing. `progress` is called before each step
+    /// with the share of the key space done (0..=1); returning false stops
+    /// the pass there (what was flushed stays flushed) and `optimize`
+    /// returns `Ok(false)`.
+    pub fn optimize(&self, d: &Dictionary, progress: &mut dyn FnMut(f64) -> bool) -> Result<bool> {
+        self.check_open()?;
+        let (mut hand, mut done): (Option<Box<[u8]>>, f64) = (None, 0.0);
+        loop {
+            if !progress(done) {
+                return Ok(false);
+            }
+            match d.tree.optimize_step(hand.as_deref())? {
+                Optimize::Flushed => {}
+                Optimize::Moved { next, done: d } => {
+                    hand = Some(next);
+                    done = d.min(1.0);
+                }
+                Optimize::Done => break,
+            }
+        }
+        if !progress(1.0) {
+            return Ok(false);
+        }
+        self.checkpoint()?;
+        Ok(true)
+    }
+
+    /// The transactions begun and not yet committed or aborted, by id
+    /// (autocommit writes included while they run). A copy, for
+    /// introspection (INFORMATION_SCHEMA.TOKUDB_TRX).
+    pub fn live_transactions(&self) -> Vec<LiveTxn> {
+        self.inner.txns.live()
+    }
+
+    /// The dictionary names by file id (locks name dictionaries by file id).
+    fn dict_names(&self) -> HashMap<u64, String> {
+        self.inner.open.lock().catalog.dicts.iter().map(|(n, &id)| (id, n.clone())).collect()
+    }
+
+    /// Every key range lock held now, by dictionary then transaction. A
+    /// copy, for introspection (INFORMATION_SCHEMA.TOKUDB_LOCKS).
+    pub fn locks(&self) -> Vec<LockInfo> {
+        let names = self.dict_names();
+        self.inner
+            .txns
+            .locks
+            .held_locks()
+            .into_iter()
+            .filter_map(|l| {
+                Some(LockInfo {
+                    txn_id: l.owner,
+                    dictionary: names.get(&l.dict)?.clone(),
+                    left: l.lo,
+                    right: l.hi,
+                    write: l.mode == LockMode::Write,
+                })
+            })
+            .collect()
+    }
+
+    /// Every lock request waiting now, once per transaction in its way,
+    /// by requester. A copy, for introspection
+    /// (INFORMATION_SCHEMA.TOKUDB_LOCK_WAITS).
+    pub fn lock_waits(&self) -> Vec<LockWait> {
+        let names = self.dict_names();
+        self.inner
+            .txns
+            .locks
+            .waits()
+            .into_iter()
+            .filter_map(|(l, blocker, started)| {
+                Some(LockWait {
+                    requesting_txn_id: l.owner,
+                    blocking_txn_id: blocker,
+                    dictionary: names.get(&l.dict)?.clone(),
+                    left: l.lo,
+                    right: l.hi,
+                    started,
+                })
+            })
+            .collect()
     }
 
     /// Counters of the cache.
@@ -1368,6 +1497,11 @@ impl Dictionary {
     /// created with (`DictOptions::codec`), read back from its file at open.
     pub fn codec(&self) -> Codec {
         self.tree.settings.codec
+    }
+
+    /// The path of the dictionary's file.
+    pub fn file_path(&self) -> &Path {
+        self.tree.path()
     }
 
     /// Bytes of the dictionary's file, and of the blocks in use in it.

@@ -45,7 +45,8 @@ mod txn;
 
 pub use cache::CacheStats;
 pub use env::{
-    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, RecoveryStats, WriteBatch,
+    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, LiveTxn, LockInfo, LockWait, Range,
+    RecoveryStats, WriteBatch,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
@@ -59,5 +60,5 @@ pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;
 pub use tree::Comparator;
-pub use txn::locktree::LockStats;
+pub use txn::locktree::{LockEnd, LockStats};
 pub use txn::{Isolation, Savepoint, Txn, TxnOptions};

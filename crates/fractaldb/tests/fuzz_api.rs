@@ -1035,7 +1035,12 @@ impl Fuzz {
             .choose(&mut self.rng)
             .unwrap();
             let lock_timeout = self.rng.gen_bool(0.2).then_some(Duration::ZERO);
-            match self.env().begin_with(TxnOptions { isolation, lock_timeout, writes_see_latest: false }) {
+            match self.env().begin_with(TxnOptions {
+                isolation,
+                lock_timeout,
+                writes_see_latest: false,
+                client_id: 0,
+            }) {
                 Ok(txn) => {
                     self.txn = Some(OpenTxn { txn, changes: Vec::new(), savepoints: Vec::new(), lost: false })
                 }

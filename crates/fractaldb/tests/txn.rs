@@ -296,6 +296,7 @@ fn repeatable_read_with_writes_see_latest_writes_over_a_newer_commit() {
         isolation: Isolation::RepeatableRead,
         lock_timeout: None,
         writes_see_latest: true,
+        client_id: 0,
     };
     let t = env.begin_with(opts).unwrap();
     assert_eq!(t.get(&d, b"k").unwrap(), Some(b"0".to_vec()));

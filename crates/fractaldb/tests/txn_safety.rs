@@ -233,6 +233,7 @@ fn locks_free(env: &Env, y: &Dictionary, k: &[u8]) -> Result<Option<Vec<u8>>, Er
         isolation: Isolation::Serializable,
         lock_timeout: Some(Duration::from_millis(100)),
         writes_see_latest: false,
+        client_id: 0,
     };
     let r = env.begin_with(opts)?;
     let v = r.get(y, k)?;
@@ -330,6 +331,7 @@ fn a_commit_whose_record_cannot_be_logged_rolls_back_and_leaves_no_locks() {
         isolation: Isolation::Serializable,
         lock_timeout: Some(Duration::from_millis(100)),
         writes_see_latest: false,
+        client_id: 0,
     };
     let r = env.begin_with(opts).unwrap();
     let read = r.get(&y, &key(5));

@@ -128,7 +128,7 @@ const VIEWS: &[(&str, &str)] = &[
 
 /// The views' names, as SHOW TABLES FROM information_schema lists them.
 pub fn view_names() -> Vec<&'static str> {
-    let mut v: Vec<&str> = VIEWS.iter().map(|(n, _)| *n).collect();
+    let mut v: Vec<&str> = VIEWS.iter().chain(crate::engine_is::VIEWS).map(|(n, _)| *n).collect();
     v.sort_unstable();
     v
 }
@@ -137,6 +137,7 @@ pub fn view_names() -> Vec<&'static str> {
 pub fn view_cols(name: &str) -> SqlResult<(&'static str, Vec<VCol>)> {
     VIEWS
         .iter()
+        .chain(crate::engine_is::VIEWS)
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(n, spec)| (*n, is_cols(spec)))
         .ok_or_else(|| SqlError::unknown_table_in(name, SCHEMA))
@@ -145,6 +146,9 @@ pub fn view_cols(name: &str) -> SqlResult<(&'static str, Vec<VCol>)> {
 /// The rows of view `name` as `txn` sees the tables.
 pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
     let (canon, cols) = view_cols(name)?;
+    if let Some(rows) = crate::engine_is::rows(s, canon)? {
+        return Ok(Virtual { name: canon.to_string(), cols, rows });
+    }
     let rows = match canon {
         "SCHEMATA" => schemata(s),
         "TABLES" => {
@@ -991,10 +995,13 @@ pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
     let rows = t.row_estimate(txn)?;
     let mut out = Vec::new();
     for ix in index_order(def).into_iter().map(|i| &def.indexes[i]) {
+        let analyzed = crate::maint::cardinality(txn, t, ix)?;
         for (seq, p) in ix.parts.iter().enumerate() {
             let col = &def.columns[p.col];
-            // Exact for a unique key's full length; a non-unique index
-            // has at most as many distinct values as rows.
+            // What the last ANALYZE TABLE counted; else the row count
+            // (exact for a unique key's full length; a non-unique index
+            // has at most as many distinct values as rows).
+            let cardinality = analyzed[seq].unwrap_or(rows);
             out.push(vec![
                 Value::str(&def.name),
                 Value::Int(i64::from(ix.kind == IndexKind::Plain)),
@@ -1002,7 +1009,7 @@ pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
                 Value::UInt(seq as u64 + 1),
                 Value::str(&col.name),
                 Value::str(if p.desc { "D" } else { "A" }),
-                Value::Int(rows as i64),
+                Value::Int(cardinality as i64),
                 p.prefix.map_or(Value::Null, |n| Value::Int(n as i64)),
                 Value::Null,
                 Value::str(if col.nullable { "YES" } else { "" }),

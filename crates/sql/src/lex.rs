@@ -496,6 +496,9 @@ pub enum Special {
     Maintenance {
         op: MaintenanceOp,
         tables: Vec<TableName>,
+        /// `ANALYZE TABLE ... PERSISTENT FOR ...`: MariaDB then reports
+        /// its engine-independent statistics as collected.
+        persistent: bool,
     },
     /// `SET NAMES {cs [COLLATE c] | DEFAULT}` (`character_set` false) or
     /// `SET {CHARACTER SET | CHARSET} {cs | DEFAULT}` (true); `None` is
@@ -1702,6 +1705,8 @@ fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
     }
     // QUICK, EXTENDED, FAST, MEDIUM, CHANGED, FOR UPGRADE, USE_FRM,
     // PERSISTENT FOR ...: how hard to look, which changes nothing here.
+    let persistent =
+        op == MaintenanceOp::Analyze && c.word_at(c.i).is_some_and(|w| w.eq_ignore_ascii_case("PERSISTENT"));
     while !c.done() {
         if c.word_at(c.i).is_none()
             && !c.punct_at(c.i, b'(')
@@ -1712,7 +1717,7 @@ fn parse_maintenance(c: &mut Cur, first: &str) -> SqlResult<Option<Parsed>> {
         }
         c.i += 1;
     }
-    Ok(Some(Parsed::Special(Special::Maintenance { op, tables })))
+    Ok(Some(Parsed::Special(Special::Maintenance { op, tables, persistent })))
 }
 
 /// Takes a trailing `WITH [CASCADED | LOCAL] CHECK OPTION` off a CREATE

@@ -21,6 +21,8 @@ pub enum Stage {
     Inserted = 2,
     Updated = 3,
     Deleted = 4,
+    /// OPTIMIZE TABLE: which index, of how many, and how far into it.
+    Optimizing = 5,
 }
 
 #[derive(Default)]
@@ -30,6 +32,10 @@ pub struct Progress {
     examined: AtomicU64,
     /// Rows the statement changed (inserted, updated or deleted).
     changed: AtomicU64,
+    /// OPTIMIZE TABLE: (index, of how many) packed as `index << 32 | of`,
+    /// and the percent done of that index.
+    optimizing: AtomicU64,
+    percent: AtomicU64,
 }
 
 /// Reads a session's progress from another thread.
@@ -51,6 +57,15 @@ impl ProgressHandle {
                 format!("Deleted about {changed} rows, queried about {examined} rows")
             }
             x if x == Stage::Queried as u8 => format!("Queried about {examined} rows"),
+            x if x == Stage::Optimizing as u8 => {
+                let which = p.optimizing.load(Ordering::Relaxed);
+                let percent = p.percent.load(Ordering::Relaxed);
+                format!(
+                    "Optimization of index {} of {} about {percent}% done",
+                    which >> 32,
+                    which & 0xffff_ffff
+                )
+            }
             _ => return None,
         })
     }
@@ -102,6 +117,15 @@ fn with(f: impl FnOnce(&Progress)) {
 pub(crate) fn examined() {
     with(|p| {
         p.examined.fetch_add(1, Ordering::Relaxed);
+    })
+}
+
+/// OPTIMIZE TABLE is at `share` (0..=1) of index `index` (from 1) of `of`.
+pub(crate) fn optimizing(index: usize, of: usize, share: f64) {
+    with(|p| {
+        p.stage.store(Stage::Optimizing as u8, Ordering::Relaxed);
+        p.optimizing.store(((index as u64) << 32) | (of as u64 & 0xffff_ffff), Ordering::Relaxed);
+        p.percent.store((share.clamp(0.0, 1.0) * 100.0).round() as u64, Ordering::Relaxed);
     })
 }
 

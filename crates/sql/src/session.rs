@@ -449,7 +449,12 @@ impl Session {
     /// every level, so a concurrent commit never fails an UPDATE with a
     /// write conflict (plain SELECTs still read the snapshot).
     fn txn_options(&self, iso: Isolation) -> TxnOptions {
-        TxnOptions { isolation: iso, lock_timeout: self.lock_timeout(), writes_see_latest: true }
+        TxnOptions {
+            isolation: iso,
+            lock_timeout: self.lock_timeout(),
+            writes_see_latest: true,
+            client_id: self.conn_id,
+        }
     }
 
     /// Counts a statement: Questions (`None`, before parsing, so a syntax
@@ -728,7 +733,6 @@ impl Session {
     }
 
     fn special(&mut self, s: Special) -> SqlResult<Outcome> {
-        use crate::lex::MaintenanceOp;
         match s {
             Special::Show(show) => crate::show::show(self, &show),
             Special::LoadData(ld) => crate::loaddata::run(self, &ld, None),
@@ -756,67 +760,10 @@ impl Session {
                 self.commit_open()?;
                 crate::alter::alter_options(self, &db, &table, &options)
             }
-            Special::Maintenance { op, tables } => {
-                let opname = match op {
-                    MaintenanceOp::Optimize => "optimize",
-                    MaintenanceOp::Check => "check",
-                    MaintenanceOp::Analyze => "analyze",
-                    MaintenanceOp::Repair => "repair",
-                    MaintenanceOp::Checksum => return Err(SqlError::unsupported("CHECKSUM TABLE")),
-                };
-                let text = |n: &str| {
-                    crate::session::ColumnMeta::expr(
-                        n,
-                        crate::types::SqlType::Str {
-                            kind: crate::types::StrKind::Var,
-                            len: 255,
-                            coll: crate::types::Collation::Utf8mb4GeneralCi,
-                        },
-                    )
-                };
-                let mut rows = Vec::new();
-                for t in tables {
-                    let db = t.db.clone().or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
-                    let name = format!("{db}.{}", t.name);
-                    self.check_table("SELECT", &db, &t.name)?;
-                    self.check_table("INSERT", &db, &t.name)?;
-                    match self.inner.table(&db, &t.name) {
-                        Ok(tab) => {
-                            let msg = if op == MaintenanceOp::Check {
-                                match tab.main.check() {
-                                    Ok(_) => "OK".to_string(),
-                                    Err(e) => format!("Corrupt: {e}"),
-                                }
-                            } else {
-                                "OK".to_string()
-                            };
-                            rows.push(vec![
-                                Value::str(&name),
-                                Value::str(opname),
-                                Value::str("status"),
-                                Value::str(msg),
-                            ]);
-                        }
-                        Err(e) => {
-                            rows.push(vec![
-                                Value::str(&name),
-                                Value::str(opname),
-                                Value::str("Error"),
-                                Value::str(&e.message),
-                            ]);
-                            rows.push(vec![
-                                Value::str(&name),
-                                Value::str(opname),
-                                Value::str("status"),
-                                Value::str("Operation failed"),
-                            ]);
-                        }
-                    }
-                }
-                Ok(Outcome::Rows(ResultSet {
-                    columns: vec![text("Table"), text("Op"), text("Msg_type"), text("Msg_text")],
-                    rows,
-                }))
+            Special::Maintenance { op, tables, persistent } => {
+                // An implicit commit, as in MariaDB.
+                self.commit_open()?;
+                crate::maint::run(self, op, tables, persistent)
             }
             Special::LockTables(targets) => {
                 for t in targets {

@@ -481,24 +481,33 @@ fn maintenance() {
         special("OPTIMIZE TABLE t1, `d`.t2"),
         Special::Maintenance {
             op: MaintenanceOp::Optimize,
-            tables: vec![t("t1"), TableName { db: Some("d".into()), name: "t2".into() }]
+            tables: vec![t("t1"), TableName { db: Some("d".into()), name: "t2".into() }],
+            persistent: false,
         }
     );
     assert_eq!(
         special("CHECK TABLE t1 EXTENDED"),
-        Special::Maintenance { op: MaintenanceOp::Check, tables: vec![t("t1")] }
+        Special::Maintenance { op: MaintenanceOp::Check, tables: vec![t("t1")], persistent: false }
     );
     assert_eq!(
         special("ANALYZE NO_WRITE_TO_BINLOG TABLE t1, t2"),
-        Special::Maintenance { op: MaintenanceOp::Analyze, tables: vec![t("t1"), t("t2")] }
+        Special::Maintenance {
+            op: MaintenanceOp::Analyze,
+            tables: vec![t("t1"), t("t2")],
+            persistent: false
+        }
     );
     assert_eq!(
         special("REPAIR LOCAL TABLE t1 QUICK"),
-        Special::Maintenance { op: MaintenanceOp::Repair, tables: vec![t("t1")] }
+        Special::Maintenance { op: MaintenanceOp::Repair, tables: vec![t("t1")], persistent: false }
     );
     assert_eq!(
         special("CHECKSUM TABLE t1"),
-        Special::Maintenance { op: MaintenanceOp::Checksum, tables: vec![t("t1")] }
+        Special::Maintenance { op: MaintenanceOp::Checksum, tables: vec![t("t1")], persistent: false }
+    );
+    assert_eq!(
+        special("ANALYZE TABLE t1 PERSISTENT FOR ALL"),
+        Special::Maintenance { op: MaintenanceOp::Analyze, tables: vec![t("t1")], persistent: true }
     );
     syntax_err(b"OPTIMIZE t1");
     syntax_err(b"CHECK TABLE");

@@ -27,6 +27,11 @@ pub struct SpaceStats {
     /// file system (punched): the file takes about `file_bytes -
     /// punched_bytes` on disk.
     pub punched_bytes: u64,
+    /// Block numbers the translation table has handed out (free ones
+    /// included: TokuDB's `bt_num_blocks_allocated`).
+    pub block_numbers: u64,
+    /// Blocks written and current (`bt_num_blocks_in_use`).
+    pub blocks_in_use: u64,
 }
 
 /// Free runs at least this long are given back to the file system after
@@ -495,15 +500,30 @@ impl BlockFile {
         }
     }
 
+    /// Gives all the file's disk space back (truncates it to nothing), for
+    /// a dictionary being dropped: its file is removed next, but a thread
+    /// may still hold this handle for a moment (a background thread's list
+    /// of trees), and an open file's blocks stay allocated until its last
+    /// handle closes. Reads after this fail; nothing may read it anyway.
+    pub fn discard(&self) -> Result<()> {
+        self.file.set_len(0)
+    }
+
     /// File length, bytes of live extents + headers + table, and free bytes
     /// given back to the file system.
     pub fn space(&self) -> SpaceStats {
         let st = self.state.lock();
-        let blocks: u64 = st.table.extents().map(|(_, e)| e.alloc_len()).sum();
+        let (mut blocks, mut in_use) = (0u64, 0u64);
+        for (_, e) in st.table.extents() {
+            blocks += e.alloc_len();
+            in_use += 1;
+        }
         SpaceStats {
             file_bytes: st.alloc.end(),
             live_bytes: headers_end(st.version) + st.table_extent.1 + blocks,
             punched_bytes: st.alloc.punched_bytes(),
+            block_numbers: st.table.numbers(),
+            blocks_in_use: in_use,
         }
     }
 }
@@ -622,7 +642,16 @@ mod tests {
         let (_d, path) = tmp();
         let f = BlockFile::create(&OsVfs, &path, true, b"meta-1").unwrap();
         assert_eq!(f.path(), path);
-        assert_eq!(f.space(), SpaceStats { file_bytes: 5 * 4096, live_bytes: 5 * 4096, punched_bytes: 0 });
+        assert_eq!(
+            f.space(),
+            SpaceStats {
+                file_bytes: 5 * 4096,
+                live_bytes: 5 * 4096,
+                punched_bytes: 0,
+                block_numbers: 0,
+                blocks_in_use: 0
+            }
+        );
         drop(f);
         assert!(matches!(BlockFile::create(&OsVfs, &path, true, b""), Err(Error::Io { .. })));
         let (f, meta) = BlockFile::open(&OsVfs, &path, true).unwrap();

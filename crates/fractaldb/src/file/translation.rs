@@ -83,6 +83,11 @@ impl Translation {
         self.entries[bn as usize].replace(ext)
     }
 
+    /// How many block numbers the table has handed out, free ones included.
+    pub(crate) fn numbers(&self) -> u64 {
+        self.entries.len() as u64
+    }
+
     /// Every written block, in block number order.
     pub(crate) fn extents(&self) -> impl Iterator<Item = (BlockNum, Extent)> + '_ {
         self.entries.iter().enumerate().filter_map(|(bn, e)| e.map(|e| (bn as BlockNum, e)))

@@ -141,7 +141,35 @@ enum End {
     Max,
 }
 
+/// One end of a lock as introspection shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockEnd {
+    /// Below every key.
+    Min,
+    Key(Vec<u8>),
+    /// Above every key.
+    Max,
+}
+
+/// A lock held or requested, copied out of the lock manager.
+#[derive(Clone, Debug)]
+pub(crate) struct LockView {
+    pub dict: u64,
+    pub owner: u64,
+    pub lo: LockEnd,
+    pub hi: LockEnd,
+    pub mode: LockMode,
+}
+
 impl End {
+    fn view(&self) -> LockEnd {
+        match self {
+            End::Min => LockEnd::Min,
+            End::Key(k) => LockEnd::Key(k.to_vec()),
+            End::Max => LockEnd::Max,
+        }
+    }
+
     fn new(k: LockKey) -> End {
         match k {
             LockKey::Min => End::Min,
@@ -364,6 +392,8 @@ struct Waiter {
     blockers: Vec<u64>,
     /// What the sleeping requester waits on.
     wake: Arc<Condvar>,
+    /// When it first slept (for introspection only).
+    since: std::time::SystemTime,
 }
 
 enum Attempt {
@@ -611,8 +641,13 @@ impl LockManager {
                             st.stats.waits += 1;
                             slept = true;
                         }
-                        let waiter =
-                            Waiter { dict, want: want.clone(), blockers: Vec::new(), wake: wake.clone() };
+                        let waiter = Waiter {
+                            dict,
+                            want: want.clone(),
+                            blockers: Vec::new(),
+                            wake: wake.clone(),
+                            since: std::time::SystemTime::now(),
+                        };
                         st.waiting.entry(owner).or_insert(waiter).blockers = blockers;
                         let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
                         d.sleepers += 1;
@@ -704,6 +739,48 @@ impl LockManager {
             (st.held, st.stats.locks, st.stats.bytes) = st.tally();
             st.tidy(dict);
         }
+    }
+
+    /// Every lock held now: (dictionary, owner, lo, hi, mode), by
+    /// dictionary then owner. A copy taken under the mutex, for
+    /// introspection (TokuDB's `TokuDB_locks`).
+    pub(crate) fn held_locks(&self) -> Vec<LockView> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        for (&dict, d) in &st.dicts {
+            for (pk, holders) in &d.points {
+                for &(owner, mode) in holders {
+                    let k = LockEnd::Key(pk.key.to_vec());
+                    out.push(LockView { dict, owner, lo: k.clone(), hi: k, mode });
+                }
+            }
+            for r in &d.ranges {
+                out.push(LockView { dict, owner: r.owner, lo: r.lo.view(), hi: r.hi.view(), mode: r.mode });
+            }
+        }
+        out.sort_by_key(|a| (a.dict, a.owner));
+        out
+    }
+
+    /// Every request waiting now, once per owner blocking it: (the
+    /// request, the blocker, when the wait began), by requester.
+    pub(crate) fn waits(&self) -> Vec<(LockView, u64, std::time::SystemTime)> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        for (&owner, w) in &st.waiting {
+            let view = LockView {
+                dict: w.dict,
+                owner,
+                lo: w.want.lo.view(),
+                hi: w.want.hi.view(),
+                mode: w.want.mode,
+            };
+            for &b in &w.blockers {
+                out.push((view.clone(), b, w.since));
+            }
+        }
+        out.sort_by_key(|(v, b, _)| (v.owner, *b));
+        out
     }
 
     pub(crate) fn stats(&self) -> LockStats {

@@ -91,6 +91,10 @@ pub struct TxnOptions {
     /// UPDATE re-reads each row with `get_for_update` before writing it,
     /// so no update is lost.
     pub writes_see_latest: bool,
+    /// Who runs the transaction (the SQL layer's connection id; 0: nobody
+    /// in particular), as TokuDB's client id: listed by
+    /// [`Env::live_transactions`](crate::Env::live_transactions).
+    pub client_id: u64,
 }
 
 /// A savepoint inside a transaction (see [`Txn::savepoint`]).
@@ -121,6 +125,9 @@ struct Info {
     first_lsn: Option<u64>,
     /// The oldest txid its snapshot cannot see (repeatable read), else MAX.
     xmin: u64,
+    /// `TxnOptions::client_id`, and when it began (for introspection only).
+    client: u64,
+    started: std::time::SystemTime,
 }
 
 #[derive(Default)]
@@ -176,7 +183,8 @@ impl TxnManager {
     }
 
     /// Starts a transaction: its id, and with `snapshot` its snapshot.
-    fn begin(&self, snapshot: bool) -> (u64, Option<Arc<Snapshot>>) {
+    fn begin(&self, snapshot: bool, client: u64) -> (u64, Option<Arc<Snapshot>>) {
+        let started = std::time::SystemTime::now();
         let mut s = self.state.lock();
         let txid = self.ctx.next_txid.fetch_add(1, Ordering::SeqCst);
         let snap = snapshot.then(|| {
@@ -188,7 +196,7 @@ impl TxnManager {
             *s.xmins.entry(xmin).or_default() += 1;
         }
         s.active.insert(txid);
-        s.txns.insert(txid, Info { state: TxnState::Active, first_lsn: None, xmin });
+        s.txns.insert(txid, Info { state: TxnState::Active, first_lsn: None, xmin, client, started });
         (txid, snap)
     }
 
@@ -260,6 +268,19 @@ impl TxnManager {
     }
 
     /// Transactions begun and not finished.
+    /// The transactions begun and not yet finished, by id.
+    pub(crate) fn live(&self) -> Vec<crate::env::LiveTxn> {
+        let s = self.state.lock();
+        let mut v: Vec<_> = s
+            .txns
+            .iter()
+            .filter(|(_, i)| i.state == TxnState::Active)
+            .map(|(&id, i)| crate::env::LiveTxn { id, client_id: i.client, started: i.started })
+            .collect();
+        v.sort_by_key(|t| t.id);
+        v
+    }
+
     pub(crate) fn unfinished(&self) -> usize {
         self.state.lock().txns.len()
     }
@@ -291,7 +312,7 @@ impl TxnManager {
     /// One autocommit write: `msgs` (all committed messages) under write
     /// locks, as one transaction.
     pub(crate) fn autocommit<M: KeyedMsg>(&self, tree: &Tree, msgs: &[M]) -> Result<()> {
-        let (txid, _) = self.begin(false);
+        let (txid, _) = self.begin(false, 0);
         let broadcast = msgs.iter().any(|m| m.kind() == MsgKind::Broadcast);
         // No key locks where no one else holds or wants any (`try_enter_bulk`).
         let bulk = !broadcast && self.locks.try_enter_bulk(tree.file_id);
@@ -512,7 +533,7 @@ pub struct Txn {
 
 impl Txn {
     pub(crate) fn begin(mgr: Arc<TxnManager>, opts: TxnOptions) -> Txn {
-        let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead);
+        let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead, opts.client_id);
         Txn {
             shared: Arc::new(Shared { mgr, txid, opts, snapshot, end: AtomicU8::new(LIVE) }),
             st: Mutex::new(Work {
