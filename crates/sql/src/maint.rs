@@ -111,7 +111,7 @@ fn count_prefixes(
 /// the statistics (see the module comment).
 fn analyze(s: &mut Session, t: &Table) -> SqlResult<()> {
     s.in_txn(true, |s, txn| {
-        let rows = t.row_count(txn)?;
+        let rows = t.row_count_settled(txn, &s.inner.env)?;
         for (i, ix) in t.def.indexes.iter().enumerate() {
             let dict = match (&ix.kind, &t.sec[i]) {
                 (IndexKind::Primary, _) => &t.main,
