@@ -45,7 +45,8 @@ mod txn;
 
 pub use cache::CacheStats;
 pub use env::{
-    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, Range, RecoveryStats, WriteBatch,
+    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, LoadStats, Loader, Range,
+    RecoveryStats, WriteBatch,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
