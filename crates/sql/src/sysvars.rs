@@ -164,6 +164,7 @@ pub static DEFS: &[Def] = &[
     d("tokudb_commit_sync", G, false, Bool, "1"),
     d("tokudb_directio", G, false, Bool, "1"),
     d("tokudb_fsync_log_period", G, false, Int(0, U32), "1000"),
+    d("tokudb_loader_memory_size", Both, true, Int(0, u64::MAX), "100000000"),
     d("tokudb_lock_timeout", Both, true, Int(0, U32), "4000"),
     d("transaction_isolation", Both, true, Str, "REPEATABLE-READ"),
     d("transaction_read_only", Both, true, Bool, "0"),
