@@ -688,7 +688,7 @@ impl Env {
             Meta { root: crate::tree::meta::NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings };
         let file = BlockFile::create(&*inner.ctx.vfs, &loader.path(), inner.direct_io, &empty.encode())?;
         let msn = inner.ctx.msn.load(Ordering::SeqCst);
-        loader.builder = Some(crate::tree::load::TreeBuilder::new(file, empty.settings, cmp, msn));
+        loader.builder = Some(crate::tree::load::TreeBuilder::new(file, empty.settings, cmp, msn)?);
         Ok(loader)
     }
 

@@ -7,9 +7,13 @@
 //! `basement_size_bytes` (packed bytes), a leaf once the next pair would
 //! take it past `node_size_bytes`, so a loaded leaf is as full as the split
 //! policy lets a leaf be and is not split by the next write. A closed leaf
-//! is serialized (basements compressed with the dictionary's codec) and
-//! written to a block at once; only its block number and first key are
-//! kept. `finish` then builds the internal levels from those, each node
+//! gets its block number and goes to the builder's writer thread
+//! (`fractaldb-loader`), which serializes it (basements compressed with
+//! the dictionary's codec) and writes its block while the next leaf
+//! fills: compression is most of a load's work, and this puts it on a
+//! second core. At most `QUEUED_LEAVES` leaves wait for it, so a load
+//! holds about `QUEUED_LEAVES + 2` leaves in memory; only each written
+//! leaf's block number and first key are kept. `finish` then builds the internal levels from those, each node
 //! taking at most `fanout` children, spread evenly over the level's nodes
 //! (no node left with one child), every buffer empty, and writes the
 //! file's second checkpoint: the table naming every block and a header
@@ -33,6 +37,19 @@ use super::serialize::serialize;
 use super::Comparator;
 use crate::error::{Error, Result};
 use crate::file::{BlockFile, BlockNum};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Leaves waiting for the writer thread, at most.
+const QUEUED_LEAVES: usize = 2;
+
+/// The writer thread: leaves to write, and its end (bytes written, or the
+/// first error, after which it takes no more).
+struct Writer {
+    tx: SyncSender<(BlockNum, Node)>,
+    handle: JoinHandle<Result<u64>>,
+}
 
 /// What `TreeBuilder::finish` wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,7 +65,9 @@ pub struct LoadStats {
 }
 
 pub(crate) struct TreeBuilder {
-    file: BlockFile,
+    file: Arc<BlockFile>,
+    /// `None` once joined (at `finish`, on an error, or on drop).
+    writer: Option<Writer>,
     settings: Settings,
     cmp: Comparator,
     /// A custom comparator is the caller's code: its panics are caught.
@@ -76,9 +95,23 @@ fn entry_bytes(key: &[u8], value: &[u8]) -> usize {
 }
 
 impl TreeBuilder {
-    pub(crate) fn new(file: BlockFile, settings: Settings, cmp: Comparator, msn: u64) -> TreeBuilder {
-        TreeBuilder {
+    pub(crate) fn new(file: BlockFile, settings: Settings, cmp: Comparator, msn: u64) -> Result<TreeBuilder> {
+        let file = Arc::new(file);
+        let (tx, rx) = sync_channel::<(BlockNum, Node)>(QUEUED_LEAVES);
+        let (f, codec) = (file.clone(), settings.codec);
+        let handle = std::thread::Builder::new()
+            .name("fractaldb-loader".into())
+            .spawn(move || {
+                let mut bytes = 0;
+                for (bn, node) in rx {
+                    bytes += write_node_to(&f, bn, &node, codec)?;
+                }
+                Ok(bytes)
+            })
+            .map_err(|e| Error::io(file.path(), "spawn the loader's writer thread", e))?;
+        Ok(TreeBuilder {
             file,
+            writer: Some(Writer { tx, handle }),
             custom_cmp: settings.comparator.is_some(),
             settings,
             cmp,
@@ -91,6 +124,20 @@ impl TreeBuilder {
             leaves: Vec::new(),
             last: None,
             stats: LoadStats::default(),
+        })
+    }
+
+    /// Waits for the writer thread to write what it was sent; its bytes
+    /// written, or its error.
+    fn join_writer(&mut self) -> Result<()> {
+        let Some(w) = self.writer.take() else { return Ok(()) };
+        drop(w.tx);
+        match w.handle.join() {
+            Ok(r) => {
+                self.stats.bytes_written += r?;
+                Ok(())
+            }
+            Err(panic) => std::panic::resume_unwind(panic),
         }
     }
 
@@ -167,20 +214,27 @@ impl TreeBuilder {
             ..Node::new_leaf()
         };
         self.leaf_bytes = 0;
-        let bn = self.write_node(node)?;
+        let bn = self.file.allocate_blocknum();
+        let node = Node { max_msn: self.msn, dirty: false, ..node };
+        let sent = match &self.writer {
+            Some(w) => w.tx.send((bn, node)).is_ok(),
+            None => false,
+        };
+        if !sent {
+            // The writer stopped on an error: that error.
+            self.join_writer()?;
+            return Err(Error::invalid("the loader's writer thread has stopped"));
+        }
         self.stats.leaves += 1;
         self.leaves.push((first, bn));
         Ok(())
     }
 
-    fn write_node(&mut self, mut node: Node) -> Result<BlockNum> {
-        node.max_msn = self.msn;
-        node.dirty = false;
-        // Loaded entries are single committed values: nothing to collect.
-        let s = serialize(&node, self.settings.codec, 0)?;
+    /// Writes an internal node on this thread.
+    fn write_node(&mut self, node: Node) -> Result<BlockNum> {
+        let node = Node { max_msn: self.msn, dirty: false, ..node };
         let bn = self.file.allocate_blocknum();
-        self.file.write_block(bn, &s.bytes, s.header_len)?;
-        self.stats.bytes_written += s.bytes.len() as u64;
+        self.stats.bytes_written += write_node_to(&self.file, bn, &node, self.settings.codec)?;
         Ok(bn)
     }
 
@@ -189,6 +243,7 @@ impl TreeBuilder {
     /// and what was written.
     pub(crate) fn finish(mut self) -> Result<(BlockFile, LoadStats)> {
         self.write_leaf()?;
+        self.join_writer()?;
         let mut level = std::mem::take(&mut self.leaves);
         let mut height = 0;
         while level.len() > 1 {
@@ -224,6 +279,29 @@ impl TreeBuilder {
             Meta { root, max_msn: self.msn, ckpt_lsn: 0, next_txid: 0, settings: self.settings.clone() };
         self.file.begin_checkpoint();
         self.file.finish_checkpoint(&meta.encode())?;
-        Ok((self.file, self.stats))
+        // The writer thread is joined: this is the file's last handle once
+        // the builder is gone.
+        let (file, stats) = (self.file.clone(), self.stats);
+        drop(self);
+        let file = Arc::try_unwrap(file).map_err(|_| Error::invalid("the loader's file is still shared"))?;
+        Ok((file, stats))
     }
+}
+
+impl Drop for TreeBuilder {
+    /// An abandoned load: the writer thread ends before the file goes.
+    fn drop(&mut self) {
+        if let Some(w) = self.writer.take() {
+            drop(w.tx);
+            let _ = w.handle.join();
+        }
+    }
+}
+
+/// Serializes `node` and writes it as block `bn`; its bytes.
+fn write_node_to(file: &BlockFile, bn: BlockNum, node: &Node, codec: crate::file::Codec) -> Result<u64> {
+    // Loaded entries are single committed values: nothing to collect.
+    let s = serialize(node, codec, 0)?;
+    file.write_block(bn, &s.bytes, s.header_len)?;
+    Ok(s.bytes.len() as u64)
 }
