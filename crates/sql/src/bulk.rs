@@ -127,3 +127,44 @@ pub(crate) fn load(s: &Session, name: &str, sorter: PairSorter) -> SqlResult<fra
     }
     Ok(loader.finish()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// Pairs come out in key order with their values, whether they stayed
+    /// in memory or went through runs on disk (merged in passes).
+    #[test]
+    fn pairs_come_out_sorted_in_memory_and_through_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        for (budget, spills) in [(1 << 20, false), (2000, true)] {
+            let cfg = SortCfg {
+                budget,
+                dir: dir.path().to_path_buf(),
+                killed: Arc::new(AtomicBool::new(false)),
+                fanin: 3,
+                proc: None,
+            };
+            let mut s = PairSorter::new(cfg);
+            // 1000 distinct keys in a scrambled order.
+            for i in 0..1000u32 {
+                let k = (i.wrapping_mul(7919) % 1000).to_be_bytes().to_vec();
+                let v = format!("v{}", u32::from_be_bytes(k[..].try_into().unwrap())).into_bytes();
+                s.add(k, v).unwrap();
+            }
+            assert_eq!(s.runs() > 0, spills);
+            let mut out = s.finish().unwrap();
+            for i in 0..1000u32 {
+                assert_eq!(
+                    out.next().unwrap(),
+                    Some((i.to_be_bytes().to_vec(), format!("v{i}").into_bytes()))
+                );
+            }
+            assert_eq!(out.next().unwrap(), None);
+        }
+        // Every run file is gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
