@@ -117,7 +117,7 @@ pub(crate) fn load(s: &Session, name: &str, sorter: PairSorter) -> SqlResult<fra
     let mut n = 0u64;
     while let Some((k, v)) = sorted.next()? {
         loader.add(&k, &v).map_err(|e| match e {
-            fractaldb::Error::InvalidArgument(m) => SqlError::internal(&format!("loading {name}: {m}")),
+            fractaldb::Error::InvalidArgument(m) => SqlError::internal(format!("loading {name}: {m}")),
             e => e.into(),
         })?;
         n += 1;
