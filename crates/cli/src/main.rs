@@ -36,6 +36,8 @@ enum Command {
     BenchSql(bench::sql::SqlBenchArgs),
     /// Measure transactions: scaling with threads, hot-key counters, the cost against autocommit writes.
     BenchTxn(bench::txn::TxnArgs),
+    /// Measure the bulk loader against puts through the tree for the same sorted rows.
+    BenchLoader(bench::loader::LoaderArgs),
     /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
     Check(bench::inspect::CheckArgs),
     /// A SQL shell on a database folder, like the mariadb client (a script on stdin runs in batch mode).
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
         Command::BenchTxn(args) => bench::txn::run(args),
         Command::BenchSql(args) => bench::sql::run(args),
+        Command::BenchLoader(args) => bench::loader::run(args),
         Command::Check(args) => bench::inspect::run(args),
         Command::Sql(args) => return sql_shell::run(args),
         Command::Server(args) => return server_cmd::run(args),

@@ -45,8 +45,8 @@ mod txn;
 
 pub use cache::CacheStats;
 pub use env::{
-    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, LiveTxn, LockInfo, LockWait, Range,
-    RecoveryStats, WriteBatch,
+    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, LiveTxn, LoadStats, Loader,
+    LockInfo, LockWait, Range, RecoveryStats, WriteBatch,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};

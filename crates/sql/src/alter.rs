@@ -28,9 +28,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use fractaldb::{Isolation, WriteBatch};
+use fractaldb::Isolation;
 use sqlparser::ast;
 
+use crate::bulk::PairSorter;
 use crate::catalog::{
     self, check_ident, CheckDef, Column, DefaultSpec, Ident, IndexDef, IndexKind, TableDef,
 };
@@ -904,13 +905,14 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     let res = (|| -> SqlResult<(Table, u64, Vec<Warning>)> {
         let base = format!("{}/{}", def.db, def.name);
         // Every dictionary made here takes the table's codec (a rebuild
-        // for ROW_FORMAT= has the new one).
+        // for ROW_FORMAT= has the new one). Dictionaries whose rows are
+        // built here (the new main with `rows_change`, new indexes) get
+        // names now and are created by the bulk loader once their entries
+        // are sorted (`bulk.rs`); the status dictionary is created empty.
         let opts = crate::rowformat::dict_options(&def);
         if plan.rows_change {
             def.schema_version = od.schema_version.wrapping_add(1);
             def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
-            s.inner.env.create_dictionary(&def.main_dict, opts.clone())?;
-            created.push(def.main_dict.clone());
             def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
             s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
             created.push(def.status_dict.clone());
@@ -921,22 +923,29 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
                 ix.dict = def.main_dict.clone();
             } else if plan.rows_change || ix.dict.is_empty() {
                 ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
-                s.inner.env.create_dictionary(&ix.dict, opts.clone())?;
-                created.push(ix.dict.clone());
                 build.push(i);
             }
         }
-        let newt = s.inner.open_table(def.clone())?;
         let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
         let mut warnings = Vec::new();
+        // The new definition's encodings (keys, rows), before its
+        // dictionaries exist: nothing is written through it.
+        let enc = encoder(&def, old);
         let n = if plan.rows_change {
-            copy_rows(s, &txn, old, &newt, plan, &mut warnings)?
+            copy_rows(s, &txn, old, &enc, plan, &mut warnings, &mut created)?
         } else if !build.is_empty() {
-            build_indexes(s, &txn, &newt, &build)?;
+            build_indexes(s, &txn, &old.main, &enc, &build, &mut created)?;
             0
         } else {
             0
         };
+        let newt = s.inner.open_table(def.clone())?;
+        if plan.rows_change {
+            // The exact count, in slot 0 of the new status dictionary.
+            let mut key = ROWS_PREFIX.to_vec();
+            key.extend_from_slice(&0u32.to_be_bytes());
+            txn.put(&newt.status, &key, &(n as i64).to_le_bytes())?;
+        }
         for fk in &plan.check_fks {
             crate::fk::check_existing(s, &txn, &newt, fk)?;
         }
@@ -1015,14 +1024,38 @@ fn unique_seen(
     Ok(())
 }
 
-/// Fills new indexes `build` of `t` from its rows.
-fn build_indexes(s: &Session, txn: &fractaldb::Txn, t: &Table, build: &[usize]) -> SqlResult<()> {
-    let mut batches: Vec<WriteBatch> = build.iter().map(|_| WriteBatch::new()).collect();
+/// A table of definition `def` for its encodings only (row, primary and
+/// index keys; the next hidden row id from 1): its dictionary handles are
+/// `old`'s and are never written through it.
+fn encoder(def: &TableDef, old: &Table) -> Table {
+    Table {
+        def: def.clone(),
+        main: old.main.clone(),
+        sec: vec![None; def.indexes.len()],
+        status: old.status.clone(),
+        autoinc: parking_lot::Mutex::new(None),
+        next_row_id: std::sync::atomic::AtomicU64::new(1),
+    }
+}
+
+/// Builds new indexes `build` of `t` (an encoder of the new definition)
+/// from the rows of `main`: each index's entries are sorted and loaded
+/// into its new dictionary (`bulk.rs`), whose name goes to `created`.
+fn build_indexes(
+    s: &Session,
+    txn: &fractaldb::Txn,
+    main: &fractaldb::Dictionary,
+    t: &Table,
+    build: &[usize],
+    created: &mut Vec<String>,
+) -> SqlResult<()> {
+    let cfg = crate::bulk::cfg(s, build.len());
+    let mut sorters: Vec<PairSorter> = build.iter().map(|_| PairSorter::new(cfg.clone())).collect();
     let mut seen: Vec<HashSet<Vec<u8>>> = t.def.indexes.iter().map(|_| HashSet::new()).collect();
-    for kv in txn.range(&t.main, None, None, false) {
+    for kv in txn.range(main, None, None, false) {
         let (pk, v) = kv?;
         let row = t.decode_row(&v)?;
-        for (b, &i) in batches.iter_mut().zip(build) {
+        for (b, &i) in sorters.iter_mut().zip(build) {
             let (k, val) = t.sec_entry(i, &row, &pk)?;
             if t.def.indexes[i].kind == IndexKind::Unique {
                 let (key, null) = t.index_key(&t.def.indexes[i], &row)?;
@@ -1030,28 +1063,33 @@ fn build_indexes(s: &Session, txn: &fractaldb::Txn, t: &Table, build: &[usize]) 
                     unique_seen(&mut seen, i, key, t, &row)?;
                 }
             }
-            b.put(&k, &val);
-        }
-        if batches.iter().map(|b| b.len()).sum::<usize>() >= 10_000 {
-            flush(txn, t, build, &mut batches)?;
+            b.add(k, val)?;
         }
         s.check_killed()?;
     }
-    flush(txn, t, build, &mut batches)
+    load_all(s, t, build, sorters, created)
 }
 
-fn flush(txn: &fractaldb::Txn, t: &Table, which: &[usize], batches: &mut [WriteBatch]) -> SqlResult<()> {
-    for (b, &i) in batches.iter_mut().zip(which) {
-        if !b.is_empty() {
-            txn.write_batch(t.sec[i].as_ref().expect("a secondary dictionary"), b)?;
-            b.clear();
-        }
+/// Loads each sorter into the new dictionary of index `which[j]`.
+fn load_all(
+    s: &Session,
+    t: &Table,
+    which: &[usize],
+    sorters: Vec<PairSorter>,
+    created: &mut Vec<String>,
+) -> SqlResult<()> {
+    for (sorter, &i) in sorters.into_iter().zip(which) {
+        let name = &t.def.indexes[i].dict;
+        crate::bulk::load(s, name, crate::rowformat::dict_options(&t.def), sorter)?;
+        created.push(name.clone());
     }
     Ok(())
 }
 
-/// Copies every row of `old` into `newt`'s (new, empty) dictionaries,
-/// converted; writes the row count. Returns the number of rows.
+/// Converts every row of `old` to `newt` (an encoder of the new
+/// definition) and loads the new main dictionary and every secondary
+/// index from the sorted entries (`bulk.rs`), their names going to
+/// `created`. Returns the number of rows.
 fn copy_rows(
     s: &Session,
     txn: &fractaldb::Txn,
@@ -1059,14 +1097,16 @@ fn copy_rows(
     newt: &Table,
     plan: &Plan,
     warnings: &mut Vec<Warning>,
+    created: &mut Vec<String>,
 ) -> SqlResult<u64> {
     let strict = s.strict;
     let now = crate::dml::now_value(s);
     let nd = &newt.def;
     let od = &old.def;
     let secs: Vec<usize> = nd.secondary().map(|(i, _)| i).collect();
-    let mut main = WriteBatch::new();
-    let mut batches: Vec<WriteBatch> = secs.iter().map(|_| WriteBatch::new()).collect();
+    let cfg = crate::bulk::cfg(s, 1 + secs.len());
+    let mut main = PairSorter::new(cfg.clone());
+    let mut batches: Vec<PairSorter> = secs.iter().map(|_| PairSorter::new(cfg.clone())).collect();
     let mut seen: Vec<HashSet<Vec<u8>>> = nd.indexes.iter().map(|_| HashSet::new()).collect();
     let mut next_auto = 1u64;
     let mut n = 0u64;
@@ -1123,22 +1163,16 @@ fn copy_rows(
                 unique_seen(&mut seen, i, key, newt, &row)?;
             }
         }
-        main.put(&pk, &newt.encode_row(&row)?);
         for (b, &i) in batches.iter_mut().zip(&secs) {
             let (k, val) = newt.sec_entry(i, &row, &pk)?;
-            b.put(&k, &val);
+            b.add(k, val)?;
         }
-        if main.len() >= 5_000 {
-            txn.write_batch(&newt.main, &main)?;
-            main.clear();
-            flush(txn, newt, &secs, &mut batches)?;
-        }
+        main.add(pk, newt.encode_row(&row)?)?;
         s.check_killed()?;
     }
-    if !main.is_empty() {
-        txn.write_batch(&newt.main, &main)?;
-    }
-    flush(txn, newt, &secs, &mut batches)?;
+    crate::bulk::load(s, &nd.main_dict, crate::rowformat::dict_options(nd), main)?;
+    created.push(nd.main_dict.clone());
+    load_all(s, newt, &secs, batches, created)?;
     // As MariaDB words them for ALTER (see `alter_error`).
     for w in warnings.iter_mut() {
         if w.code == 1406 {
@@ -1155,10 +1189,6 @@ fn copy_rows(
             }
         }
     }
-    // The exact count, in slot 0 of the new status dictionary.
-    let mut key = ROWS_PREFIX.to_vec();
-    key.extend_from_slice(&0u32.to_be_bytes());
-    txn.put(&newt.status, &key, &(n as i64).to_le_bytes())?;
     Ok(n)
 }
 

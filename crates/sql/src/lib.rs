@@ -31,6 +31,7 @@
 mod accounts;
 mod alter;
 mod bind;
+mod bulk;
 pub mod catalog;
 mod coerce;
 pub mod collation;

@@ -166,6 +166,7 @@ pub static DEFS: &[Def] = &[
     d("tokudb_enable_fast_update", Both, true, Bool, "0"),
     d("tokudb_enable_fast_upsert", Both, true, Bool, "0"),
     d("tokudb_fsync_log_period", G, false, Int(0, U32), "1000"),
+    d("tokudb_loader_memory_size", Both, true, Int(0, u64::MAX), "100000000"),
     d("tokudb_lock_timeout", Both, true, Int(0, U32), "4000"),
     // The codec of new tables without a ROW_FORMAT (rowformat.rs).
     d("tokudb_row_format", Both, true, Str, crate::rowformat::VAR_DEFAULT),

@@ -713,3 +713,66 @@ fn a_crash_during_create_select_leaves_all_rows_or_no_table() {
     }
     assert!(copies_seen > 0, "the child made no copy before it was killed");
 }
+
+/// A rebuilding ALTER and CREATE INDEX build their dictionaries with the
+/// engine's bulk loader from sorted entries (`bulk.rs`): the rows do not
+/// pass through the log (it grows by a few records, not by the table),
+/// a small `tokudb_loader_memory_size` makes the sorts spill runs to disk
+/// (Sort_merge_passes counts their merges) with the same result, a
+/// duplicate found for a new unique key is 1062 and leaves the table as
+/// it was, and everything reads back after a restart.
+#[test]
+fn rebuilds_and_index_builds_use_the_bulk_loader() {
+    let (dir, db) = fresh();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(300), UNIQUE KEY ua (a))");
+    let pad = "p".repeat(250);
+    for chunk in 0..20 {
+        let vals: Vec<String> = (0..100)
+            .map(|j| chunk * 100 + j)
+            .map(|i| format!("({i}, {}, '{i:05}{pad}')", 5000 - i))
+            .collect();
+        ok(&mut s, &format!("INSERT INTO t VALUES {}", vals.join(",")));
+    }
+    ok(&mut s, "SET tokudb_loader_memory_size = 1");
+    let merges = |s: &mut Session| -> u64 {
+        rows(s, "SHOW SESSION STATUS LIKE 'Sort_merge_passes'")[0][1].parse().unwrap()
+    };
+    let m0 = merges(&mut s);
+    let log0 = db.engine_stats().log.bytes;
+    // 2000 rows of some 270 bytes: about 540 KB of rows, more with the indexes.
+    ok(&mut s, "ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5, ADD INDEX ib (b)");
+    let log1 = db.engine_stats().log.bytes;
+    assert!(log1 - log0 < 50_000, "the rebuild logged {} bytes", log1 - log0);
+    assert!(merges(&mut s) > m0, "the sorts did not spill");
+    ok(&mut s, "CREATE INDEX ic ON t (c, a)");
+    assert!(db.engine_stats().log.bytes - log1 < 50_000);
+    let check = |s: &mut Session| {
+        assert_eq!(one(s, "SELECT COUNT(*) FROM t"), "2000");
+        assert_eq!(one(s, "SELECT id FROM t FORCE INDEX (ib) WHERE b LIKE '01234%'"), "1234");
+        assert_eq!(one(s, "SELECT id FROM t FORCE INDEX (ua) WHERE a = 4000"), "1000");
+        assert_eq!(one(s, "SELECT COUNT(*) FROM t FORCE INDEX (ic) WHERE c = 5 AND a > 4000"), "1000");
+        assert_eq!(one(s, "SELECT SUM(id) FROM t FORCE INDEX (ib)"), "1999000");
+        assert_eq!(rows(s, "CHECK TABLE t")[0][3], "OK");
+    };
+    check(&mut s);
+    // A duplicate for a new unique key: 1062, and nothing changed.
+    let e = err(&mut s, "ALTER TABLE t ADD UNIQUE KEY uc (c)");
+    assert_eq!(e, (1062, "Duplicate entry '5' for key 'uc'".to_string()));
+    let e = err(&mut s, "ALTER TABLE t MODIFY b VARCHAR(300), ADD UNIQUE KEY uc (c)");
+    assert_eq!(e.0, 1062);
+    assert!(!create_text(&mut s, "t").contains("uc"));
+    // Inserts after the load go through the tree as always.
+    ok(&mut s, "INSERT INTO t VALUES (5000, -1, 'zz', 7)");
+    assert_eq!(err(&mut s, "INSERT INTO t VALUES (5001, -1, 'zz', 7)").0, 1062);
+    ok(&mut s, "DELETE FROM t WHERE id = 5000");
+    check(&mut s);
+    drop(s);
+    db.close().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    check(&mut s);
+}

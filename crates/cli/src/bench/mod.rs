@@ -14,6 +14,7 @@ mod chart;
 pub mod durability;
 mod engines;
 pub mod inspect;
+pub mod loader;
 mod progress;
 mod protocol;
 mod report;

@@ -205,9 +205,26 @@ impl Basement {
 
     #[cfg(test)]
     fn push_value(&mut self, key: &[u8], value: &[u8]) {
-        let mut le = Vec::new();
-        encode_value(&mut le, value);
-        self.push_raw(key, &le).unwrap();
+        self.push_committed(key, value).unwrap();
+    }
+
+    /// Appends `key` holding one committed value every reader sees (the
+    /// leafentry `0x01 | value`, as `encode_value` writes it) after every
+    /// entry. The caller keeps keys strictly ascending (the loader checks
+    /// each key against the last); refused past `MAX_PACKED_BYTES`.
+    pub(crate) fn push_committed(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let le_len = 1 + value.len();
+        let end = self.data.len() + key.len() + le_len + 20;
+        if end > MAX_PACKED_BYTES {
+            return Err(too_large(end));
+        }
+        // Below `end`, checked above.
+        self.offs.push(self.data.len() as u32);
+        put_varint(&mut self.data, key.len() as u64);
+        self.data.extend_from_slice(key);
+        put_varint(&mut self.data, le_len as u64);
+        encode_value(&mut self.data, value);
+        Ok(())
     }
 
     /// Applies messages sorted by (key, MSN) in one merge pass. Keys the

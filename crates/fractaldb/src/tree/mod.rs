@@ -27,6 +27,7 @@ pub(crate) mod cursor;
 pub(crate) mod estimate;
 pub(crate) mod flush;
 pub(crate) mod leafentry;
+pub(crate) mod load;
 pub(crate) mod message;
 pub(crate) mod meta;
 pub(crate) mod node;

@@ -1,0 +1,175 @@
+//! Bulk building of new dictionaries: entries gathered in any order,
+//! sorted within a memory budget (runs on disk past it, through the
+//! external sort's run files, `sort.rs`), then written by the engine's
+//! loader (`fractaldb::Env::loader`: leaf by leaf, bottom-up, never
+//! through a root's buffers), as TokuDB's loader built indexes.
+//!
+//! Used where the target dictionary is new and no other transaction can
+//! see it: ALTER TABLE's rebuild (every dictionary of the new table) and
+//! its index builds (ADD INDEX, CREATE INDEX). `load` creates the
+//! dictionary when it finishes, before the statement's catalog
+//! transaction commits, so the crash-safe DDL invariant holds as with
+//! `create_dictionary` (a crash leaves the old table or the new one; a
+//! half-loaded dictionary is deleted by the engine at the next open).
+//!
+//! The loaded entries are committed values (see the engine's loader):
+//! nobody sees them until the catalog transaction that names the
+//! dictionary commits, so they are committed as of that transaction.
+//!
+//! Budget: `tokudb_loader_memory_size` (TokuDB's variable, default 100 MB)
+//! for all the sorts of one statement, shared evenly.
+
+use crate::error::{SqlError, SqlResult};
+use crate::session::Session;
+use crate::sort::{merge_runs, Merge, Run, RunWriter, SortCfg};
+
+/// The least budget one sort gets, however small the variable.
+const MIN_BUDGET: usize = 64 << 10;
+
+/// Bytes an entry costs in memory beyond its key and value.
+const ENTRY_OVERHEAD: usize = 48;
+
+/// The sort configuration of `n` sorts sharing this session's loader budget.
+pub(crate) fn cfg(s: &Session, n: usize) -> SortCfg {
+    let mut cfg = SortCfg::of(s);
+    let total = s
+        .session_var("tokudb_loader_memory_size")
+        .and_then(|v| v.to_i64())
+        .map_or(100_000_000, |b| usize::try_from(b).unwrap_or(usize::MAX));
+    cfg.budget = (total / n.max(1)).max(MIN_BUDGET);
+    cfg
+}
+
+/// Key/value pairs in any order; out in key order (bytewise).
+pub(crate) struct PairSorter {
+    cfg: SortCfg,
+    buf: Vec<(Vec<u8>, Vec<u8>)>,
+    mem: usize,
+    runs: Vec<Run>,
+}
+
+impl PairSorter {
+    pub fn new(cfg: SortCfg) -> PairSorter {
+        PairSorter { cfg, buf: Vec::new(), mem: 0, runs: Vec::new() }
+    }
+
+    pub fn add(&mut self, key: Vec<u8>, value: Vec<u8>) -> SqlResult<()> {
+        self.mem += key.len() + value.len() + ENTRY_OVERHEAD;
+        self.buf.push((key, value));
+        if self.mem > self.cfg.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> SqlResult<()> {
+        self.buf.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut w = RunWriter::new(&self.cfg)?;
+        for (k, v) in self.buf.drain(..) {
+            w.put(&k, &v)?;
+        }
+        self.runs.push(w.finish()?);
+        self.mem = 0;
+        Ok(())
+    }
+
+    /// Runs written to disk so far.
+    #[cfg(test)]
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The pairs in key order.
+    pub fn finish(mut self) -> SqlResult<Sorted> {
+        if self.runs.is_empty() {
+            let mut v = std::mem::take(&mut self.buf);
+            v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            return Ok(Sorted::Mem(v.into_iter()));
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        Ok(Sorted::Merge(merge_runs(std::mem::take(&mut self.runs), &self.cfg)?))
+    }
+}
+
+pub(crate) enum Sorted {
+    Mem(std::vec::IntoIter<(Vec<u8>, Vec<u8>)>),
+    Merge(Merge),
+}
+
+impl Sorted {
+    pub fn next(&mut self) -> SqlResult<Option<(Vec<u8>, Vec<u8>)>> {
+        match self {
+            Sorted::Mem(it) => Ok(it.next()),
+            Sorted::Merge(m) => m.next(),
+        }
+    }
+}
+
+/// Creates dictionary `name` (with `opts`: the table's codec) holding the
+/// pairs of `sorter`, by the engine's loader. Two equal keys are an internal error (the callers
+/// check unique keys first and give 1062; every other key carries the
+/// primary key). Checks the statement's KILL flag between rows.
+pub(crate) fn load(
+    s: &Session,
+    name: &str,
+    opts: fractaldb::DictOptions,
+    sorter: PairSorter,
+) -> SqlResult<fractaldb::Dictionary> {
+    let mut sorted = sorter.finish()?;
+    let mut loader = s.inner.env.loader(name, opts)?;
+    let mut n = 0u64;
+    while let Some((k, v)) = sorted.next()? {
+        loader.add(&k, &v).map_err(|e| match e {
+            fractaldb::Error::InvalidArgument(m) => SqlError::internal(format!("loading {name}: {m}")),
+            e => e.into(),
+        })?;
+        n += 1;
+        if n.is_multiple_of(4096) {
+            s.check_killed()?;
+        }
+    }
+    Ok(loader.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// Pairs come out in key order with their values, whether they stayed
+    /// in memory or went through runs on disk (merged in passes).
+    #[test]
+    fn pairs_come_out_sorted_in_memory_and_through_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        for (budget, spills) in [(1 << 20, false), (2000, true)] {
+            let cfg = SortCfg {
+                budget,
+                dir: dir.path().to_path_buf(),
+                killed: Arc::new(AtomicBool::new(false)),
+                fanin: 3,
+                proc: None,
+            };
+            let mut s = PairSorter::new(cfg);
+            // 1000 distinct keys in a scrambled order.
+            for i in 0..1000u32 {
+                let k = (i.wrapping_mul(7919) % 1000).to_be_bytes().to_vec();
+                let v = format!("v{}", u32::from_be_bytes(k[..].try_into().unwrap())).into_bytes();
+                s.add(k, v).unwrap();
+            }
+            assert_eq!(s.runs() > 0, spills);
+            let mut out = s.finish().unwrap();
+            for i in 0..1000u32 {
+                assert_eq!(
+                    out.next().unwrap(),
+                    Some((i.to_be_bytes().to_vec(), format!("v{i}").into_bytes()))
+                );
+            }
+            assert_eq!(out.next().unwrap(), None);
+        }
+        // Every run file is gone.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
