@@ -37,7 +37,7 @@ use crate::txn::locktree::LockStats;
 use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
 
 mod backup;
-pub use backup::{BackupProgress, BackupReport, BACKUP_INCOMPLETE_FILE};
+pub use backup::{is_env_file, BackupProgress, BackupReport, BACKUP_INCOMPLETE_FILE};
 
 /// Settings of an environment.
 #[derive(Clone)]

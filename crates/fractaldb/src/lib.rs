@@ -45,8 +45,8 @@ mod txn;
 
 pub use cache::CacheStats;
 pub use env::{
-    BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats,
-    Range, RecoveryStats, WriteBatch, BACKUP_INCOMPLETE_FILE,
+    is_env_file, BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions,
+    EnvStats, Range, RecoveryStats, WriteBatch, BACKUP_INCOMPLETE_FILE,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};

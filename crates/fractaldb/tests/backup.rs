@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Isolation, SimVfs, BACKUP_INCOMPLETE_FILE};
+use fractaldb::{
+    Codec, DictOptions, Env, EnvOptions, Isolation, OpenMode, SimVfs, Vfs, BACKUP_INCOMPLETE_FILE,
+};
 
 fn opts(sim: &SimVfs, background_threads: bool) -> EnvOptions {
     EnvOptions {
@@ -85,10 +87,15 @@ fn a_backup_during_a_load_holds_exactly_the_commits_before_its_moment() {
         std::thread::yield_now();
     }
     env.checkpoint().unwrap();
+    // A file of the layers above, named by the caller, travels along.
+    let key_file = Path::new("/db/server-key.pem");
+    let f = sim.open(key_file, OpenMode::CreateNew, false).unwrap();
+    f.write_at(0, b"key").unwrap();
+    f.sync().unwrap();
     let before = acked.load(Ordering::SeqCst);
     let mut calls = 0;
     let report = env
-        .backup(Path::new("/backup"), &mut |p| {
+        .backup(Path::new("/backup"), &[key_file.to_path_buf()], &mut |p| {
             calls += 1;
             assert!(p.bytes_done <= p.bytes_total, "{p:?}");
             Ok(())
@@ -99,10 +106,11 @@ fn a_backup_during_a_load_holds_exactly_the_commits_before_its_moment() {
     writer.join().unwrap();
     assert!(calls > 0 && report.dictionaries == 2 && report.bytes > 0);
     // A second backup into the same folder is refused: it is not empty.
-    let e = env.backup(Path::new("/backup"), &mut |_| Ok(())).unwrap_err();
+    let e = env.backup(Path::new("/backup"), &[], &mut |_| Ok(())).unwrap_err();
     assert!(e.to_string().contains("not empty"), "{e}");
     open_txn.abort().unwrap();
 
+    assert_eq!(sim.read_file(Path::new("/backup/server-key.pem")).unwrap(), Some(b"key".to_vec()));
     let copy = Env::open("/backup", opts(&sim, false)).unwrap();
     let (ka, kb) = (keys(&copy, "a"), keys(&copy, "b"));
     // A prefix of the writer's transactions, each whole in both
@@ -136,7 +144,7 @@ fn a_crash_during_a_backup_leaves_the_source_whole_and_the_copy_refused() {
             a.put(&key(i), &[1u8; 200]).unwrap();
         }
         sim.crash_after(Some(crash_in));
-        assert!(env.backup(Path::new("/backup"), &mut |_| Ok(())).is_err());
+        assert!(env.backup(Path::new("/backup"), &[], &mut |_| Ok(())).is_err());
         assert_eq!(sim.crash_count(), 1);
         let sites = sim.crash_sites();
         drop(env);

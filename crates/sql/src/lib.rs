@@ -30,6 +30,7 @@
 
 mod accounts;
 mod alter;
+mod backup;
 mod bind;
 pub mod catalog;
 mod coerce;

@@ -21,6 +21,9 @@ pub enum Stage {
     Inserted = 2,
     Updated = 3,
     Deleted = 4,
+    /// A hot backup (`backup.rs`): `examined` counts the bytes copied,
+    /// `changed` the bytes to copy.
+    Backup = 5,
 }
 
 #[derive(Default)]
@@ -51,6 +54,10 @@ impl ProgressHandle {
                 format!("Deleted about {changed} rows, queried about {examined} rows")
             }
             x if x == Stage::Queried as u8 => format!("Queried about {examined} rows"),
+            x if x == Stage::Backup as u8 => {
+                let pct = (examined as f64 * 100.0 / changed.max(1) as f64).min(100.0);
+                format!("tokudb backup about {pct:.0}% done: {examined} of {changed} bytes copied")
+            }
             _ => return None,
         })
     }
@@ -58,6 +65,15 @@ impl ProgressHandle {
     /// Rows read and rows changed by the running (or last) statement.
     pub fn counts(&self) -> (u64, u64) {
         (self.0.examined.load(Ordering::Relaxed), self.0.changed.load(Ordering::Relaxed))
+    }
+}
+
+impl Progress {
+    /// A backup has copied `done` of `total` bytes.
+    pub(crate) fn backup(&self, done: u64, total: u64) {
+        self.stage.store(Stage::Backup as u8, Ordering::Relaxed);
+        self.examined.store(done, Ordering::Relaxed);
+        self.changed.store(total, Ordering::Relaxed);
     }
 }
 

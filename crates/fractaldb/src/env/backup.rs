@@ -40,14 +40,14 @@
 //! the source untouched (the backup only reads it) and the destination
 //! marked, or, if the crash came before the marker was durable, empty.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Env;
-use crate::catalog::dict_file;
+use crate::catalog::{dict_file, parse_dict_file};
 use crate::error::{Error, Result};
 use crate::file::{OpenMode, Vfs, VfsFile};
-use crate::log::{file_name, TRIM_FILE};
+use crate::log::{file_name, parse_file_name, TRIM_FILE};
 
 /// The file that marks a folder as a backup still being written (or one
 /// that failed): `Env::open` refuses such a folder.
@@ -81,6 +81,21 @@ pub struct BackupReport {
     pub files: usize,
     /// Dictionaries in the copy.
     pub dictionaries: usize,
+}
+
+/// Whether `name` is one of the engine's own files in an environment's
+/// folder (see ARCHITECTURE.md, "Folder of an environment"): what a backup
+/// copies itself, or never copies (the lock, scratch and temporary files).
+/// Anything else in the folder belongs to the layers above.
+pub fn is_env_file(name: &str) -> bool {
+    matches!(name, "LOCK" | "catalog" | "catalog.tmp" | BACKUP_INCOMPLETE_FILE)
+        || name.strip_prefix(TRIM_FILE).is_some_and(|rest| rest.is_empty() || rest == ".tmp")
+        || parse_dict_file(name).is_some()
+        || parse_file_name(name.strip_suffix(".tmp").unwrap_or(name)).is_some()
+        || name
+            .strip_prefix("txn-")
+            .and_then(|r| r.strip_suffix(".undo"))
+            .is_some_and(|id| id.parse::<u64>().is_ok())
 }
 
 /// Refuses a folder that holds an unfinished backup (`Env::open`).
@@ -153,10 +168,14 @@ impl Env {
     /// catalog changes (create, drop, rename) wait for it. `progress` is
     /// called after every MiB copied; an error it returns stops the backup
     /// (the destination stays marked incomplete, see
-    /// [`BACKUP_INCOMPLETE_FILE`]).
+    /// [`BACKUP_INCOMPLETE_FILE`]). `extra` names files of the layers above
+    /// (keys, settings) copied whole under their own names after the
+    /// environment's files and before the copy is marked finished: a copy
+    /// that lacks one of them is never taken for a finished backup.
     pub fn backup(
         &self,
         dest: &Path,
+        extra: &[PathBuf],
         progress: &mut dyn FnMut(&BackupProgress) -> Result<()>,
     ) -> Result<BackupReport> {
         self.check_open()?;
@@ -217,6 +236,15 @@ impl Env {
         c.total += lens.iter().sum::<u64>();
         for (&first, &len) in point.first_lsns.iter().zip(&lens) {
             c.copy(&inner.path.join(file_name(first)), Some(len))?;
+        }
+        drop((_ddl, _no_checkpoint));
+        for e in extra {
+            let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.is_empty() || is_env_file(name) {
+                return Err(Error::invalid(format!("{} is not a file a backup may add", e.display())));
+            }
+            c.total += vfs.open(e, OpenMode::Existing, false)?.len()?;
+            c.copy(e, None)?;
         }
         vfs.sync_dir(dest)?;
         vfs.remove(&dest.join(BACKUP_INCOMPLETE_FILE))?;
