@@ -95,11 +95,15 @@ fn a_backup_during_a_load_holds_exactly_the_commits_before_its_moment() {
     let before = acked.load(Ordering::SeqCst);
     let mut calls = 0;
     let report = env
-        .backup(Path::new("/backup"), &[key_file.to_path_buf()], &mut |p| {
-            calls += 1;
-            assert!(p.bytes_done <= p.bytes_total, "{p:?}");
-            Ok(())
-        })
+        .backup(
+            Path::new("/backup"),
+            &[(key_file.to_path_buf(), "/backup/server-key.pem".into())],
+            &mut |p| {
+                calls += 1;
+                assert!(p.bytes_done <= p.bytes_total, "{p:?}");
+                Ok(())
+            },
+        )
         .unwrap();
     let after = acked.load(Ordering::SeqCst);
     stop.store(true, Ordering::Relaxed);

@@ -33,6 +33,16 @@ const EIO: i64 = 5;
 const EINVAL: i64 = 22;
 const ENOTEMPTY: i64 = 39;
 
+/// How the server lays out its data folder (`Database::set_backup_layout`):
+/// the database folder is `root/subdir`, and `files` in `root` are the
+/// server's own (its keys). A backup copies the same shape.
+#[derive(Clone, Debug)]
+pub(crate) struct BackupLayout {
+    pub root: PathBuf,
+    pub subdir: String,
+    pub files: Vec<PathBuf>,
+}
+
 /// Why a backup failed: the errno `tokudb_backup_last_error` shows, and the
 /// text of `tokudb_backup_last_error_string`.
 struct Failed(i64, String);
@@ -77,12 +87,14 @@ impl Session {
         if !dest.is_dir() {
             return Err(Failed(20, format!("{dir} is not a directory")));
         }
-        // The data folder is `sql-tmp`'s parent (db.rs).
-        let data = self.inner.tmp_dir.parent().unwrap_or(Path::new("."));
-        let data =
-            std::fs::canonicalize(data).map_err(|e| Failed(EIO, format!("{}: {e}", data.display())))?;
-        if dest.starts_with(&data) {
-            return Err(Failed(EINVAL, format!("{dir} is inside the data folder {}", data.display())));
+        // The database folder is `sql-tmp`'s parent (db.rs).
+        let db_dir = self.inner.tmp_dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let layout = self.inner.backup_layout.lock().clone();
+        let home = layout.as_ref().map_or(db_dir.clone(), |l| l.root.clone());
+        let home =
+            std::fs::canonicalize(&home).map_err(|e| Failed(EIO, format!("{}: {e}", home.display())))?;
+        if dest.starts_with(&home) {
+            return Err(Failed(EINVAL, format!("{dir} is inside the data folder {}", home.display())));
         }
         let not_empty = std::fs::read_dir(&dest)
             .map_err(|e| Failed(e.raw_os_error().map_or(EIO, i64::from), format!("{dir}: {e}")))?
@@ -91,7 +103,24 @@ impl Session {
         if not_empty {
             return Err(Failed(ENOTEMPTY, format!("the backup folder {dir} is not empty")));
         }
-        let extra = other_files(&data).map_err(|e| Failed(EIO, format!("{}: {e}", data.display())))?;
+        let (engine_dest, extra) = match &layout {
+            None => {
+                let files =
+                    other_files(&db_dir).map_err(|e| Failed(EIO, format!("{}: {e}", db_dir.display())))?;
+                let extra: Vec<(PathBuf, PathBuf)> =
+                    files.into_iter().filter_map(|f| Some((f.clone(), dest.join(f.file_name()?)))).collect();
+                (dest.clone(), extra)
+            }
+            Some(l) => {
+                let extra: Vec<(PathBuf, PathBuf)> = l
+                    .files
+                    .iter()
+                    .filter(|f| f.is_file())
+                    .filter_map(|f| Some((f.clone(), dest.join(f.file_name()?))))
+                    .collect();
+                (dest.join(&l.subdir), extra)
+            }
+        };
         let throttle = self
             .session_var("tokudb_backup_throttle")
             .and_then(|v| v.to_f64())
@@ -112,7 +141,7 @@ impl Session {
                 std::thread::sleep(wait.min(Duration::from_millis(100)));
             }
         };
-        match self.inner.env.backup(&dest, &extra, &mut on_progress) {
+        match self.inner.env.backup(&engine_dest, &extra, &mut on_progress) {
             Ok(_) => Ok(()),
             Err(_) if self.killed.swap(false, Ordering::SeqCst) => {
                 Err(Failed(EINTR, "the backup was interrupted".into()))

@@ -124,16 +124,24 @@ struct Copier<'a> {
 
 impl Copier<'_> {
     /// Copies the first `len` bytes of `src` (all of it if None) to the
-    /// destination under the same name, and fsyncs the copy.
+    /// destination folder under the same name, and fsyncs the copy.
     fn copy(&mut self, src: &Path, len: Option<u64>) -> Result<()> {
+        let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        let to = self.dest.join(name);
+        self.copy_to(src, &to, len)
+    }
+
+    /// Copies the first `len` bytes of `src` (all of it if None) to `to`,
+    /// and fsyncs the copy.
+    fn copy_to(&mut self, src: &Path, to: &Path, len: Option<u64>) -> Result<()> {
         let name = src.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_string();
         let from: Arc<dyn VfsFile> = self.vfs.open(src, OpenMode::Existing, false)?;
         let len = match len {
             Some(l) => l,
             None => from.len()?,
         };
-        let to = self.vfs.open(&self.dest.join(&name), OpenMode::CreateNew, false)?;
-        let mut buf = vec![0u8; CHUNK];
+        let to = self.vfs.open(to, OpenMode::CreateNew, false)?;
+        let mut buf = vec![0u8; CHUNK.min(len as usize)];
         let mut off = 0u64;
         while off < len {
             let n = (len - off).min(CHUNK as u64) as usize;
@@ -168,14 +176,14 @@ impl Env {
     /// catalog changes (create, drop, rename) wait for it. `progress` is
     /// called after every MiB copied; an error it returns stops the backup
     /// (the destination stays marked incomplete, see
-    /// [`BACKUP_INCOMPLETE_FILE`]). `extra` names files of the layers above
-    /// (keys, settings) copied whole under their own names after the
-    /// environment's files and before the copy is marked finished: a copy
-    /// that lacks one of them is never taken for a finished backup.
+    /// [`BACKUP_INCOMPLETE_FILE`]). `extra` lists files of the layers above
+    /// (keys, settings) as (source, destination) paths, copied whole after
+    /// the environment's files and before the copy is marked finished: a
+    /// copy that lacks one of them is never taken for a finished backup.
     pub fn backup(
         &self,
         dest: &Path,
-        extra: &[PathBuf],
+        extra: &[(PathBuf, PathBuf)],
         progress: &mut dyn FnMut(&BackupProgress) -> Result<()>,
     ) -> Result<BackupReport> {
         self.check_open()?;
@@ -238,13 +246,18 @@ impl Env {
             c.copy(&inner.path.join(file_name(first)), Some(len))?;
         }
         drop((_ddl, _no_checkpoint));
-        for e in extra {
-            let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.is_empty() || is_env_file(name) {
-                return Err(Error::invalid(format!("{} is not a file a backup may add", e.display())));
+        for (from, to) in extra {
+            if to.parent() == Some(dest) && to.file_name().and_then(|n| n.to_str()).is_none_or(is_env_file) {
+                return Err(Error::invalid(format!("{} is not a file a backup may add", to.display())));
             }
-            c.total += vfs.open(e, OpenMode::Existing, false)?.len()?;
-            c.copy(e, None)?;
+            c.total += vfs.open(from, OpenMode::Existing, false)?.len()?;
+            c.copy_to(from, to, None)?;
+        }
+        let mut folders: Vec<&Path> = extra.iter().filter_map(|(_, to)| to.parent()).collect();
+        folders.sort();
+        folders.dedup();
+        for f in folders.into_iter().filter(|&f| f != dest) {
+            vfs.sync_dir(f)?;
         }
         vfs.sync_dir(dest)?;
         vfs.remove(&dest.join(BACKUP_INCOMPLETE_FILE))?;
