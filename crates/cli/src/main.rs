@@ -2,6 +2,7 @@
 //! a SQL shell on a database folder (`fractaldb sql`), and the MySQL-protocol
 //! server (`fractaldb server`).
 
+mod backup_cmd;
 mod bench;
 mod error;
 mod server_cmd;
@@ -34,6 +35,8 @@ enum Command {
     BenchDurabilityChild(bench::durability::DurabilityChildArgs),
     /// Measure transactions: scaling with threads, hot-key counters, the cost against autocommit writes.
     BenchTxn(bench::txn::TxnArgs),
+    /// Hot backup of a running server (over MySQL's protocol) or of a stopped one's data folder, into a folder a server starts on.
+    Backup(backup_cmd::BackupArgs),
     /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
     Check(bench::inspect::CheckArgs),
     /// A SQL shell on a database folder, like the mariadb client (a script on stdin runs in batch mode).
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::BenchDurability(args) => bench::durability::run(args),
         Command::BenchDurabilityChild(args) => bench::durability::run_child(args),
         Command::BenchTxn(args) => bench::txn::run(args),
+        Command::Backup(args) => backup_cmd::run(args),
         Command::Check(args) => bench::inspect::run(args),
         Command::Sql(args) => return sql_shell::run(args),
         Command::Server(args) => return server_cmd::run(args),
