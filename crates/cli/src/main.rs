@@ -2,6 +2,7 @@
 //! a SQL shell on a database folder (`fractaldb sql`), and the MySQL-protocol
 //! server (`fractaldb server`).
 
+mod backup_cmd;
 mod bench;
 mod error;
 mod server_cmd;
@@ -38,6 +39,8 @@ enum Command {
     BenchTxn(bench::txn::TxnArgs),
     /// Measure the bulk loader against puts through the tree for the same sorted rows.
     BenchLoader(bench::loader::LoaderArgs),
+    /// Hot backup of a running server (over MySQL's protocol) or of a stopped one's data folder, into a folder a server starts on.
+    Backup(backup_cmd::BackupArgs),
     /// Check every dictionary of an environment and show where its bytes are (leaves, internal nodes, spills).
     Check(bench::inspect::CheckArgs),
     /// A SQL shell on a database folder, like the mariadb client (a script on stdin runs in batch mode).
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::BenchTxn(args) => bench::txn::run(args),
         Command::BenchSql(args) => bench::sql::run(args),
         Command::BenchLoader(args) => bench::loader::run(args),
+        Command::Backup(args) => backup_cmd::run(args),
         Command::Check(args) => bench::inspect::run(args),
         Command::Sql(args) => return sql_shell::run(args),
         Command::Server(args) => return server_cmd::run(args),

@@ -116,3 +116,43 @@ fn server_refuses_a_non_loopback_address() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("refusing to listen on 0.0.0.0"), "{err}");
 }
+
+#[test]
+fn fractaldb_backup_copies_a_running_and_a_stopped_server_into_folders_a_server_starts_on() {
+    let dir = tempfile::Builder::new().prefix("fdbbk").tempdir_in("/tmp").unwrap();
+    let data = dir.path().join("data");
+    let (child, port) = start(&data);
+    for sql in
+        ["CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1), (2), (3)"]
+    {
+        assert_eq!(query(port, sql), 0, "{sql}");
+    }
+    let backup = |args: &[&str], dest: &std::path::Path| {
+        Command::new(BIN).arg("backup").args(args).arg(dest).output().expect("running fractaldb backup")
+    };
+    // A running server, over the protocol (the folder must exist there).
+    let online = dir.path().join("online");
+    std::fs::create_dir(&online).unwrap();
+    let out = backup(&["--host", "127.0.0.1", "--port", &port.to_string(), "--user", "root"], &online);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Into the same folder again: refused, saying why.
+    let out = backup(&["--port", &port.to_string()], &online);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not empty"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop(child);
+    // A stopped one, from its data folder.
+    let offline = dir.path().join("offline");
+    let out = backup(&["--datadir", data.to_str().unwrap()], &offline);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for copy in [&online, &offline] {
+        assert!(copy.join("server-cert.pem").is_file());
+        let (child, port) = start(copy);
+        assert_eq!(query(port, "INSERT INTO d.t VALUES (3)"), 0xff, "row 3 is in {}", copy.display());
+        assert_eq!(query(port, "INSERT INTO d.t VALUES (4)"), 0, "{}", copy.display());
+        stop(child);
+    }
+}

@@ -36,6 +36,9 @@ use crate::tree::{Comparator, Context, Logging, Tree};
 use crate::txn::locktree::{LockEnd, LockMode, LockStats};
 use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
 
+mod backup;
+pub use backup::{is_env_file, BackupProgress, BackupReport, BACKUP_INCOMPLETE_FILE};
+
 /// Settings of an environment.
 #[derive(Clone)]
 pub struct EnvOptions {
@@ -290,6 +293,10 @@ struct Inner {
     /// nothing: a failed open leaves the files as it found them.
     opened: AtomicBool,
     /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
+    /// A backup holds it for its whole copy (`env/backup.rs`): no checkpoint
+    /// may reuse the extents the copied checkpoint names or trim the log
+    /// meanwhile. The background threads' checkpoints skip while it is
+    /// held (`checkpoint_unless_busy`) rather than stall the cleaners.
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
     checkpoint_log: Mutex<Vec<CheckpointTiming>>,
@@ -328,6 +335,7 @@ impl Env {
             e => e,
         })?;
         validate_env_options(&opts)?;
+        backup::refuse_incomplete(&*vfs, &path)?;
         let catalog = Catalog::open(&*vfs, &path)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
         let ctx = Arc::new(Context {
@@ -583,7 +591,7 @@ impl Env {
                 weak,
                 Inner::log_grown,
                 |inner| {
-                    if let Err(e) = inner.checkpoint() {
+                    if let Err(e) = inner.checkpoint_unless_busy() {
                         eprintln!("fractaldb: checkpoint of {} failed: {e}", inner.path.display());
                     }
                 },
@@ -1057,7 +1065,22 @@ impl Inner {
     /// (4) deletes them all. Rolled after (4) instead, the records this
     /// checkpoint made unnecessary would stay on disk until the next one.
     fn checkpoint(&self) -> Result<()> {
-        let _one = self.checkpointing.lock();
+        let one = self.checkpointing.lock();
+        self.checkpoint_held(one)
+    }
+
+    /// A checkpoint, unless one is running or a backup holds checkpoints
+    /// off: then nothing (the background threads' checkpoints; the next
+    /// period tries again).
+    fn checkpoint_unless_busy(&self) -> Result<()> {
+        match self.checkpointing.try_lock() {
+            Some(one) => self.checkpoint_held(one),
+            None => Ok(()),
+        }
+    }
+
+    /// The checkpoint, with `checkpointing` held.
+    fn checkpoint_held(&self, _one: parking_lot::MutexGuard<'_, ()>) -> Result<()> {
         let start = Instant::now();
         let log = self.ctx.log.get();
         if let Some(log) = log {
@@ -1369,7 +1392,7 @@ fn cleaner_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Arc<Ato
             if drained && checkpoints && trees.iter().all(|t| clean.contains(&t.file_id)) {
                 drained = false;
                 let Some(env) = inner.upgrade() else { return };
-                if let Err(e) = env.checkpoint() {
+                if let Err(e) = env.checkpoint_unless_busy() {
                     eprintln!("fractaldb: checkpoint after draining {} failed: {e}", env.path.display());
                 }
             }

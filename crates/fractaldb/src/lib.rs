@@ -45,8 +45,9 @@ mod txn;
 
 pub use cache::CacheStats;
 pub use env::{
-    CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions, EnvStats, LiveTxn, LoadStats, Loader,
-    LockInfo, LockWait, Range, RecoveryStats, WriteBatch,
+    is_env_file, BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions,
+    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Range, RecoveryStats, WriteBatch,
+    BACKUP_INCOMPLETE_FILE,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};

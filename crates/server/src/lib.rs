@@ -24,6 +24,19 @@
 
 mod auth;
 pub mod config;
+
+/// The database's folder inside a server's data folder.
+pub const DB_SUBDIR: &str = "db";
+
+/// The key files a server generates in its data folder (RSA key pair, TLS
+/// CA and certificate): a hot backup copies them, so a server restored from
+/// it presents the same keys.
+pub fn key_files(datadir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    [auth::PRIVATE_KEY, auth::PUBLIC_KEY, tls::CA_CERT, tls::CA_KEY, tls::SERVER_CERT, tls::SERVER_KEY]
+        .iter()
+        .map(|k| datadir.join(k))
+        .collect()
+}
 mod conn;
 mod packet;
 mod prepared;
@@ -289,8 +302,12 @@ impl Server {
             dbo.variables.push((n.to_string(), v));
         }
         let t0 = Instant::now();
-        let db = Database::open(opts.datadir.join("db"), dbo)
+        let db = Database::open(opts.datadir.join(DB_SUBDIR), dbo)
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;
+        // A hot backup (SET tokudb_backup_dir) is a data folder like this
+        // one: the database in db/, and the keys generated here (same TLS
+        // certificate and RSA key pair after a restore).
+        db.set_backup_layout(opts.datadir.clone(), DB_SUBDIR, key_files(&opts.datadir));
         let rec = db.engine_stats().recovery;
         log.log(
             "note",

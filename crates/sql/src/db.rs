@@ -1,7 +1,7 @@
 //! A database folder: the engine environment and the SQL catalog in it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -80,6 +80,8 @@ pub(crate) struct Inner {
     pub ended_stats: Mutex<crate::sysvars::Stats>,
     /// Counters the server keeps (Connections, Aborted_*, Threads_created).
     pub counters: crate::sysvars::ServerCounters,
+    /// Where a hot backup puts what (`backup.rs`); set by the server.
+    pub backup_layout: Mutex<Option<crate::backup::BackupLayout>>,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -180,6 +182,7 @@ impl Database {
             globals,
             ended_stats: Mutex::new([0; crate::sysvars::STAT_COUNT]),
             counters: crate::sysvars::ServerCounters::default(),
+            backup_layout: Mutex::new(None),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;
@@ -189,6 +192,16 @@ impl Database {
 
     pub fn session(&self) -> Session {
         Session::new(self.inner.clone())
+    }
+
+    /// Says how a hot backup (`SET tokudb_backup_dir`) lays out its copy:
+    /// the database folder goes to `<backup>/<subdir>`, and each of `files`
+    /// (kept in `root`, which holds this database folder) to `<backup>/`
+    /// under its name, so the copy is a folder like `root`. Without it the
+    /// copy is the database folder itself plus its other regular files.
+    pub fn set_backup_layout(&self, root: PathBuf, subdir: &str, files: Vec<PathBuf>) {
+        *self.inner.backup_layout.lock() =
+            Some(crate::backup::BackupLayout { root, subdir: subdir.to_string(), files });
     }
 
     /// The engine dictionaries of table `db`.`table`, as its catalog record

@@ -30,6 +30,7 @@
 
 mod accounts;
 mod alter;
+mod backup;
 mod bind;
 mod bulk;
 pub mod catalog;

@@ -23,6 +23,9 @@ pub enum Stage {
     Deleted = 4,
     /// OPTIMIZE TABLE: which index, of how many, and how far into it.
     Optimizing = 5,
+    /// A hot backup (`backup.rs`): `examined` counts the bytes copied,
+    /// `changed` the bytes to copy.
+    Backup = 6,
 }
 
 #[derive(Default)]
@@ -66,6 +69,10 @@ impl ProgressHandle {
                     which & 0xffff_ffff
                 )
             }
+            x if x == Stage::Backup as u8 => {
+                let pct = (examined as f64 * 100.0 / changed.max(1) as f64).min(100.0);
+                format!("tokudb backup about {pct:.0}% done: {examined} of {changed} bytes copied")
+            }
             _ => return None,
         })
     }
@@ -73,6 +80,15 @@ impl ProgressHandle {
     /// Rows read and rows changed by the running (or last) statement.
     pub fn counts(&self) -> (u64, u64) {
         (self.0.examined.load(Ordering::Relaxed), self.0.changed.load(Ordering::Relaxed))
+    }
+}
+
+impl Progress {
+    /// A backup has copied `done` of `total` bytes.
+    pub(crate) fn backup(&self, done: u64, total: u64) {
+        self.stage.store(Stage::Backup as u8, Ordering::Relaxed);
+        self.examined.store(done, Ordering::Relaxed);
+        self.changed.store(total, Ordering::Relaxed);
     }
 }
 

@@ -994,6 +994,8 @@ impl Session {
             }
         };
         match n.as_str() {
+            // Takes a hot backup into the folder (backup.rs).
+            "tokudb_backup_dir" => return self.set_backup_dir(&v),
             "autocommit" => {
                 let on = as_bool(&v)?;
                 if on && !self.autocommit {

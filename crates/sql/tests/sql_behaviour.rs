@@ -1056,3 +1056,53 @@ fn no_backslash_escapes_reaches_scripts_prepared_statements_and_only_its_session
     ok(&mut s, "SET sql_mode = DEFAULT");
     assert_eq!(one(&mut s, "SELECT 'x\\'y'"), "x'y");
 }
+
+#[test]
+fn set_tokudb_backup_dir_takes_a_hot_backup_that_opens_with_the_same_rows_and_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(10))");
+    ok(&mut s, "INSERT INTO d.t VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+    ok(&mut s, "CREATE USER u@localhost IDENTIFIED BY 'pw'");
+    // A file the server keeps in the data folder travels with the copy.
+    std::fs::write(dir.path().join("server-key.pem"), b"key").unwrap();
+    // An open transaction's rows are not in the copy.
+    let mut other = db.session();
+    ok(&mut other, "BEGIN");
+    ok(&mut other, "INSERT INTO d.t VALUES (4, 'open')");
+
+    let dest = out.path().join("b1");
+    std::fs::create_dir(&dest).unwrap();
+    let set = |p: &std::path::Path| format!("SET tokudb_backup_dir = '{}'", p.display());
+    ok(&mut s, &set(&dest));
+    assert_eq!(one(&mut s, "SELECT @@tokudb_backup_last_error"), "0");
+    assert_eq!(one(&mut s, "SELECT @@tokudb_backup_dir"), dest.display().to_string());
+    // Failures: the statement fails with 1231, the variables say why (errno).
+    for (folder, errno) in
+        [(dest.clone(), "39"), (out.path().join("missing"), "2"), (dir.path().join("sql-tmp"), "22")]
+    {
+        std::fs::create_dir_all(dir.path().join("sql-tmp")).unwrap();
+        assert_eq!(err(&mut s, &set(&folder)), 1231, "{}", folder.display());
+        assert_eq!(one(&mut s, "SELECT @@tokudb_backup_last_error"), errno, "{}", folder.display());
+        assert_ne!(one(&mut s, "SELECT @@tokudb_backup_last_error_string"), "");
+    }
+    assert_eq!(err(&mut s, "SET GLOBAL tokudb_backup_dir = '/tmp'"), 1228);
+    // SUPER is needed.
+    let mut plain = db.session();
+    plain.login("u", "localhost", "u", "localhost");
+    assert_eq!(err(&mut plain, &set(&out.path().join("b2"))), 1227);
+    ok(&mut other, "ROLLBACK");
+    drop((s, other, plain));
+    db.close().unwrap();
+
+    assert_eq!(std::fs::read(dest.join("server-key.pem")).unwrap(), b"key");
+    let copy = Database::open(&dest, opts()).unwrap();
+    let mut s = copy.session();
+    assert_eq!(rows(&mut s, "SELECT id, v FROM d.t ORDER BY id"), [["1", "a"], ["2", "b"], ["3", "c"]]);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM d.t"), "3");
+    assert!(one(&mut s, "SHOW GRANTS FOR u@localhost").contains("`u`@`localhost`"));
+    assert_eq!(err(&mut s, "SHOW GRANTS FOR nobody@localhost"), 1141);
+}

@@ -387,6 +387,17 @@ struct Files {
     pending: Option<Pending>,
 }
 
+/// Where a backup cuts the log (`Log::backup_point`).
+#[derive(Debug, Clone)]
+pub(crate) struct BackupPoint {
+    /// First LSN of every log file, oldest first.
+    pub first_lsns: Vec<u64>,
+    /// Bytes of the newest file that hold records, all of them durable.
+    pub current_len: u64,
+    /// The last record in those bytes.
+    pub lsn: u64,
+}
+
 /// The write-ahead log of an environment.
 pub(crate) struct Log {
     vfs: Arc<dyn Vfs>,
@@ -906,6 +917,36 @@ impl Log {
             m.next_lsn
         };
         self.trim(next)
+    }
+
+    /// A consistent cut of the log for a backup, taken after making every
+    /// record appended so far durable: the first LSN of every file (oldest
+    /// first), the newest file's length in bytes, and the LSN of the last
+    /// record those bytes hold. Every byte up to that length is written and
+    /// fsynced and ends at a record boundary, so a copy of the older files
+    /// whole plus that prefix of the newest is a log that recovers to
+    /// exactly the returned LSN. Taken with no leader active (files, then
+    /// mem: the order `start_empty_file` uses), because between a leader's
+    /// write and its update of `durable_lsn` the file holds records the
+    /// count does not say yet.
+    pub(crate) fn backup_point(&self) -> Result<BackupPoint> {
+        self.sync_all()?;
+        loop {
+            let f = self.files.lock();
+            let mut m = self.mem.lock();
+            if let Some(why) = &m.failed {
+                return Err(Error::ReadOnly(why.clone()));
+            }
+            if !m.leader {
+                return Ok(BackupPoint {
+                    first_lsns: f.first_lsns.iter().copied().collect(),
+                    current_len: f.current_len,
+                    lsn: m.durable_lsn,
+                });
+            }
+            drop(f);
+            self.synced.wait(&mut m);
+        }
     }
 
     /// The number of log files.
