@@ -1035,6 +1035,7 @@ fn encoder(def: &TableDef, old: &Table) -> Table {
         status: old.status.clone(),
         autoinc: parking_lot::Mutex::new(None),
         next_row_id: std::sync::atomic::AtomicU64::new(1),
+        settling: parking_lot::Mutex::new(()),
     }
 }
 
