@@ -311,16 +311,36 @@ impl Tree {
             })
             .chain(spills.iter().map(|b| &**b))
             .collect();
+        // The basement's entries from `lo` on, and with a stop only up to
+        // the first one past it (at least one, so the batch moves on): the
+        // batch ends there at the latest, and the buffers' messages are
+        // decoded for that stretch only.
+        let start = lo.map_or(0, |lo| match basement.search(lo, cmp) {
+            Ok(x) | Err(x) => x,
+        });
+        let end = match stop {
+            Some(s) => match basement.search(s, cmp) {
+                Ok(x) => x + 1,
+                Err(x) => x,
+            }
+            .max(start + 1)
+            .min(basement.len()),
+            None => basement.len(),
+        };
+        let msg_hi = if end < basement.len() { Some(basement.key(end)) } else { hi };
         let owned: Vec<Vec<super::buffer::BorrowedMsg>> =
-            bufs.iter().map(|b| b.range(lo, hi, self.order)).collect();
+            bufs.iter().map(|b| b.range(lo, msg_hi, self.order)).collect();
         // A buffer that gave this batch many messages gives them to every
         // later batch of this basement too, until a flush takes them down:
         // under steady writes to a small hot tree no buffer fills up, so
         // without this each range read re-merges them all. The reader asks
         // the cleaner to flush the child (the merge queue, as for spills);
-        // the messages then reach the leaf once, by that flush.
+        // the messages then reach the leaf once, by that flush. A batch of
+        // part of the basement counts its messages as if it had read the
+        // whole basement at their density.
+        let (part, whole) = ((end - start).max(1), basement.len().max(1));
         for (d, own) in owned.iter().take(path.len()).enumerate() {
-            if own.len() >= READ_FLUSH_MSGS {
+            if own.len() >= READ_FLUSH_MSGS || own.len() * whole >= READ_FLUSH_MSGS * part {
                 let parent_bn =
                     if d == 0 { self.root_bn() } else { path[d - 1].0.children()[path[d - 1].1].bn };
                 self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
@@ -335,20 +355,15 @@ impl Tree {
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);
         let fns = &self.ctx.fns;
-        let (mut b, mut m) = (0, 0);
-        if let Some(lo) = lo {
-            b = match basement.search(lo, cmp) {
-                Ok(x) | Err(x) => x,
-            };
-        }
+        let (mut b, mut m) = (start, 0);
         if stop.is_none() {
             out.data.reserve(basement.packed_bytes());
             out.ends.reserve(basement.len() - b + msgs.len());
         }
         // Set once a served key reached `stop`.
         let mut stopped = false;
-        while b < basement.len() || m < msgs.len() {
-            let key: &[u8] = match (b < basement.len(), m < msgs.len()) {
+        while b < end || m < msgs.len() {
+            let key: &[u8] = match (b < end, m < msgs.len()) {
                 (true, true) => {
                     let (bk, mk) = (basement.key(b), msgs[m].0);
                     if cmp(bk, mk) == Ordering::Greater {
@@ -363,7 +378,7 @@ impl Tree {
             if stopped {
                 return Ok(Some(Some(key.into())));
             }
-            let le = if b < basement.len() && cmp(basement.key(b), key) == Ordering::Equal {
+            let le = if b < end && cmp(basement.key(b), key) == Ordering::Equal {
                 b += 1;
                 Some(basement.leafentry(b - 1))
             } else {
@@ -412,7 +427,8 @@ impl Tree {
                 Seen::Retry(_) => return Ok(None),
             }
         }
-        Ok(Some(None))
+        // Every message is below `msg_hi`, the basement's key at `end`.
+        Ok(Some((end < basement.len()).then(|| basement.key(end).into())))
     }
 }
 
