@@ -346,7 +346,7 @@ impl Tree {
                 self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
             }
         }
-        let mut msgs: Vec<(&[u8], u64, &MsgBody<&[u8]>)> = Vec::new();
+        let mut msgs = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for (buf, own) in bufs.iter().zip(&owned) {
             msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
