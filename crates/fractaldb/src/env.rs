@@ -1848,7 +1848,7 @@ pub struct Range {
 
 impl Range {
     pub(crate) fn new(
-        cursor: Cursor,
+        mut cursor: Cursor,
         cmp: Comparator,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
@@ -1857,6 +1857,10 @@ impl Range {
         // Checked before the bounds are copied.
         let refused = lo.into_iter().chain(hi).find_map(|k| limits::check_key(k).err());
         let (lo, hi) = if refused.is_some() { (None, None) } else { (lo, hi) };
+        // A forward range reads no further than its first key at `hi`.
+        if !reverse {
+            cursor.set_stop(hi);
+        }
         Range {
             refused,
             cursor,

@@ -440,21 +440,20 @@ impl MsgBuffer {
     }
 
     /// The messages whose keys fall in [lo, hi), in (key, MSN) order, with
-    /// their keys borrowed from the buffer.
+    /// their keys and values borrowed from the buffer.
     pub(crate) fn range<'a>(
         &'a self,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         order: KeyOrder,
-    ) -> Vec<(&'a [u8], u64, MsgBody)> {
+    ) -> Vec<BorrowedMsg<'a>> {
         let start = lo.map_or(0, |lo| self.lower_bound(lo, order));
         let mut out = Vec::new();
         for &s in &self.offs[start..] {
             if hi.is_some_and(|hi| (order.cmp)(key_at(&self.data, s.off).0, hi) != Ordering::Less) {
                 break;
             }
-            let (k, msn, body) = message_at(&self.data, s.off);
-            out.push((k, msn, body.with_val(body.val.into())));
+            out.push(message_at(&self.data, s.off));
         }
         out
     }

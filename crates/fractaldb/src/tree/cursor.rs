@@ -5,6 +5,9 @@
 //! path, and merges the basement's entries with every buffered message for
 //! that basement's key range (point messages and broadcasts, in MSN order per
 //! key). It then drops the locks and serves `next`/`prev` from the batch.
+//! A batch may hold only part of its basement (`Window`): forward batches
+//! start at their target key and, once the cursor knows where it stops
+//! (a `Range`'s upper bound), end just past it.
 //! Moving past either end of a batch loads the neighbouring basement by key
 //! (the batch's bounds are pivots, so neighbours meet exactly), which stays
 //! correct however the tree was split or merged in between.
@@ -46,6 +49,20 @@ pub(crate) enum Target<'a> {
 
 /// A range bound; `None` is unbounded.
 type KeyBound = Option<Box<[u8]>>;
+
+/// The part of its basement a batch load merges and copies: the keys from
+/// `from` on (`None`: from the basement's first), up to and including the
+/// first visible key at or past `stop` (`None`: to the basement's end).
+/// The batch's bounds become `[from, the next key not merged)`, so a
+/// cursor that moves past either end loads exactly what this one left out.
+/// A range read of 100 rows then copies about 100 rows, not the whole
+/// basement (64 KiB by default), and holds the path's read locks, which
+/// writers of the root wait behind, for that long only.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Window<'a> {
+    pub from: Option<&'a [u8]>,
+    pub stop: Option<&'a [u8]>,
+}
 
 /// Which basements of a leaf a batch load reads from disk when its own is
 /// not in memory.
@@ -146,13 +163,16 @@ impl Tree {
     }
 
     /// Loads the batch for `target` as `view` sees it into `out` (cleared
-    /// first); if its basement must be read, reads as `ahead` says.
+    /// first), the part of its basement `window` says (`from` must lie in
+    /// the basement `target` chooses: it is `target`'s key); if its
+    /// basement must be read, reads as `ahead` says.
     pub(crate) fn load_batch(
         &self,
         target: Target,
         view: &ReadView,
         out: &mut Batch,
         ahead: ReadAhead,
+        window: Window,
     ) -> Result<()> {
         self.check_open()?;
         let gate = &self.ctx.gate;
@@ -192,18 +212,33 @@ impl Tree {
                 }
                 if guard.is_leaf() {
                     out.clear();
-                    if self.merge_batch(
+                    // The window starts inside the basement: `from` is the
+                    // key `target` chose it by.
+                    debug_assert!(window.from.is_none_or(|f| {
+                        let cmp = self.cmp;
+                        lo.as_deref().is_none_or(|l| cmp(l, f) != Ordering::Greater)
+                            && hi.as_deref().is_none_or(|h| cmp(f, h) == Ordering::Less)
+                    }));
+                    let from = window.from.or(lo.as_deref());
+                    if let Some(next) = self.merge_batch(
                         &path,
                         &guard,
                         i,
-                        lo.as_deref(),
+                        from,
                         hi.as_deref(),
+                        window.stop,
                         entry.bn,
                         view,
                         out,
                     )? {
-                        out.lo = lo;
-                        out.hi = hi;
+                        out.lo = match window.from {
+                            Some(f) => Some(f.into()),
+                            None => lo,
+                        };
+                        out.hi = match next {
+                            Some(n) => Some(n),
+                            None => hi,
+                        };
                         return Ok(());
                     }
                     if retries == RETRIES {
@@ -229,9 +264,12 @@ impl Tree {
         }
     }
 
-    /// Merges basement `i` of `leaf` with the messages for [lo, hi) in the
-    /// buffers along `path` into `out`; false if a key must be read again
-    /// (`Seen::Retry`).
+    /// Merges basement `i` of `leaf` from `lo` on (up to its bound `hi`)
+    /// with the messages for [lo, hi) in the buffers along `path` into
+    /// `out`, stopping after the first visible key at or past `stop`.
+    /// `None` if a key must be read again (`Seen::Retry`); else
+    /// `Some(next)`: the first key left out when it stopped early (the
+    /// batch's new upper bound), `Some(None)` when it reached `hi`.
     #[allow(clippy::too_many_arguments)]
     fn merge_batch(
         &self,
@@ -240,10 +278,11 @@ impl Tree {
         i: usize,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
+        stop: Option<&[u8]>,
         leaf_bn: u64,
         view: &ReadView,
         out: &mut Batch,
-    ) -> Result<bool> {
+    ) -> Result<Option<KeyBound>> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
         // The spills on the path, read under the path's shared locks (they
@@ -272,22 +311,42 @@ impl Tree {
             })
             .chain(spills.iter().map(|b| &**b))
             .collect();
-        let owned: Vec<Vec<(&[u8], u64, MsgBody)>> =
-            bufs.iter().map(|b| b.range(lo, hi, self.order)).collect();
+        // The basement's entries from `lo` on, and with a stop only up to
+        // the first one past it (at least one, so the batch moves on): the
+        // batch ends there at the latest, and the buffers' messages are
+        // decoded for that stretch only.
+        let start = lo.map_or(0, |lo| match basement.search(lo, cmp) {
+            Ok(x) | Err(x) => x,
+        });
+        let end = match stop {
+            Some(s) => match basement.search(s, cmp) {
+                Ok(x) => x + 1,
+                Err(x) => x,
+            }
+            .max(start + 1)
+            .min(basement.len()),
+            None => basement.len(),
+        };
+        let msg_hi = if end < basement.len() { Some(basement.key(end)) } else { hi };
+        let owned: Vec<Vec<super::buffer::BorrowedMsg>> =
+            bufs.iter().map(|b| b.range(lo, msg_hi, self.order)).collect();
         // A buffer that gave this batch many messages gives them to every
         // later batch of this basement too, until a flush takes them down:
         // under steady writes to a small hot tree no buffer fills up, so
         // without this each range read re-merges them all. The reader asks
         // the cleaner to flush the child (the merge queue, as for spills);
-        // the messages then reach the leaf once, by that flush.
+        // the messages then reach the leaf once, by that flush. A batch of
+        // part of the basement counts its messages as if it had read the
+        // whole basement at their density.
+        let (part, whole) = ((end - start).max(1), basement.len().max(1));
         for (d, own) in owned.iter().take(path.len()).enumerate() {
-            if own.len() >= READ_FLUSH_MSGS {
+            if own.len() >= READ_FLUSH_MSGS || own.len() * whole >= READ_FLUSH_MSGS * part {
                 let parent_bn =
                     if d == 0 { self.root_bn() } else { path[d - 1].0.children()[path[d - 1].1].bn };
                 self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
             }
         }
-        let mut msgs: Vec<(&[u8], u64, &MsgBody)> = Vec::new();
+        let mut msgs = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for (buf, own) in bufs.iter().zip(&owned) {
             msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
@@ -296,11 +355,15 @@ impl Tree {
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);
         let fns = &self.ctx.fns;
-        out.data.reserve(basement.packed_bytes());
-        out.ends.reserve(basement.len() + msgs.len());
-        let (mut b, mut m) = (0, 0);
-        while b < basement.len() || m < msgs.len() {
-            let key: &[u8] = match (b < basement.len(), m < msgs.len()) {
+        let (mut b, mut m) = (start, 0);
+        if stop.is_none() {
+            out.data.reserve(basement.packed_bytes());
+            out.ends.reserve(basement.len() - b + msgs.len());
+        }
+        // Set once a served key reached `stop`.
+        let mut stopped = false;
+        while b < end || m < msgs.len() {
+            let key: &[u8] = match (b < end, m < msgs.len()) {
                 (true, true) => {
                     let (bk, mk) = (basement.key(b), msgs[m].0);
                     if cmp(bk, mk) == Ordering::Greater {
@@ -312,7 +375,10 @@ impl Tree {
                 (true, false) => basement.key(b),
                 _ => msgs[m].0,
             };
-            let le = if b < basement.len() && cmp(basement.key(b), key) == Ordering::Equal {
+            if stopped {
+                return Ok(Some(Some(key.into())));
+            }
+            let le = if b < end && cmp(basement.key(b), key) == Ordering::Equal {
                 b += 1;
                 Some(basement.leafentry(b - 1))
             } else {
@@ -327,32 +393,42 @@ impl Tree {
                 (le, first == m, broadcasts.is_empty())
             {
                 out.push(key, v);
+                stopped = stop.is_some_and(|s| cmp(key, s) != Ordering::Less);
                 continue;
             }
             let mut e = match le {
                 Some(le) => LeEntry::decode(le).map_err(|r| self.corrupt(leaf_bn, r))?,
                 None => LeEntry::default(),
             };
+            // Point messages (values borrowed from their buffers) and
+            // broadcasts (kept owned) in one MSN order.
             let mut point = msgs[first..m].iter().map(|x| (x.1, x.2)).peekable();
             let mut bc = broadcasts.iter().copied().peekable();
             loop {
-                let next = match (point.peek(), bc.peek()) {
-                    (Some(p), Some(q)) if p.0 < q.0 => point.next(),
-                    (Some(_), Some(_)) => bc.next(),
-                    (Some(_), None) => point.next(),
-                    (None, Some(_)) => bc.next(),
+                let point_first = match (point.peek(), bc.peek()) {
+                    (Some(p), Some(q)) => p.0 < q.0,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
                     (None, None) => break,
                 };
-                let (_, body) = next.expect("peeked");
-                e.apply(key, body, fns).map_err(Error::InvalidArgument)?;
+                let applied = if point_first {
+                    e.apply(key, point.next().expect("peeked").1, fns)
+                } else {
+                    e.apply(key, bc.next().expect("peeked").1, fns)
+                };
+                applied.map_err(Error::InvalidArgument)?;
             }
             match e.read(view) {
-                Seen::Value(Some(v)) => out.push(key, v),
+                Seen::Value(Some(v)) => {
+                    out.push(key, v);
+                    stopped = stop.is_some_and(|s| cmp(key, s) != Ordering::Less);
+                }
                 Seen::Value(None) => {}
-                Seen::Retry(_) => return Ok(false),
+                Seen::Retry(_) => return Ok(None),
             }
         }
-        Ok(true)
+        // Every message is below `msg_hi`, the basement's key at `end`.
+        Ok(Some((end < basement.len()).then(|| basement.key(end).into())))
     }
 }
 
@@ -406,11 +482,22 @@ pub struct Cursor {
     /// Batch loads in a row that moved on to a neighbour (positive: forward,
     /// negative: backward); a seek resets it. Decides the read-ahead.
     moves: i32,
+    /// Where a forward reader stops (a `Range`'s upper bound): forward
+    /// batches end after the first key at or past it (`Window::stop`).
+    stop: Option<Box<[u8]>>,
 }
 
 impl Cursor {
     pub(crate) fn new(tree: Arc<Tree>, view: CursorView) -> Cursor {
-        Cursor { tree, view, batch: Batch::default(), pos: None, moves: 0 }
+        Cursor { tree, view, batch: Batch::default(), pos: None, moves: 0, stop: None }
+    }
+
+    /// Tells the cursor that its forward moves stop at the first key at or
+    /// past `stop`: each forward batch then copies the keys up to there
+    /// instead of the rest of its basement. Moves past it stay correct
+    /// (they load the keys after it), only less cheap.
+    pub(crate) fn set_stop(&mut self, stop: Option<&[u8]>) {
+        self.stop = stop.map(Box::from);
     }
 
     /// Fails unless the cursor may still read: its environment open, its
@@ -436,12 +523,16 @@ impl Cursor {
 
     /// Loads the batch for `target` into the cursor's batch. `step`: +1 if
     /// this moves forward to the neighbouring batch, -1 backward, 0 a seek.
+    /// `forward`: the batch is served from `target`'s key up (a forward
+    /// move, `first` or `seek_ge`), so it starts there and ends at the
+    /// cursor's stop; else (`last`, `seek_le`, backward moves) it holds the
+    /// basement up to `target`.
     ///
     /// A transaction ending while the batch loads may have let the cleaner
     /// collect versions its snapshot needed: so the check that it has not
     /// ended comes again after the load, and a batch loaded across its end
     /// is not served.
-    fn load(&mut self, target: Target, step: i32) -> Result<()> {
+    fn load(&mut self, target: Target, step: i32, forward: bool) -> Result<()> {
         self.moves = match step {
             0 => 0,
             _ if self.moves.signum() == step => self.moves.saturating_add(step),
@@ -452,12 +543,18 @@ impl Cursor {
             m if m <= -(SCAN_AFTER_MOVES as i32) => ReadAhead::Backward,
             _ => ReadAhead::None,
         };
-        self.tree.load_batch(target, &self.view.view(), &mut self.batch, ahead)?;
+        let window = match (forward, target) {
+            (true, Target::At(k)) => Window { from: Some(k), stop: self.stop.as_deref() },
+            (true, _) => Window { from: None, stop: self.stop.as_deref() },
+            (false, Target::At(k)) => Window { from: None, stop: Some(k) },
+            (false, _) => Window::default(),
+        };
+        self.tree.load_batch(target, &self.view.view(), &mut self.batch, ahead, window)?;
         let Some(lock) = &self.view.lock_range else { return self.check_live() };
         loop {
             let locked = (self.batch.lo.clone(), self.batch.hi.clone());
             lock(locked.0.as_deref(), locked.1.as_deref())?;
-            self.tree.load_batch(target, &self.view.view(), &mut self.batch, ahead)?;
+            self.tree.load_batch(target, &self.view.view(), &mut self.batch, ahead, window)?;
             // Served only if its range is the one locked (a split or merge
             // in between changes it: then lock the new range too).
             if self.batch.lo == locked.0 && self.batch.hi == locked.1 {
@@ -485,7 +582,7 @@ impl Cursor {
     /// Moves to the first key. Returns whether there is one.
     pub fn first(&mut self) -> Result<bool> {
         self.moving(|c| {
-            c.load(Target::First, 0)?;
+            c.load(Target::First, 0, true)?;
             c.settle_forward(0)
         })
     }
@@ -493,7 +590,7 @@ impl Cursor {
     /// Moves to the last key. Returns whether there is one.
     pub fn last(&mut self) -> Result<bool> {
         self.moving(|c| {
-            c.load(Target::Last, 0)?;
+            c.load(Target::Last, 0, false)?;
             c.settle_backward(c.batch.len() as isize - 1)
         })
     }
@@ -502,7 +599,7 @@ impl Cursor {
     pub fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
         self.moving(|c| {
             crate::limits::check_key(key)?;
-            c.load(Target::At(key), 0)?;
+            c.load(Target::At(key), 0, true)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) == Ordering::Less);
             c.settle_forward(i)
@@ -513,7 +610,7 @@ impl Cursor {
     pub fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
         self.moving(|c| {
             crate::limits::check_key(key)?;
-            c.load(Target::At(key), 0)?;
+            c.load(Target::At(key), 0, false)?;
             let cmp = c.tree.cmp;
             let i = c.batch.partition_point(|k| cmp(k, key) != Ordering::Greater);
             c.settle_backward(i as isize - 1)
@@ -548,7 +645,7 @@ impl Cursor {
                 self.pos = None;
                 return Ok(false);
             };
-            self.load(Target::At(&hi), 1)?;
+            self.load(Target::At(&hi), 1, true)?;
             let cmp = self.tree.cmp;
             i = self.batch.partition_point(|k| cmp(k, &hi) == Ordering::Less);
         }
@@ -562,7 +659,7 @@ impl Cursor {
                 self.pos = None;
                 return Ok(false);
             };
-            self.load(Target::Below(&lo), -1)?;
+            self.load(Target::Below(&lo), -1, false)?;
             let cmp = self.tree.cmp;
             i = self.batch.partition_point(|k| cmp(k, &lo) == Ordering::Less) as isize - 1;
         }
@@ -585,5 +682,101 @@ impl Cursor {
     /// The value of the key the cursor is on; `None` as for [`Cursor::key`].
     pub fn value(&self) -> Option<&[u8]> {
         self.pos.map(|p| self.batch.value(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::{DictOptions, Env, EnvOptions, SimVfs};
+
+    fn key(i: u32) -> [u8; 4] {
+        i.to_be_bytes()
+    }
+
+    /// A cursor told where it stops copies the keys from its seek to the
+    /// first key at or past the stop, not the rest of the basement; the
+    /// keys around that window (buffered inserts and deletes among them)
+    /// are still found by moving on in either direction, and `Range`s
+    /// return what a model holds.
+    #[test]
+    fn a_stopped_window_copies_only_its_keys_and_moves_on_correctly() {
+        let sim = SimVfs::new(7);
+        let opts =
+            EnvOptions { vfs: sim.boot(), direct_io: false, background_threads: false, ..Default::default() };
+        let env = Env::open("/window", opts).unwrap();
+        let dopts =
+            DictOptions { node_size_bytes: 64 << 10, basement_size_bytes: 16 << 10, ..Default::default() };
+        let d = env.create_dictionary("d", dopts).unwrap();
+        let mut model = BTreeMap::new();
+        for i in (0..3000).step_by(2) {
+            let v = vec![i as u8; 40];
+            d.put(&key(i), &v).unwrap();
+            model.insert(key(i).to_vec(), v);
+        }
+        env.run_cleaner(usize::MAX).unwrap();
+        // Left in the buffers: deletes of a run of keys, inserts between.
+        for i in (1000..1400).step_by(2) {
+            d.delete(&key(i)).unwrap();
+            model.remove(&key(i)[..]);
+        }
+        for i in (1001..1100).step_by(4) {
+            d.put(&key(i), b"new").unwrap();
+            model.insert(key(i).to_vec(), b"new".to_vec());
+        }
+        let root = d.tree.pin(d.tree.root_bn()).unwrap();
+        let buffered = { !root.node.read().is_leaf() && root.node.read().buffer_bytes() > 0 };
+        assert!(buffered, "the test needs messages above the leaves");
+        for (lo, hi) in [(100, 140), (990, 1010), (1002, 1398), (1396, 1420), (2990, 3100), (0, 1)] {
+            let got: Vec<_> = d.range(Some(&key(lo)), Some(&key(hi)), false).map(|kv| kv.unwrap()).collect();
+            let want: Vec<_> = model
+                .range(key(lo).to_vec()..key(hi).to_vec())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "range [{lo}, {hi})");
+            // The cursor as a Range drives it: its first batch holds the
+            // keys in the range and one more.
+            let mut c = d.cursor();
+            c.set_stop(Some(&key(hi)));
+            let on = c.seek_ge(&key(lo)).unwrap();
+            assert!(c.batch.len() <= want.len() + 1, "[{lo}, {hi}): a batch of {}", c.batch.len());
+            // Forward past the stop, then back past the seek: the model's order.
+            let mut fwd: Vec<Vec<u8>> = Vec::new();
+            let mut ok = on;
+            while ok && fwd.len() < want.len() + 30 {
+                fwd.push(c.key().unwrap().to_vec());
+                ok = c.next().unwrap();
+            }
+            let expect: Vec<Vec<u8>> =
+                model.range(key(lo).to_vec()..).take(fwd.len()).map(|(k, _)| k.clone()).collect();
+            assert_eq!(fwd, expect, "forward from {lo}");
+            let mut c = d.cursor();
+            c.set_stop(Some(&key(hi)));
+            let mut back = Vec::new();
+            let mut ok = c.seek_ge(&key(lo)).unwrap() && c.prev().unwrap();
+            while ok && back.len() < 30 {
+                back.push(c.key().unwrap().to_vec());
+                ok = c.prev().unwrap();
+            }
+            let expect: Vec<Vec<u8>> =
+                model.range(..key(lo).to_vec()).rev().take(back.len()).map(|(k, _)| k.clone()).collect();
+            assert_eq!(back, expect, "backward from {lo}");
+            assert_eq!(back.len(), expect.len().min(30));
+            // seek_le stops at its key too and moves on forward from there.
+            let mut c = d.cursor();
+            let mut ok = c.seek_le(&key(hi)).unwrap();
+            let mut seen = Vec::new();
+            while ok && seen.len() < 20 {
+                seen.push(c.key().unwrap().to_vec());
+                ok = c.next().unwrap();
+            }
+            let first = model.range(..=key(hi).to_vec()).next_back().map(|(k, _)| k.clone());
+            let expect: Vec<Vec<u8>> = match first {
+                Some(f) => model.range(f..).take(20).map(|(k, _)| k.clone()).collect(),
+                None => model.keys().take(20).cloned().collect(),
+            };
+            assert_eq!(seen, expect, "forward from seek_le {hi}");
+        }
     }
 }
