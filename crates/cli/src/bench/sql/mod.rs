@@ -119,7 +119,8 @@ pub fn run(args: SqlBenchArgs) -> Result<()> {
     let workloads =
         if args.workloads.is_empty() { SqlWorkload::ALL.to_vec() } else { args.workloads.clone() };
     let kinds: Vec<ServerKind> = if args.servers.is_empty() {
-        ServerKind::ALL.iter().copied().filter(|k| k.available()).collect()
+        // fractaldb-fast changes what clients are told: only when named.
+        ServerKind::ALL.iter().copied().filter(|k| k.available() && *k != ServerKind::FractaldbFast).collect()
     } else {
         for k in &args.servers {
             if !k.available() {

@@ -27,16 +27,22 @@ use crate::error::{Context, Error, Result};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ServerKind {
     Fractaldb,
+    /// fractaldb with TokuDB's updates without reads switched on
+    /// (`tokudb_enable_fast_upsert`, `tokudb_enable_fast_update`), which
+    /// change what clients are told; run only when named.
+    FractaldbFast,
     Innodb,
     Myrocks,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 3] = [ServerKind::Fractaldb, ServerKind::Innodb, ServerKind::Myrocks];
+    pub const ALL: [ServerKind; 4] =
+        [ServerKind::Fractaldb, ServerKind::FractaldbFast, ServerKind::Innodb, ServerKind::Myrocks];
 
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Fractaldb => "fractaldb",
+            ServerKind::FractaldbFast => "fractaldb-fast",
             ServerKind::Innodb => "innodb",
             ServerKind::Myrocks => "myrocks",
         }
@@ -46,7 +52,7 @@ impl ServerKind {
     /// in /usr/sbin), and for MyRocks the plugin's library.
     pub fn available(self) -> bool {
         match self {
-            ServerKind::Fractaldb => true,
+            ServerKind::Fractaldb | ServerKind::FractaldbFast => true,
             ServerKind::Innodb => mariadbd().is_some(),
             ServerKind::Myrocks => mariadbd().is_some() && rocksdb_plugin().is_some(),
         }
@@ -109,15 +115,19 @@ impl Server {
             fs::File::create(dir.join("server.err")).context(|| "creating the server's log".to_string())?;
         let log2 = log.try_clone().context(|| "creating the server's log".to_string())?;
         let (mut cmd, settings) = match kind {
-            ServerKind::Fractaldb => {
+            ServerKind::Fractaldb | ServerKind::FractaldbFast => {
                 let exe = std::env::current_exe().context(|| "finding this program".to_string())?;
                 let mut cmd = Command::new(exe);
-                let settings = vec![
+                let mut settings = vec![
                     format!("--cache-mb {cache_mb}"),
                     "tokudb_commit_sync=ON (default)".to_string(),
                     "tokudb_directio=ON (default)".to_string(),
                     "--max-connections 2000".to_string(),
                 ];
+                if kind == ServerKind::FractaldbFast {
+                    settings
+                        .push("SET GLOBAL tokudb_enable_fast_upsert=ON, tokudb_enable_fast_update=ON".into());
+                }
                 cmd.arg("server")
                     .arg("--datadir")
                     .arg(&data)
@@ -194,6 +204,14 @@ impl Server {
             settings,
         };
         server.wait_ready(dir)?;
+        if kind == ServerKind::FractaldbFast {
+            let mut c = super::client::connect(&server.endpoint, None)?;
+            super::client::exec_all(
+                &mut c,
+                &["SET GLOBAL tokudb_enable_fast_upsert = ON, GLOBAL tokudb_enable_fast_update = ON"
+                    .to_string()],
+            )?;
+        }
         Ok(server)
     }
 
