@@ -3,35 +3,10 @@
 //! counts after a rebuild, and a crash in the middle of ALTER.
 
 mod support;
+use support::embedded::{err_msg, ok, one, rows, test_opts as opts};
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Session};
 use support::script::{compare, compare_with};
-
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn one(s: &mut Session, sql: &str) -> String {
-    rows(s, sql)[0][0].clone()
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn err(s: &mut Session, sql: &str) -> (u16, String) {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => (e.code, e.message),
-    }
-}
 
 fn create_text(s: &mut Session, t: &str) -> String {
     rows(s, &format!("SHOW CREATE TABLE {t}"))[0][1].clone()
@@ -198,10 +173,10 @@ fn alter_table_results() {
     );
     // The index on c was rebuilt with the rows: reads through it agree.
     assert_eq!(rows(&mut s, "SELECT a FROM t WHERE c = 20"), [["2"]]);
-    assert_eq!(err(&mut s, "ALTER TABLE t MODIFY c TINYINT").0, 1264);
-    assert_eq!(err(&mut s, "ALTER TABLE t DROP COLUMN a, DROP COLUMN c, DROP COLUMN d").0, 1090);
-    assert_eq!(err(&mut s, "ALTER TABLE t ADD PRIMARY KEY (d)").0, 1068);
-    assert_eq!(err(&mut s, "ALTER TABLE t ADD UNIQUE (d)").0, 1062);
+    assert_eq!(err_msg(&mut s, "ALTER TABLE t MODIFY c TINYINT").0, 1264);
+    assert_eq!(err_msg(&mut s, "ALTER TABLE t DROP COLUMN a, DROP COLUMN c, DROP COLUMN d").0, 1090);
+    assert_eq!(err_msg(&mut s, "ALTER TABLE t ADD PRIMARY KEY (d)").0, 1068);
+    assert_eq!(err_msg(&mut s, "ALTER TABLE t ADD UNIQUE (d)").0, 1062);
     // A failed ALTER leaves the table as it was.
     assert_eq!(
         rows(&mut s, "SELECT * FROM t ORDER BY a"),
@@ -759,14 +734,14 @@ fn rebuilds_and_index_builds_use_the_bulk_loader() {
     };
     check(&mut s);
     // A duplicate for a new unique key: 1062, and nothing changed.
-    let e = err(&mut s, "ALTER TABLE t ADD UNIQUE KEY uc (c)");
+    let e = err_msg(&mut s, "ALTER TABLE t ADD UNIQUE KEY uc (c)");
     assert_eq!(e, (1062, "Duplicate entry '5' for key 'uc'".to_string()));
-    let e = err(&mut s, "ALTER TABLE t MODIFY b VARCHAR(300), ADD UNIQUE KEY uc (c)");
+    let e = err_msg(&mut s, "ALTER TABLE t MODIFY b VARCHAR(300), ADD UNIQUE KEY uc (c)");
     assert_eq!(e.0, 1062);
     assert!(!create_text(&mut s, "t").contains("uc"));
     // Inserts after the load go through the tree as always.
     ok(&mut s, "INSERT INTO t VALUES (5000, -1, 'zz', 7)");
-    assert_eq!(err(&mut s, "INSERT INTO t VALUES (5001, -1, 'zz', 7)").0, 1062);
+    assert_eq!(err_msg(&mut s, "INSERT INTO t VALUES (5001, -1, 'zz', 7)").0, 1062);
     ok(&mut s, "DELETE FROM t WHERE id = 5000");
     check(&mut s);
     drop(s);

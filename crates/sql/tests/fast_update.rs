@@ -3,34 +3,15 @@
 //! read-modify-write path, under concurrent transactions, across crashes
 //! and restarts, with exact row counts.
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Outcome, Session};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
+mod support;
+use support::embedded::{affected, one, rows, test_opts as opts};
 
 fn run(s: &mut Session, sql: &str) -> Result<Outcome, u16> {
     s.execute(sql.as_bytes()).map_err(|e| e.code)
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn one(s: &mut Session, sql: &str) -> String {
-    rows(s, sql)[0][0].clone()
-}
-
-fn ok(s: &mut Session, sql: &str) -> u64 {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Done { affected, .. } => affected,
-        Outcome::Rows(_) => 0,
-    }
 }
 
 fn fast_count(s: &mut Session) -> u64 {
@@ -41,7 +22,7 @@ fn fast_count(s: &mut Session) -> u64 {
 
 fn fast(s: &mut Session, on: bool) {
     let v = if on { "ON" } else { "OFF" };
-    ok(s, &format!("SET SESSION tokudb_enable_fast_upsert = {v}, tokudb_enable_fast_update = {v}"));
+    affected(s, &format!("SET SESSION tokudb_enable_fast_upsert = {v}, tokudb_enable_fast_update = {v}"));
 }
 
 const TABLE: &str = "(id INT PRIMARY KEY, a BIGINT NOT NULL DEFAULT 0, u INT UNSIGNED, s VARCHAR(8), n INT)";
@@ -82,10 +63,10 @@ fn fast_and_ordinary_paths_leave_the_same_rows_and_exact_counts() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
-    ok(&mut s, "CREATE DATABASE d");
-    ok(&mut s, "USE d");
-    ok(&mut s, &format!("CREATE TABLE f {TABLE}"));
-    ok(&mut s, &format!("CREATE TABLE o {TABLE}"));
+    affected(&mut s, "CREATE DATABASE d");
+    affected(&mut s, "USE d");
+    affected(&mut s, &format!("CREATE TABLE f {TABLE}"));
+    affected(&mut s, &format!("CREATE TABLE o {TABLE}"));
     // One session, alternating: table f through the fast path, o through
     // the ordinary one.
     let mut rng = SmallRng::seed_from_u64(7);
@@ -113,17 +94,17 @@ fn fast_and_ordinary_paths_leave_the_same_rows_and_exact_counts() {
             let db = &db;
             sc.spawn(move || {
                 let mut s = db.session();
-                ok(&mut s, "USE d");
+                affected(&mut s, "USE d");
                 // An update message acts on the newest committed row, as
                 // InnoDB's UPDATE does; this engine's ordinary UPDATE picks
                 // its rows from the REPEATABLE READ snapshot (see
                 // ARCHITECTURE.md), so the two are compared where both
                 // read the newest committed rows.
-                ok(&mut s, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+                affected(&mut s, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
                 let mut rng = SmallRng::seed_from_u64(100 + th);
                 for _ in 0..60 {
                     let k = rng.gen_range(0..12);
-                    ok(&mut s, "BEGIN");
+                    affected(&mut s, "BEGIN");
                     let mut failed = false;
                     for _ in 0..3 {
                         let st = statement(&mut rng, k);
@@ -133,9 +114,9 @@ fn fast_and_ordinary_paths_leave_the_same_rows_and_exact_counts() {
                         failed |= run(&mut s, &st.replace("{t}", "o")).is_err();
                     }
                     if failed || rng.gen_bool(0.2) {
-                        ok(&mut s, "ROLLBACK");
+                        affected(&mut s, "ROLLBACK");
                     } else {
-                        ok(&mut s, "COMMIT");
+                        affected(&mut s, "COMMIT");
                     }
                 }
             });
@@ -147,20 +128,20 @@ fn fast_and_ordinary_paths_leave_the_same_rows_and_exact_counts() {
     assert_eq!(counts(&mut s, "o").0, kept);
     // Blind upserts left uncounted, then a restart: still exact.
     fast(&mut s, true);
-    ok(&mut s, "INSERT INTO f VALUES (500, 1, 1, 'r', 1) ON DUPLICATE KEY UPDATE a = a + 1");
-    ok(&mut s, "INSERT INTO f VALUES (0, 1, 1, 'r', 1) ON DUPLICATE KEY UPDATE a = a + 1");
+    affected(&mut s, "INSERT INTO f VALUES (500, 1, 1, 'r', 1) ON DUPLICATE KEY UPDATE a = a + 1");
+    affected(&mut s, "INSERT INTO f VALUES (0, 1, 1, 'r', 1) ON DUPLICATE KEY UPDATE a = a + 1");
     let want = contents(&mut s, "f");
     drop(s);
     db.close().unwrap();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
-    ok(&mut s, "USE d");
+    affected(&mut s, "USE d");
     assert_eq!(contents(&mut s, "f"), want);
     let (kept, counted) = counts(&mut s, "f");
     assert_eq!(kept, counted);
     assert_eq!(kept, want.len().to_string());
     // Settled by that count: a later one reads the kept deltas, exact.
-    ok(&mut s, "DELETE FROM f WHERE id = 500");
+    affected(&mut s, "DELETE FROM f WHERE id = 500");
     assert_eq!(counts(&mut s, "f").0, (want.len() - 1).to_string());
 }
 
@@ -169,15 +150,15 @@ fn what_the_fast_path_takes_and_what_it_tells() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
-    ok(&mut s, "CREATE DATABASE d");
-    ok(&mut s, "USE d");
+    affected(&mut s, "CREATE DATABASE d");
+    affected(&mut s, "USE d");
     assert_eq!(one(&mut s, "SELECT @@tokudb_enable_fast_upsert"), "0");
     assert_eq!(one(&mut s, "SELECT @@GLOBAL.tokudb_enable_fast_update"), "0");
-    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, c TINYINT, v VARCHAR(3), w INT, KEY (w))");
-    ok(&mut s, "CREATE TABLE u (id INT PRIMARY KEY, c INT, v INT, UNIQUE KEY (v))");
+    affected(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, c TINYINT, v VARCHAR(3), w INT, KEY (w))");
+    affected(&mut s, "CREATE TABLE u (id INT PRIMARY KEY, c INT, v INT, UNIQUE KEY (v))");
     let up = "INSERT INTO t (id, c, v) VALUES (1, 120, 'a') ON DUPLICATE KEY UPDATE c = c + 100";
     // Off: MySQL's affected rows.
-    assert_eq!(ok(&mut s, up), 1);
+    assert_eq!(affected(&mut s, up), 1);
     assert_eq!(fast_count(&mut s), 0);
     fast(&mut s, true);
     // A table with a secondary index takes no blind upsert (the row it may
@@ -187,38 +168,38 @@ fn what_the_fast_path_takes_and_what_it_tells() {
     // UPDATE by the whole primary key, of a column in no index: no read,
     // 0 rows affected (nothing is known of the row); a sum beyond the
     // column's range is clamped (TokuDB's rule).
-    assert_eq!(ok(&mut s, "UPDATE t SET c = c + 100, v = 'b' WHERE id = 1"), 0);
+    assert_eq!(affected(&mut s, "UPDATE t SET c = c + 100, v = 'b' WHERE id = 1"), 0);
     assert_eq!(fast_count(&mut s), 1);
     assert_eq!(rows(&mut s, "SELECT c, v FROM t"), [["127", "b"]]);
     // Constants are still converted and checked when the statement runs.
     assert_eq!(run(&mut s, "UPDATE t SET v = 'long' WHERE id = 1").err(), Some(1406));
     // Not eligible: an indexed column, a WHERE that is not the key, a row
     // read in SET: the ordinary path and MySQL's counts.
-    assert_eq!(ok(&mut s, "UPDATE t SET w = 5 WHERE id = 1"), 1);
-    assert_eq!(ok(&mut s, "UPDATE t SET c = 0 WHERE id > 0"), 1);
-    assert_eq!(ok(&mut s, "UPDATE t SET c = w WHERE id = 1"), 1);
+    assert_eq!(affected(&mut s, "UPDATE t SET w = 5 WHERE id = 1"), 1);
+    assert_eq!(affected(&mut s, "UPDATE t SET c = 0 WHERE id > 0"), 1);
+    assert_eq!(affected(&mut s, "UPDATE t SET c = w WHERE id = 1"), 1);
     assert_eq!(fast_count(&mut s), 1);
     // An UPDATE of a missing row stays a missing row.
-    assert_eq!(ok(&mut s, "UPDATE t SET c = 1 WHERE id = 2"), 0);
+    assert_eq!(affected(&mut s, "UPDATE t SET c = 1 WHERE id = 2"), 0);
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "1");
     // Upserts into a table whose only other key is not unique... u has a
     // unique key: the ordinary path.
-    assert_eq!(ok(&mut s, "INSERT INTO u VALUES (1, 1, 1) ON DUPLICATE KEY UPDATE c = c + 1"), 1);
+    assert_eq!(affected(&mut s, "INSERT INTO u VALUES (1, 1, 1) ON DUPLICATE KEY UPDATE c = c + 1"), 1);
     assert_eq!(fast_count(&mut s), 2);
-    ok(&mut s, "CREATE TABLE p (id INT PRIMARY KEY, c BIGINT UNSIGNED NOT NULL)");
+    affected(&mut s, "CREATE TABLE p (id INT PRIMARY KEY, c BIGINT UNSIGNED NOT NULL)");
     let upsert = "INSERT INTO p VALUES (1, 5), (1, 7) ON DUPLICATE KEY UPDATE c = c - VALUES(c)";
-    assert_eq!(ok(&mut s, upsert), 0);
+    assert_eq!(affected(&mut s, upsert), 0);
     assert_eq!(fast_count(&mut s), 4);
     assert_eq!(rows(&mut s, "SELECT * FROM p"), [["1", "0"]]);
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM p"), "1");
     // A string key is found by its collation's key: 'a' is the row 'A'
     // (utf8mb4_general_ci), but a binary comparison takes the ordinary
     // path and matches no row.
-    ok(&mut s, "CREATE TABLE k (k VARCHAR(5) PRIMARY KEY, n INT)");
-    ok(&mut s, "INSERT INTO k VALUES ('A', 1)");
-    assert_eq!(ok(&mut s, "UPDATE k SET n = n + 1 WHERE k = 'a'"), 0);
+    affected(&mut s, "CREATE TABLE k (k VARCHAR(5) PRIMARY KEY, n INT)");
+    affected(&mut s, "INSERT INTO k VALUES ('A', 1)");
+    assert_eq!(affected(&mut s, "UPDATE k SET n = n + 1 WHERE k = 'a'"), 0);
     assert_eq!(fast_count(&mut s), 5);
-    assert_eq!(ok(&mut s, "UPDATE k SET n = n + 1 WHERE k = BINARY 'a'"), 0);
+    assert_eq!(affected(&mut s, "UPDATE k SET n = n + 1 WHERE k = BINARY 'a'"), 0);
     assert_eq!(fast_count(&mut s), 5);
     assert_eq!(rows(&mut s, "SELECT * FROM k"), [["A", "2"]]);
     // A NULL for a NOT NULL column leaves the fast path: 1048 as usual.
@@ -234,25 +215,28 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
     if let Ok(dir) = std::env::var("FRACTALDB_SQL_FAST_CHILD") {
         let db = Database::open(&dir, opts()).unwrap();
         let mut s = db.session();
-        ok(&mut s, "USE d");
+        affected(&mut s, "USE d");
         let mut rng = SmallRng::seed_from_u64(std::process::id() as u64);
         for i in 0u64.. {
-            ok(&mut s, "BEGIN");
+            affected(&mut s, "BEGIN");
             for _ in 0..4 {
                 let k = rng.gen_range(1..200);
                 let v = rng.gen_range(1..1000);
                 for (t, on) in [("f", 1), ("o", 0)] {
-                    ok(&mut s, &format!("SET tokudb_enable_fast_upsert = {on}"));
-                    ok(
+                    affected(&mut s, &format!("SET tokudb_enable_fast_upsert = {on}"));
+                    affected(
                         &mut s,
                         &format!(
                             "INSERT INTO {t} VALUES ({k}, {v}) ON DUPLICATE KEY UPDATE c = c + VALUES(c)"
                         ),
                     );
-                    ok(&mut s, &format!("INSERT INTO {t} VALUES (0, 1) ON DUPLICATE KEY UPDATE c = c + 1"));
+                    affected(
+                        &mut s,
+                        &format!("INSERT INTO {t} VALUES (0, 1) ON DUPLICATE KEY UPDATE c = c + 1"),
+                    );
                 }
             }
-            ok(&mut s, "COMMIT");
+            affected(&mut s, "COMMIT");
             println!("committed {}", i + 1);
         }
         return;
@@ -261,10 +245,10 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
     {
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
-        ok(&mut s, "CREATE DATABASE d");
-        ok(&mut s, "USE d");
-        ok(&mut s, "CREATE TABLE f (id INT PRIMARY KEY, c BIGINT NOT NULL)");
-        ok(&mut s, "CREATE TABLE o (id INT PRIMARY KEY, c BIGINT NOT NULL)");
+        affected(&mut s, "CREATE DATABASE d");
+        affected(&mut s, "USE d");
+        affected(&mut s, "CREATE TABLE f (id INT PRIMARY KEY, c BIGINT NOT NULL)");
+        affected(&mut s, "CREATE TABLE o (id INT PRIMARY KEY, c BIGINT NOT NULL)");
         drop(s);
         db.close().unwrap();
     }
@@ -301,7 +285,7 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
         acked_total += acked;
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
-        ok(&mut s, "USE d");
+        affected(&mut s, "USE d");
         let f = contents(&mut s, "f");
         assert_eq!(f, contents(&mut s, "o"));
         // Row 0 counts the transactions: every acknowledged one is there

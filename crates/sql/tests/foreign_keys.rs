@@ -4,27 +4,10 @@
 //! MariaDB, with exact results.
 
 mod support;
+use support::embedded::{err, ok, rows};
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, DbOptions};
 use support::script::{compare, compare_with};
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn err(s: &mut Session, sql: &str) -> u16 {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => e.code,
-    }
-}
 
 #[test]
 fn foreign_keys_like_mariadb() {

@@ -8,23 +8,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
+mod support;
+use support::embedded::{ok, rows};
+
 use fractaldb_sql::{Database, DbOptions, Session};
 
 fn opts() -> DbOptions {
     DbOptions { cache_size_bytes: 32 << 20, commit_sync: false, ..DbOptions::default() }
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        fractaldb_sql::Outcome::Rows(rs) => {
-            rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect()
-        }
-        other => panic!("{sql}: {other:?}"),
-    }
 }
 
 fn vals(s: &mut Session) -> Vec<Vec<String>> {

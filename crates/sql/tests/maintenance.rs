@@ -2,33 +2,10 @@
 //! in the middle), ANALYZE TABLE's statistics, TRUNCATE's space given back
 //! at once, and the TokuDB INFORMATION_SCHEMA views of the engine.
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Session};
 
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn one(s: &mut Session, sql: &str) -> String {
-    rows(s, sql)[0][0].clone()
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn err(s: &mut Session, sql: &str) -> u16 {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => e.code,
-    }
-}
+mod support;
+use support::embedded::{err, ok, one, rows, test_opts as opts};
 
 /// Table `d.t` with a secondary index, `n` rows inserted, every other one
 /// deleted and every third updated: messages wait in buffers at every level.

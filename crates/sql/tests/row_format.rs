@@ -4,36 +4,11 @@
 //! engine (each dictionary's codec, and the bytes a checkpoint writes).
 
 mod support;
+use support::embedded::{err, ok, one, rows, run, test_opts as opts};
 
 use fractaldb::Codec;
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Outcome, Session};
 use support::script::compare;
-
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn one(s: &mut Session, sql: &str) -> String {
-    rows(s, sql)[0][0].clone()
-}
-
-fn ok(s: &mut Session, sql: &str) -> Outcome {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-fn err(s: &mut Session, sql: &str) -> u16 {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => e.code,
-    }
-}
 
 /// The codec of every dictionary of `d`.`t` (main, status, each index).
 fn codecs(db: &Database, t: &str) -> Vec<Codec> {
@@ -238,7 +213,7 @@ fn alter_row_format_recompresses_and_keeps_the_rows() {
     db.checkpoint().unwrap();
     let data = |s: &mut Session| status(s, "log")[6].parse::<u64>().unwrap();
     let raw = data(&mut s);
-    match ok(&mut s, "ALTER TABLE log ROW_FORMAT=TOKUDB_ZSTD") {
+    match run(&mut s, "ALTER TABLE log ROW_FORMAT=TOKUDB_ZSTD") {
         Outcome::Done { affected, info, .. } => {
             assert_eq!((affected, info.as_deref()), (0, Some("Records: 0  Duplicates: 0  Warnings: 0")))
         }

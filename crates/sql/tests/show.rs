@@ -2,11 +2,10 @@
 //! gives for the same DDL (engine-specific values aside), since clients,
 //! dump tools and ORMs parse them.
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Outcome, Session};
 
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
+mod support;
+use support::embedded::{err, ok, test_opts as opts};
 
 fn result(s: &mut Session, sql: &str) -> (Vec<String>, Vec<Vec<String>>) {
     match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
@@ -29,17 +28,6 @@ fn tsv(s: &mut Session, sql: &str) -> String {
         out += &(r.join("\t") + "\n");
     }
     out
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn err(s: &mut Session, sql: &str) -> u16 {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => e.code,
-    }
 }
 
 const DDL: &str = "CREATE TABLE t (

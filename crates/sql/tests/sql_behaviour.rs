@@ -2,35 +2,12 @@
 //! statement atomicity, exact row counts across restarts and crashes,
 //! crash-safe DDL, and MySQL errors (never a panic) for bad input.
 
-use fractaldb_sql::{Database, DbOptions, Outcome, Session};
+use fractaldb_sql::{Database, Outcome, Session};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn opts() -> DbOptions {
-    DbOptions { direct_io: false, ..DbOptions::default() }
-}
-
-fn rows(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
-    match s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}")) {
-        Outcome::Rows(rs) => rs.rows.iter().map(|r| r.iter().map(|v| v.render()).collect()).collect(),
-        other => panic!("{sql}: expected rows, got {other:?}"),
-    }
-}
-
-fn one(s: &mut Session, sql: &str) -> String {
-    rows(s, sql)[0][0].clone()
-}
-
-fn ok(s: &mut Session, sql: &str) {
-    s.execute(sql.as_bytes()).unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-fn err(s: &mut Session, sql: &str) -> u16 {
-    match s.execute(sql.as_bytes()) {
-        Ok(o) => panic!("{sql}: expected an error, got {o:?}"),
-        Err(e) => e.code,
-    }
-}
+mod support;
+use support::embedded::{err, ok, one, rows, test_opts as opts};
 
 #[test]
 fn a_failing_statement_in_a_transaction_undoes_only_itself() {
