@@ -624,23 +624,30 @@ impl Env {
         Ok(())
     }
 
+    /// What creating dictionary `name` with `opts` checks first (the
+    /// environment open, a valid name, settings within the bounds
+    /// `Meta::decode` checks at open, so whatever is created can be
+    /// reopened; a registered comparator), returning its comparator.
+    fn check_new_dict(&self, name: &str, opts: &DictOptions) -> Result<Comparator> {
+        self.check_open()?;
+        validate_name(name)?;
+        limits::check_settings(opts.node_size_bytes, opts.basement_size_bytes, opts.fanout)
+            .map_err(Error::invalid)?;
+        Ok(match &opts.comparator {
+            None => crate::tree::bytewise as Comparator,
+            Some(c) => {
+                *self.inner.comparators.get(c).ok_or_else(|| {
+                    Error::invalid(format!("comparator {c:?} is not registered in EnvOptions"))
+                })?
+            }
+        })
+    }
+
     /// Creates a dictionary. Its name must be new, and its settings within
     /// the bounds `DictOptions` documents (else `Error::InvalidArgument`, and
     /// nothing is created).
     pub fn create_dictionary(&self, name: &str, opts: DictOptions) -> Result<Dictionary> {
-        self.check_open()?;
-        validate_name(name)?;
-        // The same bounds `Meta::decode` checks at open: whatever is
-        // created can be reopened.
-        limits::check_settings(opts.node_size_bytes, opts.basement_size_bytes, opts.fanout)
-            .map_err(Error::invalid)?;
-        let cmp =
-            match &opts.comparator {
-                None => crate::tree::bytewise as Comparator,
-                Some(c) => *self.inner.comparators.get(c).ok_or_else(|| {
-                    Error::invalid(format!("comparator {c:?} is not registered in EnvOptions"))
-                })?,
-            };
+        let cmp = self.check_new_dict(name, &opts)?;
         let _ddl = self.inner.ddl.lock();
         let mut catalog = self.inner.open.lock().catalog.clone();
         if catalog.dicts.contains_key(name) {
@@ -691,17 +698,7 @@ impl Env {
     /// checkpoint (durable), then the catalog naming it with the id out of
     /// the dropped list: that one catalog write is the load's commit point.
     pub fn loader(&self, name: &str, opts: DictOptions) -> Result<Loader> {
-        self.check_open()?;
-        validate_name(name)?;
-        limits::check_settings(opts.node_size_bytes, opts.basement_size_bytes, opts.fanout)
-            .map_err(Error::invalid)?;
-        let cmp =
-            match &opts.comparator {
-                None => crate::tree::bytewise as Comparator,
-                Some(c) => *self.inner.comparators.get(c).ok_or_else(|| {
-                    Error::invalid(format!("comparator {c:?} is not registered in EnvOptions"))
-                })?,
-            };
+        let cmp = self.check_new_dict(name, &opts)?;
         let inner = &self.inner;
         let file_id = {
             let _ddl = inner.ddl.lock();
