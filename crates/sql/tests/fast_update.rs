@@ -105,13 +105,23 @@ fn fast_and_ordinary_paths_leave_the_same_rows_and_exact_counts() {
                 for _ in 0..60 {
                     let k = rng.gen_range(0..12);
                     affected(&mut s, "BEGIN");
+                    // Stop at the first failure: a deadlock victim (1213)
+                    // loses its whole transaction, as in InnoDB, and the
+                    // statements after it would run in autocommit on one
+                    // table and not the other.
                     let mut failed = false;
                     for _ in 0..3 {
                         let st = statement(&mut rng, k);
                         fast(&mut s, true);
-                        failed |= run(&mut s, &st.replace("{t}", "f")).is_err();
+                        if run(&mut s, &st.replace("{t}", "f")).is_err() {
+                            failed = true;
+                            break;
+                        }
                         fast(&mut s, false);
-                        failed |= run(&mut s, &st.replace("{t}", "o")).is_err();
+                        if run(&mut s, &st.replace("{t}", "o")).is_err() {
+                            failed = true;
+                            break;
+                        }
                     }
                     if failed || rng.gen_bool(0.2) {
                         affected(&mut s, "ROLLBACK");
