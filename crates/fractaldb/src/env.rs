@@ -654,13 +654,7 @@ impl Env {
             return Err(Error::DictionaryExists(name.to_string()));
         }
         let file_id = catalog.next_file_id;
-        let settings = Settings {
-            node_size_bytes: opts.node_size_bytes,
-            basement_size_bytes: opts.basement_size_bytes,
-            fanout: opts.fanout,
-            codec: opts.codec,
-            comparator: opts.comparator.clone(),
-        };
+        let settings = Settings::from(&opts);
         let dict = self.inner.next_dict.fetch_add(1, Ordering::Relaxed);
         let file = dict_file(&self.inner.path, file_id);
         let tree =
@@ -714,13 +708,7 @@ impl Env {
             file_id
         };
         let mut loader = Loader { inner: inner.clone(), name: name.to_string(), file_id, builder: None };
-        let settings = Settings {
-            node_size_bytes: opts.node_size_bytes,
-            basement_size_bytes: opts.basement_size_bytes,
-            fanout: opts.fanout,
-            codec: opts.codec,
-            comparator: opts.comparator.clone(),
-        };
+        let settings = Settings::from(&opts);
         let empty =
             Meta { root: crate::tree::meta::NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings };
         let file = BlockFile::create(&*inner.ctx.vfs, &loader.path(), inner.direct_io, &empty.encode())?;

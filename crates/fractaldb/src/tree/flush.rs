@@ -802,35 +802,63 @@ impl Tree {
     /// One attempt: what it did, or the node to read first.
     fn try_drain_step(&self) -> Result<std::result::Result<Drain, BlockNum>> {
         let hand = self.drain_hand.lock().clone();
+        let flushed = || {
+            self.drain_flushed.store(true, AtomicOrdering::Relaxed);
+            Drain::Flushed
+        };
+        self.flush_first_on_path(hand.as_deref(), flushed, |upper, _done| {
+            let wrapped = upper.is_none();
+            *self.drain_hand.lock() = upper;
+            // A pass ends at the wrap; it found the tree clean if it
+            // flushed nothing on the way.
+            let clean = wrapped && !self.drain_flushed.swap(false, AtomicOrdering::Relaxed);
+            if clean {
+                Drain::Clean
+            } else {
+                Drain::Moved
+            }
+        })
+    }
+
+    /// The descent drain and optimize steps share: walks the path to
+    /// `hand` from the root, write-locking hand over hand (the child is
+    /// locked before the parent is let go), and flushes the first buffer
+    /// on it that holds messages, whole and never spilling (`flushed()` is
+    /// the answer then). When every buffer on the path is empty, calls
+    /// `at_leaf` with the leaf still locked: where the leaf's range ends
+    /// (the least pivot above `hand` seen on the way; `None` for the last
+    /// leaf) and about how much of the key space (counted in children per
+    /// level) lies before that end. `Err(bn)`: node `bn` must be read first.
+    fn flush_first_on_path<T>(
+        &self,
+        hand: Option<&[u8]>,
+        flushed: impl FnOnce() -> T,
+        at_leaf: impl FnOnce(Option<Box<[u8]>>, f64) -> T,
+    ) -> Result<std::result::Result<T, BlockNum>> {
         let root_bn = self.root_bn();
         let mut entry = self.pin(root_bn)?;
         let mut g = entry.node.write_arc();
         let _changing = self.changing();
-        // The least pivot above the hand seen on the way down: where the
-        // range of the leaf at the bottom ends.
         let mut upper: Option<Box<[u8]>> = None;
+        // The share of the key space before the current node, and the
+        // current node's share.
+        let (mut before, mut width) = (0.0f64, 1.0f64);
         loop {
             if !g.all_loaded() {
                 return Ok(Err(entry.bn));
             }
             if g.is_leaf() {
-                let wrapped = upper.is_none();
-                *self.drain_hand.lock() = upper;
-                // A pass ends at the wrap; it found the tree clean if it
-                // flushed nothing on the way.
-                let clean = wrapped && !self.drain_flushed.swap(false, AtomicOrdering::Relaxed);
-                return Ok(Ok(if clean { Drain::Clean } else { Drain::Moved }));
+                return Ok(Ok(at_leaf(upper, before + width)));
             }
-            let c = hand.as_deref().map_or(0, |k| g.part_for(k, self.cmp));
+            let c = hand.map_or(0, |k| g.part_for(k, self.cmp));
             if c + 1 < g.n_parts() {
                 upper = Some(g.pivots[c].clone());
             }
+            width /= g.n_parts() as f64;
+            before += c as f64 * width;
             if g.children()[c].has_messages() {
                 return Ok(match self.flush_whole(&entry, &mut g, c)? {
-                    None => {
-                        self.drain_flushed.store(true, AtomicOrdering::Relaxed);
-                        Ok(Drain::Flushed)
-                    }
+                    None => Ok(flushed()),
                     Some(bn) => Err(bn),
                 });
             }
@@ -838,7 +866,6 @@ impl Tree {
             let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
                 return Ok(Err(child_bn));
             };
-            // Hand over hand: the child is locked before the parent is let go.
             let child = child_e.node.write_arc();
             g = child;
             entry = child_e;
@@ -870,44 +897,14 @@ impl Tree {
     }
 
     fn try_optimize_step(&self, hand: Option<&[u8]>) -> Result<std::result::Result<Optimize, BlockNum>> {
-        let root_bn = self.root_bn();
-        let mut entry = self.pin(root_bn)?;
-        let mut g = entry.node.write_arc();
-        let _changing = self.changing();
-        let mut upper: Option<Box<[u8]>> = None;
-        // The share of the key space (counted in children per level) before
-        // the current node, and the current node's share.
-        let (mut before, mut width) = (0.0f64, 1.0f64);
-        loop {
-            if !g.all_loaded() {
-                return Ok(Err(entry.bn));
-            }
-            if g.is_leaf() {
-                return Ok(Ok(match upper {
-                    None => Optimize::Done,
-                    Some(next) => Optimize::Moved { next, done: before + width },
-                }));
-            }
-            let c = hand.map_or(0, |k| g.part_for(k, self.cmp));
-            if c + 1 < g.n_parts() {
-                upper = Some(g.pivots[c].clone());
-            }
-            width /= g.n_parts() as f64;
-            before += c as f64 * width;
-            if g.children()[c].has_messages() {
-                return Ok(match self.flush_whole(&entry, &mut g, c)? {
-                    None => Ok(Optimize::Flushed),
-                    Some(bn) => Err(bn),
-                });
-            }
-            let child_bn = g.children()[c].bn;
-            let Some(child_e) = self.ctx.cache.get(self.dict, child_bn) else {
-                return Ok(Err(child_bn));
-            };
-            let child = child_e.node.write_arc();
-            g = child;
-            entry = child_e;
-        }
+        self.flush_first_on_path(
+            hand,
+            || Optimize::Flushed,
+            |upper, done| match upper {
+                None => Optimize::Done,
+                Some(next) => Optimize::Moved { next, done },
+            },
+        )
     }
 
     pub(crate) fn queue_flush(&self, bn: BlockNum) {

@@ -24,6 +24,20 @@ pub(crate) struct Settings {
     pub comparator: Option<String>,
 }
 
+impl From<&crate::DictOptions> for Settings {
+    /// The settings a new dictionary is created with (checked against their
+    /// bounds by `Env::check_new_dict` before this).
+    fn from(o: &crate::DictOptions) -> Settings {
+        Settings {
+            node_size_bytes: o.node_size_bytes,
+            basement_size_bytes: o.basement_size_bytes,
+            fanout: o.fanout,
+            codec: o.codec,
+            comparator: o.comparator.clone(),
+        }
+    }
+}
+
 /// What a checkpoint records about a tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Meta {
