@@ -3,6 +3,7 @@
 //! counts after a rebuild, and a crash in the middle of ALTER.
 
 mod support;
+use support::crash::CrashChild;
 use support::embedded::{err_msg, ok, one, rows, test_opts as opts};
 
 use fractaldb_sql::{Database, Session};
@@ -351,26 +352,13 @@ fn a_crash_during_alter_leaves_the_old_or_the_new_table() {
         db.close().unwrap();
     }
     for round in 0..3 {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "a_crash_during_alter_leaves_the_old_or_the_new_table", "--nocapture"])
-            .env("FRACTALDB_SQL_ALTER_CHILD", dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            use std::io::BufRead;
-            std::io::BufReader::new(out)
-                .lines()
-                .map_while(Result::ok)
-                .filter(|l| l.starts_with("altered"))
-                .count()
-        });
+        let child = CrashChild::spawn(
+            "a_crash_during_alter_leaves_the_old_or_the_new_table",
+            "FRACTALDB_SQL_ALTER_CHILD",
+            dir.path(),
+        );
         std::thread::sleep(std::time::Duration::from_millis(700 + 450 * round));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let _ = reader.join().unwrap();
+        child.kill();
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
         ok(&mut s, "USE d");
@@ -653,16 +641,13 @@ fn a_crash_during_create_select_leaves_all_rows_or_no_table() {
     }
     let mut copies_seen = 0;
     for round in 0..3u64 {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "a_crash_during_create_select_leaves_all_rows_or_no_table", "--nocapture"])
-            .env("FRACTALDB_SQL_CTAS_CHILD", dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = CrashChild::spawn(
+            "a_crash_during_create_select_leaves_all_rows_or_no_table",
+            "FRACTALDB_SQL_CTAS_CHILD",
+            dir.path(),
+        );
         std::thread::sleep(std::time::Duration::from_millis(600 + 400 * round));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        child.kill();
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
         ok(&mut s, "USE d");

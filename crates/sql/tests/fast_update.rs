@@ -8,6 +8,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 mod support;
+use support::crash::{last_number, CrashChild};
 use support::embedded::{affected, one, rows, test_opts as opts};
 
 fn run(s: &mut Session, sql: &str) -> Result<Outcome, u16> {
@@ -264,33 +265,15 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
     }
     let mut acked_total = 0u64;
     for round in 0..2u64 {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "a_killed_process_keeps_acknowledged_blind_upserts", "--nocapture"])
-            .env("FRACTALDB_SQL_FAST_CHILD", dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut last = 0u64;
-            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(n) = l.strip_prefix("committed ") {
-                    last = n.parse().unwrap();
-                    if last == 20 + 30 * round {
-                        let _ = tx.send(());
-                    }
-                }
-            }
-            last
-        });
+        let mut child = CrashChild::spawn(
+            "a_killed_process_keeps_acknowledged_blind_upserts",
+            "FRACTALDB_SQL_FAST_CHILD",
+            dir.path(),
+        );
         // Killed once it has acknowledged some transactions (or has died).
-        let _ = rx.recv_timeout(std::time::Duration::from_secs(60));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let acked = reader.join().unwrap();
+        let target = format!("committed {}", 20 + 30 * round);
+        child.wait_for(std::time::Duration::from_secs(60), |l| l == target);
+        let acked = last_number(&child.kill(), "committed ").unwrap_or(0);
         assert!(acked > 0, "the child committed nothing");
         acked_total += acked;
         let db = Database::open(dir.path(), opts()).unwrap();

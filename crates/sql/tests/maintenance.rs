@@ -5,6 +5,7 @@
 use fractaldb_sql::{Database, Session};
 
 mod support;
+use support::crash::{last_number, CrashChild};
 use support::embedded::{err, ok, one, rows, test_opts as opts};
 
 /// Table `d.t` with a secondary index, `n` rows inserted, every other one
@@ -301,34 +302,17 @@ fn a_crash_during_optimize_keeps_every_row_and_exact_counts() {
         db.close().unwrap();
     }
     for round in 0..2u64 {
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "a_crash_during_optimize_keeps_every_row_and_exact_counts", "--nocapture"])
-            .env("FRACTALDB_SQL_OPTIMIZE_CHILD", dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut wrote = 0u64;
-            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(n) = l.strip_prefix("wrote ") {
-                    wrote = n.parse().unwrap();
-                } else if l.starts_with("optimized ") {
-                    let _ = tx.send(());
-                }
-            }
-            wrote
-        });
+        let mut child = CrashChild::spawn(
+            "a_crash_during_optimize_keeps_every_row_and_exact_counts",
+            "FRACTALDB_SQL_OPTIMIZE_CHILD",
+            dir.path(),
+        );
         // Killed in the middle of a later OPTIMIZE, some time after the
         // first one finished.
-        rx.recv().expect("the child finished no OPTIMIZE");
+        let optimized = child.wait_for(std::time::Duration::from_secs(600), |l| l.starts_with("optimized "));
+        assert!(optimized, "the child finished no OPTIMIZE");
         std::thread::sleep(std::time::Duration::from_millis(150 + 250 * round));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        let wrote = reader.join().unwrap();
+        let wrote = last_number(&child.kill(), "wrote ").unwrap_or(0);
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();
         ok(&mut s, "USE d");

@@ -7,6 +7,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 mod support;
+use support::crash::{last_number, CrashChild};
 use support::embedded::{err, ok, one, rows, test_opts as opts};
 
 #[test]
@@ -127,29 +128,13 @@ fn a_killed_process_loses_no_acknowledged_row_and_counts_stay_exact() {
         drop(s);
         db.close().unwrap();
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_killed_process_loses_no_acknowledged_row_and_counts_stay_exact", "--nocapture"])
-        .env("FRACTALDB_SQL_CRASH_CHILD", dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut last = None;
-        for line in std::io::BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if let Some(n) = line.strip_prefix("acked ") {
-                last = n.parse::<i64>().ok();
-            }
-        }
-        last
-    });
+    let child = CrashChild::spawn(
+        "a_killed_process_loses_no_acknowledged_row_and_counts_stay_exact",
+        "FRACTALDB_SQL_CRASH_CHILD",
+        dir.path(),
+    );
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let last = reader.join().unwrap().expect("the child acknowledged some rows");
+    let last = last_number(&child.kill(), "acked ").expect("the child acknowledged some rows") as i64;
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
     ok(&mut s, "USE d");

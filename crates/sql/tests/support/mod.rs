@@ -5,6 +5,7 @@
 //! Each test binary includes this module and uses a part of it.
 #![allow(dead_code)]
 
+pub mod crash;
 pub mod embedded;
 pub mod mariadb;
 pub mod script;
