@@ -3,6 +3,8 @@
 //! the backup's moment, and a backup cut short by a crash leaves the source
 //! intact and the destination refused at open.
 
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,17 +16,11 @@ use fractaldb::{
 
 fn opts(sim: &SimVfs, background_threads: bool) -> EnvOptions {
     EnvOptions {
-        cache_size_bytes: 256 << 10,
-        direct_io: false,
         background_threads,
-        vfs: sim.boot(),
-        commit_sync: true,
         // Checkpoints keep trying during the backup (they must skip), and
         // the log rolls into several files.
         checkpoint_period: background_threads.then_some(Duration::from_millis(5)),
-        log_file_size_bytes: 64 << 10,
-        reserve_free_bytes: 0,
-        ..Default::default()
+        ..common::sim_opts(sim)
     }
 }
 

@@ -4,6 +4,8 @@
 //! (a simulated power failure) nothing acknowledged is lost and `check()`
 //! passes.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -14,16 +16,7 @@ use fractaldb::{Codec, DictOptions, Dictionary, Env, EnvOptions, Error, SimVfs, 
 const DIR: &str = "/faults/db";
 
 fn opts(sim: &SimVfs) -> EnvOptions {
-    EnvOptions {
-        cache_size_bytes: 256 << 10,
-        direct_io: false,
-        background_threads: false,
-        vfs: sim.boot(),
-        checkpoint_period: None,
-        log_file_size_bytes: 16 << 10,
-        reserve_free_bytes: 0,
-        ..Default::default()
-    }
+    EnvOptions { log_file_size_bytes: 16 << 10, ..common::sim_opts(sim) }
 }
 
 fn dict_opts() -> DictOptions {

@@ -9,37 +9,17 @@
 //!   next open's sweep) or the whole dictionary;
 //! - a loader dropped unfinished leaves no file and no name.
 
+mod common;
+
+use common::{sim_opts, small_dict};
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, SimVfs, Vfs};
+use fractaldb::{DictOptions, Env, EnvOptions, Error, SimVfs, Vfs};
 
 const DIR: &str = "/db";
-
-fn sim_opts(sim: &SimVfs) -> EnvOptions {
-    EnvOptions {
-        cache_size_bytes: 256 << 10,
-        direct_io: false,
-        background_threads: false,
-        vfs: sim.boot(),
-        commit_sync: true,
-        checkpoint_period: None,
-        log_file_size_bytes: 64 << 10,
-        reserve_free_bytes: 0,
-        ..Default::default()
-    }
-}
-
-fn small_dict() -> DictOptions {
-    DictOptions {
-        node_size_bytes: 2048,
-        basement_size_bytes: 256,
-        fanout: 4,
-        codec: Codec::Lz4,
-        comparator: None,
-    }
-}
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{i:08}").into_bytes()

@@ -10,12 +10,16 @@
 //! - `drop_dictionary` does its fsyncs without holding writers of other
 //!   dictionaries.
 
+mod common;
+
+use common::small_dict;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use fractaldb::{Codec, DictOptions, Env, EnvOptions, Error, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
+use fractaldb::{Env, EnvOptions, Error, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
 
 const DIR: &str = "/db";
 const ADD: u8 = 1;
@@ -33,26 +37,9 @@ fn add_fn(times: u64) -> UpdateFn {
 
 fn sim_opts(sim: &SimVfs, fns: &[u8], background_threads: bool) -> EnvOptions {
     EnvOptions {
-        cache_size_bytes: 256 << 10,
-        direct_io: false,
         background_threads,
         update_fns: fns.iter().map(|&id| (id, add_fn(u64::from(id)))).collect(),
-        vfs: sim.boot(),
-        commit_sync: true,
-        checkpoint_period: None,
-        log_file_size_bytes: 64 << 10,
-        reserve_free_bytes: 0,
-        ..Default::default()
-    }
-}
-
-fn small_dict() -> DictOptions {
-    DictOptions {
-        node_size_bytes: 2048,
-        basement_size_bytes: 256,
-        fanout: 4,
-        codec: Codec::Lz4,
-        comparator: None,
+        ..common::sim_opts(sim)
     }
 }
 
