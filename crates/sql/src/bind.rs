@@ -262,7 +262,18 @@ impl<'a> Binder<'a> {
                 // Each item compares with the value by the pair's own
                 // types, as MySQL's IN does when the items' types differ;
                 // `kind` is the common kind (for access paths) when they agree.
-                let kinds: Vec<CmpKind> = items.iter().map(|(_, it)| cmp_kind(t, *it)).collect();
+                let list_exprs = match target {
+                    ast::InTarget::List(l) => Some(l),
+                    _ => None,
+                };
+                let kinds: Vec<CmpKind> = match list_exprs {
+                    Some(es) => items
+                        .iter()
+                        .zip(es)
+                        .map(|((_, it), e)| cmp_kind_of(expr, t, e, *it, "in"))
+                        .collect::<SqlResult<_>>()?,
+                    None => items.iter().map(|(_, it)| cmp_kind(t, *it)).collect(),
+                };
                 let kind = kinds
                     .first()
                     .copied()
@@ -275,13 +286,21 @@ impl<'a> Binder<'a> {
                 let (x, t) = self.bind(expr)?;
                 let (l, lt) = self.bind(low)?;
                 let (h, ht) = self.bind(high)?;
-                let kind = merge_kind(cmp_kind(t, lt), cmp_kind(t, ht));
+                let kind = merge_kind(
+                    cmp_kind_of(expr, t, low, lt, "between")?,
+                    cmp_kind_of(expr, t, high, ht, "between")?,
+                );
+                // An explicit COLLATE on any of the three decides.
+                let kind = match [expr, low, high].into_iter().find_map(|e| explicit_collation(e)) {
+                    Some(c) if matches!(kind, CmpKind::Str(_)) => CmpKind::Str(c),
+                    _ => kind,
+                };
                 (Expr::Between(Box::new(x), kind, Box::new(l), Box::new(h), *negated), Ty::Int)
             }
             E::Like { negated, expr, pattern, escape_char, .. } => {
                 let (x, t) = self.bind(expr)?;
                 let (p, pt) = self.bind(pattern)?;
-                let coll = match cmp_kind(t, pt) {
+                let coll = match cmp_kind_of(expr, t, pattern, pt, "like")? {
                     CmpKind::Str(c) => c,
                     _ => match t {
                         Ty::Str(c) => c,
@@ -606,8 +625,21 @@ impl<'a> Binder<'a> {
             let t = arith_ty(op, at, bt);
             (Expr::Arith(op, Box::new(a.clone()), Box::new(b.clone())), t)
         };
-        let cmp =
-            |op: CmpOp| (Expr::Cmp(op, cmp_kind(at, bt), Box::new(a.clone()), Box::new(b.clone())), Ty::Int);
+        let sym = match op {
+            B::Eq => Some("="),
+            B::NotEq => Some("<>"),
+            B::Lt => Some("<"),
+            B::LtEq => Some("<="),
+            B::Gt => Some(">"),
+            B::GtEq => Some(">="),
+            B::Spaceship => Some("<=>"),
+            _ => None,
+        };
+        let kind = match sym {
+            Some(sym) => cmp_kind_of(l, at, r, bt, sym)?,
+            None => cmp_kind(at, bt),
+        };
+        let cmp = |op: CmpOp| (Expr::Cmp(op, kind, Box::new(a.clone()), Box::new(b.clone())), Ty::Int);
         Ok(match op {
             B::Plus => arith(Arith::Add),
             B::Minus => arith(Arith::Sub),
@@ -827,7 +859,15 @@ fn func_ty(name: &str, args: &[(Expr, Ty)]) -> Ty {
         | "FIND_IN_SET" | "ISNULL" | "SIGN" | "CRC32" | "UNIX_TIMESTAMP" | "TIMESTAMPDIFF"
         | "LAST_INSERT_ID" | "CONNECTION_ID" | "INTERVAL" | "EXTRACT" | "MICROSECOND" | "YEARWEEK"
         | "TIME_TO_SEC" => Ty::Int,
-        "ABS" | "CEIL" | "CEILING" | "FLOOR" | "ROUND" | "TRUNCATE" | "MOD" => {
+        // A decimal's CEIL and FLOOR have no fraction digits (MariaDB
+        // types them LONG or DECIMAL(p,0)).
+        "CEIL" | "CEILING" | "FLOOR" => match args.first().map(|a| a.1) {
+            Some(Ty::Decimal(_)) => Ty::Decimal(0),
+            Some(Ty::Str(_)) => Ty::Double,
+            Some(t) => t,
+            None => Ty::Int,
+        },
+        "ABS" | "ROUND" | "TRUNCATE" | "MOD" => {
             args.first().map(|a| if let Ty::Str(_) = a.1 { Ty::Double } else { a.1 }).unwrap_or(Ty::Int)
         }
         "RAND" | "PI" | "SQRT" | "POW" | "POWER" | "EXP" | "LN" | "LOG" | "LOG2" | "LOG10" | "SIN"
@@ -901,6 +941,44 @@ pub fn merge_ty(a: Ty, b: Ty) -> Ty {
         (Ty::Int, Ty::UInt) | (Ty::UInt, Ty::Int) => Ty::Decimal(0),
         (x, _) => x,
     }
+}
+
+/// The collation a COLLATE clause gives `e` (through parentheses): MySQL's
+/// EXPLICIT derivation, which wins over a column's, a literal's and a
+/// binary string's in a comparison.
+fn explicit_collation(e: &ast::Expr) -> Option<Collation> {
+    match e {
+        ast::Expr::Nested(x) => explicit_collation(x),
+        ast::Expr::Collate { collation, .. } => {
+            Collation::by_name(&crate::expr::ident_name(collation).join("."))
+        }
+        _ => None,
+    }
+}
+
+/// `cmp_kind` for operands `l` and `r` as written: a string comparison
+/// takes an explicit COLLATE's collation; two different explicit ones are
+/// 1267, as in MariaDB.
+fn cmp_kind_of(l: &ast::Expr, lt: Ty, r: &ast::Expr, rt: Ty, op: &str) -> SqlResult<CmpKind> {
+    let k = cmp_kind(lt, rt);
+    if !matches!(k, CmpKind::Str(_)) {
+        return Ok(k);
+    }
+    Ok(match (explicit_collation(l), explicit_collation(r)) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(SqlError::new(
+                1267,
+                "HY000",
+                format!(
+                    "Illegal mix of collations ({},EXPLICIT) and ({},EXPLICIT) for operation '{op}'",
+                    a.name(),
+                    b.name()
+                ),
+            ))
+        }
+        (Some(c), _) | (None, Some(c)) => CmpKind::Str(c),
+        (None, None) => k,
+    })
 }
 
 fn merge_kind(a: CmpKind, b: CmpKind) -> CmpKind {

@@ -287,7 +287,27 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 defaults: &[],
                 where_top: false,
             };
-            Some(b.bind(h)?.0)
+            let (h, _) = b.bind(h)?;
+            // HAVING sees the select list, the GROUP BY columns and
+            // aggregates (bound above as columns past `n`); any other
+            // column of the tables is unknown there, as in MariaDB.
+            let mut stray = None;
+            h.walk(&mut |x| {
+                if let Expr::Col(i) = x {
+                    let seen = |e: &Expr| matches!(e, Expr::Col(j) if j == i);
+                    if *i < n
+                        && stray.is_none()
+                        && !items.iter().any(|it| seen(&it.0))
+                        && !groups.iter().any(|g| seen(&g.0))
+                    {
+                        stray = Some(*i);
+                    }
+                }
+            });
+            if let Some(i) = stray {
+                return Err(SqlError::unknown_column(&scope[i].name, "having clause"));
+            }
+            Some(h)
         }
         None => None,
     };
