@@ -71,6 +71,8 @@ struct Work {
     /// ROW_FORMAT=: its word, resolved by `finish` (a new codec rebuilds).
     row_format: Option<String>,
     rename: Option<(String, String)>,
+    /// ALGORITHM= / LOCK= (`instant.rs`).
+    clauses: crate::instant::Clauses,
 }
 
 /// ALTER TABLE as sqlparser parsed it, with what lex.rs took out of it
@@ -154,6 +156,7 @@ impl Work {
             convert: None,
             row_format: None,
             rename: None,
+            clauses: Default::default(),
             old,
         }
     }
@@ -573,7 +576,12 @@ impl Work {
                 let v = value.value.to_string();
                 self.auto_increment = Some(v.parse::<u64>().map_err(|_| SqlError::syntax(format!("'{v}'")))?);
             }
-            O::Algorithm { .. } | O::Lock { .. } => {}
+            O::Algorithm { algorithm, .. } => {
+                self.clauses.option("ALGORITHM", &algorithm.to_string())?;
+            }
+            O::Lock { lock, .. } => {
+                self.clauses.option("LOCK", &lock.to_string())?;
+            }
             other => {
                 let words: String =
                     other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
@@ -585,6 +593,9 @@ impl Work {
 
     /// One table option (as `lex.rs` gives it).
     fn option(&mut self, k: &str, v: &str) -> SqlResult<()> {
+        if self.clauses.option(k, v)? {
+            return Ok(());
+        }
         match k {
             "COMMENT" => self.comment = v.to_string(),
             "CHARSET" => {
@@ -795,14 +806,34 @@ impl Work {
             None => false,
         });
         // A new codec (ROW_FORMAT=) recompresses: every dictionary is new.
-        let rows_change = retyped
+        let mut rows_change = retyped
             || def.codec != od.codec
             || !same_pk
             || self.cols.len() != od.columns.len()
             || self.cols.iter().enumerate().any(|(i, c)| c.src != Some(i));
         // A copy the way InnoDB reports it (rows affected): a retype or a
         // primary key dropped without a new one.
-        let copy = retyped || (od.primary.is_some() && def.primary.is_none());
+        let mut copy = retyped || (od.primary.is_some() && def.primary.is_none());
+        // Column changes made without touching rows (`instant.rs`), unless
+        // ALGORITHM=COPY asks for a copy; ALGORITHM= and LOCK= refuse what
+        // they do not allow.
+        let src: Vec<Option<usize>> = self.cols.iter().map(|c| c.src).collect();
+        let mut instant_def = def.clone();
+        let mut rebuild =
+            if rows_change { crate::instant::prepare(s, od, &mut instant_def, &src)? } else { None };
+        if rows_change && rebuild.is_none() && (def.codec != od.codec || !same_pk) {
+            rebuild = Some(crate::instant::Rebuild::Other);
+        }
+        let adds_index = def.indexes.iter().any(|i| i.dict.is_empty() && i.kind != IndexKind::Primary);
+        self.clauses.allow(rebuild, adds_index)?;
+        if self.clauses.force_copy() {
+            rows_change = true;
+            copy = true;
+        } else if rows_change && rebuild.is_none() {
+            def = instant_def;
+            rows_change = false;
+            copy = false;
+        }
         // A CHECK added must hold for the rows there (4025).
         let check_rows = def.checks.iter().any(|c| !od.checks.contains(c));
         // RENAME TO in the same statement: the same transaction moves the
@@ -912,6 +943,8 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
         let opts = crate::rowformat::dict_options(&def);
         if plan.rows_change {
             def.schema_version = od.schema_version.wrapping_add(1);
+            // Every row is rewritten at the new version (`instant.rs`).
+            def.layouts.clear();
             def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
             def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
             s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
@@ -988,13 +1021,18 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     }
     let keep: HashSet<String> = crate::ddl::dict_names(&newt.def).into_iter().collect();
     let gone: Vec<String> = crate::ddl::dict_names(od).into_iter().filter(|d| !keep.contains(d)).collect();
+    let newt = Arc::new(newt);
     {
         let mut sc = s.inner.schema.write();
         sc.tables.remove(&(od.db.clone(), od.name.clone()));
-        sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), Arc::new(newt));
+        sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), newt.clone());
         for (t, d) in &plan.children {
             sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(t.with_def(d.clone())));
         }
+    }
+    if !plan.rows_change && newt.def.schema_version != od.schema_version {
+        // An instant column change: old rows are rewritten as the tree flushes.
+        crate::instant::broadcast(&newt);
     }
     for d in gone {
         s.inner.env.drop_dictionary(&d)?;
