@@ -281,7 +281,7 @@ fn a_crash_between_instant_changes_keeps_a_whole_definition() {
     assert!(names.len() <= 3 && names[..2] == ["id", "v"], "{names:?}");
     if let Some(extra) = names.get(2) {
         // Every row holds the added column's default.
-        let want = if extra.starts_with('a') { extra[1..].to_string() } else { "b".into() };
+        let want = extra.strip_prefix('a').map_or("b".to_string(), str::to_string);
         assert_eq!(rows(&mut s, &format!("SELECT DISTINCT {extra} FROM t")), [[want]]);
     }
     let n: u64 = rows(&mut s, "SELECT COUNT(*) FROM t WHERE id >= 1000")[0][0].parse().unwrap();
