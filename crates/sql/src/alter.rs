@@ -7,11 +7,12 @@
 //! transaction that commits the new catalog record:
 //!
 //! - **metadata only** (a rename, a default, a comment, table options, a
-//!   dropped index): the record is replaced; no row is read.
+//!   dropped index, and the column changes `instant.rs` makes without
+//!   touching rows): the record is replaced; no row is read.
 //! - **new indexes only**: their dictionaries are created and filled from
 //!   the rows by the transaction that commits the record.
-//! - **rows change** (a column added, dropped, moved or retyped, the
-//!   primary key changed, CONVERT TO CHARACTER SET): every dictionary is
+//! - **rows change** (a column change `instant.rs` cannot make, the
+//!   primary key changed, CONVERT TO CHARACTER SET, ALGORITHM=COPY): every dictionary is
 //!   new. The transaction reads each row, converts it with INSERT's
 //!   store-into-column rules (`coerce.rs`: errors in strict mode, warnings
 //!   otherwise), writes it and its index entries, writes the exact row

@@ -28,7 +28,9 @@
 //!
 //! **Invariant (the broadcast is only an optimisation):** the record
 //! commits first and the broadcast follows as its own engine write, so a
-//! crash between the two, or a broadcast refused (a lock timeout), leaves
+//! crash between the two, or a broadcast refused (it takes the
+//! dictionary's whole-range write lock: a transaction holding row locks
+//! there makes it wait, at most the engine's lock timeout), leaves
 //! old rows that readers convert. The broadcast function leaves rows of
 //! the current version alone (rows written after the ALTER, or converted
 //! already), so it is idempotent and commutes with later writes.
