@@ -7,11 +7,12 @@
 //! transaction that commits the new catalog record:
 //!
 //! - **metadata only** (a rename, a default, a comment, table options, a
-//!   dropped index): the record is replaced; no row is read.
+//!   dropped index, and the column changes `instant.rs` makes without
+//!   touching rows): the record is replaced; no row is read.
 //! - **new indexes only**: their dictionaries are created and filled from
 //!   the rows by the transaction that commits the record.
-//! - **rows change** (a column added, dropped, moved or retyped, the
-//!   primary key changed, CONVERT TO CHARACTER SET): every dictionary is
+//! - **rows change** (a column change `instant.rs` cannot make, the
+//!   primary key changed, CONVERT TO CHARACTER SET, ALGORITHM=COPY): every dictionary is
 //!   new. The transaction reads each row, converts it with INSERT's
 //!   store-into-column rules (`coerce.rs`: errors in strict mode, warnings
 //!   otherwise), writes it and its index entries, writes the exact row
@@ -71,6 +72,8 @@ struct Work {
     /// ROW_FORMAT=: its word, resolved by `finish` (a new codec rebuilds).
     row_format: Option<String>,
     rename: Option<(String, String)>,
+    /// ALGORITHM= / LOCK= (`instant.rs`).
+    clauses: crate::instant::Clauses,
 }
 
 /// ALTER TABLE as sqlparser parsed it, with what lex.rs took out of it
@@ -154,6 +157,7 @@ impl Work {
             convert: None,
             row_format: None,
             rename: None,
+            clauses: Default::default(),
             old,
         }
     }
@@ -573,7 +577,12 @@ impl Work {
                 let v = value.value.to_string();
                 self.auto_increment = Some(v.parse::<u64>().map_err(|_| SqlError::syntax(format!("'{v}'")))?);
             }
-            O::Algorithm { .. } | O::Lock { .. } => {}
+            O::Algorithm { algorithm, .. } => {
+                self.clauses.option("ALGORITHM", &algorithm.to_string())?;
+            }
+            O::Lock { lock, .. } => {
+                self.clauses.option("LOCK", &lock.to_string())?;
+            }
             other => {
                 let words: String =
                     other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
@@ -585,6 +594,9 @@ impl Work {
 
     /// One table option (as `lex.rs` gives it).
     fn option(&mut self, k: &str, v: &str) -> SqlResult<()> {
+        if self.clauses.option(k, v)? {
+            return Ok(());
+        }
         match k {
             "COMMENT" => self.comment = v.to_string(),
             "CHARSET" => {
@@ -795,14 +807,34 @@ impl Work {
             None => false,
         });
         // A new codec (ROW_FORMAT=) recompresses: every dictionary is new.
-        let rows_change = retyped
+        let mut rows_change = retyped
             || def.codec != od.codec
             || !same_pk
             || self.cols.len() != od.columns.len()
             || self.cols.iter().enumerate().any(|(i, c)| c.src != Some(i));
         // A copy the way InnoDB reports it (rows affected): a retype or a
         // primary key dropped without a new one.
-        let copy = retyped || (od.primary.is_some() && def.primary.is_none());
+        let mut copy = retyped || (od.primary.is_some() && def.primary.is_none());
+        // Column changes made without touching rows (`instant.rs`), unless
+        // ALGORITHM=COPY asks for a copy; ALGORITHM= and LOCK= refuse what
+        // they do not allow.
+        let src: Vec<Option<usize>> = self.cols.iter().map(|c| c.src).collect();
+        let mut instant_def = def.clone();
+        let mut rebuild =
+            if rows_change { crate::instant::prepare(s, od, &mut instant_def, &src)? } else { None };
+        if rows_change && rebuild.is_none() && (def.codec != od.codec || !same_pk) {
+            rebuild = Some(crate::instant::Rebuild::Other);
+        }
+        let adds_index = def.indexes.iter().any(|i| i.dict.is_empty() && i.kind != IndexKind::Primary);
+        self.clauses.allow(rebuild, adds_index)?;
+        if self.clauses.force_copy() {
+            rows_change = true;
+            copy = true;
+        } else if rows_change && rebuild.is_none() {
+            def = instant_def;
+            rows_change = false;
+            copy = false;
+        }
         // A CHECK added must hold for the rows there (4025).
         let check_rows = def.checks.iter().any(|c| !od.checks.contains(c));
         // RENAME TO in the same statement: the same transaction moves the
@@ -912,6 +944,8 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
         let opts = crate::rowformat::dict_options(&def);
         if plan.rows_change {
             def.schema_version = od.schema_version.wrapping_add(1);
+            // Every row is rewritten at the new version (`instant.rs`).
+            def.layouts.clear();
             def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
             def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
             s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
@@ -988,13 +1022,18 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &
     }
     let keep: HashSet<String> = crate::ddl::dict_names(&newt.def).into_iter().collect();
     let gone: Vec<String> = crate::ddl::dict_names(od).into_iter().filter(|d| !keep.contains(d)).collect();
+    let newt = Arc::new(newt);
     {
         let mut sc = s.inner.schema.write();
         sc.tables.remove(&(od.db.clone(), od.name.clone()));
-        sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), Arc::new(newt));
+        sc.tables.insert((newt.def.db.clone(), newt.def.name.clone()), newt.clone());
         for (t, d) in &plan.children {
             sc.tables.insert((d.db.clone(), d.name.clone()), Arc::new(t.with_def(d.clone())));
         }
+    }
+    if !plan.rows_change && newt.def.schema_version != od.schema_version {
+        // An instant column change: old rows are rewritten as the tree flushes.
+        crate::instant::broadcast(&newt);
     }
     for d in gone {
         s.inner.env.drop_dictionary(&d)?;

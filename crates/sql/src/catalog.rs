@@ -138,6 +138,10 @@ pub struct TableDef {
     /// table is created with; older records' dictionaries are all zstd.
     #[serde(default = "crate::rowformat::old_records_codec")]
     pub codec: String,
+    /// How to read rows of older schema versions left by instant column
+    /// changes (`instant.rs`); empty after a rebuild. Older records have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layouts: Vec<crate::instant::Layout>,
 }
 
 /// What a foreign key does to the child rows when their parent row is

@@ -36,6 +36,8 @@ pub fn create_like(s: &mut Session, from: (String, String), to: (String, String)
         schema_version: 1,
         // As in MariaDB, LIKE copies no foreign key.
         foreign_keys: Vec::new(),
+        // Its rows are all of its first version.
+        layouts: Vec::new(),
         created: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),

@@ -153,6 +153,7 @@ impl Database {
             update_fns: vec![
                 (table::ADD_I64, Arc::new(table::add_i64) as fractaldb::UpdateFn),
                 (crate::fastupdate::FAST_UPDATE, Arc::new(crate::fastupdate::apply) as fractaldb::UpdateFn),
+                (crate::instant::CONVERT_ROW, Arc::new(crate::instant::apply) as fractaldb::UpdateFn),
             ],
             ..EnvOptions::default()
         };

@@ -282,6 +282,8 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     let base = format!("{}/{}", def.db, def.name);
     def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
+    // New dictionaries hold no row of an older version (`instant.rs`).
+    def.layouts.clear();
     // Every dictionary of the table takes its codec (ROW_FORMAT).
     let opts = crate::rowformat::dict_options(def);
     s.inner.env.create_dictionary(&def.main_dict, opts.clone())?;
@@ -523,6 +525,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
         foreign_keys: Vec::new(),
         row_format,
         codec: codec.name().to_string(),
+        layouts: Vec::new(),
     };
     for d in fks {
         crate::fk::add(s, &mut def, d)?;

@@ -2132,6 +2132,8 @@ fn table_option(c: &mut Cur) -> Option<(String, String)> {
         return Some(("CHARSET".into(), value(c)?));
     }
     for name in [
+        "ALGORITHM",
+        "LOCK",
         "ENGINE",
         "COMMENT",
         "COLLATE",

@@ -51,6 +51,7 @@ mod fk;
 pub mod func;
 mod group;
 mod infoschema;
+mod instant;
 mod join;
 pub mod keycodec;
 pub mod lex;

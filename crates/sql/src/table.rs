@@ -86,8 +86,14 @@ impl Table {
         self.def.columns.iter().map(|c| &c.ty).collect()
     }
 
+    /// A stored row in the current definition's columns; a row of another
+    /// schema version is converted first, or is 1412 when this definition
+    /// is older than the row (`instant.rs`).
     pub fn decode_row(&self, bytes: &[u8]) -> SqlResult<Vec<Value>> {
-        Ok(rowcodec::decode(&self.types(), bytes)?.1)
+        if crate::instant::version_of(bytes) == Some(self.def.schema_version) {
+            return Ok(rowcodec::decode(&self.types(), bytes)?.1);
+        }
+        Ok(rowcodec::decode(&self.types(), &crate::instant::upgrade(&self.def, bytes)?)?.1)
     }
 
     pub fn encode_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {
