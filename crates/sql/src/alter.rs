@@ -9,8 +9,10 @@
 //! - **metadata only** (a rename, a default, a comment, table options, a
 //!   dropped index, and the column changes `instant.rs` makes without
 //!   touching rows): the record is replaced; no row is read.
-//! - **new indexes only**: their dictionaries are created and filled from
-//!   the rows by the transaction that commits the record.
+//! - **new indexes only**: built online while other sessions write
+//!   (`online.rs`); with a new foreign key or CHECK to verify, their
+//!   dictionaries are created and filled from the rows by the transaction
+//!   that commits the record.
 //! - **rows change** (a column change `instant.rs` cannot make, the
 //!   primary key changed, CONVERT TO CHARACTER SET, ALGORITHM=COPY): every dictionary is
 //!   new. The transaction reads each row, converts it with INSERT's
@@ -23,8 +25,12 @@
 //! the catalog names either the old dictionaries or the new ones, and
 //! `Database::open` drops whatever no record names (a half-built copy).
 //! A failed statement drops what it created and leaves the table as it was.
-//! Not online yet: rows other sessions commit during the copy are not seen
-//! by it (DDL is serialised by `Inner::ddl`, DML is not).
+//!
+//! **Invariant (no row lost):** the swap runs under the table's exclusive
+//! metadata lock (`mdl.rs`): no transaction that writes the table is open
+//! while the rows are copied, so the copy reads every committed row and
+//! later writers write the new table. New indexes alone are built online
+//! instead, while other sessions write (`online.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -931,7 +937,24 @@ impl Plan {
 /// Swaps `def` in for `old`'s definition (see the module comment). `def`'s
 /// indexes with an empty `dict` are new and built here; with
 /// `plan.rows_change` every dictionary is new.
-pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, mut def: TableDef, plan: &Plan) -> SqlResult<Outcome> {
+pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, def: TableDef, plan: &Plan) -> SqlResult<Outcome> {
+    if crate::online::eligible(&old.def, &def, plan) {
+        // New indexes only: built while other sessions write (`online.rs`).
+        return crate::online::add_indexes(s, old, def, plan);
+    }
+    // No transaction writes the table while it is replaced (`mdl.rs`):
+    // a copy reads every committed row.
+    let _x = s.mdl_exclusive(&old.def.db, &old.def.name)?;
+    swap_locked(s, old, def, plan)
+}
+
+/// [`swap`] under the table's exclusive metadata lock.
+pub(crate) fn swap_locked(
+    s: &mut Session,
+    old: &Arc<Table>,
+    mut def: TableDef,
+    plan: &Plan,
+) -> SqlResult<Outcome> {
     let od = &old.def;
     let mut created: Vec<String> = Vec::new();
     let res = (|| -> SqlResult<(Table, u64, Vec<Warning>)> {
@@ -1075,6 +1098,7 @@ fn encoder(def: &TableDef, old: &Table) -> Table {
         autoinc: parking_lot::Mutex::new(None),
         next_row_id: std::sync::atomic::AtomicU64::new(1),
         settling: parking_lot::Mutex::new(()),
+        building: Default::default(),
     }
 }
 
@@ -1150,10 +1174,12 @@ fn copy_rows(
     let mut seen: Vec<HashSet<Vec<u8>>> = nd.indexes.iter().map(|_| HashSet::new()).collect();
     let mut next_auto = 1u64;
     let mut n = 0u64;
+    let total = old.row_estimate(txn)?;
     for kv in txn.range(&old.main, None, None, false) {
         let (_, v) = kv?;
         let orow = old.decode_row(&v)?;
         n += 1;
+        crate::progress::alter(crate::progress::Stage::AlterCopy, n, total);
         let rownum = n as usize;
         let mut row = Vec::with_capacity(nd.columns.len());
         for (col, src) in nd.columns.iter().zip(&plan.src) {

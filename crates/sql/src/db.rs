@@ -82,6 +82,8 @@ pub(crate) struct Inner {
     pub counters: crate::sysvars::ServerCounters,
     /// Where a hot backup puts what (`backup.rs`); set by the server.
     pub backup_layout: Mutex<Option<crate::backup::BackupLayout>>,
+    /// Metadata locks by table (`mdl.rs`).
+    pub mdl: crate::mdl::Mdl,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -184,6 +186,7 @@ impl Database {
             ended_stats: Mutex::new([0; crate::sysvars::STAT_COUNT]),
             counters: crate::sysvars::ServerCounters::default(),
             backup_layout: Mutex::new(None),
+            mdl: Default::default(),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;
@@ -215,6 +218,19 @@ impl Database {
     /// engine reports it (tests check ROW_FORMAT through it).
     pub fn dictionary_codec(&self, name: &str) -> SqlResult<fractaldb::Codec> {
         Ok(self.inner.env.open_dictionary(name)?.codec())
+    }
+
+    /// Every entry of index `index` of `db`.`table` (its key and value, the
+    /// newest committed versions), read from its dictionary: tests compare
+    /// indexes built different ways through it.
+    pub fn index_entries(&self, db: &str, table: &str, index: &str) -> SqlResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let t = self.inner.table(db, table)?;
+        let i = t.def.index_by_name(index).ok_or_else(|| SqlError::cant_drop(index))?;
+        let d = t.sec[i].as_ref().unwrap_or(&t.main);
+        let txn = self.inner.env.begin(fractaldb::Isolation::ReadCommitted)?;
+        let out = txn.range(d, None, None, false).collect::<Result<Vec<_>, _>>()?;
+        txn.commit()?;
+        Ok(out)
     }
 
     /// Every engine dictionary of the folder (tests use it to see that no
@@ -346,6 +362,7 @@ impl Inner {
             autoinc: Mutex::new(None),
             next_row_id: AtomicU64::new(next),
             settling: Mutex::new(()),
+            building: Default::default(),
         })
     }
 
@@ -372,6 +389,11 @@ impl Inner {
     }
 
     pub fn table(&self, db: &str, name: &str) -> SqlResult<Arc<Table>> {
+        // A DML statement locks what it resolves, before reading it and
+        // before any row lock (`mdl.rs`).
+        if let Some((owner, timeout)) = crate::mdl::dml_owner() {
+            self.mdl.shared(owner, db, name, timeout)?;
+        }
         let s = self.schema.read();
         if let Some(t) = s.tables.get(&(db.to_string(), name.to_string())) {
             return Ok(t.clone());

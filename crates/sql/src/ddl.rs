@@ -214,6 +214,8 @@ fn drop_database(s: &mut Session, name: &str, if_exists: bool) -> SqlResult<Outc
 }
 
 fn drop_table(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
+    // No transaction writes the table while it goes (`mdl.rs`).
+    let _x = s.mdl_exclusive(db, name)?;
     let t = s.inner.table(db, name)?;
     let txn = s.inner.env.begin(Isolation::RepeatableRead)?;
     txn.delete(&s.inner.catalog, &catalog::table_key(db, name))?;
@@ -248,6 +250,7 @@ pub(crate) fn dict_names(def: &TableDef) -> Vec<String> {
 /// TRUNCATE: new empty dictionaries swapped in by one catalog change, in
 /// constant time; the old ones are dropped after.
 fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
+    let _x = s.mdl_exclusive(db, name)?;
     let t = s.inner.table(db, name)?;
     if crate::fk::checks_on(s) {
         if let Some((child, i)) = crate::fk::children(s, db, name)
@@ -812,6 +815,7 @@ fn drop_index(s: &mut Session, db: &str, name: &str, ix_name: &str) -> SqlResult
 
 /// RENAME TABLE: the catalog record moves; the dictionaries keep their names.
 pub(crate) fn rename_table(s: &mut Session, from: (String, String), to: (String, String)) -> SqlResult<()> {
+    let _x = s.mdl_exclusive(&from.0, &from.1)?;
     let t = s.inner.table(&from.0, &from.1)?;
     check_ident(&to.1, Ident::Table)?;
     if !s.inner.schema.read().dbs.contains_key(&to.0) {

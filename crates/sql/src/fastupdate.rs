@@ -293,6 +293,11 @@ pub(crate) enum Assign {
 fn table_ok(s: &Session, t: &Table, targets: &[usize], upsert: bool) -> bool {
     let def = &t.def;
     let Some(p) = def.primary else { return false };
+    // An index being built online must see every change as a row
+    // (`online.rs`); the statement's metadata lock keeps the list fixed.
+    if !t.building.read().is_empty() {
+        return false;
+    }
     if targets.iter().any(|c| def.indexes[p].parts.iter().any(|part| part.col == *c)) {
         return false;
     }

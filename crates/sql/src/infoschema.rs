@@ -366,6 +366,9 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         String::new()
                     };
                     let examined = if p.command == "Query" { p.progress.counts().0 } else { 0 };
+                    // ALTER TABLE's stage and progress (`progress.rs`).
+                    let running = p.command == "Query" && id != s.conn_id;
+                    let stage = if running { p.progress.stage() } else { (0, 0, 0.0) };
                     let ms = p.since.elapsed().as_millis() as i64;
                     vec![
                         Value::Int(id as i64),
@@ -377,9 +380,9 @@ pub fn rows(s: &Session, txn: &Txn, name: &str) -> SqlResult<Virtual> {
                         Value::str(&state),
                         info(&p.info),
                         Value::Decimal(bigdecimal::BigDecimal::from(ms).with_scale(3)),
-                        Value::Int(0),
-                        Value::Int(0),
-                        Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                        Value::Int(stage.0 as i64),
+                        Value::Int(stage.1 as i64),
+                        decimal3(stage.2),
                         Value::Int(0),
                         Value::Int(0),
                         Value::Int(examined as i64),
@@ -1021,4 +1024,10 @@ pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
         }
     }
     Ok(out)
+}
+
+/// A DECIMAL(_, 3) of `v` (PROCESSLIST's progress columns).
+pub(crate) fn decimal3(v: f64) -> Value {
+    use std::str::FromStr;
+    Value::Decimal(bigdecimal::BigDecimal::from_str(&format!("{v:.3}")).unwrap_or_default().with_scale(3))
 }

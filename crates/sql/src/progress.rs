@@ -26,6 +26,10 @@ pub enum Stage {
     /// A hot backup (`backup.rs`): `examined` counts the bytes copied,
     /// `changed` the bytes to copy.
     Backup = 6,
+    /// ALTER TABLE copying the rows ("copy to tmp table", stage 1 of 2).
+    AlterCopy = 7,
+    /// An online index build (`online.rs`): "altering table", stage 1 of 1.
+    AlterIndex = 8,
 }
 
 #[derive(Default)]
@@ -39,6 +43,8 @@ pub struct Progress {
     /// and the percent done of that index.
     optimizing: AtomicU64,
     percent: AtomicU64,
+    /// Waiting for a metadata lock (`mdl.rs`).
+    mdl_wait: std::sync::atomic::AtomicBool,
 }
 
 /// Reads a session's progress from another thread.
@@ -49,6 +55,9 @@ impl ProgressHandle {
     /// The processlist State: `None` when no statement runs.
     pub fn state(&self) -> Option<String> {
         let p = &self.0;
+        if p.mdl_wait.load(Ordering::Relaxed) {
+            return Some("Waiting for table metadata lock".into());
+        }
         let stage = p.stage.load(Ordering::Relaxed);
         let (examined, changed) = (p.examined.load(Ordering::Relaxed), p.changed.load(Ordering::Relaxed));
         Some(match stage {
@@ -73,8 +82,29 @@ impl ProgressHandle {
                 let pct = (examined as f64 * 100.0 / changed.max(1) as f64).min(100.0);
                 format!("tokudb backup about {pct:.0}% done: {examined} of {changed} bytes copied")
             }
+            x if x == Stage::AlterCopy as u8 => "copy to tmp table".into(),
+            x if x == Stage::AlterIndex as u8 => "altering table".into(),
             _ => return None,
         })
+    }
+
+    /// MariaDB's progress report of a running ALTER TABLE: (STAGE,
+    /// MAX_STAGE, PROGRESS of the stage in percent), as
+    /// INFORMATION_SCHEMA.PROCESSLIST shows them; `(0, 0, 0.0)` for other
+    /// statements. SHOW PROCESSLIST's Progress is [`overall`].
+    pub fn stage(&self) -> (u8, u8, f64) {
+        let p = &self.0;
+        if p.mdl_wait.load(Ordering::Relaxed) {
+            return (0, 0, 0.0);
+        }
+        let max = match p.stage.load(Ordering::Relaxed) {
+            x if x == Stage::AlterCopy as u8 => 2,
+            x if x == Stage::AlterIndex as u8 => 1,
+            _ => return (0, 0, 0.0),
+        };
+        let (done, total) = (p.examined.load(Ordering::Relaxed), p.changed.load(Ordering::Relaxed));
+        let pct = if total == 0 { 0.0 } else { (done as f64 * 100.0 / total as f64).min(100.0) };
+        (1, max, (pct * 1000.0).round() / 1000.0)
     }
 
     /// Rows read and rows changed by the running (or last) statement.
@@ -83,7 +113,26 @@ impl ProgressHandle {
     }
 }
 
+/// The whole statement's progress from [`ProgressHandle::stage`] (SHOW
+/// PROCESSLIST's Progress column): the stages before it done, this one
+/// `progress` percent done.
+pub fn overall((stage, max, progress): (u8, u8, f64)) -> f64 {
+    if max == 0 {
+        return 0.0;
+    }
+    let v = ((stage.saturating_sub(1)) as f64 * 100.0 + progress) / max as f64;
+    (v * 1000.0).round() / 1000.0
+}
+
 impl Progress {
+    /// An ALTER (`stage`: [`Stage::AlterCopy`] or [`Stage::AlterIndex`])
+    /// has done `done` of about `total` rows.
+    pub(crate) fn alter(&self, stage: Stage, done: u64, total: u64) {
+        self.stage.store(stage as u8, Ordering::Relaxed);
+        self.examined.store(done, Ordering::Relaxed);
+        self.changed.store(total.max(done), Ordering::Relaxed);
+    }
+
     /// A backup has copied `done` of `total` bytes.
     pub(crate) fn backup(&self, done: u64, total: u64) {
         self.stage.store(Stage::Backup as u8, Ordering::Relaxed);
@@ -127,6 +176,16 @@ fn with(f: impl FnOnce(&Progress)) {
             f(p)
         }
     })
+}
+
+/// The running statement waits for a metadata lock (`on`), or no longer.
+pub(crate) fn waiting_mdl(on: bool) {
+    with(|p| p.mdl_wait.store(on, Ordering::Relaxed))
+}
+
+/// The running ALTER's progress (see [`Progress::alter`]).
+pub(crate) fn alter(stage: Stage, done: u64, total: u64) {
+    with(|p| p.alter(stage, done, total))
 }
 
 /// One more row read by an access path.

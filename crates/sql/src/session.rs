@@ -360,12 +360,14 @@ impl Session {
                 Parsed::Special(Special::LoadData(ld)) => {
                     self.start_clock();
                     self.warnings.clear();
+                    let _mdl = self.dml_scope();
                     crate::loaddata::run(self, &ld, Some(local))
                 }
                 p => self.run_parsed(&p),
             }
         });
         self.proc_end();
+        self.release_mdl_if_done();
         r
     }
 
@@ -376,6 +378,7 @@ impl Session {
         self.proc_start();
         let r = self.execute_statement(sql);
         self.proc_end();
+        self.release_mdl_if_done();
         r
     }
 
@@ -409,6 +412,7 @@ impl Session {
         self.count_statement(Some(&p.parsed));
         let r = self.run_parsed(&p.parsed);
         self.proc_end();
+        self.release_mdl_if_done();
         r
     }
 
@@ -580,6 +584,7 @@ impl Session {
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }
+        self.release_mdl_if_done();
         self.savepoints.clear();
         self.tables_locked = false;
         self.explicit = false;
@@ -620,11 +625,21 @@ impl Session {
         match stmt {
             S::Query(q) => {
                 let locking = flags.lock_in_share_mode || !q.locks.is_empty();
+                let _mdl = locking.then(|| self.dml_scope());
                 self.in_txn(false, |s, txn| crate::query::select(s, txn, q, locking).map(Outcome::Rows))
             }
-            S::Insert(ins) => self.in_txn(true, |s, txn| crate::dml::insert(s, txn, ins)),
-            S::Update(up) => self.in_txn(true, |s, txn| crate::dml::update(s, txn, up, flags.ignore)),
-            S::Delete(del) => self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del, flags.ignore)),
+            S::Insert(ins) => {
+                let _mdl = self.dml_scope();
+                self.in_txn(true, |s, txn| crate::dml::insert(s, txn, ins))
+            }
+            S::Update(up) => {
+                let _mdl = self.dml_scope();
+                self.in_txn(true, |s, txn| crate::dml::update(s, txn, up, flags.ignore))
+            }
+            S::Delete(del) => {
+                let _mdl = self.dml_scope();
+                self.in_txn(true, |s, txn| crate::dml::delete(s, txn, del, flags.ignore))
+            }
             S::StartTransaction { modes, .. } => {
                 self.commit_open()?;
                 // START TRANSACTION releases table locks (MariaDB).
@@ -735,8 +750,14 @@ impl Session {
     fn special(&mut self, s: Special) -> SqlResult<Outcome> {
         match s {
             Special::Show(show) => crate::show::show(self, &show),
-            Special::LoadData(ld) => crate::loaddata::run(self, &ld, None),
-            Special::FastInsert(fi) => self.in_txn(true, |s, txn| crate::dml::insert_fast(s, txn, fi)),
+            Special::LoadData(ld) => {
+                let _mdl = self.dml_scope();
+                crate::loaddata::run(self, &ld, None)
+            }
+            Special::FastInsert(fi) => {
+                let _mdl = self.dml_scope();
+                self.in_txn(true, |s, txn| crate::dml::insert_fast(s, txn, fi))
+            }
             Special::Begin { .. } => {
                 // Every transaction reads one snapshot from its start, so
                 // WITH CONSISTENT SNAPSHOT asks for what BEGIN gives.
@@ -1212,10 +1233,39 @@ impl Session {
     pub(crate) fn commit_open(&mut self) -> SqlResult<()> {
         self.savepoints.clear();
         self.explicit = false;
-        if let Some(t) = self.txn.take() {
-            t.commit()?;
+        let r = match self.txn.take() {
+            Some(t) => t.commit(),
+            None => Ok(()),
+        };
+        self.release_mdl_if_done();
+        Ok(r?)
+    }
+
+    /// The connection's metadata locks go when its transaction has ended
+    /// (`mdl.rs`); a nested session's statement leaves them to its outer
+    /// one.
+    fn release_mdl_if_done(&self) {
+        if self.txn.is_none() && !self.child {
+            self.inner.mdl.release(self.conn_id);
         }
-        Ok(())
+    }
+
+    /// Until the guard drops, the tables this statement resolves are
+    /// locked shared for this connection (`mdl.rs`).
+    pub(crate) fn dml_scope(&self) -> crate::mdl::Scope {
+        crate::mdl::dml_scope(self.conn_id, self.mdl_timeout())
+    }
+
+    /// `lock_wait_timeout`: how long a metadata lock request waits.
+    pub(crate) fn mdl_timeout(&self) -> std::time::Duration {
+        let secs = self.session_var("lock_wait_timeout").and_then(|v| v.to_f64()).unwrap_or(86400.0);
+        std::time::Duration::from_secs_f64(secs.clamp(0.0, 31_536_000.0))
+    }
+
+    /// Takes `db`.`table` exclusively for this connection's DDL, waiting at
+    /// most `lock_wait_timeout` (1205).
+    pub(crate) fn mdl_exclusive(&self, db: &str, table: &str) -> SqlResult<crate::mdl::Exclusive> {
+        self.inner.mdl.exclusive(self.conn_id, db, table, Some(self.mdl_timeout()))
     }
 
     /// Runs `f` in the session's transaction (opening one if none is open),
@@ -1280,6 +1330,7 @@ impl Drop for Session {
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }
+        self.release_mdl_if_done();
         if !self.child {
             // The counts move to the ended sessions' total under the procs
             // lock, so GLOBAL STATUS never sees them twice or not at all.

@@ -344,7 +344,11 @@ fn build(s: &mut Session, st: &ShowStmt) -> SqlResult<Option<Shown>> {
                         Value::Int(p.since.elapsed().as_secs() as i64),
                         Value::str(state),
                         if running { Value::str(info) } else { Value::Null },
-                        Value::Decimal(bigdecimal::BigDecimal::from(0).with_scale(3)),
+                        crate::infoschema::decimal3(if running && id != s.conn_id {
+                            crate::progress::overall(p.progress.stage())
+                        } else {
+                            0.0
+                        }),
                     ]
                 })
                 .collect();

@@ -56,6 +56,9 @@ pub struct Table {
     pub next_row_id: AtomicU64,
     /// Held while [`Table::settle_count`] runs.
     pub settling: Mutex<()>,
+    /// Indexes being built online (`online.rs`), not in `def` yet: every
+    /// write of a row also maintains their entries.
+    pub building: parking_lot::RwLock<Vec<std::sync::Arc<crate::online::Building>>>,
 }
 
 /// A failed unique check: which index.
@@ -79,6 +82,9 @@ impl Table {
             autoinc: Mutex::new(*self.autoinc.lock()),
             next_row_id: AtomicU64::new(self.next_row_id.load(Ordering::SeqCst)),
             settling: Mutex::new(()),
+            // DDL is serialised: no build runs while another DDL replaces
+            // a definition.
+            building: Default::default(),
         }
     }
 
@@ -211,7 +217,7 @@ impl Table {
             let (k, v) = self.sec_entry(i, row, pk)?;
             txn.put(self.sec[i].as_ref().expect("secondary dictionary"), &k, &v)?;
         }
-        Ok(())
+        crate::online::on_insert(self, txn, row, pk)
     }
 
     /// The keys `row` would take in the main dictionary (index `usize::MAX`)
@@ -240,7 +246,7 @@ impl Table {
             let (k, _) = self.sec_entry(i, row, pk)?;
             txn.delete(self.sec[i].as_ref().expect("secondary dictionary"), &k)?;
         }
-        Ok(())
+        crate::online::on_delete(self, txn, row, pk)
     }
 
     /// Replaces `old` (at `old_pk`) by `new` (at `new_pk`), touching only
@@ -270,7 +276,7 @@ impl Table {
                 txn.put(d, &nk, &nv)?;
             }
         }
-        Ok(())
+        crate::online::on_replace(self, txn, old, new, new_pk)
     }
 
     /// Adds `delta` to the row count through `slot`.
@@ -468,6 +474,8 @@ impl StmtWrites {
             self.sec[i].put(&k, &v);
         }
         self.keys.extend(t.unique_keys(row, pk)?);
+        // Indexes being built take the entry at once (`online.rs`).
+        crate::online::on_insert(t, txn, row, pk)?;
         if self.bytes > STMT_BATCH_BYTES {
             self.flush(txn, t)?;
         }

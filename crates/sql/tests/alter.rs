@@ -674,9 +674,10 @@ fn a_crash_during_create_select_leaves_all_rows_or_no_table() {
     assert!(copies_seen > 0, "the child made no copy before it was killed");
 }
 
-/// A rebuilding ALTER and CREATE INDEX build their dictionaries with the
-/// engine's bulk loader from sorted entries (`bulk.rs`): the rows do not
-/// pass through the log (it grows by a few records, not by the table),
+/// A rebuilding ALTER builds its dictionaries with the engine's bulk
+/// loader from sorted entries (`bulk.rs`): the rows do not pass through
+/// the log (it grows by a few records, not by the table; CREATE INDEX
+/// alone builds online instead, through the tree, see `online_index.rs`),
 /// a small `tokudb_loader_memory_size` makes the sorts spill runs to disk
 /// (Sort_merge_passes counts their merges) with the same result, a
 /// duplicate found for a new unique key is 1062 and leaves the table as
@@ -708,7 +709,6 @@ fn rebuilds_and_index_builds_use_the_bulk_loader() {
     assert!(log1 - log0 < 50_000, "the rebuild logged {} bytes", log1 - log0);
     assert!(merges(&mut s) > m0, "the sorts did not spill");
     ok(&mut s, "CREATE INDEX ic ON t (c, a)");
-    assert!(db.engine_stats().log.bytes - log1 < 50_000);
     let check = |s: &mut Session| {
         assert_eq!(one(s, "SELECT COUNT(*) FROM t"), "2000");
         assert_eq!(one(s, "SELECT id FROM t FORCE INDEX (ib) WHERE b LIKE '01234%'"), "1234");
