@@ -239,6 +239,7 @@ impl Work {
                     parts,
                     dict: String::new(),
                     comment,
+                    disabled: false,
                 },
             );
             return Ok(());
@@ -281,7 +282,7 @@ impl Work {
                 ),
             ));
         }
-        self.indexes.push(IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment });
+        self.indexes.push(IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment, disabled: false });
         Ok(())
     }
 

@@ -130,7 +130,9 @@ pub(crate) fn load(
             s.check_killed()?;
         }
     }
-    Ok(loader.finish()?)
+    let d = loader.finish()?;
+    s.count(crate::sysvars::Stat::FractaldbBulkLoads, 1);
+    Ok(d)
 }
 
 #[cfg(test)]

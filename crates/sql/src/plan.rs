@@ -260,6 +260,10 @@ fn enc(t: &Table, ix: &IndexDef, part: usize, v: &Value, out: &mut Vec<u8>) -> b
 }
 
 fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Access> {
+    // A disabled index is stale (`IndexDef::disabled`): never read.
+    if ix.disabled {
+        return None;
+    }
     let mut prefix = Vec::new();
     let mut eq = 0;
     for (pi, p) in ix.parts.iter().enumerate() {
@@ -370,7 +374,9 @@ pub fn ordered(
     let read = n.min(limit.saturating_mul(n).div_ceil(m));
     let current = a.cost.unwrap_or(SCAN_START_COST + n as f64 * ROW_COST) + m as f64 * ROW_COST;
     let candidates =
-        t.def.primary.into_iter().chain((0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary));
+        t.def.primary.into_iter().chain(
+            (0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary && !t.def.indexes[*i].disabled),
+        );
     let mut best: Option<(f64, Access)> = None;
     for i in candidates {
         let Some(rev) = serves(i, 0) else { continue };

@@ -201,7 +201,7 @@ impl Table {
     pub fn write_new(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
         self.note_auto(txn, row)?;
         txn.put(&self.main, pk, &self.encode_row(row)?)?;
-        for (i, _) in self.def.secondary() {
+        for (i, _) in self.def.maintained() {
             let (k, v) = self.sec_entry(i, row, pk)?;
             txn.put(self.sec[i].as_ref().expect("secondary dictionary"), &k, &v)?;
         }
@@ -230,7 +230,7 @@ impl Table {
     /// Removes a row and its index entries.
     pub fn remove(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
         txn.delete(&self.main, pk)?;
-        for (i, _) in self.def.secondary() {
+        for (i, _) in self.def.maintained() {
             let (k, _) = self.sec_entry(i, row, pk)?;
             txn.delete(self.sec[i].as_ref().expect("secondary dictionary"), &k)?;
         }
@@ -253,7 +253,7 @@ impl Table {
         }
         self.note_auto(txn, new)?;
         txn.put(&self.main, new_pk, &self.encode_row(new)?)?;
-        for (i, ix) in self.def.secondary() {
+        for (i, ix) in self.def.maintained() {
             let (ok, ov) = self.sec_entry(i, old, old_pk)?;
             let (nk, nv) = self.sec_entry(i, new, new_pk)?;
             let d = self.sec[i].as_ref().expect("secondary dictionary");
@@ -456,7 +456,7 @@ impl StmtWrites {
         let enc = t.encode_row(row)?;
         self.bytes += pk.len() + enc.len();
         self.main.put(pk, &enc);
-        for (i, _) in t.def.secondary() {
+        for (i, _) in t.def.maintained() {
             let (k, v) = t.sec_entry(i, row, pk)?;
             self.bytes += k.len() + v.len();
             self.sec[i].put(&k, &v);
