@@ -282,7 +282,15 @@ impl Work {
                 ),
             ));
         }
-        self.indexes.push(IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment, disabled: false });
+        self.indexes.push(IndexDef {
+            name,
+            kind,
+            clustering: false,
+            parts,
+            dict: String::new(),
+            comment,
+            disabled: false,
+        });
         Ok(())
     }
 
@@ -1037,6 +1045,7 @@ fn encoder(def: &TableDef, old: &Table) -> Table {
         autoinc: parking_lot::Mutex::new(None),
         next_row_id: std::sync::atomic::AtomicU64::new(1),
         settling: parking_lot::Mutex::new(()),
+        index_floor: std::sync::atomic::AtomicU64::new(0),
     }
 }
 

@@ -57,11 +57,8 @@ pub(crate) fn enabled(s: &Session) -> bool {
 fn deferrable(s: &Session, t: &Table) -> Vec<usize> {
     let def = &t.def;
     // Column lists some foreign key looks rows up by in this table.
-    let mut fk_cols: Vec<Vec<usize>> = def
-        .foreign_keys
-        .iter()
-        .map(|f| f.cols.iter().filter_map(|c| def.col_index(c)).collect())
-        .collect();
+    let mut fk_cols: Vec<Vec<usize>> =
+        def.foreign_keys.iter().map(|f| f.cols.iter().filter_map(|c| def.col_index(c)).collect()).collect();
     for o in s.inner.schema.read().tables.values() {
         for f in &o.def.foreign_keys {
             if f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name) {
@@ -116,7 +113,8 @@ fn set_keys(s: &mut Session, db: &str, table: &str, enable: bool) -> SqlResult<b
         if !enabled(s) {
             return Ok(false);
         }
-        let which: Vec<usize> = deferrable(s, &old).into_iter().filter(|&i| !def.indexes[i].disabled).collect();
+        let which: Vec<usize> =
+            deferrable(s, &old).into_iter().filter(|&i| !def.indexes[i].disabled).collect();
         if which.is_empty() {
             return Ok(false);
         }
@@ -127,6 +125,16 @@ fn set_keys(s: &mut Session, db: &str, table: &str, enable: bool) -> SqlResult<b
     }
     let plan = crate::alter::Plan::metadata(def.columns.len());
     crate::alter::swap(s, &old, def, &plan)?;
+    if enable {
+        // The rebuilt entries are committed for every snapshot: a
+        // transaction begun before this point must not read them
+        // (`Table::index_floor`); it reads the rows as its snapshot has
+        // them, e.g. the table still empty before a load.
+        let mark = s.inner.env.begin(fractaldb::Isolation::ReadCommitted)?;
+        let floor = mark.id();
+        let _ = mark.abort();
+        s.inner.table(db, table)?.index_floor.store(floor, std::sync::atomic::Ordering::SeqCst);
+    }
     Ok(true)
 }
 

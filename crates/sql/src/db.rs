@@ -345,6 +345,7 @@ impl Inner {
             autoinc: Mutex::new(None),
             next_row_id: AtomicU64::new(next),
             settling: Mutex::new(()),
+            index_floor: AtomicU64::new(0),
         })
     }
 

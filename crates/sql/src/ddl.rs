@@ -868,7 +868,15 @@ pub(crate) fn index_def(
     cols: &[Column],
 ) -> IndexDef {
     let name = name.unwrap_or_else(|| cols[parts[0].col].name.clone());
-    IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment: String::new(), disabled: false }
+    IndexDef {
+        name,
+        kind,
+        clustering: false,
+        parts,
+        dict: String::new(),
+        comment: String::new(),
+        disabled: false,
+    }
 }
 
 pub(crate) fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {

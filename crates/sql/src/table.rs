@@ -56,6 +56,14 @@ pub struct Table {
     pub next_row_id: AtomicU64,
     /// Held while [`Table::settle_count`] runs.
     pub settling: Mutex<()>,
+    /// Transactions with a lower id do not read the secondary indexes
+    /// (0: every one may). Set by ENABLE KEYS (`bulkload.rs`) past its
+    /// commit: a rebuilt index holds committed values every snapshot
+    /// reads, so a transaction whose snapshot predates the rebuild would
+    /// find entries of rows it cannot see; it reads the rows through the
+    /// primary key instead. Txids grow with each begin, so an id at or
+    /// above the floor began after the rebuild committed.
+    pub index_floor: AtomicU64,
 }
 
 /// A failed unique check: which index.
@@ -79,7 +87,13 @@ impl Table {
             autoinc: Mutex::new(*self.autoinc.lock()),
             next_row_id: AtomicU64::new(self.next_row_id.load(Ordering::SeqCst)),
             settling: Mutex::new(()),
+            index_floor: AtomicU64::new(self.index_floor.load(Ordering::SeqCst)),
         }
+    }
+
+    /// Whether `txn` may read the secondary indexes (see `index_floor`).
+    pub fn secondary_usable(&self, txn: &Txn) -> bool {
+        txn.id() >= self.index_floor.load(Ordering::SeqCst)
     }
 
     pub fn types(&self) -> Vec<&SqlType> {

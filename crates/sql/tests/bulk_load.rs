@@ -56,7 +56,11 @@ fn contents(s: &mut Session, t: &str) -> Vec<Vec<Vec<String>>> {
 /// statements (LOCK TABLES, DISABLE KEYS, multi-row INSERTs with
 /// generated AUTO_INCREMENT values, changes while the keys are disabled,
 /// ENABLE KEYS) and LOAD DATA into an empty table.
-fn load_both(s: &mut Session, dir: &std::path::Path, bulk: bool) -> (Vec<Vec<Vec<String>>>, Vec<Vec<Vec<String>>>) {
+fn load_both(
+    s: &mut Session,
+    dir: &std::path::Path,
+    bulk: bool,
+) -> (Vec<Vec<Vec<String>>>, Vec<Vec<Vec<String>>>) {
     affected(s, &format!("SET SESSION fractaldb_bulk_load = {}", if bulk { "ON" } else { "OFF" }));
     let (d, l) = if bulk { ("d1", "l1") } else { ("d0", "l0") };
     affected(s, &format!("CREATE TABLE {d} {TABLE}"));
@@ -64,7 +68,8 @@ fn load_both(s: &mut Session, dir: &std::path::Path, bulk: bool) -> (Vec<Vec<Vec
     let before = bulk_loads(s);
     affected(s, &format!("LOCK TABLES {d} WRITE"));
     affected(s, &format!("ALTER TABLE {d} DISABLE KEYS"));
-    let comments: Vec<String> = rows(s, &format!("SHOW INDEX FROM {d}")).into_iter().map(|r| r[11].clone()).collect();
+    let comments: Vec<String> =
+        rows(s, &format!("SHOW INDEX FROM {d}")).into_iter().map(|r| r[11].clone()).collect();
     let off = if bulk { "disabled" } else { "" };
     assert_eq!(comments, ["", "", off, off, off], "PRIMARY, ku, ka, kb (two parts)");
     if bulk {
@@ -82,14 +87,20 @@ fn load_both(s: &mut Session, dir: &std::path::Path, bulk: bool) -> (Vec<Vec<Vec
         assert_eq!(affected(s, &format!("INSERT INTO {d} VALUES {}", values.join(","))), 100);
     }
     // Generated AUTO_INCREMENT values go on after the rows given.
-    assert_eq!(affected(s, &format!("INSERT INTO {d} (a, b, u) VALUES (1, 'b1', 100000), (2, 'b2', NULL)")), 2);
+    assert_eq!(
+        affected(s, &format!("INSERT INTO {d} (a, b, u) VALUES (1, 'b1', 100000), (2, 'b2', NULL)")),
+        2
+    );
     // The unique key is still checked while the others are deferred.
     assert_eq!(err(s, &format!("INSERT INTO {d} VALUES (1000, 1, 'x', 3), (1001, 1, 'y', 6)")), 1062);
     assert_eq!(err(s, &format!("INSERT INTO {d} VALUES (1002, -1, 'x', NULL)")), 4025);
     // Rows changed and removed while disabled leave no stale entry.
     affected(s, &format!("UPDATE {d} SET a = a + 1, b = 'b3' WHERE id % 11 = 0"));
     affected(s, &format!("DELETE FROM {d} WHERE id % 13 = 0"));
-    assert_eq!(one(s, &format!("SELECT COUNT(*) FROM {d} WHERE a = 5")), one(s, &format!("SELECT COUNT(*) FROM {d} WHERE a + 0 = 5")));
+    assert_eq!(
+        one(s, &format!("SELECT COUNT(*) FROM {d} WHERE a = 5")),
+        one(s, &format!("SELECT COUNT(*) FROM {d} WHERE a + 0 = 5"))
+    );
     affected(s, &format!("ALTER TABLE {d} ENABLE KEYS"));
     affected(s, "UNLOCK TABLES");
     assert_eq!(bulk_loads(s) - before, if bulk { 2 } else { 0 }, "ka and kb built by the loader");
@@ -139,7 +150,11 @@ fn a_failed_or_rolled_back_load_leaves_the_table_empty() {
     affected(&mut s, "CREATE DATABASE d");
     affected(&mut s, "USE d");
     affected(&mut s, &format!("CREATE TABLE t {TABLE}"));
-    let dup = write_file(dir.path(), "dup.txt", (1..=200).map(line).chain(std::iter::once("500\t1\tx\t9\n".into())));
+    let dup = write_file(
+        dir.path(),
+        "dup.txt",
+        (1..=200).map(line).chain(std::iter::once("500\t1\tx\t9\n".into())),
+    );
     let empty = |s: &mut Session| {
         assert_eq!(one(s, "SELECT COUNT(*) FROM t"), "0");
         assert_eq!(rows(s, "SELECT * FROM t WHERE a = 3"), Vec::<Vec<String>>::new());
@@ -173,11 +188,24 @@ fn a_failed_or_rolled_back_load_leaves_the_table_empty() {
     assert_eq!(err(&mut s, "INSERT INTO t VALUES (1, 1, 'x', 1), (2, 2, 'y', 1)"), 1062);
     affected(&mut s, "ALTER TABLE t ENABLE KEYS");
     empty(&mut s);
-    // The next load takes the bulk path.
+    // The next load takes the bulk path. A transaction begun before it
+    // sees the table empty, through any index, until it ends.
+    let mut old = db.session();
+    affected(&mut old, "USE d");
+    affected(&mut old, "BEGIN");
+    assert_eq!(one(&mut old, "SELECT COUNT(*) FROM t"), "0");
     let before = bulk_loads(&mut s);
     assert_eq!(affected(&mut s, &format!("LOAD DATA INFILE '{ok}' INTO TABLE t")), 200);
     assert_eq!(bulk_loads(&mut s) - before, 2);
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t WHERE a = 3"), "5");
+    let none = Vec::<Vec<String>>::new();
+    assert_eq!(rows(&mut old, "SELECT id FROM t WHERE a = 3"), none);
+    assert_eq!(rows(&mut old, "SELECT a, id FROM t WHERE a BETWEEN 3 AND 4"), none);
+    assert_eq!(rows(&mut old, "SELECT b FROM t WHERE b = 'b3'"), none);
+    assert_eq!(one(&mut old, "SELECT COUNT(*) FROM t"), "0");
+    affected(&mut old, "COMMIT");
+    assert_eq!(one(&mut old, "SELECT COUNT(*) FROM t WHERE a = 3"), "5");
+    assert_eq!(rows(&mut old, "EXPLAIN SELECT id FROM t WHERE a = 3")[0][5], "ka");
 }
 
 /// A process loading a table again and again (TRUNCATE, LOAD DATA on the
@@ -242,7 +270,9 @@ fn a_killed_bulk_load_leaves_no_half_load() {
     affected(&mut s, "ALTER TABLE t ENABLE KEYS");
     assert_eq!(rows(&mut s, "EXPLAIN SELECT id FROM t WHERE a = 3")[0][5], "ka");
     assert_eq!(rows(&mut s, "CHECK TABLE t")[0][3], "OK");
-    let by_index: u64 = (0..40).map(|k| one(&mut s, &format!("SELECT COUNT(*) FROM t WHERE a = {k}")).parse::<u64>().unwrap()).sum();
+    let by_index: u64 = (0..40)
+        .map(|k| one(&mut s, &format!("SELECT COUNT(*) FROM t WHERE a = {k}")).parse::<u64>().unwrap())
+        .sum();
     assert_eq!(by_index.to_string(), n);
     assert_eq!(affected(&mut s, "INSERT INTO t (a, b, u) VALUES (1, 'z', -1)"), 1);
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t WHERE b = 'z'"), "1");
