@@ -20,8 +20,8 @@ fn bulk_loads(s: &mut Session) -> u64 {
 
 /// Row `i` of the loads, as LOAD DATA's tab-separated line.
 fn line(i: u32) -> String {
-    let b = if i % 7 == 0 { "\\N".to_string() } else { format!("b{}", (i * 31) % 50) };
-    let u = if i % 5 == 0 { "\\N".to_string() } else { (i * 3).to_string() };
+    let b = if i.is_multiple_of(7) { "\\N".to_string() } else { format!("b{}", (i * 31) % 50) };
+    let u = if i.is_multiple_of(5) { "\\N".to_string() } else { (i * 3).to_string() };
     format!("{i}\t{}\t{b}\t{u}\n", (i * 17) % 40)
 }
 
@@ -31,8 +31,11 @@ fn write_file(dir: &std::path::Path, name: &str, lines: impl Iterator<Item = Str
     p.to_str().unwrap().to_string()
 }
 
+/// Result sets, one per query.
+type Results = Vec<Vec<Vec<String>>>;
+
 /// What a table holds, read through its rows, its indexes and its counts.
-fn contents(s: &mut Session, t: &str) -> Vec<Vec<Vec<String>>> {
+fn contents(s: &mut Session, t: &str) -> Results {
     // These read index ka and kb (EXPLAIN says so): their entries, not the rows.
     assert_eq!(rows(s, &format!("EXPLAIN SELECT id FROM {t} WHERE a = 3"))[0][5], "ka");
     assert_eq!(rows(s, &format!("EXPLAIN SELECT a, id FROM {t} WHERE b = 'b3'"))[0][5], "kb");
@@ -56,11 +59,7 @@ fn contents(s: &mut Session, t: &str) -> Vec<Vec<Vec<String>>> {
 /// statements (LOCK TABLES, DISABLE KEYS, multi-row INSERTs with
 /// generated AUTO_INCREMENT values, changes while the keys are disabled,
 /// ENABLE KEYS) and LOAD DATA into an empty table.
-fn load_both(
-    s: &mut Session,
-    dir: &std::path::Path,
-    bulk: bool,
-) -> (Vec<Vec<Vec<String>>>, Vec<Vec<Vec<String>>>) {
+fn load_both(s: &mut Session, dir: &std::path::Path, bulk: bool) -> (Results, Results) {
     affected(s, &format!("SET SESSION fractaldb_bulk_load = {}", if bulk { "ON" } else { "OFF" }));
     let (d, l) = if bulk { ("d1", "l1") } else { ("d0", "l0") };
     affected(s, &format!("CREATE TABLE {d} {TABLE}"));
@@ -79,8 +78,9 @@ fn load_both(
     for chunk in 0..3u32 {
         let values: Vec<String> = (chunk * 100 + 1..=chunk * 100 + 100)
             .map(|i| {
-                let b = if i % 7 == 0 { "NULL".to_string() } else { format!("'b{}'", (i * 31) % 50) };
-                let u = if i % 5 == 0 { "NULL".to_string() } else { (i * 3).to_string() };
+                let b =
+                    if i.is_multiple_of(7) { "NULL".to_string() } else { format!("'b{}'", (i * 31) % 50) };
+                let u = if i.is_multiple_of(5) { "NULL".to_string() } else { (i * 3).to_string() };
                 format!("({i},{},{b},{u})", (i * 17) % 40)
             })
             .collect();
