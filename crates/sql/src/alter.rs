@@ -249,6 +249,7 @@ impl Work {
                     parts,
                     dict: String::new(),
                     comment,
+                    disabled: false,
                 },
             );
             return Ok(());
@@ -291,7 +292,15 @@ impl Work {
                 ),
             ));
         }
-        self.indexes.push(IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment });
+        self.indexes.push(IndexDef {
+            name,
+            kind,
+            clustering: false,
+            parts,
+            dict: String::new(),
+            comment,
+            disabled: false,
+        });
         Ok(())
     }
 
@@ -1099,6 +1108,7 @@ fn encoder(def: &TableDef, old: &Table) -> Table {
         next_row_id: std::sync::atomic::AtomicU64::new(1),
         settling: parking_lot::Mutex::new(()),
         building: Default::default(),
+        index_floor: std::sync::atomic::AtomicU64::new(0),
     }
 }
 

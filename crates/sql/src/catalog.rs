@@ -87,6 +87,16 @@ pub struct IndexDef {
     /// main dictionary).
     pub dict: String,
     pub comment: String,
+    /// `ALTER TABLE t DISABLE KEYS` (bulkload.rs): a non-unique index
+    /// no statement writes or reads until ENABLE KEYS rebuilds it.
+    /// **Invariant:** its dictionary is stale while set (rows written since
+    /// lack entries, rows removed keep theirs), so nothing reads it: the
+    /// planner, joins, EXPLAIN, foreign keys and ANALYZE skip it, and
+    /// writes skip it ([`TableDef::maintained`]). Only plain indexes no
+    /// foreign key uses are ever disabled, so unique checks and foreign key
+    /// lookups never depend on one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 /// The protocol's column flags a column's definition gives it (the values
@@ -239,6 +249,11 @@ impl TableDef {
     /// The secondary indexes: every index but the primary key.
     pub fn secondary(&self) -> impl Iterator<Item = (usize, &IndexDef)> {
         self.indexes.iter().enumerate().filter(|(_, i)| i.kind != IndexKind::Primary)
+    }
+
+    /// The secondary indexes writes keep up to date: all but the disabled.
+    pub fn maintained(&self) -> impl Iterator<Item = (usize, &IndexDef)> {
+        self.secondary().filter(|(_, i)| !i.disabled)
     }
 }
 

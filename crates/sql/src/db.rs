@@ -363,6 +363,7 @@ impl Inner {
             next_row_id: AtomicU64::new(next),
             settling: Mutex::new(()),
             building: Default::default(),
+            index_floor: AtomicU64::new(0),
         })
     }
 

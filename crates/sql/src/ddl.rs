@@ -364,6 +364,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                 parts: vec![IndexPart { col: columns.len(), prefix: None, desc: false }],
                 dict: String::new(),
                 comment: String::new(),
+                disabled: false,
             });
         }
         checks.extend(b.checks);
@@ -422,6 +423,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     parts,
                     dict: String::new(),
                     comment: crate::alter::index_comment(&u.index_options),
+                    disabled: false,
                 });
             }
             ast::TableConstraint::Index(ix) => {
@@ -438,6 +440,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     parts,
                     dict: String::new(),
                     comment: crate::alter::index_comment(&ix.index_options),
+                    disabled: false,
                 });
             }
             ast::TableConstraint::Check(c) => {
@@ -485,6 +488,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
             parts,
             dict: String::new(),
             comment: String::new(),
+            disabled: false,
         });
         0
     });
@@ -871,7 +875,15 @@ pub(crate) fn index_def(
     cols: &[Column],
 ) -> IndexDef {
     let name = name.unwrap_or_else(|| cols[parts[0].col].name.clone());
-    IndexDef { name, kind, clustering: false, parts, dict: String::new(), comment: String::new() }
+    IndexDef {
+        name,
+        kind,
+        clustering: false,
+        parts,
+        dict: String::new(),
+        comment: String::new(),
+        disabled: false,
+    }
 }
 
 pub(crate) fn default_spec(s: &mut Session, e: &ast::Expr, col: &str) -> SqlResult<DefaultSpec> {

@@ -349,7 +349,9 @@ fn possible_keys(def: &crate::catalog::TableDef, conj: &[&Expr], off: usize) -> 
         }
     }
     (0..def.indexes.len())
-        .filter(|&i| def.indexes[i].parts.first().is_some_and(|p| cols.contains(&p.col)))
+        .filter(|&i| {
+            !def.indexes[i].disabled && def.indexes[i].parts.first().is_some_and(|p| cols.contains(&p.col))
+        })
         .collect()
 }
 

@@ -162,6 +162,7 @@ pub fn add(s: &Session, def: &mut TableDef, d: Declared) -> SqlResult<()> {
             parts: child_cols.iter().map(|&c| IndexPart { col: c, prefix: None, desc: false }).collect(),
             dict: String::new(),
             comment: String::new(),
+            disabled: false,
         });
     }
     def.foreign_keys.push(fk);
@@ -180,7 +181,8 @@ pub fn incorrectly_formed(db: &str, table: &str) -> SqlError {
 /// parent), in order: the one lookups of a parent row use.
 fn parent_index(p: &TableDef, cols: &[usize]) -> Option<usize> {
     p.indexes.iter().position(|ix| {
-        ix.parts.len() >= cols.len()
+        !ix.disabled
+            && ix.parts.len() >= cols.len()
             && ix.parts.iter().zip(cols).all(|(part, c)| part.col == *c && part.prefix.is_none())
     })
 }

@@ -1012,12 +1012,14 @@ pub fn index_rows(txn: &Txn, t: &Table) -> SqlResult<Vec<Vec<Value>>> {
                 Value::UInt(seq as u64 + 1),
                 Value::str(&col.name),
                 Value::str(if p.desc { "D" } else { "A" }),
-                Value::Int(cardinality as i64),
+                // A disabled index (DISABLE KEYS): no cardinality and the
+                // Comment "disabled", as MariaDB shows a MyISAM one.
+                if ix.disabled { Value::Null } else { Value::Int(cardinality as i64) },
                 p.prefix.map_or(Value::Null, |n| Value::Int(n as i64)),
                 Value::Null,
                 Value::str(if col.nullable { "YES" } else { "" }),
                 Value::str("BTREE"),
-                Value::str(""),
+                Value::str(if ix.disabled { "disabled" } else { "" }),
                 Value::str(&ix.comment),
                 Value::str("NO"),
             ]);

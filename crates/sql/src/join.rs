@@ -803,7 +803,10 @@ impl<'a, 'c> Exec<'a, 'c> {
                             self.needed[r].as_deref(),
                         );
                         let mut best: Option<(usize, Vec<String>)> = None;
-                        for (ix, def) in src.table.def.indexes.iter().enumerate() {
+                        let secondary = src.table.secondary_usable(self.txn);
+                        for (ix, def) in src.table.def.indexes.iter().enumerate().filter(|(_, d)| {
+                            !d.disabled && (secondary || d.kind == crate::catalog::IndexKind::Primary)
+                        }) {
                             let mut refs = Vec::new();
                             for p in &def.parts {
                                 let col = off + p.col;

@@ -33,6 +33,7 @@ mod alter;
 mod backup;
 mod bind;
 mod bulk;
+mod bulkload;
 pub mod catalog;
 mod coerce;
 pub mod collation;

@@ -2,6 +2,9 @@
 //! through INSERT's path (`dml::load_rows`: conversion, defaults,
 //! AUTO_INCREMENT, CHECK, unique and foreign keys).
 //!
+//! Into an empty table the non-unique indexes are deferred and built by
+//! the bulk loader after the rows (`bulkload::deferring`).
+//!
 //! The input streams: it is read through a buffer, parsed one line at a
 //! time, and written in batches of [`BATCH`] rows inside the statement's
 //! transaction, so a file larger than memory loads (the transaction's
@@ -205,12 +208,12 @@ pub fn run(s: &mut Session, ld: &LoadData, local: Option<&mut dyn LocalInfile>) 
     match (ld.local, local) {
         (true, Some(l)) => {
             let r = l.open(&ld.file)?;
-            load(s, &t, ld, &plan, r)
+            crate::bulkload::deferring(s, t, |s, t| load(s, t, ld, &plan, r))
         }
         (true, None) if s.server.remote => Err(local_disabled()),
         _ => {
             let r = open_server_file(s, &ld.file)?;
-            load(s, &t, ld, &plan, r)
+            crate::bulkload::deferring(s, t, |s, t| load(s, t, ld, &plan, r))
         }
     }
 }

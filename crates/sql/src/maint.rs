@@ -114,6 +114,8 @@ fn analyze(s: &mut Session, t: &Table) -> SqlResult<()> {
         let rows = t.row_count_settled(txn, &s.inner.env)?;
         for (i, ix) in t.def.indexes.iter().enumerate() {
             let dict = match (&ix.kind, &t.sec[i]) {
+                // Stale until ENABLE KEYS (`IndexDef::disabled`).
+                _ if ix.disabled => continue,
                 (IndexKind::Primary, _) => &t.main,
                 (_, Some(d)) => d,
                 (_, None) => continue,

@@ -198,8 +198,15 @@ pub fn choose(
     if conds.is_empty() {
         return Access::full();
     }
-    let candidates: Vec<Access> =
-        t.def.indexes.iter().enumerate().filter_map(|(i, ix)| for_index(t, i, ix, &conds)).collect();
+    let secondary = t.secondary_usable(txn);
+    let candidates: Vec<Access> = t
+        .def
+        .indexes
+        .iter()
+        .enumerate()
+        .filter(|(_, ix)| secondary || ix.kind == IndexKind::Primary)
+        .filter_map(|(i, ix)| for_index(t, i, ix, &conds))
+        .collect();
     // A point read (a unique index pinned whole) reads one row: nothing
     // is cheaper, so nothing is estimated (the primary key's first, as it
     // needs no second read).
@@ -260,6 +267,10 @@ fn enc(t: &Table, ix: &IndexDef, part: usize, v: &Value, out: &mut Vec<u8>) -> b
 }
 
 fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Access> {
+    // A disabled index is stale (`IndexDef::disabled`): never read.
+    if ix.disabled {
+        return None;
+    }
     let mut prefix = Vec::new();
     let mut eq = 0;
     for (pi, p) in ix.parts.iter().enumerate() {
@@ -369,8 +380,10 @@ pub fn ordered(
     let m = a.matching.unwrap_or(n).clamp(1, n.max(1));
     let read = n.min(limit.saturating_mul(n).div_ceil(m));
     let current = a.cost.unwrap_or(SCAN_START_COST + n as f64 * ROW_COST) + m as f64 * ROW_COST;
-    let candidates =
-        t.def.primary.into_iter().chain((0..t.def.indexes.len()).filter(|i| Some(*i) != t.def.primary));
+    let candidates = t.def.primary.into_iter().chain(
+        (0..t.def.indexes.len())
+            .filter(|i| Some(*i) != t.def.primary && !t.def.indexes[*i].disabled && t.secondary_usable(txn)),
+    );
     let mut best: Option<(f64, Access)> = None;
     for i in candidates {
         let Some(rev) = serves(i, 0) else { continue };

@@ -767,13 +767,10 @@ impl Session {
                 self.explicit = true;
                 Ok(Outcome::done(0))
             }
-            Special::AlterKeys { db, table, .. } => {
-                // Index maintenance is never deferred here, so there is
-                // nothing to disable; the table must exist all the same.
+            Special::AlterKeys { db, table, enable } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;
                 self.check_table("ALTER", &db, &table)?;
-                self.inner.table(&db, &table)?;
-                Ok(Outcome::done(0))
+                crate::bulkload::alter_keys(self, &db, &table, enable)
             }
             Special::AlterTableOptions { db, table, options } => {
                 let db = db.or_else(|| self.db.clone()).ok_or_else(SqlError::no_db)?;

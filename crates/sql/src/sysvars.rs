@@ -86,6 +86,9 @@ pub static DEFS: &[Def] = &[
     d("enforce_storage_engine", Both, true, Str, ""),
     d("error_count", S, false, Int(0, u64::MAX), "0"),
     d("foreign_key_checks", Both, true, Bool, "1"),
+    // DISABLE KEYS defers non-unique indexes, LOAD DATA into an empty
+    // table does too; OFF: both keep every index up to date (bulkload.rs).
+    d("fractaldb_bulk_load", Both, true, Bool, "1"),
     d("group_concat_max_len", Both, true, Int(4, U32), "1048576"),
     d("have_dynamic_loading", G, false, Str, "NO"),
     d("have_ssl", G, false, Str, "DISABLED"),
@@ -463,6 +466,8 @@ pub enum Stat {
     ComTruncate,
     ComUnlockTables,
     ComUpdate,
+    /// Dictionaries built by the bulk loader (`bulk::load`).
+    FractaldbBulkLoads,
     /// Rows written as update messages without a read (`fastupdate.rs`).
     FractaldbFastUpdates,
     Questions,
@@ -521,6 +526,7 @@ pub const STAT_NAMES: [&str; STAT_COUNT] = [
     "Com_truncate",
     "Com_unlock_tables",
     "Com_update",
+    "Fractaldb_bulk_loads",
     "Fractaldb_fast_updates",
     "Questions",
     "Slow_queries",

@@ -59,6 +59,14 @@ pub struct Table {
     /// Indexes being built online (`online.rs`), not in `def` yet: every
     /// write of a row also maintains their entries.
     pub building: parking_lot::RwLock<Vec<std::sync::Arc<crate::online::Building>>>,
+    /// Transactions with a lower id do not read the secondary indexes
+    /// (0: every one may). Set by ENABLE KEYS (`bulkload.rs`) past its
+    /// commit: a rebuilt index holds committed values every snapshot
+    /// reads, so a transaction whose snapshot predates the rebuild would
+    /// find entries of rows it cannot see; it reads the rows through the
+    /// primary key instead. Txids grow with each begin, so an id at or
+    /// above the floor began after the rebuild committed.
+    pub index_floor: AtomicU64,
 }
 
 /// A failed unique check: which index.
@@ -85,7 +93,13 @@ impl Table {
             // DDL is serialised: no build runs while another DDL replaces
             // a definition.
             building: Default::default(),
+            index_floor: AtomicU64::new(self.index_floor.load(Ordering::SeqCst)),
         }
+    }
+
+    /// Whether `txn` may read the secondary indexes (see `index_floor`).
+    pub fn secondary_usable(&self, txn: &Txn) -> bool {
+        txn.id() >= self.index_floor.load(Ordering::SeqCst)
     }
 
     pub fn types(&self) -> Vec<&SqlType> {
@@ -213,7 +227,7 @@ impl Table {
     pub fn write_new(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
         self.note_auto(txn, row)?;
         txn.put(&self.main, pk, &self.encode_row(row)?)?;
-        for (i, _) in self.def.secondary() {
+        for (i, _) in self.def.maintained() {
             let (k, v) = self.sec_entry(i, row, pk)?;
             txn.put(self.sec[i].as_ref().expect("secondary dictionary"), &k, &v)?;
         }
@@ -242,7 +256,7 @@ impl Table {
     /// Removes a row and its index entries.
     pub fn remove(&self, txn: &Txn, row: &[Value], pk: &[u8]) -> SqlResult<()> {
         txn.delete(&self.main, pk)?;
-        for (i, _) in self.def.secondary() {
+        for (i, _) in self.def.maintained() {
             let (k, _) = self.sec_entry(i, row, pk)?;
             txn.delete(self.sec[i].as_ref().expect("secondary dictionary"), &k)?;
         }
@@ -265,7 +279,7 @@ impl Table {
         }
         self.note_auto(txn, new)?;
         txn.put(&self.main, new_pk, &self.encode_row(new)?)?;
-        for (i, ix) in self.def.secondary() {
+        for (i, ix) in self.def.maintained() {
             let (ok, ov) = self.sec_entry(i, old, old_pk)?;
             let (nk, nv) = self.sec_entry(i, new, new_pk)?;
             let d = self.sec[i].as_ref().expect("secondary dictionary");
@@ -468,7 +482,7 @@ impl StmtWrites {
         let enc = t.encode_row(row)?;
         self.bytes += pk.len() + enc.len();
         self.main.put(pk, &enc);
-        for (i, _) in t.def.secondary() {
+        for (i, _) in t.def.maintained() {
             let (k, v) = t.sec_entry(i, row, pk)?;
             self.bytes += k.len() + v.len();
             self.sec[i].put(&k, &v);
