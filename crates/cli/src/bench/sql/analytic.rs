@@ -131,7 +131,7 @@ pub fn run(ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run
                 let mut k = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let began = Instant::now();
-                    let sql = if k % 2 == 0 {
+                    let sql = if k.is_multiple_of(2) {
                         let d = rng.gen_range(0..DAYS - 1);
                         format!(
                             "SELECT COUNT(*), SUM(amount) FROM orders WHERE created BETWEEN '{}' AND '{}'",

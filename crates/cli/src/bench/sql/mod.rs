@@ -466,10 +466,10 @@ fn units_done(r: &Run) -> Vec<f64> {
 }
 
 /// Every run of workload `w` on server `s`.
-fn runs_of<'a>(
-    s: &'a ServerRuns,
+fn runs_of(
+    s: &ServerRuns,
     w: SqlWorkload,
-) -> impl Iterator<Item = (&'a Run, Option<ProcCounters>, Option<u64>)> {
+) -> impl Iterator<Item = (&Run, Option<ProcCounters>, Option<u64>)> {
     s.results
         .iter()
         .filter(move |r| r.0 == w)
