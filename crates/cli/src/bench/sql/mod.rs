@@ -488,12 +488,13 @@ fn steps_table(md: &mut String, w: SqlWorkload, all: &[ServerRuns]) {
     };
     let _ = writeln!(
         md,
-        "Time is the statement's wall time at the client; bytes are the data folder's allocated blocks {}. \
+        "Time is the statement's wall time at the client; bytes are the allocated blocks {}. \
          \"InnoDB's time / this\" above 1 means this server was faster; \"bytes / InnoDB's\" below 1 means smaller.\n",
         if w == SqlWorkload::LogTable {
-            "after a clean stop, minus the same folder's when the server had just started"
+            "of the files holding tables (fractaldb's *.fdb, InnoDB's bench/log.ibd, MyRocks' *.sst after a \
+             flush and compaction) after a clean stop, minus the same files' when the server had just started"
         } else {
-            "right after the step (logs included, nothing flushed first)"
+            "of every file in the data folder right after the step (logs included, nothing flushed first)"
         }
     );
     let _ = writeln!(
