@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fractaldb");
-const WORKLOADS: [&str; 7] = [
+/// The workloads with a rate over time (one chart or more each).
+const WORKLOADS: [&str; 8] = [
     "insert-roll-seq",
     "insert-roll-random",
     "iibench",
@@ -18,7 +19,11 @@ const WORKLOADS: [&str; 7] = [
     "sysbench-read-write",
     "sysbench-read-only",
     "sysbench-update-index",
+    "analytic-reads",
 ];
+/// The maintenance sequence's steps, in order.
+const STEPS: [&str; 8] =
+    ["load", "double-1", "double-2", "group-by", "delete", "optimize", "truncate", "optimize-2"];
 
 fn installed(cmd: &str) -> bool {
     Command::new(cmd).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
@@ -84,11 +89,75 @@ fn smoke_run_reports_every_server_and_workload() {
             assert!(charts >= 2, "{w}: no PNG and SVG chart");
         }
     }
-    // The loads' rows: every row the smoke asked for was inserted (2000).
+    // The loads' rows: every row the smoke asked for was inserted (2000),
+    // and each load has its chart against rows inserted and of p99 latency.
     for s in &servers {
         for w in ["insert-roll-seq", "insert-roll-random", "iibench"] {
             let r = rows.iter().find(|r| r[col("server")] == *s && r[col("workload")] == w).unwrap();
             assert_eq!(r[col("units")], "2000", "{s} {w}");
+            for chart in [format!("{w}-4t-by-rows.svg"), format!("{w}-4t-p99.svg")] {
+                assert!(out.join(&chart).exists(), "{chart} missing");
+            }
+        }
+    }
+    let of = |s: &str, w: &str| -> Vec<&Vec<&str>> {
+        rows.iter().filter(|r| r[col("server")] == s && r[col("workload")] == w).collect()
+    };
+    let num = |r: &Vec<&str>, c: &str| -> f64 {
+        r[col(c)].parse().unwrap_or_else(|_| panic!("{c} is not a number in {r:?}"))
+    };
+    // The maintenance sequence: every step in order on every server, the
+    // dump's 5000 rows loaded and doubled twice, bytes on disk after each
+    // step, and the same GROUP BY and DELETE results on every server.
+    let mut groups = Vec::new();
+    for s in &servers {
+        let steps = of(s, "maintenance");
+        let names: Vec<&str> = steps.iter().map(|r| r[col("variant")]).collect();
+        assert_eq!(names, STEPS, "{s}: maintenance steps");
+        for r in &steps {
+            assert!(num(r, "disk_mb") > 0.0 && num(r, "peak_rss_mb") > 0.0, "{s}: {r:?}");
+        }
+        assert_eq!(
+            [steps[0][col("units")], steps[1][col("units")], steps[2][col("units")]],
+            ["5000", "5000", "10000"]
+        );
+        assert!(num(steps[3], "units") > 0.0 && num(steps[4], "units") > 0.0, "{s}: {steps:?}");
+        groups.push((steps[3][col("units")], steps[4][col("units")]));
+    }
+    assert!(
+        groups.windows(2).all(|g| g[0] == g[1]),
+        "servers disagree on GROUP BY / DELETE rows: {groups:?}"
+    );
+    // The log table: every codec of each server loaded all 2000 rows and
+    // its table's files have bytes.
+    for s in &servers {
+        let codecs = of(s, "log-table");
+        let want = match *s {
+            "fractaldb" => 6,
+            "innodb" => 2,
+            _ => 1,
+        };
+        assert_eq!(codecs.len(), want, "{s}: log-table codecs: {codecs:?}");
+        for r in codecs {
+            assert_eq!(r[col("units")], "2000", "{s}: {r:?}");
+            assert!(num(r, "disk_mb") > 0.0 && num(r, "secs") > 0.0, "{s}: {r:?}");
+        }
+    }
+    // The insert grid: each cell of the smoke's grid (1 and 2 tables, 2
+    // threads, sync on and off) ran, with a chart per server and sync mode.
+    for s in &servers {
+        let cells = of(s, "sysbench-insert-grid");
+        let mut names: Vec<String> =
+            cells.iter().map(|r| format!("{} {}", r[col("variant")], r[col("threads")])).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["tables=1 sync=off 2", "tables=1 sync=on 2", "tables=2 sync=off 2", "tables=2 sync=on 2"],
+            "{s}"
+        );
+        assert!(cells.iter().all(|r| num(r, "units") > 0.0), "{s}: {cells:?}");
+        for sync in ["on", "off"] {
+            assert!(out.join(format!("sysbench-insert-grid-{s}-sync-{sync}.png")).exists(), "{s} {sync}");
         }
     }
     let intervals = std::fs::read_to_string(out.join("intervals.csv")).unwrap();
@@ -98,4 +167,5 @@ fn smoke_run_reports_every_server_and_workload() {
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("innodb-buffer-pool-size=64M"), "settings missing from summary.md");
     assert!(md.contains("fractaldb / this"));
+    assert!(md.contains("| delete | fractaldb |") && md.contains("| TOKUDB_ZSTD | fractaldb |"), "{md}");
 }

@@ -127,9 +127,12 @@ fn render<DB: DrawingBackend>(
     root.present()
 }
 
-/// An x tick: whole seconds when the axis spans more than a few, else enough decimals to differ.
+/// An x tick: short counts ("250k") on a long axis (rows inserted), whole
+/// seconds when the axis spans more than a few, else enough decimals to differ.
 fn seconds_label(x: f64, max_x: f64) -> String {
-    if max_x >= 5.0 {
+    if max_x >= 10_000.0 {
+        rate_label(x)
+    } else if max_x >= 5.0 {
         format!("{x:.0}")
     } else if max_x >= 0.5 {
         format!("{x:.1}")

@@ -46,3 +46,37 @@ pub fn shorten(s: &str) -> String {
         format!("{}...", &s[..end])
     }
 }
+
+/// Feeds the SQL file `file` to the `mariadb` command-line client connected
+/// to `ep` in database `db`, as a user loads a mysqldump file
+/// (`mariadb db < file`), so every server gets the same statements from the
+/// same client. Returns the seconds it took.
+pub fn source_file(ep: &Endpoint, db: &str, file: &std::path::Path) -> Result<f64> {
+    let input =
+        std::fs::File::open(file).map_err(|e| Error::new(format!("opening {}: {e}", file.display())))?;
+    let mut cmd = std::process::Command::new("mariadb");
+    cmd.arg("--no-defaults")
+        .arg("--protocol=TCP")
+        .arg(format!("--host={}", ep.host))
+        .arg(format!("--port={}", ep.port))
+        .arg(format!("--user={}", ep.user))
+        .arg("--batch");
+    if let Some(pw) = &ep.password {
+        cmd.arg(format!("--password={pw}"));
+    }
+    let started = std::time::Instant::now();
+    let out = cmd
+        .arg(db)
+        .stdin(input)
+        .output()
+        .map_err(|e| Error::new(format!("running the mariadb client (Debian: mariadb-client): {e}")))?;
+    let secs = started.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(Error::new(format!(
+            "mariadb {db} < {} failed: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(secs)
+}

@@ -26,7 +26,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::client;
-use super::servers::Endpoint;
+use super::servers::{Endpoint, Server, ServerKind};
 use crate::bail;
 use crate::error::{Error, Result};
 
@@ -40,10 +40,18 @@ pub enum SqlWorkload {
     SysbenchReadWrite,
     SysbenchReadOnly,
     SysbenchUpdateIndex,
+    /// sysbench's `oltp_insert` over a grid of table and thread counts, commit sync on and off.
+    SysbenchInsertGrid,
+    /// The maintenance sequence: a mysqldump load, two doublings, GROUP BY, DELETE, OPTIMIZE, TRUNCATE.
+    Maintenance,
+    /// The 11-column log table loaded under each row format (codec).
+    LogTable,
+    /// Range scans over secondary indexes joining back to a table larger than the cache.
+    AnalyticReads,
 }
 
 impl SqlWorkload {
-    pub const ALL: [SqlWorkload; 7] = [
+    pub const ALL: [SqlWorkload; 11] = [
         SqlWorkload::InsertRollSeq,
         SqlWorkload::InsertRollRandom,
         SqlWorkload::Iibench,
@@ -51,6 +59,10 @@ impl SqlWorkload {
         SqlWorkload::SysbenchReadWrite,
         SqlWorkload::SysbenchReadOnly,
         SqlWorkload::SysbenchUpdateIndex,
+        SqlWorkload::SysbenchInsertGrid,
+        SqlWorkload::Maintenance,
+        SqlWorkload::LogTable,
+        SqlWorkload::AnalyticReads,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +74,10 @@ impl SqlWorkload {
             SqlWorkload::SysbenchReadWrite => "sysbench-read-write",
             SqlWorkload::SysbenchReadOnly => "sysbench-read-only",
             SqlWorkload::SysbenchUpdateIndex => "sysbench-update-index",
+            SqlWorkload::SysbenchInsertGrid => "sysbench-insert-grid",
+            SqlWorkload::Maintenance => "maintenance",
+            SqlWorkload::LogTable => "log-table",
+            SqlWorkload::AnalyticReads => "analytic-reads",
         }
     }
 
@@ -72,6 +88,7 @@ impl SqlWorkload {
             SqlWorkload::SysbenchReadWrite => Some("oltp_read_write"),
             SqlWorkload::SysbenchReadOnly => Some("oltp_read_only"),
             SqlWorkload::SysbenchUpdateIndex => Some("oltp_update_index"),
+            SqlWorkload::SysbenchInsertGrid => Some("oltp_insert"),
             _ => None,
         }
     }
@@ -80,9 +97,28 @@ impl SqlWorkload {
     pub fn unit(self) -> &'static str {
         if self.sysbench_script().is_some() {
             "transactions"
+        } else if self == SqlWorkload::AnalyticReads {
+            "queries"
         } else {
             "rows"
         }
+    }
+
+    /// Whether the workload is a sequence of timed steps (one run per step,
+    /// each with its bytes on disk after it) rather than a rate over time.
+    pub fn is_steps(self) -> bool {
+        matches!(self, SqlWorkload::Maintenance | SqlWorkload::LogTable)
+    }
+
+    /// Whether the workload inserts rows over time (charted against rows inserted too).
+    pub fn is_load(self) -> bool {
+        matches!(self, SqlWorkload::InsertRollSeq | SqlWorkload::InsertRollRandom | SqlWorkload::Iibench)
+    }
+
+    /// Whether the workload starts its own servers (fresh ones per variant,
+    /// with settings of their own) rather than running on the one given.
+    pub fn starts_servers(self) -> bool {
+        matches!(self, SqlWorkload::SysbenchInsertGrid | SqlWorkload::LogTable)
     }
 }
 
@@ -99,6 +135,16 @@ pub struct Params {
     pub sysbench_secs: u64,
     pub sysbench_table_size: u64,
     pub seed: u64,
+    /// The sysbench insert grid's table and thread counts.
+    pub grid_tables: Vec<usize>,
+    pub grid_threads: Vec<usize>,
+    /// Rows of the maintenance sequence's dump and of the log table.
+    pub maintenance_rows: u64,
+    pub log_rows: u64,
+    /// Rows of the analytic reads' large table, and seconds of queries.
+    pub analytic_rows: u64,
+    /// Where generated input files (the dumps) go.
+    pub scratch: std::path::PathBuf,
 }
 
 /// One interval of a run.
@@ -118,6 +164,9 @@ pub struct Interval {
 /// One run: a workload at one thread count against one server.
 #[derive(Clone, Debug, Default)]
 pub struct Run {
+    /// What distinguishes runs of one workload besides the thread count:
+    /// a step (`load`, `optimize`), a codec, a grid cell (`tables=4 sync=on`).
+    pub variant: String,
     pub threads: usize,
     pub intervals: Vec<Interval>,
     /// Rows or transactions done.
@@ -129,6 +178,10 @@ pub struct Run {
     /// Latency percentiles over the whole run, milliseconds.
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// Bytes on disk right after this run, for runs that measure it themselves (steps).
+    pub disk_bytes: Option<u64>,
+    /// The server's counters over this run, for runs on a server of their own.
+    pub counters: Option<super::servers::ProcCounters>,
 }
 
 impl Run {
@@ -141,14 +194,40 @@ impl Run {
     }
 }
 
-/// Runs `w` against the server at `ep`, which has an empty database `bench`.
-/// Returns one run per thread count (loads: one).
-pub fn run(w: SqlWorkload, ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>> {
+/// Runs `w` against `server`, which has an empty database `bench`.
+/// Returns one run per thread count (loads: one) or per step.
+pub fn run(w: SqlWorkload, server: &Server, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>> {
+    let ep = &server.endpoint;
     match w {
         SqlWorkload::InsertRollSeq => Ok(vec![load(ep, p, Load::RollSeq, progress)?]),
         SqlWorkload::InsertRollRandom => Ok(vec![load(ep, p, Load::RollRandom, progress)?]),
         SqlWorkload::Iibench => Ok(vec![load(ep, p, Load::Iibench, progress)?]),
+        SqlWorkload::Maintenance => super::maintenance::run(server, p, progress),
+        SqlWorkload::AnalyticReads => super::analytic::run(ep, p, progress),
+        SqlWorkload::SysbenchInsertGrid | SqlWorkload::LogTable => {
+            unreachable!("{} starts its own servers: run_own", w.name())
+        }
         _ => sysbench(w, ep, p, progress),
+    }
+}
+
+/// Starts a fresh server of the target's kind with extra settings (a
+/// server the user runs is returned as it is, the settings unapplied).
+pub type Fresh<'a> = dyn Fn(&[String]) -> Result<Server> + 'a;
+
+/// Runs a workload that starts its own servers (see [`SqlWorkload::starts_servers`]).
+/// `kind` is None for a server the user runs.
+pub fn run_own(
+    w: SqlWorkload,
+    kind: Option<ServerKind>,
+    fresh: &Fresh,
+    p: &Params,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Run>> {
+    match w {
+        SqlWorkload::SysbenchInsertGrid => super::grid::run(kind, fresh, p, progress),
+        SqlWorkload::LogTable => super::logtable::run(kind, fresh, p, progress),
+        _ => unreachable!("{} runs on the server given: run", w.name()),
     }
 }
 
@@ -353,7 +432,6 @@ fn load(ep: &Endpoint, p: &Params, load: Load, progress: &dyn Fn(&str)) -> Resul
             last = d;
         }
     }
-    let secs = start.elapsed().as_secs_f64();
     let mut events = Vec::new();
     let mut retries = 0;
     for h in handles {
@@ -361,43 +439,78 @@ fn load(ep: &Endpoint, p: &Params, load: Load, progress: &dyn Fn(&str)) -> Resul
         events.extend(seen.events);
         retries += seen.retries;
     }
-    let units = events.len() as u64 * per_txn;
-    Ok(summarize(events, per_txn, secs, p.interval_secs, p.threads, units, retries))
+    // The run's length is its last transaction's end, not when this loop
+    // noticed the workers had finished (up to half a second later).
+    Ok(summarize(events, per_txn, p.interval_secs, p.threads, retries))
 }
 
-/// Per-interval rates and latency percentiles from the workers' events.
-fn summarize(
+/// The rate over consecutive intervals starting at `start_s`: units over
+/// seconds, so a short interval (the last one) weighs by its length.
+pub fn span_rate(intervals: &[Interval], start_s: f64) -> f64 {
+    let Some(last) = intervals.last() else { return 0.0 };
+    let mut prev = start_s;
+    let mut units = 0.0;
+    for i in intervals {
+        units += i.rate * (i.end_s - prev);
+        prev = i.end_s;
+    }
+    let secs = last.end_s - start_s;
+    if secs > 0.0 {
+        units / secs
+    } else {
+        0.0
+    }
+}
+
+/// Per-interval rates and latency percentiles from the workers' events
+/// (`(end µs since the start, latency µs)`).
+///
+/// Interval k covers (k·step, (k+1)·step]; the run ends at its last event,
+/// so the last interval is usually shorter than a step and its rate divides
+/// by its own length, not a whole step. Intervals in which no transaction
+/// ended are kept with rate 0 (a stall is part of the run; leaving it out
+/// would lift the lowest window and the last 10%); their latency fields are
+/// empty, p99 0. `secs` is the run's length: the last event's end.
+pub(super) fn summarize(
     mut events: Vec<(u64, u32)>,
     per_txn: u64,
-    secs: f64,
     interval_secs: f64,
     threads: usize,
-    units: u64,
     retries: u64,
 ) -> Run {
     events.sort_unstable();
     let step_us = (interval_secs * 1e6).max(1.0) as u64;
+    let end_us = events.last().map_or(0, |e| e.0);
+    let bucket_of = |t: u64| t.saturating_sub(1) / step_us;
     let mut intervals = Vec::new();
     let mut i = 0;
     let mut all: Vec<u32> = events.iter().map(|e| e.1).collect();
-    while i < events.len() {
-        let bucket = events[i].0 / step_us;
-        let mut lats = Vec::new();
-        while i < events.len() && events[i].0 / step_us == bucket {
-            lats.push(events[i].1);
-            i += 1;
+    if !events.is_empty() {
+        for bucket in 0..=bucket_of(end_us) {
+            let mut lats = Vec::new();
+            while i < events.len() && bucket_of(events[i].0) == bucket {
+                lats.push(events[i].1);
+                i += 1;
+            }
+            let from = bucket * step_us;
+            let to = ((bucket + 1) * step_us).min(end_us);
+            debug_assert!(to > from, "every interval up to the last event has a length");
+            let secs = (to - from).max(1) as f64 / 1e6;
+            lats.sort_unstable();
+            let pct = |q: f64| {
+                (!lats.is_empty()).then(|| f64::from(lats[((lats.len() - 1) as f64 * q) as usize]) / 1000.0)
+            };
+            intervals.push(Interval {
+                end_s: to as f64 / 1e6,
+                rate: (lats.len() as u64 * per_txn) as f64 / secs,
+                p50_ms: pct(0.5),
+                p95_ms: pct(0.95),
+                p99_ms: pct(0.99).unwrap_or(0.0),
+                max_ms: pct(1.0),
+            });
         }
-        lats.sort_unstable();
-        let pct = |q: f64| f64::from(lats[((lats.len() - 1) as f64 * q) as usize]) / 1000.0;
-        intervals.push(Interval {
-            end_s: ((bucket + 1) * step_us) as f64 / 1e6,
-            rate: (lats.len() as u64 * per_txn) as f64 / interval_secs,
-            p50_ms: Some(pct(0.5)),
-            p95_ms: Some(pct(0.95)),
-            p99_ms: pct(0.99),
-            max_ms: Some(pct(1.0)),
-        });
     }
+    debug_assert_eq!(i, events.len(), "every event falls in an interval");
     all.sort_unstable();
     let pct = |q: f64| {
         if all.is_empty() {
@@ -406,17 +519,26 @@ fn summarize(
             f64::from(all[((all.len() - 1) as f64 * q) as usize]) / 1000.0
         }
     };
-    Run { threads, intervals, units, secs, retries, p99_ms: pct(0.99), max_ms: pct(1.0) }
+    Run {
+        threads,
+        intervals,
+        units: events.len() as u64 * per_txn,
+        secs: end_us as f64 / 1e6,
+        retries,
+        p99_ms: pct(0.99),
+        max_ms: pct(1.0),
+        ..Run::default()
+    }
 }
 
-fn sysbench_base(script: &str, ep: &Endpoint, p: &Params) -> Command {
+pub(super) fn sysbench_base(script: &str, ep: &Endpoint, p: &Params, tables: usize) -> Command {
     let mut cmd = Command::new("sysbench");
     cmd.arg(script)
         .arg(format!("--mysql-host={}", ep.host))
         .arg(format!("--mysql-port={}", ep.port))
         .arg(format!("--mysql-user={}", ep.user))
         .arg("--mysql-db=bench")
-        .arg("--tables=1")
+        .arg(format!("--tables={tables}"))
         .arg(format!("--table-size={}", p.sysbench_table_size));
     if let Some(pw) = &ep.password {
         cmd.arg(format!("--mysql-password={pw}"));
@@ -424,13 +546,18 @@ fn sysbench_base(script: &str, ep: &Endpoint, p: &Params) -> Command {
     cmd
 }
 
-fn sysbench(w: SqlWorkload, ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) -> Result<Vec<Run>> {
+pub(super) fn sysbench(
+    w: SqlWorkload,
+    ep: &Endpoint,
+    p: &Params,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Run>> {
     let script = w.sysbench_script().expect("a sysbench workload");
     {
         let mut c = client::connect(ep, None)?;
         client::exec_all(&mut c, &["DROP DATABASE IF EXISTS bench".into(), "CREATE DATABASE bench".into()])?;
     }
-    let out = sysbench_base(script, ep, p)
+    let out = sysbench_base(script, ep, p, 1)
         .arg("prepare")
         .output()
         .map_err(|e| Error::new(format!("running sysbench (is it installed?): {e}")))?;
@@ -444,7 +571,7 @@ fn sysbench(w: SqlWorkload, ep: &Endpoint, p: &Params, progress: &dyn Fn(&str)) 
     let mut runs = Vec::new();
     for &threads in &p.sysbench_threads {
         progress(&format!("{threads} threads, {} s", p.sysbench_secs));
-        let out = sysbench_base(script, ep, p)
+        let out = sysbench_base(script, ep, p, 1)
             .arg(format!("--threads={threads}"))
             .arg(format!("--time={}", p.sysbench_secs))
             .arg(format!("--report-interval={}", (p.interval_secs.round() as u64).max(1)))
@@ -525,14 +652,29 @@ Latency (ms):\n         min:                                    0.50\n         a
     fn intervals_bucket_events_and_take_percentiles() {
         // 100 transactions in the first second (1..100 ms), 10 in the third.
         let mut ev: Vec<(u64, u32)> = (1..=100).map(|i| (i * 1000, i as u32 * 1000)).collect();
-        ev.extend((0..10).map(|i| (2_000_000 + i, 5000)));
-        let run = summarize(ev, 1, 3.0, 1.0, 4, 110, 0);
-        assert_eq!(run.intervals.len(), 2);
+        ev.extend((0..10).map(|i| (2_050_000 + i * 50_000, 5000)));
+        let run = summarize(ev, 1, 1.0, 4, 0);
+        assert_eq!(run.units, 110);
+        assert_eq!(run.intervals.len(), 3);
         assert_eq!(run.intervals[0].rate, 100.0);
         assert_eq!(run.intervals[0].p50_ms, Some(50.0));
         assert_eq!(run.intervals[0].max_ms, Some(100.0));
-        assert_eq!(run.intervals[1].end_s, 3.0);
-        assert_eq!(run.intervals[1].rate, 10.0);
+        // The second second saw nothing end: a stall, rate 0, no latencies.
+        assert_eq!(run.intervals[1].rate, 0.0);
+        assert_eq!(run.intervals[1].p50_ms, None);
+        // The last interval ends with the last event, half way into the
+        // third second: its 10 transactions are divided by 0.5 s, not 1 s.
+        assert_eq!(run.intervals[2].end_s, 2.5);
+        assert!((run.intervals[2].rate - 20.0).abs() < 1e-9, "{}", run.intervals[2].rate);
+        assert_eq!(run.secs, 2.5);
+        assert_eq!(span_rate(&run.intervals[1..], 1.0), 10.0 / 1.5);
+        // A run of exactly two full seconds has two whole intervals.
+        let ev: Vec<(u64, u32)> = vec![(500_000, 1), (1_000_000, 1), (2_000_000, 1)];
+        let run = summarize(ev, 1000, 1.0, 1, 0);
+        assert_eq!(run.intervals.len(), 2);
+        assert_eq!(run.intervals[0].rate, 2000.0);
+        assert_eq!(run.intervals[1].rate, 1000.0);
+        assert_eq!(run.rate(), 1500.0);
     }
 
     #[test]
