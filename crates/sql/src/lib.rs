@@ -77,6 +77,8 @@ mod window;
 pub use accounts::{client_host_name, Credentials};
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
+/// The engine's progress notes (`DbOptions::engine_notes`).
+pub use fractaldb::Notes as EngineNotes;
 pub use plan::pk_lookups;
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
