@@ -97,7 +97,7 @@ pub struct EnvOptions {
     /// for recovery to replay (a restart replays at most about 1.5 times
     /// this). Each such checkpoint writes the dirty part of the cache, at
     /// most `cache_size_bytes`. `None` (the default): 16 times the cache,
-    /// at most 128 MiB (`resolved_checkpoint_log_bytes`). `Some(0)`: by
+    /// at most 64 MiB (`resolved_checkpoint_log_bytes`). `Some(0)`: by
     /// time alone. Needs `checkpoint_period` (the same thread runs both).
     pub checkpoint_log_bytes: Option<u64>,
     /// A log file is closed and a new one started once it passes this size.
@@ -1294,10 +1294,11 @@ impl Inner {
 /// times the cache since the last one (`EnvOptions::checkpoint_log_bytes`).
 const CHECKPOINT_LOG_CACHE_MULTIPLE: u64 = 16;
 
-/// ... and at most this many: recovery replays about this much log (plus
-/// what is written while the next checkpoint runs), at the replay rate
-/// measured in docs/benchmarks-durability.md section 3.
-const CHECKPOINT_LOG_MAX_BYTES: u64 = 128 << 20;
+/// ... and at most this many. Recovery replays up to 1.5 times this (what
+/// is written while the next, paced, checkpoint runs comes on top): 96 MiB
+/// at the 13-15 MiB/s of replay measured in docs/benchmarks-durability.md
+/// section 3 is about 7 s, within the 10 s a restart may take.
+const CHECKPOINT_LOG_MAX_BYTES: u64 = 64 << 20;
 
 /// A checkpoint starts a new log file before its begin record when the
 /// current one holds more than this (`Log::roll`), so the records it makes
