@@ -1436,7 +1436,7 @@ impl ReplayProgress {
     fn record(&mut self, payload: usize, applied: u64) {
         self.read += (payload + crate::log::RECORD_HEADER_LEN) as u64;
         self.records += 1;
-        if self.records % 256 != 0 || self.last_note.elapsed() < REPLAY_NOTE_EVERY {
+        if !self.records.is_multiple_of(256) || self.last_note.elapsed() < REPLAY_NOTE_EVERY {
             return;
         }
         self.last_note = Instant::now();
