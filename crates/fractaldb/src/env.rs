@@ -94,11 +94,11 @@ pub struct EnvOptions {
     /// since the last one began, so a fast load does not pile up a
     /// period's worth of log on disk (a load writing 150 MB/s of records
     /// would keep about 9 GB between 60 s checkpoints) nor leave that much
-    /// for recovery to replay. Each such checkpoint writes the dirty part of
-    /// the cache, at most `cache_size_bytes`, so `None` (the default) means
-    /// 16 times the cache (1 GiB for 64 MiB): at most 1/16 more bytes
-    /// written. `Some(0)`: by time alone. Needs `checkpoint_period` (the
-    /// same thread runs both).
+    /// for recovery to replay (a restart replays at most about 1.5 times
+    /// this). Each such checkpoint writes the dirty part of the cache, at
+    /// most `cache_size_bytes`. `None` (the default): 16 times the cache,
+    /// at most 64 MiB (`resolved_checkpoint_log_bytes`). `Some(0)`: by
+    /// time alone. Needs `checkpoint_period` (the same thread runs both).
     pub checkpoint_log_bytes: Option<u64>,
     /// A log file is closed and a new one started once it passes this size.
     pub log_file_size_bytes: u64,
@@ -117,6 +117,43 @@ pub struct EnvOptions {
     /// wait in line (admission control, see `tree::Gate`). 0: twice the
     /// number of cores.
     pub max_active_threads: usize,
+    /// Where the engine's progress notes go: recovery says what it has to
+    /// replay, how far it is every few seconds, and what it did. `None`:
+    /// standard error, each line prefixed `fractaldb: `.
+    pub notes: Option<Notes>,
+}
+
+impl EnvOptions {
+    /// The log bytes after which a checkpoint runs early:
+    /// `checkpoint_log_bytes`, or by default the smaller of 16 times the
+    /// cache and `CHECKPOINT_LOG_MAX_BYTES`. 0: by time alone.
+    pub fn resolved_checkpoint_log_bytes(&self) -> u64 {
+        self.checkpoint_log_bytes.unwrap_or_else(|| {
+            CHECKPOINT_LOG_CACHE_MULTIPLE
+                .saturating_mul(self.cache_size_bytes as u64)
+                .min(CHECKPOINT_LOG_MAX_BYTES)
+        })
+    }
+}
+
+/// A receiver of the engine's progress notes (`EnvOptions::notes`), one
+/// line per call, without a newline.
+#[derive(Clone)]
+pub struct Notes(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Notes {
+    fn note(this: Option<&Notes>, line: &str) {
+        match this {
+            Some(n) => (n.0)(line),
+            None => eprintln!("fractaldb: {line}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Notes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Notes(..)")
+    }
 }
 
 impl Default for EnvOptions {
@@ -138,6 +175,7 @@ impl Default for EnvOptions {
             lock_timeout: Duration::from_secs(4),
             lock_memory_bytes: 64 << 20,
             max_active_threads: 0,
+            notes: None,
         }
     }
 }
@@ -189,6 +227,8 @@ pub struct CheckpointTiming {
     pub log_sync: Duration,
     /// Writing the nodes, tables and headers (writers go on).
     pub write: Duration,
+    /// Of `write`, sleeping to pace the writes (periodic checkpoints).
+    pub paced: Duration,
 }
 
 /// A transaction begun and not yet finished ([`Env::live_transactions`]).
@@ -254,7 +294,9 @@ pub struct RecoveryStats {
     /// checkpoint, commits and aborts re-sent, unfinished transactions
     /// rolled back).
     pub replayed: u64,
-    /// How long recovery took (reading, replaying, the checkpoint after).
+    /// How long recovery took: reading, replaying, and the checkpoint
+    /// after it when the open takes it (without the periodic
+    /// checkpointer; with it, the checkpointer takes it after the open).
     pub duration: Duration,
 }
 
@@ -306,6 +348,14 @@ struct Inner {
     /// began: the periodic thread checkpoints early once the log has grown
     /// `checkpoint_log_bytes` past it.
     log_bytes_at_checkpoint: AtomicU64,
+    /// `EnvOptions::checkpoint_period` (None or zero: none), for pacing.
+    checkpoint_period: Option<Duration>,
+    /// Set by a recovery that replayed something: the periodic thread
+    /// checkpoints at once (the open did not wait for it).
+    checkpoint_due: AtomicBool,
+    /// Someone waits for a checkpoint (`Inner::checkpoint`: close,
+    /// `Env::checkpoint`, a backup): a paced one running stops sleeping.
+    hurry: AtomicBool,
     /// Set once by `recover`.
     recovery: Mutex<RecoveryStats>,
     _lock: Box<dyn Send + Sync>,
@@ -382,10 +432,11 @@ impl Env {
             opened: AtomicBool::new(false),
             checkpointing: Mutex::new(()),
             checkpoint_log: Mutex::new(Vec::new()),
-            checkpoint_log_bytes: opts
-                .checkpoint_log_bytes
-                .unwrap_or(CHECKPOINT_LOG_CACHE_MULTIPLE.saturating_mul(opts.cache_size_bytes as u64)),
+            checkpoint_log_bytes: opts.resolved_checkpoint_log_bytes(),
             log_bytes_at_checkpoint: AtomicU64::new(0),
+            checkpoint_period: opts.checkpoint_period.filter(|p| !p.is_zero()),
+            checkpoint_due: AtomicBool::new(false),
+            hurry: AtomicBool::new(false),
             recovery: Mutex::new(RecoveryStats::default()),
             _lock: lock,
         });
@@ -466,9 +517,11 @@ impl Env {
         // give the keys their commit or abort must clean up.
         let mut replayed = 0u64;
         let mut txn_keys: HashMap<u64, Vec<UndoKey>> = HashMap::new();
+        let mut progress = ReplayProgress::new(&*vfs, &inner.path, opts.notes.clone());
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
             records_read += 1;
             bytes_read += payload.len() as u64;
+            progress.record(payload.len(), replayed);
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
             let (txid, body) = match rec {
@@ -519,6 +572,7 @@ impl Env {
         // Transactions the log shows no end for are rolled back.
         let mut open: Vec<_> = txn_keys.into_iter().collect();
         open.sort_by_key(|(t, _)| *t);
+        let rolled_back = open.len();
         for (txid, keys) in open {
             let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
             replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)? + 1;
@@ -529,10 +583,25 @@ impl Env {
         // checkpoint's headers are right even if it fails halfway (the open
         // then fails, and the next recovery replays each tree from the
         // header it has, old or new).
-        if replayed > 0 {
+        //
+        // With the periodic checkpointer, the open does not wait for it:
+        // the checkpointer takes it at once (`Inner::checkpoint_due`),
+        // not paced. Until its header is durable the log keeps
+        // every record replayed here (only a checkpoint trims it), so a
+        // crash meanwhile replays them again from the same headers, and
+        // the transactions rolled back above (not logged) are rolled back
+        // again. The replay's writes sit in the cache as dirty nodes, as
+        // any writes do.
+        let deferred =
+            replayed > 0 && opts.background_threads && opts.checkpoint_period.is_some_and(|p| !p.is_zero());
+        if deferred {
+            inner.checkpoint_due.store(true, Ordering::SeqCst);
+        } else if replayed > 0 {
             inner.checkpoint()?;
         }
-        *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration: t0.elapsed() };
+        let duration = t0.elapsed();
+        progress.done(records_read, replayed, rolled_back, deferred, duration);
+        *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration };
         Ok(())
     }
 
@@ -589,9 +658,12 @@ impl Env {
                 "fractaldb-checkpointer",
                 period,
                 weak,
-                Inner::log_grown,
+                |inner| inner.checkpoint_due.load(Ordering::Relaxed) || inner.log_grown(),
                 |inner| {
-                    if let Err(e) = inner.checkpoint_unless_busy() {
+                    // The checkpoint after a recovery is not paced: until
+                    // it is done the log keeps everything replayed.
+                    let paced = !inner.checkpoint_due.load(Ordering::SeqCst);
+                    if let Err(e) = inner.checkpoint_periodic_unless_busy(paced) {
                         eprintln!("fractaldb: checkpoint of {} failed: {e}", inner.path.display());
                     }
                 },
@@ -1050,23 +1122,50 @@ impl Inner {
     /// (4) deletes them all. Rolled after (4) instead, the records this
     /// checkpoint made unnecessary would stay on disk until the next one.
     fn checkpoint(&self) -> Result<()> {
+        let one = self.checkpointing_now();
+        self.checkpoint_held(one, false)
+    }
+
+    /// Takes `checkpointing` for a caller that waits for it: a paced
+    /// checkpoint running meanwhile stops sleeping and writes at full
+    /// speed, so the caller waits for its writes, not for its schedule.
+    pub(crate) fn checkpointing_now(&self) -> parking_lot::MutexGuard<'_, ()> {
+        if let Some(one) = self.checkpointing.try_lock() {
+            return one;
+        }
+        self.hurry.store(true, Ordering::SeqCst);
         let one = self.checkpointing.lock();
-        self.checkpoint_held(one)
+        self.hurry.store(false, Ordering::SeqCst);
+        one
     }
 
     /// A checkpoint, unless one is running or a backup holds checkpoints
-    /// off: then nothing (the background threads' checkpoints; the next
-    /// period tries again).
+    /// off: then nothing (the cleaners' checkpoints after a drain; the
+    /// next drain tries again). Not paced: a cleaner waiting would stop
+    /// flushing.
     fn checkpoint_unless_busy(&self) -> Result<()> {
         match self.checkpointing.try_lock() {
-            Some(one) => self.checkpoint_held(one),
+            Some(one) => self.checkpoint_held(one, false),
             None => Ok(()),
         }
     }
 
-    /// The checkpoint, with `checkpointing` held.
-    fn checkpoint_held(&self, _one: parking_lot::MutexGuard<'_, ()>) -> Result<()> {
+    /// The periodic thread's checkpoint (by time, by log bytes, or the
+    /// one after a recovery), paced (`Pacer`) if `paced`, unless one is
+    /// running or a backup holds checkpoints off (the next period tries
+    /// again).
+    fn checkpoint_periodic_unless_busy(&self, paced: bool) -> Result<()> {
+        match self.checkpointing.try_lock() {
+            Some(one) => self.checkpoint_held(one, paced),
+            None => Ok(()),
+        }
+    }
+
+    /// The checkpoint, with `checkpointing` held; `paced`: its node writes
+    /// are spread out (`Pacer`).
+    fn checkpoint_held(&self, _one: parking_lot::MutexGuard<'_, ()>, paced: bool) -> Result<()> {
         let start = Instant::now();
+        self.checkpoint_due.store(false, Ordering::SeqCst);
         let log = self.ctx.log.get();
         if let Some(log) = log {
             // Before the roll, which writes what is buffered: a checkpoint
@@ -1105,9 +1204,18 @@ impl Inner {
         let mut first_err = log.map_or(Ok(()), |log| log.sync_to(begin)).err();
         timing.log_sync = t.elapsed();
         let t0 = Instant::now();
+        let mut pacer = Pacer {
+            inner: self,
+            on: paced,
+            start: t0,
+            nodes: ckpts.iter().map(|(_, c)| c.nodes()).sum(),
+            done: 0,
+            log_at_begin: log.map_or(0, |l| l.stats().bytes),
+            slept: Duration::ZERO,
+        };
         for (tree, c) in ckpts {
             let r = match first_err {
-                None => tree.finish_checkpoint(c),
+                None => tree.finish_checkpoint(c, &mut |n| pacer.pace(n)),
                 Some(_) => {
                     tree.abandon_checkpoint(&c);
                     Ok(())
@@ -1128,6 +1236,7 @@ impl Inner {
             }
         }
         timing.write = t0.elapsed();
+        timing.paced = pacer.slept;
         timing.total = start.elapsed();
         self.checkpoint_log.lock().push(timing);
         Ok(())
@@ -1173,11 +1282,187 @@ impl Inner {
 /// times the cache since the last one (`EnvOptions::checkpoint_log_bytes`).
 const CHECKPOINT_LOG_CACHE_MULTIPLE: u64 = 16;
 
+/// ... and at most this many. Recovery replays up to 1.5 times this (what
+/// is written while the next, paced, checkpoint runs comes on top): 96 MiB
+/// at the 13-15 MiB/s of replay measured in docs/benchmarks-durability.md
+/// section 3 is about 7 s, within the 10 s a restart may take.
+const CHECKPOINT_LOG_MAX_BYTES: u64 = 64 << 20;
+
 /// A checkpoint starts a new log file before its begin record when the
 /// current one holds more than this (`Log::roll`), so the records it makes
 /// unnecessary are in older files and its trim deletes them, instead of
 /// waiting in the current file until it fills.
 const LOG_ROLL_AT_CHECKPOINT_BYTES: u64 = 1 << 20;
+
+/// A paced checkpoint aims to have written its nodes by this fraction of
+/// the interval to the next one, whichever of its two measures (time, log
+/// bytes) runs out first. The log grows while a checkpoint runs and only
+/// its end trims it, so a crash just before the end replays up to
+/// `(1 + CHECKPOINT_PACE_TARGET) * checkpoint_log_bytes`.
+const CHECKPOINT_PACE_TARGET: f64 = 0.5;
+
+/// Spreads a periodic checkpoint's node writes over part of the interval
+/// to the next checkpoint, instead of one burst: the writes share the disk
+/// with the log's fdatasyncs, and a burst of a few hundred MiB makes every
+/// commit's fsync wait for the device to take it
+/// (docs/benchmarks-durability.md, section 2). After each node it visits,
+/// the checkpoint sleeps while it is ahead of schedule: the share of its
+/// nodes visited above the share of the interval gone by, in time
+/// (`checkpoint_period`) or in log bytes (`checkpoint_log_bytes`), each
+/// scaled by `CHECKPOINT_PACE_TARGET` (as PostgreSQL's
+/// checkpoint_completion_target). Behind schedule it writes at full speed.
+/// Not paced: close, `Env::checkpoint`, the cleaners' checkpoints, the one
+/// after a recovery (`checkpoint_due`); a paced
+/// one stops sleeping when one of those waits for it (`Inner::hurry`) or
+/// the environment shuts down. Sleeping holds no lock: writers go on, and
+/// a node they change is copied (`Tree::cow`) and the copy written soon.
+struct Pacer<'a> {
+    inner: &'a Inner,
+    on: bool,
+    start: Instant,
+    /// Marked nodes of every tree, and how many were visited.
+    nodes: usize,
+    done: usize,
+    log_at_begin: u64,
+    slept: Duration,
+}
+
+impl Pacer<'_> {
+    fn pace(&mut self, visited: usize) {
+        self.done += visited;
+        debug_assert!(self.done <= self.nodes);
+        if !self.on || self.nodes == 0 {
+            return;
+        }
+        let inner = self.inner;
+        loop {
+            if inner.hurry.load(Ordering::Relaxed) || inner.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+            let progress = self.done as f64 / self.nodes as f64;
+            let by_time = inner.checkpoint_period.map_or(1.0, |p| {
+                self.start.elapsed().as_secs_f64() / (p.as_secs_f64() * CHECKPOINT_PACE_TARGET)
+            });
+            let by_log = match (inner.ctx.log.get(), inner.checkpoint_log_bytes) {
+                (Some(log), budget) if budget > 0 => {
+                    log.stats().bytes.saturating_sub(self.log_at_begin) as f64
+                        / (budget as f64 * CHECKPOINT_PACE_TARGET)
+                }
+                _ => 0.0,
+            };
+            if progress <= by_time.max(by_log) {
+                return;
+            }
+            let step = Duration::from_millis(10);
+            std::thread::sleep(step);
+            self.slept += step;
+        }
+    }
+}
+
+/// Recovery notes its progress this often while it replays.
+const REPLAY_NOTE_EVERY: Duration = Duration::from_secs(3);
+
+/// What recovery says of its progress (`EnvOptions::notes`): the log it
+/// has to read when it starts, then every `REPLAY_NOTE_EVERY` the bytes
+/// read of that total and the rate, and a summary at the end. Silent when
+/// the log holds no record (a cleanly closed environment).
+struct ReplayProgress {
+    notes: Option<Notes>,
+    path: PathBuf,
+    /// Bytes of the log files when recovery began (headers, records and
+    /// any torn tail); None if a length could not be read.
+    total: Option<u64>,
+    /// Bytes of the records read so far, frames included.
+    read: u64,
+    records: u64,
+    start: Instant,
+    last_note: Instant,
+}
+
+impl ReplayProgress {
+    fn new(vfs: &dyn Vfs, dir: &Path, notes: Option<Notes>) -> ReplayProgress {
+        // Best effort: the lengths only make the notes say how far along
+        // recovery is; `Log::recover` reports any real problem.
+        let mut total = Some(0u64);
+        let mut files = 0;
+        for name in vfs.list(dir).unwrap_or_default() {
+            if crate::log::parse_file_name(&name).is_none() {
+                continue;
+            }
+            files += 1;
+            let len =
+                vfs.open(&dir.join(&name), crate::file::OpenMode::Existing, false).and_then(|f| f.len());
+            total = total.zip(len.ok()).map(|(t, l)| t + l);
+        }
+        let headers = files * crate::log::FILE_HEADER_LEN as u64;
+        let now = Instant::now();
+        let p = ReplayProgress {
+            notes,
+            path: dir.to_path_buf(),
+            total,
+            read: 0,
+            records: 0,
+            start: now,
+            last_note: now,
+        };
+        match total {
+            Some(t) if t > headers => {
+                p.note(&format!("recovery: {} of log in {files} file(s) to read", mib(t)));
+            }
+            None => p.note(&format!("recovery: {files} log file(s) to read")),
+            Some(_) => {}
+        }
+        p
+    }
+
+    fn note(&self, line: &str) {
+        Notes::note(self.notes.as_ref(), &format!("{} {line}", self.path.display()));
+    }
+
+    /// One record of `payload` bytes was read; `applied` so far.
+    fn record(&mut self, payload: usize, applied: u64) {
+        self.read += (payload + crate::log::RECORD_HEADER_LEN) as u64;
+        self.records += 1;
+        if !self.records.is_multiple_of(256) || self.last_note.elapsed() < REPLAY_NOTE_EVERY {
+            return;
+        }
+        self.last_note = Instant::now();
+        let secs = self.start.elapsed().as_secs_f64();
+        let of = match self.total {
+            Some(t) => format!(" of {} ({:.0}%)", mib(t), 100.0 * self.read as f64 / t.max(1) as f64),
+            None => String::new(),
+        };
+        self.note(&format!(
+            "recovery: {}{of} of log read in {secs:.1} s, {:.1} MiB/s; {} records, {applied} applied",
+            mib(self.read),
+            self.read as f64 / (1 << 20) as f64 / secs.max(1e-3),
+            self.records,
+        ));
+    }
+
+    fn done(&self, records: u64, applied: u64, rolled_back: usize, deferred: bool, took: Duration) {
+        if records == 0 {
+            return;
+        }
+        let secs = took.as_secs_f64();
+        let checkpoint = match (applied, deferred) {
+            (0, _) => "nothing to checkpoint",
+            (_, true) => "the checkpoint follows in the background",
+            (_, false) => "checkpoint taken",
+        };
+        self.note(&format!(
+            "recovery: done in {secs:.1} s: {} of log read ({:.1} MiB/s), {records} records, {applied} applied, \
+             {rolled_back} unfinished transaction(s) rolled back; {checkpoint}",
+            mib(self.read),
+            self.read as f64 / (1 << 20) as f64 / secs.max(1e-3),
+        ));
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
 
 /// The bounds `Env::open` holds `EnvOptions` to (see `validate_env_options`).
 const MIN_CACHE_BYTES: usize = 256 << 10;

@@ -46,7 +46,7 @@ mod txn;
 pub use cache::CacheStats;
 pub use env::{
     is_env_file, BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions,
-    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Range, RecoveryStats, WriteBatch,
+    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Notes, Range, RecoveryStats, WriteBatch,
     BACKUP_INCOMPLETE_FILE,
 };
 pub use error::{Error, Result};

@@ -226,6 +226,51 @@ fn a_checkpoint_deletes_every_log_record_it_makes_unnecessary() {
     assert_eq!(d.get(b"after").unwrap().as_deref(), Some(&b"the checkpoint"[..]));
 }
 
+/// A checkpoint the log's growth brings forward is paced: it sleeps while
+/// ahead of its schedule (half the time to the next one, by time or by log
+/// bytes). With the writers gone quiet and a period of an hour its schedule
+/// would run for half an hour; `Env::checkpoint` (and close) must not wait
+/// for that: the paced one stops sleeping once someone waits for it.
+#[test]
+fn a_waited_for_checkpoint_does_not_wait_for_a_paced_ones_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Arc::new(
+        Env::open(
+            dir.path(),
+            EnvOptions {
+                checkpoint_period: Some(std::time::Duration::from_secs(3600)),
+                checkpoint_log_bytes: Some(1 << 20),
+                cache_size_bytes: 4 << 20,
+                ..opts()
+            },
+        )
+        .unwrap(),
+    );
+    let d = env.create_dictionary("d", small()).unwrap();
+    let value = [7u8; 100];
+    // About 1.2 MiB of records: past the limit, so the checkpointer
+    // begins one, which then has nearly all of the hour to go.
+    for start in (0..10_000).step_by(100) {
+        let mut batch = WriteBatch::new();
+        (start..start + 100).for_each(|i| batch.put(&key(i), &value));
+        d.write(&batch).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let e = env.clone();
+    let waiter = std::thread::spawn(move || tx.send(e.checkpoint()).unwrap());
+    // A hang detector, far from any real checkpoint's length.
+    let r = rx.recv_timeout(std::time::Duration::from_secs(300));
+    assert!(matches!(r, Ok(Ok(()))), "Env::checkpoint waited for a paced checkpoint's schedule: {r:?}");
+    waiter.join().unwrap();
+    assert!(!env.checkpoint_timings().is_empty());
+    drop(d);
+    Arc::try_unwrap(env).ok().unwrap().close().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.open_dictionary("d").unwrap();
+    assert_eq!(d.range(None, None, false).count(), 10_000);
+}
+
 #[test]
 fn a_growing_log_brings_the_checkpoint_forward() {
     let dir = tempfile::tempdir().unwrap();

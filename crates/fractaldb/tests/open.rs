@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use fractaldb::{Env, EnvOptions, Error, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
+use fractaldb::{Env, EnvOptions, Error, Notes, OpenMode, SimVfs, UpdateFn, Vfs, VfsFile};
 
 const DIR: &str = "/db";
 const ADD: u8 = 1;
@@ -128,6 +128,75 @@ fn a_failed_open_leaves_the_files_as_they_were() {
             env.close().unwrap();
         }
     }
+}
+
+/// Recovery says what it has to read and what it did (`EnvOptions::notes`).
+/// With the periodic checkpointer the open does not wait for the
+/// checkpoint after the replay: the checkpointer takes it at once. A crash
+/// before it (the first crash below may come before or after it) replays
+/// the same records again from the same headers: none lost, none applied
+/// twice (the counters are upserts). Once it is taken, it has trimmed the
+/// log: the next recovery reads only what came after it.
+#[test]
+fn recovery_notes_its_progress_and_checkpoints_after_the_open() {
+    let fns = [ADD, ADD_TWICE];
+    let sim = SimVfs::new(11);
+    let mut total = write_counters(&sim, &fns);
+    let notes = Arc::new(Mutex::new(Vec::<String>::new()));
+    let opts = |background_threads| {
+        let n = notes.clone();
+        EnvOptions {
+            checkpoint_period: Some(Duration::from_secs(3600)),
+            notes: Some(Notes(Arc::new(move |line: &str| n.lock().unwrap().push(line.to_string())))),
+            ..sim_opts(&sim, &fns, background_threads)
+        }
+    };
+    for round in 0..2 {
+        notes.lock().unwrap().clear();
+        let env = Env::open(DIR, opts(true)).unwrap();
+        let rec = env.stats().recovery;
+        assert!(rec.replayed > 0, "round {round}: {rec:?}");
+        let lines = notes.lock().unwrap().clone();
+        assert!(lines.len() >= 2, "{lines:?}");
+        assert!(lines[0].contains("of log in") && lines[0].ends_with("file(s) to read"), "{lines:?}");
+        let last = lines.last().unwrap();
+        assert!(last.contains("recovery: done in"), "{lines:?}");
+        assert!(last.contains(&format!(" {} records, ", rec.records_read)), "{lines:?}");
+        assert!(last.ends_with("the checkpoint follows in the background"), "{lines:?}");
+        let d = env.open_dictionary("c").unwrap();
+        assert_eq!(counter(d.get(b"n").unwrap()), total, "round {round}");
+        if round == 1 {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while env.checkpoint_timings().is_empty() {
+                assert!(std::time::Instant::now() < deadline, "no checkpoint after the recovery");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        d.update(b"n", ADD, &1u64.to_le_bytes()).unwrap();
+        total += u64::from(ADD);
+        sim.crash_clean();
+        drop(d);
+        drop(env);
+    }
+    notes.lock().unwrap().clear();
+    let env = Env::open(DIR, opts(false)).unwrap();
+    let rec = env.stats().recovery;
+    // Only the update after the checkpoint is applied: the writes of the
+    // rounds before are in its trees.
+    assert_eq!(rec.replayed, 1, "{rec:?}");
+    let d = env.open_dictionary("c").unwrap();
+    assert_eq!(counter(d.get(b"n").unwrap()), total);
+    d.check().unwrap();
+    drop(d);
+    // Without the checkpointer the open checkpoints itself; a clean close
+    // leaves nothing to replay, and the next open notes nothing.
+    assert!(notes.lock().unwrap().last().unwrap().ends_with("checkpoint taken"));
+    env.close().unwrap();
+    notes.lock().unwrap().clear();
+    let env = Env::open(DIR, opts(false)).unwrap();
+    assert_eq!(env.stats().recovery.records_read, 0);
+    assert_eq!(notes.lock().unwrap().clone(), Vec::<String>::new());
+    env.close().unwrap();
 }
 
 fn path(name: &str) -> PathBuf {

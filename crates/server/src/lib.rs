@@ -301,6 +301,13 @@ impl Server {
         ] {
             dbo.variables.push((n.to_string(), v));
         }
+        // The engine's notes (recovery's progress) go to this log too.
+        let notes = Logger {
+            file: Mutex::new(log.file.lock().as_ref().and_then(|f| f.try_clone().ok())),
+            stderr: opts.log_stderr,
+        };
+        dbo.engine_notes =
+            Some(fractaldb_sql::EngineNotes(Arc::new(move |line: &str| notes.log("note", line))));
         let t0 = Instant::now();
         let db = Database::open(opts.datadir.join(DB_SUBDIR), dbo)
             .map_err(|e| format!("cannot open the database in {}: {e}", opts.datadir.display()))?;

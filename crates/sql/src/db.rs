@@ -33,6 +33,8 @@ pub struct DbOptions {
     /// Global values of system variables (name, text as in my.cnf), over
     /// the defaults of `sysvars::DEFS`; an unknown name fails `open`.
     pub variables: Vec<(String, String)>,
+    /// Where the engine's progress notes go (recovery's); None: stderr.
+    pub engine_notes: Option<fractaldb::Notes>,
 }
 
 impl Default for DbOptions {
@@ -44,6 +46,7 @@ impl Default for DbOptions {
             fsync_log_period_ms: 1000,
             checkpoint_period_secs: 60,
             variables: Vec::new(),
+            engine_notes: None,
         }
     }
 }
@@ -157,6 +160,7 @@ impl Database {
                 (crate::fastupdate::FAST_UPDATE, Arc::new(crate::fastupdate::apply) as fractaldb::UpdateFn),
                 (crate::instant::CONVERT_ROW, Arc::new(crate::instant::apply) as fractaldb::UpdateFn),
             ],
+            notes: opts.engine_notes.clone(),
             ..EnvOptions::default()
         };
         let env = Env::open(dir, eo)?;

@@ -213,7 +213,7 @@ impl Env {
         // Order: ddl, then checkpointing (a checkpoint takes `open` but never
         // `ddl`; a catalog change never waits for a checkpoint).
         let _ddl = inner.ddl.lock();
-        let _no_checkpoint = inner.checkpointing.lock();
+        let _no_checkpoint = inner.checkpointing_now();
         let dicts: Vec<u64> = inner.open.lock().catalog.dicts.values().copied().collect();
         let catalog = vfs
             .read_file(&inner.path.join("catalog"))?

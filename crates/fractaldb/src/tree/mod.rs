@@ -427,6 +427,13 @@ pub(crate) struct TreeCheckpoint {
     pending: Vec<Arc<Entry>>,
 }
 
+impl TreeCheckpoint {
+    /// How many nodes the checkpoint has to visit (its pacing's measure).
+    pub(crate) fn nodes(&self) -> usize {
+        self.pending.len()
+    }
+}
+
 impl Tree {
     /// Creates a new dictionary file holding an empty tree.
     pub(crate) fn create(
@@ -1336,27 +1343,43 @@ impl Tree {
     /// the checkpoint writes is the tree at its begin (taken under the
     /// exclusive checkpoint lock, so between changes), as every change
     /// since copied its node first (`cow`), before the panic could come.
-    pub(crate) fn finish_checkpoint(&self, ckpt: TreeCheckpoint) -> Result<()> {
-        let r =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.finish_checkpoint_inner(&ckpt)))
-                .unwrap_or_else(|p| {
-                    self.abandon_checkpoint(&ckpt);
-                    let message = panic_message(&*p);
-                    eprintln!("fractaldb: {}: a checkpoint panicked: {message}", self.path().display());
-                    Err(Error::ReadOnly(format!("a checkpoint panicked: {message}")))
-                });
+    ///
+    /// `pace(n)` is called after each step that wrote, `n` the marked
+    /// nodes it visited (0 for a copy): the caller may sleep there to
+    /// spread the writes (env.rs, `Pacer`). No lock is held across it.
+    pub(crate) fn finish_checkpoint(&self, ckpt: TreeCheckpoint, pace: &mut dyn FnMut(usize)) -> Result<()> {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.finish_checkpoint_inner(&ckpt, pace)
+        }))
+        .unwrap_or_else(|p| {
+            self.abandon_checkpoint(&ckpt);
+            let message = panic_message(&*p);
+            eprintln!("fractaldb: {}: a checkpoint panicked: {message}", self.path().display());
+            Err(Error::ReadOnly(format!("a checkpoint panicked: {message}")))
+        });
         if let Err(e) = &r {
             self.fail(format!("checkpoint failed: {e}"));
         }
         r
     }
 
-    fn finish_checkpoint_inner(&self, ckpt: &TreeCheckpoint) -> Result<()> {
+    fn finish_checkpoint_inner(&self, ckpt: &TreeCheckpoint, pace: &mut dyn FnMut(usize)) -> Result<()> {
         let mut result = Ok(());
         for e in &ckpt.pending {
             if result.is_ok() {
                 result = self.write_pending(e);
             }
+            // The copies writers made so far are written as they come, not
+            // all at the end: a paced checkpoint runs long enough for many
+            // nodes to be copied, and they would end it in one burst and
+            // hold memory meanwhile. A copy is final (the node's state at
+            // the begin), so when it is written does not matter.
+            while result.is_ok() {
+                let Some((bn, node)) = self.ckpt_clones.lock().pop() else { break };
+                result = self.write_clone(bn, &node);
+                pace(0);
+            }
+            pace(1);
         }
         // Every spill the checkpoint's nodes may name has its block before
         // the table is written (or is being written by the spill writer,
@@ -1375,13 +1398,7 @@ impl Tree {
             return Err(e);
         }
         for (bn, node) in clones {
-            let written = serialize::serialize(
-                &node,
-                self.settings.codec,
-                self.ctx.horizon.load(AtomicOrdering::Acquire),
-            )
-            .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len));
-            if let Err(e) = written {
+            if let Err(e) = self.write_clone(bn, &node) {
                 self.abandon_checkpoint(ckpt);
                 return Err(e);
             }
@@ -1391,6 +1408,13 @@ impl Tree {
         let ((), gone) = self.pending.end_checkpoint(|| ());
         debug_assert!(gone.is_empty(), "spills the checkpoint named were not written");
         result
+    }
+
+    /// Writes a copy a writer made of a marked node (`cow`) for the checkpoint.
+    fn write_clone(&self, bn: BlockNum, node: &Node) -> Result<()> {
+        serialize::serialize(node, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))
+            .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len))
+            .map(|_| ())
     }
 
     /// Writes a node for the checkpoint without holding its lock during the

@@ -206,11 +206,10 @@ impl DurabilityChildArgs {
             options.commit_sync,
             options.fsync_log_period_ms,
             options.checkpoint_period.map_or("none".to_string(), |p| format!("{} s", p.as_secs_f64())),
-            options.checkpoint_log_bytes.map_or("16 times the cache".to_string(), |b| if b == 0 {
-                "off".into()
-            } else {
-                b.to_string()
-            }),
+            match options.resolved_checkpoint_log_bytes() {
+                0 => "off".to_string(),
+                b => b.to_string(),
+            },
             options.log_file_size_bytes,
             dict.node_size_bytes,
             dict.basement_size_bytes,

@@ -452,9 +452,27 @@ pub fn load_child(args: &DurabilityChildArgs) -> Result<()> {
         (period - margin).as_secs_f64(),
         margin.as_secs_f64()
     ));
+    // A checkpoint also begins once the log has grown its byte limit since
+    // the last one began; the log on disk then holds about that limit
+    // (the last checkpoint trimmed what came before its begin). So the
+    // writer stops short of either trigger.
+    let log_limit = args.fractal_options()?.resolved_checkpoint_log_bytes();
+    let log_margin = (log_limit / 32).max(2 << 20);
+    let mut last_look = Instant::now();
     while checkpoint_end.elapsed() < period - margin {
         w.write(&dict)?;
         remember(&w, &mut history);
+        if log_limit > 0 && last_look.elapsed() >= Duration::from_millis(100) {
+            last_look = Instant::now();
+            if leftovers(&args.dir)?.log_bytes + log_margin >= log_limit {
+                note(format!(
+                    "the log is {} short of the checkpoint's log limit of {}: stopping there",
+                    human_bytes(log_margin as f64),
+                    human_bytes(log_limit as f64)
+                ));
+                break;
+            }
+        }
     }
     let durations = env.checkpoint_durations();
     if durations.len() != checkpoints {
