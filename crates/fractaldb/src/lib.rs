@@ -46,7 +46,7 @@ mod txn;
 pub use cache::CacheStats;
 pub use env::{
     is_env_file, BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions,
-    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Range, RecoveryStats, WriteBatch,
+    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, PreparedTxn, Range, RecoveryStats, WriteBatch,
     BACKUP_INCOMPLETE_FILE,
 };
 pub use error::{Error, Result};
@@ -57,6 +57,7 @@ pub use limits::{
     MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,
 };
 pub use log::LogStats;
+pub use recovery::MAX_XID_BYTES;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;
