@@ -82,6 +82,8 @@ pub(crate) struct Inner {
     pub counters: crate::sysvars::ServerCounters,
     /// Where a hot backup puts what (`backup.rs`); set by the server.
     pub backup_layout: Mutex<Option<crate::backup::BackupLayout>>,
+    /// The live sessions' XA transactions (`xa.rs`).
+    pub xa: Mutex<crate::xa::Registry>,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -183,6 +185,7 @@ impl Database {
             ended_stats: Mutex::new([0; crate::sysvars::STAT_COUNT]),
             counters: crate::sysvars::ServerCounters::default(),
             backup_layout: Mutex::new(None),
+            xa: Mutex::new(crate::xa::Registry::default()),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;

@@ -73,6 +73,7 @@ pub mod types;
 pub mod value;
 mod views;
 mod window;
+mod xa;
 
 pub use accounts::{client_host_name, Credentials};
 pub use db::{Database, DbOptions};
