@@ -1242,6 +1242,13 @@ impl Drop for Txn {
         if st.detached {
             return;
         }
+        if st.prepared && !st.done && self.shared.mgr.ctx.closed.load(Ordering::SeqCst) {
+            // The environment is closed: nothing can end it before the
+            // next open, which restores it from the log (kept: it was
+            // unfinished at the close).
+            st.done = true;
+            return;
+        }
         if st.prepared && !st.done {
             // A prepared transaction outlives its owner: the manager keeps
             // it, with its locks, for `Env::commit_prepared` or
