@@ -240,6 +240,17 @@ pub struct LiveTxn {
     pub started: std::time::SystemTime,
 }
 
+/// A transaction prepared for two-phase commit ([`Env::prepared`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedTxn {
+    /// The id it was prepared under ([`Txn::prepare`]).
+    pub xid: Vec<u8>,
+    pub id: u64,
+    /// Still owned by the `Txn` that prepared it (only that owner can end
+    /// it); else [`Env::commit_prepared`] / [`Env::rollback_prepared`] can.
+    pub attached: bool,
+}
+
 /// A key range lock held by a transaction ([`Env::locks`]). Both ends are
 /// included; a point lock has `left == right`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -518,6 +529,9 @@ impl Env {
         let mut replayed = 0u64;
         let mut txn_keys: HashMap<u64, Vec<UndoKey>> = HashMap::new();
         let mut progress = ReplayProgress::new(&*vfs, &inner.path, opts.notes.clone());
+        // Transactions with a prepare record: (xid, first LSN); an end
+        // record removes them.
+        let mut prepared: HashMap<u64, (Vec<u8>, u64)> = HashMap::new();
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
             records_read += 1;
             bytes_read += payload.len() as u64;
@@ -528,6 +542,11 @@ impl Env {
                 Record::TxnCommit { txid } => (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([]))),
                 Record::TxnAbort { txid, lo, hi } => {
                     (txid, MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(lo, hi)))
+                }
+                Record::TxnPrepare { txid, first_lsn, xid } => {
+                    next_txid = next_txid.max(txid.saturating_add(1));
+                    prepared.insert(txid, (xid, first_lsn.min(lsn)));
+                    return Ok(());
                 }
                 Record::Write { file_id, msgs } => {
                     for (k, b) in &msgs {
@@ -563,13 +582,40 @@ impl Env {
             // A rollback to a savepoint leaves the transaction open.
             let ends = body.kind == MsgKind::Commit || body.abort_range() == Ok((0, u32::MAX));
             let keys = match ends {
-                true => txn_keys.remove(&txid).unwrap_or_default(),
+                true => {
+                    prepared.remove(&txid);
+                    txn_keys.remove(&txid).unwrap_or_default()
+                }
                 false => txn_keys.get(&txid).cloned().unwrap_or_default(),
             };
             replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)?;
             Ok(())
         })?;
-        // Transactions the log shows no end for are rolled back.
+        // Transactions the log shows no end for are rolled back, but for
+        // the prepared ones: restored, still prepared (before the
+        // checkpoint below, which must keep the log from their first write).
+        let mut restore: Vec<_> = prepared.into_iter().collect();
+        restore.sort_by_key(|(t, _)| *t);
+        for (txid, (xid, first_lsn)) in restore {
+            let keys = txn_keys.remove(&txid).unwrap_or_default();
+            let mut trees = HashMap::new();
+            for (file_id, _) in &keys {
+                if let (false, Some((name, info))) = (trees.contains_key(file_id), ckpt_lsns.get(file_id)) {
+                    if let Err(e) = info {
+                        return Err(Error::corrupt(
+                            &inner.path,
+                            None,
+                            format!(
+                                "dictionary {name:?} is unreadable ({e}) and a prepared transaction wrote it"
+                            ),
+                        ));
+                    }
+                    trees.insert(*file_id, self.open_tree(name)?);
+                }
+            }
+            inner.txns.restore_prepared(txid, xid, first_lsn, keys, trees)?;
+            replayed += 1;
+        }
         let mut open: Vec<_> = txn_keys.into_iter().collect();
         open.sort_by_key(|(t, _)| *t);
         let rolled_back = open.len();
@@ -1000,6 +1046,36 @@ impl Env {
         self.inner.txns.live()
     }
 
+    /// The transactions prepared for two-phase commit and not yet ended,
+    /// by xid: those prepared since the open, and those a restart
+    /// restored prepared (see [`Txn::prepare`]).
+    pub fn prepared(&self) -> Vec<PreparedTxn> {
+        self.inner.txns.prepared()
+    }
+
+    /// Commits the prepared transaction `xid` that no `Txn` owns any more
+    /// (its owner dropped it, or a restart restored it). `Ok(false)`: there
+    /// is none (never prepared, already ended, or still owned).
+    pub fn commit_prepared(&self, xid: &[u8]) -> Result<bool> {
+        self.end_prepared(xid, true)
+    }
+
+    /// Rolls back the prepared transaction `xid` (see [`Env::commit_prepared`]).
+    pub fn rollback_prepared(&self, xid: &[u8]) -> Result<bool> {
+        self.end_prepared(xid, false)
+    }
+
+    fn end_prepared(&self, xid: &[u8], commit: bool) -> Result<bool> {
+        self.check_open()?;
+        let Some(t) = self.inner.txns.take_prepared(xid) else { return Ok(false) };
+        if commit {
+            t.commit()?;
+        } else {
+            t.abort()?;
+        }
+        Ok(true)
+    }
+
     /// The dictionary names by file id (locks name dictionaries by file id).
     fn dict_names(&self) -> HashMap<u64, String> {
         self.inner.open.lock().catalog.dicts.iter().map(|(n, &id)| (id, n.clone())).collect()
@@ -1269,6 +1345,7 @@ impl Inner {
             let _ = log.sync_all();
         }
         self.ctx.closed.store(true, Ordering::SeqCst);
+        self.txns.let_go_prepared();
         // Cached nodes hold their trees; forgetting them breaks the cycle.
         for t in self.trees() {
             self.ctx.cache.remove_dict(t.dict);

@@ -46,8 +46,8 @@ mod txn;
 pub use cache::CacheStats;
 pub use env::{
     is_env_file, BackupProgress, BackupReport, CheckpointTiming, DictOptions, Dictionary, Env, EnvOptions,
-    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Notes, Range, RecoveryStats, WriteBatch,
-    BACKUP_INCOMPLETE_FILE,
+    EnvStats, LiveTxn, LoadStats, Loader, LockInfo, LockWait, Notes, PreparedTxn, Range, RecoveryStats,
+    WriteBatch, BACKUP_INCOMPLETE_FILE,
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
@@ -57,6 +57,7 @@ pub use limits::{
     MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,
 };
 pub use log::LogStats;
+pub use recovery::MAX_XID_BYTES;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;

@@ -19,7 +19,17 @@
 //! CheckpointEnd:   6 | begin lsn varint
 //! TxnCommit:       7 | txid varint
 //! TxnAbort:        8 | txid varint | lo varint | hi varint    (savepoints [lo, hi) rolled back; 0..u32::MAX: all)
+//! TxnPrepare:      9 | txid varint | first_lsn varint | xid (varint len + bytes, at most MAX_XID_BYTES)
 //! ```
+//!
+//! Two-phase commit: `TxnPrepare` (fsynced before `Txn::prepare` returns)
+//! says the transaction's writes so far are its whole work and it awaits a
+//! decision under `xid`; `first_lsn` is a lower bound on its first record's
+//! LSN (the log is kept from there while it is prepared, across restarts).
+//! A transaction with a prepare record and no end record is not rolled back
+//! by recovery: it is restored prepared, its written keys write-locked
+//! again, until `Env::commit_prepared` or `Env::rollback_prepared` ends it
+//! with an ordinary commit or abort record.
 //!
 //! Transactions: a transaction's writes are logged as provisional `Write`
 //! records as they happen; its commit, abort or rollback to a savepoint is
@@ -56,7 +66,12 @@ pub(crate) enum Record {
     CheckpointEnd { begin_lsn: u64 },
     TxnCommit { txid: u64 },
     TxnAbort { txid: u64, lo: u32, hi: u32 },
+    TxnPrepare { txid: u64, first_lsn: u64, xid: Vec<u8> },
 }
+
+/// The longest global transaction id `Txn::prepare` takes (X/Open's XID is
+/// at most 128 bytes of gtrid and bqual plus a 4-byte format id).
+pub const MAX_XID_BYTES: usize = 256;
 
 /// Encodes a `Write` record without building a `Record` (the hot path),
 /// with `stamp` (if any) on every message.
@@ -106,6 +121,12 @@ impl Record {
                 put_varint(&mut out, *lo as u64);
                 put_varint(&mut out, *hi as u64);
             }
+            Record::TxnPrepare { txid, first_lsn, xid } => {
+                out.push(9);
+                put_varint(&mut out, *txid);
+                put_varint(&mut out, *first_lsn);
+                put_bytes(&mut out, xid);
+            }
         }
         out
     }
@@ -153,6 +174,14 @@ impl Record {
                     (Ok(lo), Ok(hi)) if lo <= hi => Record::TxnAbort { txid, lo, hi },
                     _ => return Err(format!("abort record with savepoint range {lo}..{hi}")),
                 }
+            }
+            9 => {
+                let (txid, first_lsn) = (r.varint()?, r.varint()?);
+                let xid = r.bytes()?.to_vec();
+                if xid.is_empty() || xid.len() > MAX_XID_BYTES {
+                    return Err(format!("prepare record with a {}-byte xid", xid.len()));
+                }
+                Record::TxnPrepare { txid, first_lsn, xid }
             }
             k => return Err(format!("unknown log record kind {k}")),
         };
@@ -204,6 +233,7 @@ mod tests {
             },
             Record::TxnCommit { txid: 77 },
             Record::TxnAbort { txid: 78, lo: 2, hi: 9 },
+            Record::TxnPrepare { txid: 79, first_lsn: 1 << 33, xid: b"gtrid\0bqual".to_vec() },
         ];
         for rec in recs {
             let bytes = rec.encode();

@@ -87,6 +87,8 @@ pub(crate) struct Inner {
     pub backup_layout: Mutex<Option<crate::backup::BackupLayout>>,
     /// Metadata locks by table (`mdl.rs`).
     pub mdl: crate::mdl::Mdl,
+    /// The live sessions' XA transactions (`xa.rs`).
+    pub xa: Mutex<crate::xa::Registry>,
 }
 
 /// What SHOW PROCESSLIST shows of a session; the session updates it at the
@@ -191,6 +193,7 @@ impl Database {
             counters: crate::sysvars::ServerCounters::default(),
             backup_layout: Mutex::new(None),
             mdl: Default::default(),
+            xa: Mutex::new(crate::xa::Registry::default()),
         };
         let db = Database { inner: Arc::new(inner) };
         db.inner.load()?;

@@ -522,8 +522,10 @@ pub enum Special {
     /// `INSERT ... VALUES` of literal rows, scanned without sqlparser
     /// (`fastinsert.rs`).
     FastInsert(crate::fastinsert::FastInsert),
+    /// `XA START|BEGIN|END|PREPARE|COMMIT|ROLLBACK|RECOVER` (`xa.rs`).
+    Xa(crate::xa::XaStmt),
     /// A statement this server knows and refuses (error 1235 with this
-    /// name): "XA", "LOAD XML", "partitioning",
+    /// name): "LOAD XML", "partitioning",
     /// "CREATE TRIGGER", "CREATE PROCEDURE", "CREATE FUNCTION",
     /// "CREATE EVENT".
     Unsupported(&'static str),
@@ -1477,7 +1479,10 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
             c.i = 2;
             return parse_begin(&mut c);
         }
-        "XA" => return Ok(Parsed::Special(Special::Unsupported("XA"))),
+        "XA" => {
+            c.i = 1;
+            return parse_xa(&mut c).map(|x| Parsed::Special(Special::Xa(x)));
+        }
         "LOAD" => {
             if c.is_kw_at(1, "XML") {
                 return Ok(Parsed::Special(Special::Unsupported("LOAD XML")));
@@ -1619,6 +1624,74 @@ fn parse_begin(c: &mut Cur) -> SqlResult<Parsed> {
 }
 
 /// `DO expr, ...` parsed as `SELECT expr, ...`.
+/// After `XA`: MariaDB's grammar. A gtrid or bqual is a string, hex or
+/// bit literal of at most 64 bytes, a formatID a number up to 2^31-1; past
+/// either bound it is a syntax error, as in MariaDB.
+fn parse_xa(c: &mut Cur) -> SqlResult<crate::xa::XaStmt> {
+    use crate::xa::XaStmt;
+    fn xid(c: &mut Cur) -> SqlResult<crate::xa::Xid> {
+        let part = |c: &mut Cur| -> SqlResult<Vec<u8>> {
+            let b = c.string()?;
+            if b.len() > crate::xa::MAX_PART {
+                return Err(c.err());
+            }
+            Ok(b)
+        };
+        let gtrid = part(c)?;
+        let (mut bqual, mut format_id) = (Vec::new(), 1);
+        if c.punct(b',') {
+            bqual = part(c)?;
+            if c.punct(b',') {
+                let at = c.i;
+                let n = c.number()?;
+                if n > crate::xa::MAX_FORMAT_ID {
+                    c.i = at;
+                    return Err(c.err());
+                }
+                format_id = n as u32;
+            }
+        }
+        Ok(crate::xa::Xid { gtrid, bqual, format_id })
+    }
+    let stmt = if c.kw("START") || c.kw("BEGIN") {
+        let xid = xid(c)?;
+        let join = c.kw("JOIN") || c.kw("RESUME");
+        XaStmt::Start { xid, join }
+    } else if c.kw("END") {
+        let xid = xid(c)?;
+        let suspend = c.kw("SUSPEND");
+        if suspend && c.kw("FOR") && !c.kw("MIGRATE") {
+            return Err(c.err());
+        }
+        XaStmt::End { xid, suspend }
+    } else if c.kw("PREPARE") {
+        XaStmt::Prepare(xid(c)?)
+    } else if c.kw("COMMIT") {
+        let xid = xid(c)?;
+        let one_phase = c.kw("ONE");
+        if one_phase && !c.kw("PHASE") {
+            return Err(c.err());
+        }
+        XaStmt::Commit { xid, one_phase }
+    } else if c.kw("ROLLBACK") {
+        XaStmt::Rollback(xid(c)?)
+    } else if c.kw("RECOVER") {
+        let mut format = None;
+        if c.kw("FORMAT") {
+            if !c.punct(b'=') {
+                return Err(c.err());
+            }
+            let f = c.string()?;
+            format = Some(String::from_utf8_lossy(&f).into_owned());
+        }
+        XaStmt::Recover { format }
+    } else {
+        return Err(c.err());
+    };
+    c.expect_end()?;
+    Ok(stmt)
+}
+
 fn parse_do(stmt: &[u8], toks: &[Tok]) -> SqlResult<Parsed> {
     if toks.len() < 2 {
         return Err(syntax_at(stmt, stmt.len()));

@@ -77,13 +77,14 @@ pub mod types;
 pub mod value;
 mod views;
 mod window;
+mod xa;
 
 pub use accounts::{client_host_name, Credentials};
 pub use db::{Database, DbOptions};
 pub use error::{SqlError, SqlResult};
-pub use online::set_build_hook;
 /// The engine's progress notes (`DbOptions::engine_notes`).
 pub use fractaldb::Notes as EngineNotes;
+pub use online::set_build_hook;
 pub use plan::pk_lookups;
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;

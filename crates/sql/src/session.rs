@@ -90,6 +90,8 @@ pub struct Session {
     /// The open engine transaction: a BEGIN's, or (autocommit off) the
     /// implicit one.
     pub(crate) txn: Option<Txn>,
+    /// The session's XA transaction (`xa.rs`); its engine transaction is `txn`.
+    pub(crate) xa: Option<crate::xa::XaCur>,
     pub(crate) explicit: bool,
     pub(crate) autocommit: bool,
     pub(crate) isolation: Isolation,
@@ -203,6 +205,7 @@ impl Session {
             warnings: Vec::new(),
             db: None,
             txn: None,
+            xa: None,
             explicit: false,
             autocommit: true,
             isolation: Isolation::RepeatableRead,
@@ -293,6 +296,7 @@ impl Session {
             warnings: Vec::new(),
             db: self.db.clone(),
             txn: None,
+            xa: None,
             explicit: false,
             autocommit: self.autocommit,
             isolation: self.isolation,
@@ -452,7 +456,7 @@ impl Session {
     /// locking reads act on the newest committed row, as InnoDB's do at
     /// every level, so a concurrent commit never fails an UPDATE with a
     /// write conflict (plain SELECTs still read the snapshot).
-    fn txn_options(&self, iso: Isolation) -> TxnOptions {
+    pub(crate) fn txn_options(&self, iso: Isolation) -> TxnOptions {
         TxnOptions {
             isolation: iso,
             lock_timeout: self.lock_timeout(),
@@ -581,6 +585,7 @@ impl Session {
     /// COM_RESET_CONNECTION and COM_CHANGE_USER): the open transaction is
     /// rolled back, variables, the current database and warnings go.
     pub fn reset(&mut self) {
+        crate::xa::session_ends(self);
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }
@@ -673,6 +678,7 @@ impl Session {
                 Ok(Outcome::done(0))
             }
             S::Rollback { .. } => {
+                crate::xa::check_no_xa(self)?;
                 self.savepoints.clear();
                 if let Some(t) = self.txn.take() {
                     t.abort()?;
@@ -836,6 +842,7 @@ impl Session {
                 }
                 Ok(Outcome::done(0))
             }
+            Special::Xa(x) => crate::xa::execute(self, x),
             Special::Unsupported(what) => Err(SqlError::unsupported(what)),
         }
     }
@@ -1228,6 +1235,7 @@ impl Session {
 
     /// Commits the open transaction, if any.
     pub(crate) fn commit_open(&mut self) -> SqlResult<()> {
+        crate::xa::check_no_xa(self)?;
         self.savepoints.clear();
         self.explicit = false;
         let r = match self.txn.take() {
@@ -1275,6 +1283,7 @@ impl Session {
         f: impl FnOnce(&mut Session, &Txn) -> SqlResult<T>,
     ) -> SqlResult<T> {
         let _ = writes;
+        crate::xa::check_statement_allowed(self)?;
         let own = self.txn.is_none() && self.autocommit;
         if self.txn.is_none() {
             self.begin_implicit()?;
@@ -1324,6 +1333,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        crate::xa::session_ends(self);
         if let Some(t) = self.txn.take() {
             let _ = t.abort();
         }

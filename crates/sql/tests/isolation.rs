@@ -291,3 +291,73 @@ fn a_reserved_auto_increment_block_is_locked_as_a_range() {
         [["1", "a"], ["2", "b"], ["3", "c"], ["4", "past"], ["5", "d"]]
     );
 }
+
+/// An XA transaction prepared in one session outlives it and a restart:
+/// its rows stay invisible and locked, XA RECOVER lists it, and any
+/// session ends it with XA COMMIT or XA ROLLBACK; the row count follows.
+#[test]
+fn a_prepared_xa_transaction_survives_its_session_and_a_restart() {
+    use support::embedded::{err, one};
+    let dir = tempfile::tempdir().unwrap();
+    let db = setup(dir.path());
+    let mut s1 = db.session();
+    ok(&mut s1, "USE h");
+    for sql in ["XA START 'x'", "INSERT INTO test VALUES (3, 30)", "UPDATE test SET value = 11 WHERE id = 1"]
+    {
+        ok(&mut s1, sql);
+    }
+    ok(&mut s1, "XA END 'x'");
+    ok(&mut s1, "XA PREPARE 'x'");
+    let mut s2 = db.session();
+    ok(&mut s2, "USE h");
+    ok(&mut s2, "SET tokudb_lock_timeout = 0");
+    assert_eq!(rows(&mut s2, "XA RECOVER"), vec![vec!["1", "1", "0", "x"]]);
+    // Still its session's: no one else ends it.
+    assert_eq!(err(&mut s2, "XA COMMIT 'x'"), 1397);
+    assert_eq!(err(&mut s2, "XA START 'x'"), 1440);
+    assert_eq!(err(&mut s2, "UPDATE test SET value = 12 WHERE id = 1"), 1205);
+    drop(s1);
+    assert_eq!(rows(&mut s2, "XA RECOVER FORMAT='SQL'"), vec![vec!["1", "1", "0", "'x'"]]);
+    assert_eq!(err(&mut s2, "UPDATE test SET value = 12 WHERE id = 1"), 1205);
+    // A second one, from a session that then closes with the database.
+    let mut s3 = db.session();
+    ok(&mut s3, "USE h");
+    for sql in [
+        "XA START 'y', 'b', 2",
+        "DELETE FROM test WHERE id = 2",
+        "XA END 'y', 'b', 2",
+        "XA PREPARE 'y', 'b', 2",
+    ] {
+        ok(&mut s3, sql);
+    }
+    drop((s2, s3));
+    db.close().unwrap();
+
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE h");
+    ok(&mut s, "SET tokudb_lock_timeout = 0");
+    assert_eq!(rows(&mut s, "XA RECOVER"), vec![vec!["1", "1", "0", "x"], vec!["2", "1", "1", "yb"]]);
+    assert_eq!(vals(&mut s), vec![vec!["1", "10"], vec!["2", "20"]]);
+    assert_eq!(err(&mut s, "UPDATE test SET value = 12 WHERE id = 1"), 1205);
+    assert_eq!(err(&mut s, "DELETE FROM test WHERE id = 2"), 1205);
+    // Other rows of the same table take writes: the prepared transactions'
+    // row counts are on slots of their own.
+    ok(&mut s, "INSERT INTO test VALUES (4, 40)");
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM test"), "3");
+    ok(&mut s, "XA COMMIT 'x'");
+    ok(&mut s, "XA ROLLBACK 'y', 'b', 2");
+    assert_eq!(err(&mut s, "XA COMMIT 'x'"), 1397);
+    assert_eq!(vals(&mut s), vec![vec!["1", "11"], vec!["2", "20"], vec!["3", "30"], vec!["4", "40"]]);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM test"), "4");
+    ok(&mut s, "UPDATE test SET value = 21 WHERE id = 2");
+    drop(s);
+    db.close().unwrap();
+
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE h");
+    assert!(rows(&mut s, "XA RECOVER").is_empty());
+    assert_eq!(vals(&mut s), vec![vec!["1", "11"], vec!["2", "21"], vec!["3", "30"], vec!["4", "40"]]);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM test"), "4");
+}

@@ -208,7 +208,7 @@ fn mysql_errors_for_bad_statements() {
     assert_eq!(err(&mut s, "SELECT 9223372036854775807 + 1"), 1690);
     assert_eq!(err(&mut s, "CREATE TABLE p (a INT) PARTITION BY HASH(a) PARTITIONS 2"), 1235);
     assert_eq!(err(&mut s, "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET @x = 1"), 1235);
-    assert_eq!(err(&mut s, "XA START 'x'"), 1235);
+    assert_eq!(err(&mut s, "XA START 'x' JOIN"), 1398);
     assert_eq!(err(&mut s, "CREATE TABLE w (a DECIMAL(70, 2))"), 1426);
     let long = format!("CREATE TABLE {} (a INT)", "x".repeat(65));
     assert_eq!(err(&mut s, &long), 1059);

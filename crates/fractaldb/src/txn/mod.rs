@@ -133,6 +133,11 @@ struct Info {
 #[derive(Default)]
 struct MgrState {
     txns: HashMap<u64, Info>,
+    /// Prepared transactions (`Txn::prepare`) by xid: `None` while the
+    /// `Txn` that prepared it still owns it, else the transaction itself,
+    /// left here when its owner dropped it or restored by recovery, for
+    /// `Env::commit_prepared` / `Env::rollback_prepared`.
+    prepared: BTreeMap<Vec<u8>, (u64, Option<Txn>)>,
     /// Txids in state `Active`: a new snapshot's live list.
     active: BTreeSet<u64>,
     /// The `xmin`s of live snapshots, with counts.
@@ -279,6 +284,96 @@ impl TxnManager {
             .collect();
         v.sort_by_key(|t| t.id);
         v
+    }
+
+    /// The prepared transactions: (xid, txid, still owned by its `Txn`).
+    pub(crate) fn prepared(&self) -> Vec<crate::env::PreparedTxn> {
+        let s = self.state.lock();
+        s.prepared
+            .iter()
+            .map(|(xid, (txid, t))| crate::env::PreparedTxn {
+                xid: xid.clone(),
+                id: *txid,
+                attached: t.is_none(),
+            })
+            .collect()
+    }
+
+    /// Takes the prepared transaction `xid` no `Txn` owns any more, to
+    /// end it; `None` if there is none (unknown, or still owned).
+    pub(crate) fn take_prepared(&self, xid: &[u8]) -> Option<Txn> {
+        let mut s = self.state.lock();
+        match s.prepared.get_mut(xid) {
+            Some((_, t @ Some(_))) => {
+                let t = t.take();
+                s.prepared.remove(xid);
+                t
+            }
+            _ => None,
+        }
+    }
+
+    /// At close: the prepared transactions no one owns are let go without
+    /// ending them (dropping a detached `Txn` does nothing); the log keeps
+    /// them (they are unfinished) and the next open restores them. This
+    /// also breaks the cycle manager -> `Txn` -> manager.
+    pub(crate) fn let_go_prepared(&self) {
+        let held: Vec<Txn> = {
+            let mut s = self.state.lock();
+            s.prepared.values_mut().filter_map(|(_, t)| t.take()).collect()
+        };
+        drop(held);
+    }
+
+    /// Recovery: restores transaction `txid`, prepared under `xid`, whose
+    /// writes are `keys` (in `trees`): active again, its keys write-locked,
+    /// the log kept from `first_lsn`, and listed for `Env::commit_prepared`.
+    pub(crate) fn restore_prepared(
+        self: &Arc<Self>,
+        txid: u64,
+        xid: Vec<u8>,
+        first_lsn: u64,
+        keys: Vec<UndoKey>,
+        trees: HashMap<u64, Arc<Tree>>,
+    ) -> Result<()> {
+        {
+            let mut s = self.state.lock();
+            s.active.insert(txid);
+            s.txns.insert(
+                txid,
+                Info {
+                    state: TxnState::Active,
+                    first_lsn: Some(first_lsn),
+                    xmin: u64::MAX,
+                    client: 0,
+                    started: std::time::SystemTime::now(),
+                },
+            );
+        }
+        let shared = Arc::new(Shared {
+            mgr: self.clone(),
+            txid,
+            opts: TxnOptions::default(),
+            snapshot: None,
+            end: AtomicU8::new(LIVE),
+        });
+        let mut work = Work::new();
+        work.prepared = true;
+        work.detached = true;
+        for (file_id, key) in keys {
+            // A dictionary dropped since has no tree here: nothing to lock
+            // or clean up there.
+            let Some(tree) = trees.get(&file_id) else { continue };
+            // No one else holds locks yet: these are granted at once (a
+            // large transaction's locks merge into ranges past the lock
+            // memory budget, as they did before the restart).
+            self.lock(tree, txid, LockKey::Key(&key), LockKey::Key(&key), LockMode::Write, Duration::ZERO)?;
+            work.undo.push(&self.ctx, txid, file_id, &key)?;
+            work.trees.entry(file_id).or_insert_with(|| tree.clone());
+        }
+        let t = Txn { shared, st: Mutex::new(work) };
+        self.state.lock().prepared.insert(xid, (txid, Some(t)));
+        Ok(())
     }
 
     pub(crate) fn unfinished(&self) -> usize {
@@ -487,6 +582,28 @@ struct Work {
     /// on. If any, the transaction ends stranded (`TxnManager::strand`).
     missed: HashSet<u64>,
     done: bool,
+    /// `Txn::prepare` succeeded: no more writes; it ends only by a
+    /// commit or abort, never by being dropped.
+    prepared: bool,
+    /// This `Txn` is the one the manager keeps for a prepared transaction
+    /// (`MgrState::prepared`): dropping it does nothing.
+    detached: bool,
+}
+
+impl Work {
+    fn new() -> Work {
+        Work {
+            undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
+            savepoints: Vec::new(),
+            next_sp: 1,
+            next_serial: 1,
+            trees: HashMap::new(),
+            missed: HashSet::new(),
+            done: false,
+            prepared: false,
+            detached: false,
+        }
+    }
 }
 
 /// `Shared::end`: the transaction runs.
@@ -536,15 +653,7 @@ impl Txn {
         let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead, opts.client_id);
         Txn {
             shared: Arc::new(Shared { mgr, txid, opts, snapshot, end: AtomicU8::new(LIVE) }),
-            st: Mutex::new(Work {
-                undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
-                savepoints: Vec::new(),
-                next_sp: 1,
-                next_serial: 1,
-                trees: HashMap::new(),
-                missed: HashSet::new(),
-                done: false,
-            }),
+            st: Mutex::new(Work::new()),
         }
     }
 
@@ -574,6 +683,76 @@ impl Txn {
             return Err(ended());
         }
         Ok(())
+    }
+
+    /// Live and not prepared: a prepared transaction's work is fixed.
+    fn check_writable(st: &Work) -> Result<()> {
+        Self::check_live(st)?;
+        if st.prepared {
+            return Err(Error::invalid(
+                "the transaction is prepared: it can only be committed or rolled back",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The first phase of a two-phase commit: makes the transaction's
+    /// writes durable as provisional (a prepare record, fsynced whatever
+    /// `commit_sync` says) and records that it awaits a decision under
+    /// `xid`, a global id unique among the prepared transactions. From
+    /// then on it takes no more writes; it keeps its locks, and ends only
+    /// by [`Txn::commit`] or [`Txn::abort`], or, once this `Txn` is
+    /// dropped (its owner went away), by [`crate::Env::commit_prepared`]
+    /// or [`crate::Env::rollback_prepared`] from anyone. A crash keeps it
+    /// prepared: the next open restores it, its keys write-locked, and
+    /// lists it in [`crate::Env::prepared`].
+    ///
+    /// Errors: `xid` empty, longer than [`crate::MAX_XID_BYTES`] or already
+    /// prepared (`InvalidArgument`; nothing changes), the transaction
+    /// ended or prepared, or the log failing (the transaction then stays
+    /// unprepared, and may be aborted).
+    pub fn prepare(&self, xid: &[u8]) -> Result<()> {
+        let mut st = self.st.lock();
+        Self::check_writable(&st)?;
+        if xid.is_empty() || xid.len() > crate::recovery::MAX_XID_BYTES {
+            return Err(Error::invalid(format!(
+                "a prepared transaction's id takes 1 to {} bytes, not {}",
+                crate::recovery::MAX_XID_BYTES,
+                xid.len()
+            )));
+        }
+        let m = &self.shared.mgr;
+        {
+            let mut s = m.state.lock();
+            if s.prepared.contains_key(xid) {
+                return Err(Error::invalid("a transaction is already prepared under that id"));
+            }
+            // Reserved before the record: two prepares of one xid cannot
+            // both log theirs.
+            s.prepared.insert(xid.to_vec(), (self.id(), None));
+        }
+        // The log is kept from here on even if the transaction wrote
+        // nothing: the prepare record itself must survive checkpoints.
+        m.note_first_write(self.id());
+        let first_lsn = m.state.lock().txns.get(&self.id()).and_then(|i| i.first_lsn).unwrap_or(0);
+        let logged = match m.ctx.log.get() {
+            Some(log) => log
+                .append(&Record::TxnPrepare { txid: self.id(), first_lsn, xid: xid.to_vec() }.encode())
+                .and_then(|lsn| log.sync_to(lsn))
+                .map_err(log_failed),
+            None => Ok(()),
+        };
+        if let Err(e) = logged {
+            m.state.lock().prepared.remove(xid);
+            return Err(e);
+        }
+        st.prepared = true;
+        Ok(())
+    }
+
+    /// True once [`Txn::prepare`] succeeded.
+    pub fn is_prepared(&self) -> bool {
+        self.st.lock().prepared
     }
 
     /// Reads `key` as the isolation level says.
@@ -720,7 +899,7 @@ impl Txn {
 
     fn write_ops_unguarded<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
         let mut st = self.st.lock();
-        Self::check_live(&st)?;
+        Self::check_writable(&st)?;
         let m = &self.shared.mgr;
         if let Some(m) =
             ops.iter().find(|m| m.kind() == MsgKind::Update && !d.tree.ctx.fns.contains_key(&m.fn_id()))
@@ -822,7 +1001,7 @@ impl Txn {
     /// Opens a savepoint: [`Txn::rollback_to`] undoes what was written after it.
     pub fn savepoint(&self) -> Result<Savepoint> {
         let mut st = self.st.lock();
-        Self::check_live(&st)?;
+        Self::check_writable(&st)?;
         let id = st.next_sp;
         st.next_sp = st.next_sp.checked_add(1).ok_or_else(|| Error::invalid("too many savepoints"))?;
         let serial = st.next_serial;
@@ -850,7 +1029,7 @@ impl Txn {
     /// closes `sp` and every savepoint opened after it.
     pub fn release(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
-        Self::check_live(&st)?;
+        Self::check_writable(&st)?;
         let i = self.find(&st, sp)?;
         st.savepoints.truncate(i);
         Ok(())
@@ -863,7 +1042,7 @@ impl Txn {
     /// would make what the roll-back missed count as committed.
     pub fn rollback_to(&self, sp: Savepoint) -> Result<()> {
         let mut st = self.st.lock();
-        Self::check_live(&st)?;
+        Self::check_writable(&st)?;
         let i = self.find(&st, sp)?;
         let (lo, pos, serial) = st.savepoints[i];
         let hi = st.next_sp;
@@ -993,7 +1172,9 @@ impl Txn {
         let txid = self.id();
         let mut outcome = Ok(());
         let (mut state, mut lsn) = (TxnState::Aborted, None);
-        if st.undo.len() > 0 {
+        // A prepared transaction logs its end even if it wrote nothing:
+        // else recovery would restore it prepared from its prepare record.
+        if st.undo.len() > 0 || st.prepared {
             let rec = if commit {
                 Record::TxnCommit { txid }
             } else {
@@ -1002,7 +1183,8 @@ impl Txn {
             if m.ctx.closed.load(Ordering::SeqCst) {
                 // The environment is closed: log and trees take nothing
                 // more. Its close kept the log (this transaction was
-                // unfinished), and the next open rolls the transaction back.
+                // unfinished), and the next open rolls the transaction back
+                // (or, if prepared, restores it prepared).
                 if commit {
                     outcome = Err(Error::invalid("the environment is closed"));
                 }
@@ -1030,6 +1212,9 @@ impl Txn {
             }
         }
         st.undo.remove_file(&m.ctx);
+        if st.prepared {
+            m.state.lock().prepared.retain(|_, (t, _)| *t != txid);
+        }
         // Missed earlier too: a failed savepoint roll-back's keys are no
         // longer on the undo list.
         if st.missed.is_empty() {
@@ -1053,7 +1238,42 @@ impl Txn {
 
 impl Drop for Txn {
     fn drop(&mut self) {
-        if !self.st.lock().done {
+        let mut st = self.st.lock();
+        if st.detached {
+            return;
+        }
+        if st.prepared && !st.done && self.shared.mgr.ctx.closed.load(Ordering::SeqCst) {
+            // The environment is closed: nothing can end it before the
+            // next open, which restores it from the log (kept: it was
+            // unfinished at the close).
+            st.done = true;
+            return;
+        }
+        if st.prepared && !st.done {
+            // A prepared transaction outlives its owner: the manager keeps
+            // it, with its locks, for `Env::commit_prepared` or
+            // `Env::rollback_prepared` (MySQL's XA COMMIT from another
+            // connection after the preparing one went away).
+            let mut work = std::mem::replace(&mut *st, Work::new());
+            st.done = true;
+            drop(st);
+            work.detached = true;
+            let m = self.shared.mgr.clone();
+            let t = Txn { shared: self.shared.clone(), st: Mutex::new(work) };
+            let mut s = m.state.lock();
+            match s.prepared.values_mut().find(|(id, _)| *id == self.shared.txid) {
+                Some(slot) => slot.1 = Some(t),
+                None => {
+                    drop(s);
+                    debug_assert!(false, "a prepared transaction missing from the manager's list");
+                    drop(t);
+                }
+            }
+            return;
+        }
+        let done = st.done;
+        drop(st);
+        if !done {
             if let Err(e) = self.finish(false) {
                 eprintln!("fractaldb: aborting dropped transaction {} failed: {e}", self.id());
             }
