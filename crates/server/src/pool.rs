@@ -330,6 +330,8 @@ impl Pool {
 
     /// Waits on the group's epoll set; the parked connections that turned
     /// readable, taken out of `parked`.
+    // Boxed: a `Conn` is large and moves between threads and maps.
+    #[allow(clippy::vec_box)]
     fn listen(&self, g: &Group) -> Vec<Box<Conn>> {
         let mut events = Events::new();
         if let Err(e) = g.poller.wait(&mut events, Some(LISTEN)) {
@@ -355,9 +357,18 @@ impl Pool {
                     self.finish(c);
                     return;
                 }
+                // Parked until its first command: a client may wait for
+                // something else before sending one (sysbench's threads
+                // wait for each other to connect), and a read here would
+                // hold the group's worker meanwhile. From here on its
+                // group is the one of its id.
                 let home = self.group_of(c.id());
-                if home.index != g.index {
-                    // From here on its group is the one of its id.
+                let buffered = c.has_buffered();
+                if home.index != g.index && buffered {
+                    self.enqueue(home, Job::Ready(c));
+                    return;
+                }
+                if home.index != g.index || !buffered {
                     self.park(c);
                     return;
                 }
@@ -426,6 +437,7 @@ impl Pool {
         c.finish();
     }
 
+    #[allow(clippy::vec_box)]
     fn timer(self: Arc<Pool>) {
         let mut last: Vec<(u64, Instant)> = vec![(0, Instant::now()); self.groups.len()];
         let mut last_idle_scan = Instant::now();
