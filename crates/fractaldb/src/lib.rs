@@ -42,6 +42,7 @@ mod log;
 mod recovery;
 mod tree;
 mod txn;
+mod wait;
 
 pub use cache::CacheStats;
 pub use env::{
@@ -64,3 +65,4 @@ pub use tree::message::UpdateFn;
 pub use tree::Comparator;
 pub use txn::locktree::{LockEnd, LockStats};
 pub use txn::{Isolation, Savepoint, Txn, TxnOptions};
+pub use wait::{blocking, set_thread_wait_hook, Blocking, WaitHook};

@@ -213,6 +213,15 @@ pub fn apply(opts: &mut ServerOptions, settings: &[Setting]) -> Result<Applied, 
                 opts.socket = if text().is_empty() { None } else { Some(PathBuf::from(text())) };
             }
             "max_connections" => opts.max_connections = num("a number")?.clamp(1, 100_000) as usize,
+            "thread_handling" => {
+                opts.thread_handling = crate::ThreadHandling::parse(&text()).ok_or_else(|| {
+                    bad(format!("'{}' is not one-thread-per-connection or pool-of-threads", text()))
+                })?
+            }
+            "thread_pool_size" => opts.thread_pool_size = num("a number")?.clamp(1, 100_000) as usize,
+            "thread_pool_stall_limit" => {
+                opts.thread_pool_stall_limit_ms = num("milliseconds")?.clamp(1, u32::MAX as u64)
+            }
             "max_allowed_packet" => opts.max_allowed_packet = num("a size")?.clamp(1024, 1 << 30) as usize,
             "tokudb_cache_size" => opts.db.cache_size_bytes = num("a size")? as usize,
             "cache_mb" => opts.db.cache_size_bytes = (num("a number")? as usize) << 20,

@@ -56,12 +56,12 @@ struct OpenCursor {
 }
 
 /// What the command loop does after a command.
-enum Next {
+pub(crate) enum Next {
     Continue,
     Close,
 }
 
-struct Conn {
+pub(crate) struct Conn {
     shared: Arc<Shared>,
     io: PacketIo,
     session: Session,
@@ -107,28 +107,48 @@ struct Conn {
     slow_db: String,
     /// The client said COM_QUIT (else its end counts in Aborted_clients).
     quit: bool,
+    /// The handshake succeeded (else its end counts in Aborted_connects).
+    logged_in: bool,
 }
 
-/// Serves one connection to its end. Never panics out: a panic is logged.
+/// Serves one connection to its end on this thread (thread_handling
+/// one-thread-per-connection). Never panics out: a panic is logged.
 pub(crate) fn run(shared: Arc<Shared>, stream: Stream, peer: String) {
-    let sh = shared.clone();
-    let r = catch_unwind(AssertUnwindSafe(move || serve(shared, stream, peer)));
+    guarded(&shared.clone(), move || {
+        if let Some(mut c) = open(&shared, stream, peer) {
+            if c.login() {
+                c.command_loop();
+            }
+            c.finish();
+        }
+    });
+}
+
+/// Runs `f`, logging a panic instead of letting it out of the thread.
+pub(crate) fn guarded(shared: &Shared, f: impl FnOnce()) {
+    let r = catch_unwind(AssertUnwindSafe(f));
     if let Err(p) = r {
         let what = p
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        sh.log.log("error", &format!("a connection thread panicked: {what}"));
+        shared.log.log("error", &format!("a connection thread panicked: {what}"));
     }
 }
 
-fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
+/// A new connection: counted, refused with 1040 past max_connections, or
+/// entered in the registry (KILL reaches it from here on). `None` when
+/// it ended already; otherwise [`Conn::finish`] must end it.
+pub(crate) fn open(shared: &Arc<Shared>, stream: Stream, peer: String) -> Option<Box<Conn>> {
+    if shared.shutting_down.load(Ordering::SeqCst) {
+        return None;
+    }
     let registry_stream = match stream.try_clone() {
         Ok(s) => s,
         Err(e) => {
             shared.log.log("warning", &format!("connection from {peer}: {e}"));
-            return;
+            return None;
         }
     };
     let _ = stream.set_read_timeout(Some(CONNECT_TIMEOUT));
@@ -137,7 +157,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         Ok(io) => io,
         Err(e) => {
             shared.log.log("warning", &format!("connection from {peer}: {e}"));
-            return;
+            return None;
         }
     };
     let counters = shared.db.counters();
@@ -150,7 +170,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         let _ = io.flush();
         counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
         shared.log.log("warning", &format!("connection from {peer} refused: too many connections"));
-        return;
+        return None;
     }
     counters.max_used_connections.fetch_max(live as u64 + 1, Ordering::Relaxed);
     let session = shared.db.session();
@@ -166,7 +186,7 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
             busy: busy.clone(),
         },
     );
-    let mut c = Conn {
+    Some(Box::new(Conn {
         shared: shared.clone(),
         io,
         session,
@@ -192,19 +212,67 @@ fn serve(shared: Arc<Shared>, stream: Stream, peer: String) {
         bytes_counted: (0, 0),
         slow_db: String::new(),
         quit: false,
-    };
-    if c.handshake() {
-        let _ = c.io.stream().set_read_timeout(None);
-        c.command_loop();
-        c.count_bytes();
-        if !c.quit && !shared.shutting_down.load(Ordering::SeqCst) {
-            counters.aborted_clients.fetch_add(1, Ordering::Relaxed);
+        logged_in: false,
+    }))
+}
+
+impl Conn {
+    /// The handshake and authentication; false when the connection is to
+    /// be finished without commands.
+    pub(crate) fn login(&mut self) -> bool {
+        self.logged_in = self.handshake();
+        if self.logged_in {
+            let _ = self.io.stream().set_read_timeout(None);
         }
-    } else {
-        counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
+        self.logged_in
     }
-    shared.conns.lock().remove(&id);
-    // The session drops here: its open transaction rolls back.
+
+    /// Ends the connection: its counters, its registry entry; the session
+    /// drops here, so its open transaction rolls back.
+    pub(crate) fn finish(mut self: Box<Self>) {
+        if self.logged_in {
+            self.count_bytes();
+        }
+        let counters = self.shared.db.counters();
+        if self.logged_in {
+            if !self.quit && !self.shared.shutting_down.load(Ordering::SeqCst) {
+                counters.aborted_clients.fetch_add(1, Ordering::Relaxed);
+            }
+        } else {
+            counters.aborted_connects.fetch_add(1, Ordering::Relaxed);
+        }
+        self.shared.conns.lock().remove(&self.id);
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn stream(&self) -> &Stream {
+        self.io.stream()
+    }
+
+    /// A command already read from the socket waits in a buffer.
+    pub(crate) fn has_buffered(&mut self) -> bool {
+        self.io.has_buffered()
+    }
+
+    /// How long the connection may sit idle before it is closed: the
+    /// session's wait_timeout (see `arm_wait_timeout`).
+    pub(crate) fn idle_limit(&mut self) -> Duration {
+        self.arm_wait_timeout();
+        self.read_timeout.unwrap_or(Duration::from_secs(28800))
+    }
+
+    /// The thread pool closes a connection idle past its wait_timeout:
+    /// as MariaDB, without a message to the client; the log says why.
+    pub(crate) fn log_idle_close(&self) {
+        let secs = self.read_timeout.map_or(0, |d| d.as_secs());
+        self.shared.log.log(
+            "note",
+            &format!("connection {} ({}): closed after {secs} s idle (wait_timeout)", self.id, self.peer),
+        );
+    }
 }
 
 impl Conn {
@@ -639,53 +707,56 @@ impl Conn {
 
     fn command_loop(&mut self) {
         loop {
-            self.io.seq = 0;
-            self.count_bytes();
             self.arm_wait_timeout();
-            let pkt = match self.io.read_packet(self.max_packet) {
-                Ok(p) => p,
-                Err(ReadError::Io(e))
-                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-                {
-                    // As MariaDB: the idle connection is closed without a
-                    // message to the client; the log says why.
-                    let secs = self.read_timeout.map_or(0, |d| d.as_secs());
-                    self.shared.log.log(
-                        "note",
-                        &format!(
-                            "connection {} ({}): closed after {secs} s idle (wait_timeout)",
-                            self.id, self.peer
-                        ),
-                    );
-                    return;
-                }
-                Err(e) => {
-                    self.read_failed(e, "reading a command");
-                    return;
-                }
-            };
-            let r = catch_unwind(AssertUnwindSafe(|| self.command(&pkt)));
-            let next = match r {
-                Ok(n) => n,
-                Err(_) => {
-                    self.shared
-                        .log
-                        .log("error", &format!("connection {}: a command panicked; closing it", self.id));
-                    self.send_err(&err(
-                        1105,
-                        "HY000",
-                        "internal error: the command failed; closing the connection",
-                    ));
-                    Next::Close
-                }
-            };
-            if self.io.flush().is_err() {
-                return;
-            }
-            if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) || self.broken {
+            if matches!(self.step(), Next::Close) {
                 return;
             }
         }
+    }
+
+    /// Reads one command, runs it and sends its reply. `Close`: the
+    /// connection is over (COM_QUIT, a closed or broken socket, KILL,
+    /// the idle limit of a blocking read).
+    pub(crate) fn step(&mut self) -> Next {
+        self.io.seq = 0;
+        self.count_bytes();
+        let pkt = match self.io.read_packet(self.max_packet) {
+            Ok(p) => p,
+            Err(ReadError::Io(e))
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+            {
+                // As MariaDB: the idle connection is closed without a
+                // message to the client; the log says why.
+                self.log_idle_close();
+                return Next::Close;
+            }
+            Err(e) => {
+                self.read_failed(e, "reading a command");
+                return Next::Close;
+            }
+        };
+        let r = catch_unwind(AssertUnwindSafe(|| self.command(&pkt)));
+        let next = match r {
+            Ok(n) => n,
+            Err(_) => {
+                self.shared
+                    .log
+                    .log("error", &format!("connection {}: a command panicked; closing it", self.id));
+                self.send_err(&err(
+                    1105,
+                    "HY000",
+                    "internal error: the command failed; closing the connection",
+                ));
+                Next::Close
+            }
+        };
+        if self.io.flush().is_err() {
+            return Next::Close;
+        }
+        if matches!(next, Next::Close) || self.killed.load(Ordering::SeqCst) || self.broken {
+            return Next::Close;
+        }
+        Next::Continue
     }
 
     fn command(&mut self, pkt: &[u8]) -> Next {

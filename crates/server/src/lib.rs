@@ -11,8 +11,12 @@
 //! - `track`: session state tracking (CLIENT_SESSION_TRACK);
 //! - `conn`: one connection: handshake, then the command loop.
 //!
-//! One OS thread per connection, each with its own `Session` on the shared
-//! `Database`. A registry of live connections serves KILL and shutdown.
+//! - `pool`: the thread pool (`thread_handling=pool-of-threads`).
+//!
+//! Each connection has its own `Session` on the shared `Database`; its
+//! commands run on a thread of its own (one-thread-per-connection) or on
+//! the pool's few workers. A registry of live connections serves KILL and
+//! shutdown.
 //!
 //! ```no_run
 //! let opts = fractaldb_server::ServerOptions::new("/tmp/fdb");
@@ -39,6 +43,7 @@ pub fn key_files(datadir: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 mod conn;
 mod packet;
+mod pool;
 mod prepared;
 mod proto;
 mod slowlog;
@@ -97,6 +102,45 @@ pub struct ServerOptions {
     pub log_error: Option<PathBuf>,
     /// The my.cnf files the options came from (the start log names them).
     pub config_files: Vec<PathBuf>,
+    /// Who runs the connections' commands (MariaDB's `thread_handling`).
+    pub thread_handling: ThreadHandling,
+    /// The pool's active workers (MariaDB's `thread_pool_size`); default
+    /// the number of cores.
+    pub thread_pool_size: usize,
+    /// How long, in ms, the pool's queue may stand still before one more
+    /// worker may run (MariaDB's `thread_pool_stall_limit`, 500).
+    pub thread_pool_stall_limit_ms: u64,
+}
+
+/// MariaDB's `thread_handling`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadHandling {
+    /// A thread per connection, from login to close.
+    OneThreadPerConnection,
+    /// A few workers run the commands of all connections (`pool.rs`).
+    PoolOfThreads,
+}
+
+impl ThreadHandling {
+    pub fn name(self) -> &'static str {
+        match self {
+            ThreadHandling::OneThreadPerConnection => "one-thread-per-connection",
+            ThreadHandling::PoolOfThreads => "pool-of-threads",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ThreadHandling> {
+        match s.to_ascii_lowercase().replace('_', "-").as_str() {
+            "one-thread-per-connection" => Some(ThreadHandling::OneThreadPerConnection),
+            "pool-of-threads" => Some(ThreadHandling::PoolOfThreads),
+            _ => None,
+        }
+    }
+}
+
+/// The number of cores: `thread_pool_size`'s default.
+pub fn default_thread_pool_size() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl ServerOptions {
@@ -122,6 +166,9 @@ impl ServerOptions {
             datadir,
             log_error: None,
             config_files: Vec::new(),
+            thread_handling: ThreadHandling::OneThreadPerConnection,
+            thread_pool_size: default_thread_pool_size(),
+            thread_pool_stall_limit_ms: 500,
         }
     }
 }
@@ -234,6 +281,7 @@ pub struct Server {
     socket: Option<PathBuf>,
     acceptors: Vec<JoinHandle<()>>,
     workers: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    pool: Option<Arc<pool::Pool>>,
 }
 
 impl Server {
@@ -298,6 +346,9 @@ impl Server {
             ("tokudb_directio", (opts.db.direct_io as u8).to_string()),
             ("tokudb_fsync_log_period", opts.db.fsync_log_period_ms.to_string()),
             ("tokudb_checkpointing_period", opts.db.checkpoint_period_secs.to_string()),
+            ("thread_handling", opts.thread_handling.name().to_string()),
+            ("thread_pool_size", opts.thread_pool_size.to_string()),
+            ("thread_pool_stall_limit", opts.thread_pool_stall_limit_ms.to_string()),
         ] {
             dbo.variables.push((n.to_string(), v));
         }
@@ -378,9 +429,20 @@ impl Server {
             shared.log.log("note", &format!("listening on socket {}", p.display()));
         }
         let workers = Arc::new(Mutex::new(Vec::new()));
+        let pool = match opts.thread_handling {
+            ThreadHandling::OneThreadPerConnection => None,
+            ThreadHandling::PoolOfThreads => Some(pool::Pool::start(
+                shared.clone(),
+                opts.thread_pool_size,
+                std::time::Duration::from_millis(opts.thread_pool_stall_limit_ms),
+            )?),
+        };
+        if pool.is_some() {
+            shared.log.log("note", &format!("thread pool of {} threads", opts.thread_pool_size));
+        }
         let mut acceptors = Vec::new();
         {
-            let (shared, workers) = (shared.clone(), workers.clone());
+            let (shared, workers, pool) = (shared.clone(), workers.clone(), pool.clone());
             acceptors.push(
                 std::thread::Builder::new()
                     .name("accept-tcp".into())
@@ -396,7 +458,7 @@ impl Server {
                                         .peer_addr()
                                         .map(|a| a.ip().to_string())
                                         .unwrap_or_else(|_| "?".into());
-                                    spawn_conn(&shared, &workers, Stream::Tcp(s), peer);
+                                    spawn_conn(&shared, &workers, pool.as_deref(), Stream::Tcp(s), peer);
                                 }
                                 Err(e) => {
                                     shared.log.log("warning", &format!("accept failed: {e}"));
@@ -409,7 +471,7 @@ impl Server {
             );
         }
         if let Some(unix) = unix {
-            let (shared, workers) = (shared.clone(), workers.clone());
+            let (shared, workers, pool) = (shared.clone(), workers.clone(), pool.clone());
             acceptors.push(
                 std::thread::Builder::new()
                     .name("accept-unix".into())
@@ -419,7 +481,13 @@ impl Server {
                                 break;
                             }
                             match s {
-                                Ok(s) => spawn_conn(&shared, &workers, Stream::Unix(s), "localhost".into()),
+                                Ok(s) => spawn_conn(
+                                    &shared,
+                                    &workers,
+                                    pool.as_deref(),
+                                    Stream::Unix(s),
+                                    "localhost".into(),
+                                ),
                                 Err(e) => {
                                     shared.log.log("warning", &format!("accept failed: {e}"));
                                     std::thread::sleep(std::time::Duration::from_millis(10));
@@ -430,7 +498,7 @@ impl Server {
                     .map_err(|e| e.to_string())?,
             );
         }
-        Ok(Server { shared, tcp_addr, socket: opts.socket, acceptors, workers })
+        Ok(Server { shared, tcp_addr, socket: opts.socket, acceptors, workers, pool })
     }
 
     pub fn tcp_addr(&self) -> SocketAddr {
@@ -450,7 +518,7 @@ impl Server {
     /// Stops accepting, ends every connection (open transactions roll
     /// back), and closes the database with a checkpoint.
     pub fn shutdown(self) -> Result<(), String> {
-        let Server { shared, tcp_addr, socket, acceptors, workers } = self;
+        let Server { shared, tcp_addr, socket, acceptors, workers, pool } = self;
         shared.log.log("note", "shutting down");
         shared.shutting_down.store(true, Ordering::SeqCst);
         // Wake the accept loops with a connection each; they see the flag.
@@ -471,6 +539,9 @@ impl Server {
         let handles: Vec<_> = std::mem::take(&mut *workers.lock());
         for h in handles {
             let _ = h.join();
+        }
+        if let Some(p) = pool {
+            p.stop();
         }
         let shared = Arc::try_unwrap(shared).map_err(|_| "a connection outlived shutdown".to_string())?;
         let Shared { db, log, .. } = shared;
@@ -504,7 +575,17 @@ fn bind_unix(p: &Path) -> Result<UnixListener, String> {
     UnixListener::bind(p).map_err(|e| format!("cannot listen on socket {}: {e}", p.display()))
 }
 
-fn spawn_conn(shared: &Arc<Shared>, workers: &Arc<Mutex<Vec<JoinHandle<()>>>>, stream: Stream, peer: String) {
+fn spawn_conn(
+    shared: &Arc<Shared>,
+    workers: &Arc<Mutex<Vec<JoinHandle<()>>>>,
+    pool: Option<&pool::Pool>,
+    stream: Stream,
+    peer: String,
+) {
+    if let Some(p) = pool {
+        p.submit(stream, peer);
+        return;
+    }
     let sh = shared.clone();
     let spawned = std::thread::Builder::new().name("conn".into()).spawn(move || conn::run(sh, stream, peer));
     match spawned {

@@ -34,6 +34,15 @@ impl Stream {
         };
     }
 
+    /// The socket's descriptor, for the thread pool's poller.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
+        }
+    }
+
     pub fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(d),
@@ -197,6 +206,22 @@ impl PacketIo {
 
     pub fn stream(&self) -> &Stream {
         &self.raw
+    }
+
+    /// Bytes of the client's next packet already read from the socket
+    /// (into the buffer, or into the TLS session's plaintext): the socket
+    /// may then look idle though a command is waiting, so the thread pool
+    /// runs it before it parks the connection.
+    pub fn has_buffered(&mut self) -> bool {
+        if !self.reader.buffer().is_empty() {
+            return true;
+        }
+        match self.reader.get_mut() {
+            Transport::Tls(t) => {
+                t.conn.process_new_packets().map_or(true, |s| s.plaintext_bytes_to_read() > 0)
+            }
+            _ => false,
+        }
     }
 
     /// Switches to TLS (after the client's SSLRequest) and completes the

@@ -714,6 +714,7 @@ fn string(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>>
                 return Ok(Some(Value::Null));
             };
             if s > 0.0 && s.is_finite() {
+                let _blocked = fractaldb::blocking();
                 std::thread::sleep(std::time::Duration::from_secs_f64(s.min(31_536_000.0)));
             }
             return Ok(Some(Value::Int(0)));

@@ -742,6 +742,12 @@ impl Log {
     pub(crate) fn sync_to(&self, lsn: u64) -> Result<()> {
         let mut m = self.mem.lock();
         debug_assert!(lsn < m.next_lsn, "sync_to({lsn}) of a record never appended");
+        if m.durable_lsn >= lsn {
+            return Ok(());
+        }
+        // Waiting for (or doing) the fsync: a server's thread pool runs
+        // another connection meanwhile.
+        let _blocked = crate::wait::blocking();
         loop {
             if m.durable_lsn >= lsn {
                 return Ok(());

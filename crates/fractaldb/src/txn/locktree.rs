@@ -601,6 +601,7 @@ impl LockManager {
             st.bulk.entry(dict).or_default().1 += 1;
             st.stats.waits += 1;
             slept = true;
+            let _blocked = crate::wait::blocking();
             while st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
                 let timed_out = match deadline {
                     Some(d) => self.bulk_left.wait_until(&mut st, d).timed_out(),
@@ -651,6 +652,8 @@ impl LockManager {
                         st.waiting.entry(owner).or_insert(waiter).blockers = blockers;
                         let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
                         d.sleepers += 1;
+                        // A server's thread pool runs another connection meanwhile.
+                        let _blocked = crate::wait::blocking();
                         match deadline {
                             Some(deadline) => drop(wake.wait_until(&mut st, deadline)),
                             None => wake.wait(&mut st),

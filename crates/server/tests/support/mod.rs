@@ -33,6 +33,13 @@ impl TestServer {
         opts.db.cache_size_bytes = 32 << 20;
         // The tests' data is thrown away: no fsync per commit.
         opts.db.commit_sync = false;
+        // FRACTALDB_THREAD_HANDLING=pool-of-threads runs the suite on the
+        // thread pool (a pool of 2, as on a 2-core machine).
+        if let Ok(t) = std::env::var("FRACTALDB_THREAD_HANDLING") {
+            opts.thread_handling = fractaldb_server::ThreadHandling::parse(&t)
+                .expect("FRACTALDB_THREAD_HANDLING: a thread_handling");
+            opts.thread_pool_size = 2;
+        }
         tweak(&mut opts);
         let server = Server::start(opts).expect("starting the server");
         let port = server.tcp_addr().port();
