@@ -1455,6 +1455,9 @@ struct ReplayProgress {
     records: u64,
     start: Instant,
     last_note: Instant,
+    /// Log files found, and whether the first note was made.
+    files: u64,
+    announced: bool,
 }
 
 impl ReplayProgress {
@@ -1472,9 +1475,8 @@ impl ReplayProgress {
                 vfs.open(&dir.join(&name), crate::file::OpenMode::Existing, false).and_then(|f| f.len());
             total = total.zip(len.ok()).map(|(t, l)| t + l);
         }
-        let headers = files * crate::log::FILE_HEADER_LEN as u64;
         let now = Instant::now();
-        let p = ReplayProgress {
+        ReplayProgress {
             notes,
             path: dir.to_path_buf(),
             total,
@@ -1482,15 +1484,24 @@ impl ReplayProgress {
             records: 0,
             start: now,
             last_note: now,
-        };
-        match total {
+            files,
+            announced: false,
+        }
+    }
+
+    /// The first note, once the first record is read: a log without
+    /// records (a cleanly closed environment) is opened silently.
+    fn announce(&mut self) {
+        self.announced = true;
+        let files = self.files;
+        let headers = files * crate::log::FILE_HEADER_LEN as u64;
+        match self.total {
             Some(t) if t > headers => {
-                p.note(&format!("recovery: {} of log in {files} file(s) to read", mib(t)));
+                self.note(&format!("recovery: {} of log in {files} file(s) to read", mib(t)));
             }
-            None => p.note(&format!("recovery: {files} log file(s) to read")),
+            None => self.note(&format!("recovery: {files} log file(s) to read")),
             Some(_) => {}
         }
-        p
     }
 
     fn note(&self, line: &str) {
@@ -1499,6 +1510,9 @@ impl ReplayProgress {
 
     /// One record of `payload` bytes was read; `applied` so far.
     fn record(&mut self, payload: usize, applied: u64) {
+        if !self.announced {
+            self.announce();
+        }
         self.read += (payload + crate::log::RECORD_HEADER_LEN) as u64;
         self.records += 1;
         if !self.records.is_multiple_of(256) || self.last_note.elapsed() < REPLAY_NOTE_EVERY {
