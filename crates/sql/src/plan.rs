@@ -1,9 +1,10 @@
 //! Access paths: which index a table is read through, and which key range.
 //!
 //! From a table's WHERE conjuncts of the form `col <op> constant` (and
-//! `col BETWEEN c1 AND c2`, `col IN (c, ...)` with one constant), each
-//! index gets the longest prefix of its parts pinned by equalities plus
-//! an optional range on the next part. The key range is built with the
+//! `col BETWEEN c1 AND c2`, `col IN (c)`), each index gets the longest
+//! prefix of its parts pinned by equalities plus an optional range on the
+//! next part, or, for `col IN (c1, c2, ...)` on the next part, one range
+//! per value (`Access::ranges`). The key range is built with the
 //! key codec itself: a part's encoding is self-delimiting and its byte
 //! order is the SQL order of the column's values, so "part = v" is the
 //! key prefix `enc(v)`, "part > v" starts at `succ(enc(v))`, and so on.
@@ -49,6 +50,11 @@ pub struct Access {
     /// upper bound on the rows passing WHERE), for `ordered`.
     pub cost: Option<f64>,
     pub matching: Option<u64>,
+    /// Disjoint key ranges in key order, read one after another (an IN
+    /// list on the part after the pinned equalities: one range per
+    /// value); `lo` and `hi` then span them all. Empty: the one range
+    /// `lo..hi`.
+    pub ranges: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Access {
@@ -64,6 +70,7 @@ impl Access {
             rows: None,
             cost: None,
             matching: None,
+            ranges: Vec::new(),
         }
     }
 }
@@ -89,6 +96,13 @@ struct Cond {
     value: Value,
 }
 
+/// A usable `col IN (c1, c2, ...)` of two or more constants, each
+/// converted exactly as a `Cond`'s.
+struct InList {
+    col: usize,
+    values: Vec<Value>,
+}
+
 fn natural_kind(ty: &SqlType) -> CmpKind {
     match Ty::of(ty) {
         Ty::Str(c) => CmpKind::Str(c),
@@ -110,29 +124,36 @@ pub(crate) fn flip(op: CmpOp) -> CmpOp {
 
 /// The conditions of `conj` on the columns of the table whose columns
 /// start at `offset` in the row, with constants converted exactly.
-fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> Vec<Cond> {
+fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> (Vec<Cond>, Vec<InList>) {
     let ncols = t.def.columns.len();
     let mine = |e: &Expr| match e {
         Expr::Col(i) if *i >= offset && *i < offset + ncols => Some(*i - offset),
         _ => None,
     };
     let mut out = Vec::new();
-    let mut push = |col: usize, op: CmpOp, kind: CmpKind, e: &Expr, cx: &mut EvalCtx| {
+    let mut ins = Vec::new();
+    // The constant `e` stored into column `col` if that is exact.
+    let exact = |col: usize, kind: CmpKind, e: &Expr, cx: &mut EvalCtx| -> Option<Value> {
         let cty = &t.def.columns[col].ty;
         if kind != natural_kind(cty) || !e.is_constant() {
-            return;
+            return None;
         }
-        let Ok(v) = e.eval(&[], cx) else { return };
+        let v = e.eval(&[], cx).ok()?;
         if v.is_null() {
-            return;
+            return None;
         }
         let mut w = Vec::new();
         let mut scx = StoreCtx { strict: true, row: 1, warnings: &mut w };
-        let Ok(stored) = coerce::store(v.clone(), &t.def.columns[col], &mut scx) else { return };
+        let stored = coerce::store(v.clone(), &t.def.columns[col], &mut scx).ok()?;
         if !w.is_empty() || compare(&v, &stored, kind) != Some(std::cmp::Ordering::Equal) {
-            return;
+            return None;
         }
-        out.push(Cond { col, op, value: stored });
+        Some(stored)
+    };
+    let mut push = |col: usize, op: CmpOp, kind: CmpKind, e: &Expr, cx: &mut EvalCtx| {
+        if let Some(value) = exact(col, kind, e, cx) {
+            out.push(Cond { col, op, value });
+        }
     };
     for c in conj {
         match c {
@@ -155,10 +176,32 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> Vec
                     push(col, CmpOp::Eq, *kind, &list[0].0, cx);
                 }
             }
+            // Each item by its own comparison kind; all must convert
+            // exactly (a NULL item matches nothing and is left out).
+            Expr::In(e, _, list, false) => {
+                if let Some(col) = mine(e) {
+                    let mut values = Vec::new();
+                    for (item, kind) in list.iter() {
+                        if matches!(item, Expr::Const(Value::Null)) {
+                            continue;
+                        }
+                        match exact(col, *kind, item, cx) {
+                            Some(v) => values.push(v),
+                            None => {
+                                values.clear();
+                                break;
+                            }
+                        }
+                    }
+                    if !values.is_empty() {
+                        ins.push(InList { col, values });
+                    }
+                }
+            }
             _ => {}
         }
     }
-    out
+    (out, ins)
 }
 
 /// Costs, in units of a point read of the main dictionary (a descent
@@ -194,8 +237,8 @@ pub fn choose(
     cx: &mut EvalCtx,
     needed: Option<&[bool]>,
 ) -> Access {
-    let conds = conditions(t, conj, offset, cx);
-    if conds.is_empty() {
+    let (conds, ins) = conditions(t, conj, offset, cx);
+    if conds.is_empty() && ins.is_empty() {
         return Access::full();
     }
     let secondary = t.secondary_usable(txn);
@@ -205,7 +248,7 @@ pub fn choose(
         .iter()
         .enumerate()
         .filter(|(_, ix)| secondary || ix.kind == IndexKind::Primary)
-        .filter_map(|(i, ix)| for_index(t, i, ix, &conds))
+        .filter_map(|(i, ix)| for_index(t, i, ix, &conds, &ins))
         .collect();
     // A point read (a unique index pinned whole) reads one row: nothing
     // is cheaper, so nothing is estimated (the primary key's first, as it
@@ -230,7 +273,14 @@ pub fn choose(
             Some(i) if t.def.indexes[i].kind != IndexKind::Primary => t.sec[i].as_ref()?,
             _ => &t.main,
         };
-        txn.estimate_range(d, a.lo.as_deref(), a.hi.as_deref()).ok()
+        if a.ranges.is_empty() {
+            return txn.estimate_range(d, a.lo.as_deref(), a.hi.as_deref()).ok();
+        }
+        let mut n = 0u64;
+        for (lo, hi) in &a.ranges {
+            n = n.saturating_add(txn.estimate_range(d, Some(lo), hi.as_deref()).ok()?);
+        }
+        Some(n)
     };
     let Some(scan_rows) = estimate(&Access::full()) else { return Access::full() };
     let scan_cost = SCAN_START_COST + scan_rows as f64 * ROW_COST;
@@ -247,7 +297,8 @@ pub fn choose(
         } else {
             ROW_COST + LOOKUP_COST
         };
-        let cost = RANGE_START_COST + rows as f64 * per_row;
+        let starts = a.ranges.len().max(1) as f64;
+        let cost = RANGE_START_COST * starts + rows as f64 * per_row;
         a.cost = Some(cost);
         let rank = a.eq_parts * 2 + usize::from(ix.kind == IndexKind::Primary);
         let better = best.as_ref().is_none_or(|(c, r, _)| cost < *c || (cost == *c && rank > *r));
@@ -266,7 +317,7 @@ fn enc(t: &Table, ix: &IndexDef, part: usize, v: &Value, out: &mut Vec<u8>) -> b
     crate::keycodec::encode_part(out, &key_form(v, ty), ty, p.desc, p.prefix).is_ok()
 }
 
-fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Access> {
+fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond], ins: &[InList]) -> Option<Access> {
     // A disabled index is stale (`IndexDef::disabled`): never read.
     if ix.disabled {
         return None;
@@ -283,6 +334,38 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond]) -> Option<Acces
         eq += 1;
         if p.prefix.is_some() {
             break;
+        }
+    }
+    // An IN list on the next part (and nothing else on it): one key range
+    // per value after the pinned prefix. Key encodings are prefix-free,
+    // so the ranges are disjoint; sorted, they read in index order.
+    if eq < ix.parts.len() && (eq == 0 || ix.parts[eq - 1].prefix.is_none()) {
+        let p = &ix.parts[eq];
+        let other = conds.iter().any(|c| c.col == p.col);
+        if let (None, false, Some(l)) = (p.prefix, other, ins.iter().find(|l| l.col == p.col)) {
+            let mut ranges = Vec::with_capacity(l.values.len());
+            for v in &l.values {
+                let mut k = prefix.clone();
+                if !enc(t, ix, eq, v, &mut k) {
+                    return None;
+                }
+                let hi = successor(&k);
+                ranges.push((k, hi));
+            }
+            ranges.sort();
+            ranges.dedup();
+            debug_assert!(ranges.windows(2).all(|w| w[0].1.as_ref().is_some_and(|h| *h <= w[1].0)));
+            let lo = Some(ranges[0].0.clone());
+            let hi = ranges.last().and_then(|r| r.1.clone());
+            return Some(Access {
+                index: Some(i),
+                lo,
+                hi,
+                eq_parts: eq,
+                has_range: true,
+                ranges,
+                ..Access::full()
+            });
         }
     }
     let mut lo = if eq > 0 { Some(prefix.clone()) } else { None };
@@ -519,34 +602,64 @@ pub fn for_each_row(
     a: &Access,
     mut f: impl FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
 ) -> crate::SqlResult<()> {
-    // The whole primary key pinned: one point read, not a cursor (which
-    // loads and merges a batch of keys around it).
-    if let (Some(i), Some(key)) = (a.index, a.lo.as_deref()) {
+    if a.ranges.is_empty() {
+        read_range(txn, t, a, a.lo.as_deref(), a.hi.as_deref(), &mut f)?;
+        return Ok(());
+    }
+    let n = a.ranges.len();
+    for i in 0..n {
+        let (lo, hi) = &a.ranges[if a.reverse { n - 1 - i } else { i }];
+        if !read_range(txn, t, a, Some(lo), hi.as_deref(), &mut f)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// `for_each_row` over one key range `lo..hi` of `a`'s index; false if
+/// `f` asked to stop.
+fn read_range(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    a: &Access,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    f: &mut dyn FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
+) -> crate::SqlResult<bool> {
+    // The whole primary key pinned (by equalities, or by them and one
+    // value of an IN list): one point read, not a cursor (which loads and
+    // merges a batch of keys around it).
+    if let (Some(i), Some(key)) = (a.index, lo) {
         let ix = &t.def.indexes[i];
         let whole = ix.parts.iter().all(|p| p.prefix.is_none());
-        if ix.kind == IndexKind::Primary && whole && a.eq_parts == ix.parts.len() && !a.has_range {
+        let pinned = if a.ranges.is_empty() {
+            a.eq_parts == ix.parts.len() && !a.has_range
+        } else {
+            a.eq_parts + 1 == ix.parts.len()
+        };
+        if ix.kind == IndexKind::Primary && whole && pinned {
             // `lo` is then exactly the row's key (`for_index`).
             if let Some(v) = txn.get(&t.main, key)? {
                 crate::progress::examined();
-                f(key.to_vec(), t.decode_row(&v)?)?;
+                return f(key.to_vec(), t.decode_row(&v)?);
             }
-            return Ok(());
+            return Ok(true);
         }
     }
     match a.index.filter(|i| t.def.indexes[*i].kind != IndexKind::Primary) {
         None => {
-            for kv in txn.range(&t.main, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
+            for kv in txn.range(&t.main, lo, hi, a.reverse) {
                 let (k, v) = kv?;
                 crate::progress::examined();
                 if !f(k, t.decode_row(&v)?)? {
-                    break;
+                    return Ok(false);
                 }
             }
         }
         Some(i) => {
             let ix = &t.def.indexes[i];
             let d = t.sec[i].as_ref().expect("secondary dictionary");
-            for kv in txn.range(d, a.lo.as_deref(), a.hi.as_deref(), a.reverse) {
+            for kv in txn.range(d, lo, hi, a.reverse) {
                 let (k, v) = kv?;
                 crate::progress::examined();
                 let (pk, row) = if a.covering {
@@ -563,10 +676,10 @@ pub fn for_each_row(
                     }
                 };
                 if !f(pk, row)? {
-                    break;
+                    return Ok(false);
                 }
             }
         }
     }
-    Ok(())
+    Ok(true)
 }

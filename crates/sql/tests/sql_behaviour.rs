@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 
 mod support;
 use support::crash::{last_number, CrashChild};
-use support::embedded::{err, ok, one, rows, test_opts as opts};
+use support::embedded::{affected, err, ok, one, rows, test_opts as opts};
 
 #[test]
 fn a_failing_statement_in_a_transaction_undoes_only_itself() {
@@ -509,6 +509,52 @@ fn explain_shows_the_chosen_access_paths() {
     );
     // The plan was not run: nothing changed, and the query still answers.
     assert_eq!(rows(&mut s, "SELECT f.id FROM e JOIN f ON f.eid = e.id ORDER BY f.id"), [["1"], ["2"]]);
+}
+
+/// `col IN (c1, c2, ...)` reads one key range per value through an index
+/// on col (or after an index's pinned equalities), in index order, and a
+/// primary key IN list is point reads: rows as a scan finds them, and
+/// UPDATE / DELETE take the same path.
+#[test]
+fn in_lists_read_one_range_per_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, h VARCHAR(8), v INT, KEY kh (h), KEY khv (h, v))");
+    let values: Vec<String> = (0..2000).map(|i| format!("({i}, 'h{}', {})", i % 200, i % 7)).collect();
+    ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+    let plan = |s: &mut Session, q: &str| -> Vec<String> {
+        rows(s, &format!("EXPLAIN {q}")).into_iter().map(|r| r[3..8].join(" ")).collect()
+    };
+    assert_eq!(plan(&mut s, "SELECT * FROM t WHERE h IN ('h3', 'h1', 'h150')"), ["range kh,khv kh 35 NULL"]);
+    assert_eq!(plan(&mut s, "SELECT * FROM t WHERE id IN (5, 70, 1999)"), ["range PRIMARY PRIMARY 4 NULL"]);
+    let ids =
+        |s: &mut Session, q: &str| -> Vec<String> { rows(s, q).into_iter().map(|r| r[0].clone()).collect() };
+    let by_scan = |s: &mut Session, w: &str, order: &str| {
+        ids(s, &format!("SELECT id FROM t IGNORE INDEX (PRIMARY, kh, khv) WHERE {w} ORDER BY {order}"))
+    };
+    for w in [
+        "h IN ('h3', 'h1', 'h150', 'h3', NULL, 'zz')",
+        "id IN (1999, 5, 70, 5, -1)",
+        "h = 'h4' AND v IN (6, 4, 9)",
+    ] {
+        let expected = by_scan(&mut s, w, "id");
+        assert!(!expected.is_empty(), "{w}");
+        let mut got = ids(&mut s, &format!("SELECT id FROM t WHERE {w}"));
+        got.sort_by_key(|x| x.parse::<i64>().unwrap());
+        assert_eq!(got, expected, "{w}");
+    }
+    // In index order, both ways, with no sort needed.
+    let asc = ids(&mut s, "SELECT id FROM t FORCE INDEX (khv) WHERE h = 'h4' AND v IN (6, 4) ORDER BY v, id");
+    assert_eq!(asc, by_scan(&mut s, "h = 'h4' AND v IN (6, 4)", "v, id"));
+    let desc = ids(&mut s, "SELECT id FROM t WHERE id IN (70, 5, 1999) ORDER BY id DESC");
+    assert_eq!(desc, ["1999", "70", "5"]);
+    assert_eq!(affected(&mut s, "UPDATE t SET v = v + 100 WHERE h IN ('h7', 'h9')"), 20);
+    assert_eq!(affected(&mut s, "DELETE FROM t WHERE h IN ('h7', 'h8') AND v >= 100"), 10);
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM t WHERE h IN ('h7', 'h8', 'h9')"), [["20"]]);
+    assert_eq!(rows(&mut s, "CHECK TABLE t")[0][3], "OK");
 }
 
 /// GROUP BY past its memory budget spills sorted runs of partial
