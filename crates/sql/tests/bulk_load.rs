@@ -7,6 +7,7 @@
 use fractaldb_sql::{Database, Session};
 
 mod support;
+use support::crash::CrashChild;
 use support::embedded::{affected, err, one, rows, test_opts as opts};
 
 const TABLE: &str = "(id INT AUTO_INCREMENT PRIMARY KEY, a INT NOT NULL, b VARCHAR(12), u INT, \
@@ -237,29 +238,12 @@ fn a_killed_bulk_load_leaves_no_half_load() {
         drop(s);
         db.close().unwrap();
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_killed_bulk_load_leaves_no_half_load", "--nocapture"])
-        .env("FRACTALDB_SQL_BULK_CHILD", dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if l == "loading 2" {
-                let _ = tx.send(());
-            }
-        }
-    });
+    let mut child =
+        CrashChild::spawn("a_killed_bulk_load_leaves_no_half_load", "FRACTALDB_SQL_BULK_CHILD", dir.path());
     // Killed in its second load (or wherever it is by then).
-    let _ = rx.recv_timeout(std::time::Duration::from_secs(120));
+    child.wait_for(std::time::Duration::from_secs(120), |l| l == "loading 2");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    reader.join().unwrap();
+    child.kill();
     let db = Database::open(dir.path().join("db"), opts()).unwrap();
     let mut s = db.session();
     affected(&mut s, "USE d");

@@ -7,6 +7,7 @@
 use fractaldb_sql::{Database, Outcome, Session};
 
 mod support;
+use support::crash::{last_number, CrashChild};
 use support::embedded::{ok, rows, run, test_opts as opts};
 
 fn files(s: &mut Session, table: &str) -> Vec<Vec<String>> {
@@ -246,33 +247,14 @@ fn a_crash_between_instant_changes_keeps_a_whole_definition() {
         drop(s);
         db.close().unwrap();
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_crash_between_instant_changes_keeps_a_whole_definition", "--nocapture"])
-        .env("FRACTALDB_SQL_INSTANT_CHILD", dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut wrote = 0u64;
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(n) = l.strip_prefix("wrote ") {
-                wrote = n.parse().unwrap();
-            } else if let Some(n) = l.strip_prefix("altered ") {
-                if n == "2" {
-                    let _ = tx.send(());
-                }
-            }
-        }
-        wrote
-    });
-    rx.recv().expect("the child altered nothing");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let wrote = reader.join().unwrap();
+    let mut child = CrashChild::spawn(
+        "a_crash_between_instant_changes_keeps_a_whole_definition",
+        "FRACTALDB_SQL_INSTANT_CHILD",
+        dir.path(),
+    );
+    let altered = child.wait_for(std::time::Duration::from_secs(600), |l| l == "altered 2");
+    assert!(altered, "the child altered nothing");
+    let wrote = last_number(&child.kill(), "wrote ").unwrap_or(0);
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
     ok(&mut s, "USE d");

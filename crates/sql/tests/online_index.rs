@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, Once};
 use fractaldb_sql::{Database, Session};
 
 mod support;
+use support::crash::CrashChild;
 use support::embedded::{err, err_msg, ok, one, rows, test_opts as opts};
 
 type Pause = (Sender<()>, Mutex<Receiver<()>>);
@@ -292,21 +293,14 @@ fn a_crash_in_the_middle_of_a_build_leaves_no_half_index() {
         db.close().unwrap();
         d
     };
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "a_crash_in_the_middle_of_a_build_leaves_no_half_index", "--nocapture"])
-        .env("FRACTALDB_SQL_ONLINE_CHILD", dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::BufRead;
-        let out = child.stdout.take().unwrap();
-        let building = std::io::BufReader::new(out).lines().map_while(Result::ok).any(|l| l == "building");
-        assert!(building, "the child never got into the build");
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut child = CrashChild::spawn(
+        "a_crash_in_the_middle_of_a_build_leaves_no_half_index",
+        "FRACTALDB_SQL_ONLINE_CHILD",
+        dir.path(),
+    );
+    let building = child.wait_for(std::time::Duration::from_secs(600), |l| l == "building");
+    assert!(building, "the child never got into the build");
+    child.kill();
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = session(&db);
     assert_eq!(db.dictionaries(), before);
