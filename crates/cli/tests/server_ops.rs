@@ -160,7 +160,12 @@ fn recovery_after_a_crash_is_logged_with_what_it_replayed() {
     child.kill().unwrap();
     child.wait().unwrap();
     let (mut child, port, lines) = start(&["--port=0", "--datadir", d]);
-    let rec = lines.iter().find(|l| l.contains("recovery: ")).expect("a recovery line");
+    // The server's summary line (the engine's progress notes say
+    // "recovery:" too).
+    let rec = lines
+        .iter()
+        .find(|l| l.contains("recovery: ") && l.contains(" replayed, in "))
+        .expect("a recovery line");
     let read: u64 = rec.split("recovery: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     let replayed: u64 = rec.split(" read, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(read > 0 && replayed > 0, "{rec}");
