@@ -23,6 +23,10 @@ use std::sync::Arc;
 use super::io::{AlignedBuf, PAGE};
 use crate::error::{Error, Result};
 
+/// How long `lock` retries a folder lock held elsewhere before it reports
+/// `Error::Locked` (see `OsVfs::lock`).
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// How to open a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenMode {
@@ -153,9 +157,23 @@ impl Vfs for OsVfs {
             .write(true)
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
-        // SAFETY: flock on a file descriptor we own; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(Error::Locked(path.parent().unwrap_or(path).to_path_buf()));
+        // A lock held by this process's own descriptor can outlive its
+        // close for a moment: a thread that forks (to run any child
+        // process) copies every descriptor, and the copy, sharing the lock,
+        // lives until the child's exec closes it (all ours are
+        // close-on-exec). So a refusal is retried for a while before it is
+        // reported, as InnoDB retries the lock on its system tablespace; a
+        // folder really in use stays refused.
+        let deadline = std::time::Instant::now() + LOCK_RETRY;
+        loop {
+            // SAFETY: flock on a file descriptor we own; no memory is involved.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::Locked(path.parent().unwrap_or(path).to_path_buf()));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         // The lock lives as long as the descriptor.
         Ok(Box::new(file))
