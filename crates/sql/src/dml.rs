@@ -754,6 +754,15 @@ fn matching(
         sub.outer_row = row.iter().take(width).cloned().collect();
         crate::query::select(&mut sub, txn, q, false).map(|rs| rs.rows)
     };
+    // The columns WHERE and ORDER BY read (`None`: not known, all).
+    let read = {
+        let mut needed = vec![false; t.def.columns.len()];
+        let mut ok = true;
+        for e in filter.iter().chain(order.iter().map(|o| &o.0)) {
+            ok &= crate::plan::mark_columns(e, 0, &mut needed);
+        }
+        ok.then_some(needed)
+    };
     let mut w = Vec::new();
     let mut out = Vec::new();
     {
@@ -769,13 +778,8 @@ fn matching(
         }
         // The rows read here only pick the keys (each is re-read below):
         // an index holding the WHERE's and ORDER BY's columns is enough.
-        let mut needed = vec![false; t.def.columns.len()];
-        let mut ok = true;
-        for e in filter.iter().chain(order.iter().map(|o| &o.0)) {
-            ok &= crate::plan::mark_columns(e, 0, &mut needed);
-        }
-        let needed = ok.then_some(&needed[..]);
-        let access = crate::plan::choose(txn, t, &conj, 0, &mut cx, needed);
+        let mut access = crate::plan::choose(txn, t, &conj, 0, &mut cx, read.as_deref());
+        access.lock_points = true;
         crate::plan::for_each_row(txn, t, &access, |k, row| {
             if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
                 out.push((k, row));
@@ -806,11 +810,29 @@ fn matching(
         };
         out.truncate(n);
     }
-    // Lock and re-read each row at its newest committed version.
+    // Lock and re-read each row at its newest committed version. Where a
+    // column WHERE reads changed since the snapshot, WHERE is evaluated
+    // again on the newest version and a row no longer matching is left
+    // alone (InnoDB evaluates WHERE on what its locking read returns);
+    // an unchanged row is not evaluated twice (RAND() in WHERE).
     let mut locked = Vec::with_capacity(out.len());
-    for (k, _) in out {
-        if let Some(row) = table::fetch(t, txn, &k, true)? {
-            locked.push((k, row));
+    let mut w = Vec::new();
+    {
+        let mut cx = s.eval_ctx(&mut w);
+        cx.sub = Some(&mut runner);
+        for (k, seen) in out {
+            let Some(row) = table::fetch(t, txn, &k, true)? else { continue };
+            let moved = match &read {
+                Some(cols) => row.iter().zip(&seen).zip(cols).any(|((a, b), c)| *c && !same_value(a, b)),
+                None => changed(&row, &seen),
+            };
+            let keep = match &filter {
+                Some(f) if moved => f.eval(&row, &mut cx)?.truth() == Some(true),
+                _ => true,
+            };
+            if keep {
+                locked.push((k, row));
+            }
         }
     }
     Ok(locked)

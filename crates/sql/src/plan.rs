@@ -55,6 +55,12 @@ pub struct Access {
     /// value); `lo` and `hi` then span them all. Empty: the one range
     /// `lo..hi`.
     pub ranges: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// A point read of the whole primary key reads the newest committed
+    /// row under a write lock (`get_for_update`), not the snapshot's: an
+    /// UPDATE or DELETE by primary key then waits for a writer of that
+    /// row, as InnoDB's current read does, instead of missing a row another
+    /// transaction is inserting.
+    pub lock_points: bool,
 }
 
 impl Access {
@@ -71,6 +77,7 @@ impl Access {
             cost: None,
             matching: None,
             ranges: Vec::new(),
+            lock_points: false,
         }
     }
 }
@@ -639,7 +646,8 @@ fn read_range(
         };
         if ix.kind == IndexKind::Primary && whole && pinned {
             // `lo` is then exactly the row's key (`for_index`).
-            if let Some(v) = txn.get(&t.main, key)? {
+            let v = if a.lock_points { txn.get_for_update(&t.main, key)? } else { txn.get(&t.main, key)? };
+            if let Some(v) = v {
                 crate::progress::examined();
                 return f(key.to_vec(), t.decode_row(&v)?);
             }

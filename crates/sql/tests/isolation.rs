@@ -152,6 +152,42 @@ fn p4_updates_wait_and_act_on_the_newest_row() {
     }
 }
 
+/// UPDATE and DELETE by the whole primary key read the key with a locking
+/// read, as InnoDB's unique search does: a row another transaction is
+/// inserting makes them wait, and once it commits they act on it (at the
+/// snapshot they would have missed it). And a row whose newest committed
+/// version no longer matches WHERE is left alone.
+#[test]
+fn writes_by_primary_key_wait_for_an_insert_and_recheck_where() {
+    for level in LEVELS.iter().take(2) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = setup(dir.path());
+        let mut t1 = session(&db, level);
+        let t2 = session(&db, level);
+        ok(&mut t1, "INSERT INTO test VALUES (3, 30)");
+        let mut t2 = blocked(t2, "UPDATE test SET value = value + 1 WHERE id = 3", || ok(&mut t1, "COMMIT"));
+        ok(&mut t2, "COMMIT");
+        let mut t1 = session(&db, level);
+        let t2 = session(&db, level);
+        ok(&mut t1, "INSERT INTO test VALUES (4, 40)");
+        let mut t2 = blocked(t2, "DELETE FROM test WHERE id = 4", || ok(&mut t1, "COMMIT"));
+        ok(&mut t2, "COMMIT");
+        let mut s = session(&db, level);
+        assert_eq!(vals(&mut s), [["1", "10"], ["2", "20"], ["3", "31"]], "{level}");
+        ok(&mut s, "COMMIT");
+        // Found by a scan at the snapshot (value 10 < 15), changed by t1
+        // before t2 gets its lock: t2 re-reads 100 and leaves the row.
+        let mut t1 = session(&db, level);
+        let t2 = session(&db, level);
+        ok(&mut t1, "UPDATE test SET value = 100 WHERE id = 1");
+        let mut t2 =
+            blocked(t2, "UPDATE test SET value = value + 1 WHERE value < 15", || ok(&mut t1, "COMMIT"));
+        ok(&mut t2, "COMMIT");
+        let mut s = session(&db, level);
+        assert_eq!(vals(&mut s), [["1", "100"], ["2", "20"], ["3", "31"]], "{level}");
+    }
+}
+
 /// A multi-table UPDATE finds its rows through the join at its snapshot,
 /// then waits for each target row's lock and acts on the newest commit (an
 /// increment through a join is not lost); a multi-table DELETE skips a row
