@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 /// The sync modes and each kind's setting for "off".
 fn sync_modes(kind: Option<ServerKind>) -> Vec<(&'static str, Vec<String>)> {
     let off = match kind {
-        Some(ServerKind::Fractaldb | ServerKind::FractaldbFast) => "--tokudb-commit-sync=OFF",
+        Some(ServerKind::Fractaldb | ServerKind::FractaldbFast | ServerKind::FractaldbPool) => {
+            "--tokudb-commit-sync=OFF"
+        }
         Some(ServerKind::Innodb) => "--innodb-flush-log-at-trx-commit=2",
         Some(ServerKind::Myrocks) => "--rocksdb-flush-log-at-trx-commit=2",
         // A server the user runs keeps its own settings: one mode.

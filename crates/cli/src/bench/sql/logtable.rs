@@ -100,10 +100,12 @@ const MYROCKS_ZSTD: &str = "--rocksdb-default-cf-options=compression=kZSTD;botto
 /// One codec run: its name in the report, the table options, the server's extra settings.
 fn variants(kind: Option<ServerKind>) -> Vec<(String, String, Vec<String>)> {
     match kind {
-        Some(ServerKind::Fractaldb | ServerKind::FractaldbFast) => FRACTALDB_FORMATS
-            .iter()
-            .map(|(f, _)| (f.to_string(), format!(" ROW_FORMAT={f}"), Vec::new()))
-            .collect(),
+        Some(ServerKind::Fractaldb | ServerKind::FractaldbFast | ServerKind::FractaldbPool) => {
+            FRACTALDB_FORMATS
+                .iter()
+                .map(|(f, _)| (f.to_string(), format!(" ROW_FORMAT={f}"), Vec::new()))
+                .collect()
+        }
         Some(ServerKind::Innodb) => vec![
             ("DYNAMIC (default)".into(), String::new(), Vec::new()),
             ("COMPRESSED".into(), " ROW_FORMAT=COMPRESSED".into(), Vec::new()),
@@ -214,7 +216,9 @@ fn table_bytes(kind: Option<ServerKind>, dir: &Path) -> Option<u64> {
     let holds_tables = |p: &Path| {
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         match kind {
-            Some(ServerKind::Fractaldb | ServerKind::FractaldbFast) => name.ends_with(".fdb"),
+            Some(ServerKind::Fractaldb | ServerKind::FractaldbFast | ServerKind::FractaldbPool) => {
+                name.ends_with(".fdb")
+            }
             Some(ServerKind::Innodb) => p.ends_with("bench/log.ibd"),
             Some(ServerKind::Myrocks) => name.ends_with(".sst"),
             None => unreachable!("kind is known"),

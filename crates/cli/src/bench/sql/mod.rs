@@ -150,8 +150,7 @@ pub fn run(args: SqlBenchArgs) -> Result<()> {
     let workloads =
         if args.workloads.is_empty() { SqlWorkload::ALL.to_vec() } else { args.workloads.clone() };
     let kinds: Vec<ServerKind> = if args.servers.is_empty() {
-        // fractaldb-fast changes what clients are told: only when named.
-        ServerKind::ALL.iter().copied().filter(|k| k.available() && *k != ServerKind::FractaldbFast).collect()
+        ServerKind::ALL.iter().copied().filter(|k| k.available() && !k.only_when_named()).collect()
     } else {
         for k in &args.servers {
             if !k.available() {

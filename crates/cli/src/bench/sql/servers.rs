@@ -31,18 +31,33 @@ pub enum ServerKind {
     /// (`tokudb_enable_fast_upsert`, `tokudb_enable_fast_update`), which
     /// change what clients are told; run only when named.
     FractaldbFast,
+    /// fractaldb with `thread_handling=pool-of-threads` (MariaDB's thread
+    /// pool); run only when named.
+    FractaldbPool,
     Innodb,
     Myrocks,
 }
 
 impl ServerKind {
-    pub const ALL: [ServerKind; 4] =
-        [ServerKind::Fractaldb, ServerKind::FractaldbFast, ServerKind::Innodb, ServerKind::Myrocks];
+    pub const ALL: [ServerKind; 5] = [
+        ServerKind::Fractaldb,
+        ServerKind::FractaldbFast,
+        ServerKind::FractaldbPool,
+        ServerKind::Innodb,
+        ServerKind::Myrocks,
+    ];
+
+    /// Run only when named: variants that change what clients are told, or
+    /// compare a setting rather than an engine.
+    pub fn only_when_named(self) -> bool {
+        matches!(self, ServerKind::FractaldbFast | ServerKind::FractaldbPool)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Fractaldb => "fractaldb",
             ServerKind::FractaldbFast => "fractaldb-fast",
+            ServerKind::FractaldbPool => "fractaldb-pool",
             ServerKind::Innodb => "innodb",
             ServerKind::Myrocks => "myrocks",
         }
@@ -52,7 +67,7 @@ impl ServerKind {
     /// in /usr/sbin), and for MyRocks the plugin's library.
     pub fn available(self) -> bool {
         match self {
-            ServerKind::Fractaldb | ServerKind::FractaldbFast => true,
+            ServerKind::Fractaldb | ServerKind::FractaldbFast | ServerKind::FractaldbPool => true,
             ServerKind::Innodb => mariadbd().is_some(),
             ServerKind::Myrocks => mariadbd().is_some() && rocksdb_plugin().is_some(),
         }
@@ -121,7 +136,7 @@ impl Server {
             fs::File::create(dir.join("server.err")).context(|| "creating the server's log".to_string())?;
         let log2 = log.try_clone().context(|| "creating the server's log".to_string())?;
         let (mut cmd, settings) = match kind {
-            ServerKind::Fractaldb | ServerKind::FractaldbFast => {
+            ServerKind::Fractaldb | ServerKind::FractaldbFast | ServerKind::FractaldbPool => {
                 let exe = std::env::current_exe().context(|| "finding this program".to_string())?;
                 let mut cmd = Command::new(exe);
                 let mut settings = vec![
@@ -134,6 +149,9 @@ impl Server {
                     settings
                         .push("SET GLOBAL tokudb_enable_fast_upsert=ON, tokudb_enable_fast_update=ON".into());
                 }
+                let pool = ["--thread-handling=pool-of-threads".to_string()];
+                let pool: &[String] = if kind == ServerKind::FractaldbPool { &pool } else { &[] };
+                settings.extend(pool.iter().cloned());
                 cmd.arg("server")
                     .arg("--datadir")
                     .arg(&data)
@@ -145,6 +163,7 @@ impl Server {
                     .arg(cache_mb.to_string())
                     .arg("--max-connections")
                     .arg("2000")
+                    .args(pool)
                     .args(extra);
                 settings.extend(extra.iter().cloned());
                 (cmd, settings)
