@@ -1,6 +1,7 @@
 //! The settings of an environment and of a dictionary, and the bounds
 //! `Env::open` holds them to.
 
+use super::checkpoint::{CHECKPOINT_LOG_CACHE_MULTIPLE, CHECKPOINT_LOG_MAX_BYTES};
 use super::*;
 
 /// Settings of an environment.
