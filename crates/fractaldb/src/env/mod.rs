@@ -54,8 +54,8 @@ pub use loader::{LoadStats, Loader};
 use options::validate_env_options;
 pub use options::{DictOptions, EnvOptions, Notes};
 pub use range::Range;
-pub use recover::RecoveryStats;
 use recover::remove_orphans;
+pub use recover::RecoveryStats;
 pub use stats::{EnvStats, LiveTxn, LockInfo, LockWait, PreparedTxn};
 
 struct Open {

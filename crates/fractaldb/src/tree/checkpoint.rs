@@ -217,7 +217,11 @@ impl Tree {
     /// A node `ckpt_pending` once the write is done (marked before it, or by
     /// a checkpoint's begin during it: `g` keeps writers out, so either way
     /// the bytes are the begin-time state) also serves the checkpoint.
-    pub(super) fn write_clean(&self, e: &Entry, g: parking_lot::RwLockUpgradableReadGuard<'_, Node>) -> Result<()> {
+    pub(super) fn write_clean(
+        &self,
+        e: &Entry,
+        g: parking_lot::RwLockUpgradableReadGuard<'_, Node>,
+    ) -> Result<()> {
         let s =
             serialize::serialize(&g, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))?;
         let ext = self.file.write_block(e.bn, &s.bytes, s.header_len)?;

@@ -37,9 +37,9 @@ pub(crate) mod node;
 pub(crate) mod pending;
 mod poison;
 mod read;
-mod write;
 pub(crate) mod serialize;
 mod spill;
+mod write;
 
 use std::cmp::Ordering;
 use std::path::Path;
@@ -90,11 +90,11 @@ const LOG_BUFFER_BYTES: usize = 4 << 20;
 /// arrived meanwhile) before it calls the entry damaged.
 const RETRIES: usize = 10_000;
 use buffer::EMPTY_BUFFER_RAW_LEN;
+pub(crate) use gate::Gate;
 use meta::{Meta, Settings, NO_ROOT};
 use node::{Body, Node, PartInfo};
-use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
-pub(crate) use gate::Gate;
 pub(crate) use poison::panic_message;
+use serialize::{decode_basement, decode_buffer, parse_header, HeaderError};
 
 /// A log that failed to append or sync: the environment refuses writes.
 pub(crate) fn log_failed(e: Error) -> Error {
