@@ -39,7 +39,6 @@ mod error;
 mod file;
 mod limits;
 mod log;
-mod recovery;
 mod tree;
 mod txn;
 mod wait;
@@ -58,7 +57,7 @@ pub use limits::{
     MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,
 };
 pub use log::LogStats;
-pub use recovery::MAX_XID_BYTES;
+pub use log::record::MAX_XID_BYTES;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;

@@ -25,7 +25,7 @@ use crate::file::BlockFile;
 use crate::file::{Codec, OsVfs, SpaceStats, Vfs};
 use crate::limits;
 use crate::log::{Log, LogOptions, LogStats};
-use crate::recovery::Record;
+use crate::log::record::Record;
 use crate::tree::check::CheckReport;
 use crate::tree::cursor::Cursor;
 use crate::tree::flush::{Drain, Optimize};

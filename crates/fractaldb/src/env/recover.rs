@@ -27,7 +27,7 @@ type CkptInfo = HashMap<u64, (String, Result<(u64, u64)>)>;
 
 impl Env {
     /// Replays the log into the dictionaries (each record at most once, see
-    /// `recovery.rs`), then turns logging on and checkpoints if anything was
+    /// `log/record.rs`), then turns logging on and checkpoints if anything was
     /// replayed, so the next recovery starts from here. A dictionary is
     /// opened only if it has records to replay.
     pub(super) fn recover(&self, opts: &EnvOptions) -> Result<()> {

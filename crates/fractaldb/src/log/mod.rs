@@ -21,7 +21,7 @@
 //! `synced` is the LSN up to which the log was durable (fsynced) when the
 //! record was appended, always below `lsn`: a valid record vouches that
 //! every record up to its `synced` had been acknowledged. The payload is
-//! opaque here (`recovery.rs` gives it meaning).
+//! opaque to the framing (`record.rs` gives it meaning).
 //!
 //! Version 1 (read, never written) has no `synced`: a 16-byte frame
 //! `len u32 | crc32c u32 of (payload ‖ lsn) | lsn u64 | payload`. Recovery
@@ -103,6 +103,8 @@
 //! fsyncs once, while the others wait; whoever still needs more when it is
 //! done becomes the next leader. So N concurrent committers share about one
 //! fsync, and a committer never waits for more than two.
+
+pub(crate) mod record;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@ impl TreeCheckpoint {
 }
 
 impl Tree {
-    /// Begins a checkpoint recording `ckpt_lsn` (see `recovery.rs`): the
+    /// Begins a checkpoint recording `ckpt_lsn` (see `log/record.rs`): the
     /// tree as it is at this instant is what the checkpoint will hold. The
     /// caller holds the context's checkpoint lock exclusively, so no node is
     /// changing; this only marks the dirty nodes, no I/O.

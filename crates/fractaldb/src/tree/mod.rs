@@ -52,7 +52,7 @@ use crate::cache::{Cache, DictId, Entry, NodeOwner};
 use crate::error::{Error, Result};
 use crate::file::{BlockFile, BlockNum, Extent, Vfs};
 use crate::log::Log;
-use crate::recovery::{encode_write, Msgs};
+use crate::log::record::{encode_write, Msgs};
 use leafentry::{Entry as LeEntry, ReadView, Seen, TxnStates};
 use message::{KeyedMsg, MsgBody, MsgKind, MsgRef, Stamp, UpdateFns};
 
