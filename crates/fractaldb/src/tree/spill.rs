@@ -88,8 +88,8 @@ impl Tree {
     fn write_claimed_unguarded(&self, claim: pending::Claim) -> Result<()> {
         // Spills take the leaves' codec, not the buffers' faster one: they
         // hold up to `SPILL_NODES` node sizes per child for a long while, so
-        // they are a large part of the file (lz4 spills left a loaded tree's
-        // files 6-12% larger).
+        // they are a large part of the file (docs/benchmarks.md, "Engine
+        // constants").
         let (bytes, raw_len) = match serialize::encode_spill(&claim.buf, self.settings.codec) {
             Ok(spill) => spill,
             Err(e) => {
