@@ -455,28 +455,7 @@ impl Log {
             .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
             .map(|n| dir.join(n))
             .collect();
-        // Files are only ever deleted from the front, after `log.trim` durably
-        // said which file is then the oldest: an oldest file past it means
-        // files were lost (their records may be needed by a checkpoint).
-        let trim_path = dir.join(TRIM_FILE);
-        if let Some(b) = vfs.read_file(&trim_path)? {
-            let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
-            match firsts.first() {
-                Some(&oldest) if oldest <= kept => {}
-                Some(&oldest) => {
-                    let why = format!(
-                        "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
-                         file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
-                        oldest - 1
-                    );
-                    return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
-                }
-                None => {
-                    let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
-                    return Err(Error::corrupt(&trim_path, None, why));
-                }
-            }
-        }
+        check_trim(&*vfs, dir, &firsts)?;
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
@@ -486,26 +465,7 @@ impl Log {
             let last_file = i + 1 == firsts.len();
             let path = dir.join(file_name(first));
             let bytes = vfs.read_file(&path)?.unwrap_or_default();
-            let version = match decode_file_header(&bytes) {
-                // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
-                Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => version,
-                Ok((f, _)) => {
-                    return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
-                }
-                Err(why) => {
-                    // A log file's header is durable before the file gets
-                    // its name (`create_file`): this is damage, and the file
-                    // may have held acknowledged records, the newest too.
-                    let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
-                        true => {
-                            "; the file holds no records (as a file an older build was creating at a \
-                             crash would)"
-                        }
-                        false => "",
-                    };
-                    return Err(Error::corrupt(&path, None, format!("bad log file header: {why}{hint}")));
-                }
-            };
+            let version = checked_file_header(&path, &bytes, first)?;
             if let Some(expected) = next_lsn {
                 if first != expected {
                     return Err(Error::corrupt(
@@ -516,36 +476,7 @@ impl Log {
                 }
             }
             // Where the file's records end, before any is replayed.
-            let mut off = FILE_HEADER_LEN;
-            let mut lsn = first;
-            while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
-                off += fr.len;
-                lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
-                    Some(n) => n,
-                    None => {
-                        let why =
-                            format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
-                        return Err(Error::corrupt(&path, None, why));
-                    }
-                };
-            }
-            if off < bytes.len() {
-                if !last_file {
-                    // Zeros after the last record, less than a page: the
-                    // padding of a direct write that a crash kept from
-                    // being cut at a roll. A gap in the LSNs this hides is
-                    // caught by the next file's first LSN.
-                    if bytes.len() - off >= PAGE as usize || bytes[off..].iter().any(|&b| b != 0) {
-                        return Err(Error::corrupt(
-                            &path,
-                            None,
-                            format!("damaged log record {lsn} at byte {off}"),
-                        ));
-                    }
-                } else {
-                    check_torn_tail(&path, &bytes, off, lsn, version)?;
-                }
-            }
+            let (off, lsn) = records_end(&path, &bytes, first, version, last_file)?;
             // The file checked out: replay its records.
             let mut at = FILE_HEADER_LEN;
             for l in first..lsn {
@@ -972,6 +903,87 @@ impl Log {
             files_deleted: self.files_deleted.load(Ordering::Relaxed),
         }
     }
+}
+/// Files are only ever deleted from the front, after `log.trim` durably
+/// said which file is then the oldest: an oldest file past it means files
+/// were lost (their records may be needed by a checkpoint).
+fn check_trim(vfs: &dyn Vfs, dir: &Path, firsts: &[u64]) -> Result<()> {
+    let trim_path = dir.join(TRIM_FILE);
+    if let Some(b) = vfs.read_file(&trim_path)? {
+        let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
+        match firsts.first() {
+            Some(&oldest) if oldest <= kept => {}
+            Some(&oldest) => {
+                let why = format!(
+                    "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
+                     file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
+                    oldest - 1
+                );
+                return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
+            }
+            None => {
+                let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
+                return Err(Error::corrupt(&trim_path, None, why));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The format version of the log file at `path` whose name says its first
+/// LSN is `first`, once its header checked out.
+fn checked_file_header(path: &Path, bytes: &[u8], first: u64) -> Result<u32> {
+    match decode_file_header(bytes) {
+        // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
+        Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => Ok(version),
+        Ok((f, _)) => Err(Error::corrupt(path, None, format!("header names first LSN {f}"))),
+        Err(why) => {
+            // A log file's header is durable before the file gets
+            // its name (`create_file`): this is damage, and the file
+            // may have held acknowledged records, the newest too.
+            let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
+                true => {
+                    "; the file holds no records (as a file an older build was creating at a \
+                     crash would)"
+                }
+                false => "",
+            };
+            Err(Error::corrupt(path, None, format!("bad log file header: {why}{hint}")))
+        }
+    }
+}
+
+/// Where the records of a log file (first LSN `first`) end: the byte
+/// offset after the last valid one and the LSN after it. What follows must
+/// be a torn tail in the newest file (`last_file`), and in an older one
+/// zeros of less than a page; anything else is damage.
+fn records_end(path: &Path, bytes: &[u8], first: u64, version: u32, last_file: bool) -> Result<(usize, u64)> {
+    let mut off = FILE_HEADER_LEN;
+    let mut lsn = first;
+    while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
+        off += fr.len;
+        lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
+            Some(n) => n,
+            None => {
+                let why = format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
+                return Err(Error::corrupt(path, None, why));
+            }
+        };
+    }
+    if off < bytes.len() {
+        if !last_file {
+            // Zeros after the last record, less than a page: the
+            // padding of a direct write that a crash kept from
+            // being cut at a roll. A gap in the LSNs this hides is
+            // caught by the next file's first LSN.
+            if bytes.len() - off >= PAGE as usize || bytes[off..].iter().any(|&b| b != 0) {
+                return Err(Error::corrupt(path, None, format!("damaged log record {lsn} at byte {off}")));
+            }
+        } else {
+            check_torn_tail(path, bytes, off, lsn, version)?;
+        }
+    }
+    Ok((off, lsn))
 }
 
 /// Sorts out the end of the newest file, whose records end at byte `off`

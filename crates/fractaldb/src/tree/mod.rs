@@ -51,8 +51,8 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::cache::{Cache, DictId, Entry, NodeOwner};
 use crate::error::{Error, Result};
 use crate::file::{BlockFile, BlockNum, Extent, Vfs};
-use crate::log::Log;
 use crate::log::record::{encode_write, Msgs};
+use crate::log::Log;
 use leafentry::{Entry as LeEntry, ReadView, Seen, TxnStates};
 use message::{KeyedMsg, MsgBody, MsgKind, MsgRef, Stamp, UpdateFns};
 
