@@ -447,14 +447,7 @@ impl Log {
         let names = vfs.list(dir)?;
         let mut firsts: Vec<u64> = names.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
-        // Left by a crash while a file was created: removed once recovery
-        // succeeded (a first file created below may reuse one of them).
-        let tmp_trim = format!("{TRIM_FILE}.tmp");
-        let tmps = names
-            .iter()
-            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
-            .map(|n| dir.join(n))
-            .collect();
+        let tmps = temp_files(&names, dir);
         check_trim(&*vfs, dir, &firsts)?;
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
@@ -478,13 +471,7 @@ impl Log {
             // Where the file's records end, before any is replayed.
             let (off, lsn) = records_end(&path, &bytes, first, version, last_file)?;
             // The file checked out: replay its records.
-            let mut at = FILE_HEADER_LEN;
-            for l in first..lsn {
-                let fr = parse_record(&bytes[at..], l, version).expect("checked above");
-                replay(l, fr.payload)?;
-                at += fr.len;
-            }
-            debug_assert_eq!(at, off);
+            replay_file(&bytes, first..lsn, version, off, replay)?;
             kept.push_back(first);
             next_lsn = Some(lsn);
             tail_len = off as u64;
@@ -522,7 +509,13 @@ impl Log {
                 (f, FILE_HEADER_LEN as u64, min_next_lsn)
             }
         };
-        let log = Log {
+        let files = Files { current, current_len, tail: last_page, scratch: None, first_lsns: kept, pending };
+        Ok(Log::recovered(vfs, dir, opts, next_lsn, files))
+    }
+
+    /// The log recovery found: appending at `next_lsn` to `files`.
+    fn recovered(vfs: Arc<dyn Vfs>, dir: &Path, opts: LogOptions, next_lsn: u64, files: Files) -> Log {
+        Log {
             vfs,
             dir: dir.to_path_buf(),
             opts,
@@ -538,21 +531,13 @@ impl Log {
                 failed: None,
             }),
             synced: Condvar::new(),
-            files: Mutex::new(Files {
-                current,
-                current_len,
-                tail: last_page,
-                scratch: None,
-                first_lsns: kept,
-                pending,
-            }),
+            files: Mutex::new(files),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
             files_created: AtomicU64::new(0),
             files_deleted: AtomicU64::new(0),
-        };
-        Ok(log)
+        }
     }
 
     /// What recovery left to do to the files (None once done): a torn tail
@@ -904,6 +889,36 @@ impl Log {
         }
     }
 }
+/// Temporary files left by a crash while a file was created: removed once
+/// recovery succeeded (a first file created then may reuse one of them).
+fn temp_files(names: &[String], dir: &Path) -> Vec<PathBuf> {
+    let tmp_trim = format!("{TRIM_FILE}.tmp");
+    names
+        .iter()
+        .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
+        .map(|n| dir.join(n))
+        .collect()
+}
+
+/// Hands the records `lsns` of a log file that checked out (they end at
+/// byte `off`) to `replay`, in order.
+fn replay_file(
+    bytes: &[u8],
+    lsns: std::ops::Range<u64>,
+    version: u32,
+    off: usize,
+    replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut at = FILE_HEADER_LEN;
+    for l in lsns {
+        let fr = parse_record(&bytes[at..], l, version).expect("checked above");
+        replay(l, fr.payload)?;
+        at += fr.len;
+    }
+    debug_assert_eq!(at, off);
+    Ok(())
+}
+
 /// Files are only ever deleted from the front, after `log.trim` durably
 /// said which file is then the oldest: an oldest file past it means files
 /// were lost (their records may be needed by a checkpoint).
