@@ -3,6 +3,7 @@
 //! no one needs.
 
 use super::*;
+use crate::log::record::Msgs;
 
 /// What the recovery at `Env::open` did (the server logs it).
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,21 +76,7 @@ impl Env {
                             txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
                         }
                     }
-                    // A dictionary whose file cannot be read is an error here only
-                    // if the log has writes for it; else at `open_dictionary`.
-                    let ckpt_lsn = match ckpt_lsns.get(&file_id) {
-                        // A dictionary dropped since is not in the catalog: skip its writes.
-                        None => return Ok(()),
-                        Some((_, Ok((l, _)))) => *l,
-                        Some((_, Err(_))) => match ckpt_lsns.remove(&file_id) {
-                            Some((_, Err(e))) => return Err(e),
-                            _ => unreachable!("matched just above"),
-                        },
-                    };
-                    if lsn >= ckpt_lsn {
-                        let tree = self.open_tree(&ckpt_lsns[&file_id].0)?;
-                        debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
-                        tree.write(msgs)?;
+                    if self.replay_write(lsn, file_id, msgs, &mut ckpt_lsns)? {
                         replayed += 1;
                     }
                     return Ok(());
@@ -114,6 +101,57 @@ impl Env {
         // Transactions the log shows no end for are rolled back, but for
         // the prepared ones: restored, still prepared (before the
         // checkpoint below, which must keep the log from their first write).
+        replayed += self.restore_prepared(prepared, &mut txn_keys, &ckpt_lsns)?;
+        let mut open: Vec<_> = txn_keys.into_iter().collect();
+        open.sort_by_key(|(t, _)| *t);
+        let rolled_back = open.len();
+        for (txid, keys) in open {
+            let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
+            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)? + 1;
+        }
+        inner.txns.set_next_txid(next_txid);
+        let _ = inner.ctx.log.set(Arc::new(log));
+        let deferred = self.checkpoint_after_replay(opts, replayed)?;
+        let duration = t0.elapsed();
+        progress.done(records_read, replayed, rolled_back, deferred, duration);
+        *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration };
+        Ok(())
+    }
+
+    /// Replays a `Write` record at `lsn` into dictionary `file_id` if its
+    /// checkpoint does not hold it yet (`lsn >= ckpt_lsn`); returns whether
+    /// it did. A dictionary whose file cannot be read is an error here only
+    /// if the log has writes for it; else at `open_dictionary`.
+    fn replay_write(&self, lsn: u64, file_id: u64, msgs: Msgs, ckpt_lsns: &mut CkptInfo) -> Result<bool> {
+        let ckpt_lsn = match ckpt_lsns.get(&file_id) {
+            // A dictionary dropped since is not in the catalog: skip its writes.
+            None => return Ok(false),
+            Some((_, Ok((l, _)))) => *l,
+            Some((_, Err(_))) => match ckpt_lsns.remove(&file_id) {
+                Some((_, Err(e))) => return Err(e),
+                _ => unreachable!("matched just above"),
+            },
+        };
+        if lsn >= ckpt_lsn {
+            let tree = self.open_tree(&ckpt_lsns[&file_id].0)?;
+            debug_assert_eq!(tree.opened_ckpt_lsn, ckpt_lsn);
+            tree.write(msgs)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Restores the transactions with a prepare record and no end record
+    /// (`prepared`: txid -> (xid, first LSN)), still prepared, their written
+    /// keys taken out of `txn_keys`; returns how many.
+    fn restore_prepared(
+        &self,
+        prepared: HashMap<u64, (Vec<u8>, u64)>,
+        txn_keys: &mut HashMap<u64, Vec<UndoKey>>,
+        ckpt_lsns: &CkptInfo,
+    ) -> Result<u64> {
+        let inner = &self.inner;
+        let mut replayed = 0;
         let mut restore: Vec<_> = prepared.into_iter().collect();
         restore.sort_by_key(|(t, _)| *t);
         for (txid, (xid, first_lsn)) in restore {
@@ -136,28 +174,24 @@ impl Env {
             inner.txns.restore_prepared(txid, xid, first_lsn, keys, trees)?;
             replayed += 1;
         }
-        let mut open: Vec<_> = txn_keys.into_iter().collect();
-        open.sort_by_key(|(t, _)| *t);
-        let rolled_back = open.len();
-        for (txid, keys) in open {
-            let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
-            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)? + 1;
-        }
-        inner.txns.set_next_txid(next_txid);
-        let _ = inner.ctx.log.set(Arc::new(log));
-        // The replay succeeded: every record is in its tree, so this
-        // checkpoint's headers are right even if it fails halfway (the open
-        // then fails, and the next recovery replays each tree from the
-        // header it has, old or new).
-        //
-        // With the periodic checkpointer, the open does not wait for it:
-        // the checkpointer takes it at once (`Inner::checkpoint_due`),
-        // not paced. Until its header is durable the log keeps
-        // every record replayed here (only a checkpoint trims it), so a
-        // crash meanwhile replays them again from the same headers, and
-        // the transactions rolled back above (not logged) are rolled back
-        // again. The replay's writes sit in the cache as dirty nodes, as
-        // any writes do.
+        Ok(replayed)
+    }
+
+    /// The replay succeeded: every record is in its tree, so this
+    /// checkpoint's headers are right even if it fails halfway (the open
+    /// then fails, and the next recovery replays each tree from the
+    /// header it has, old or new). Returns whether it was deferred.
+    ///
+    /// With the periodic checkpointer, the open does not wait for it:
+    /// the checkpointer takes it at once (`Inner::checkpoint_due`),
+    /// not paced. Until its header is durable the log keeps
+    /// every record replayed here (only a checkpoint trims it), so a
+    /// crash meanwhile replays them again from the same headers, and
+    /// the transactions rolled back (not logged) are rolled back
+    /// again. The replay's writes sit in the cache as dirty nodes, as
+    /// any writes do.
+    fn checkpoint_after_replay(&self, opts: &EnvOptions, replayed: u64) -> Result<bool> {
+        let inner = &self.inner;
         let deferred =
             replayed > 0 && opts.background_threads && opts.checkpoint_period.is_some_and(|p| !p.is_zero());
         if deferred {
@@ -165,10 +199,7 @@ impl Env {
         } else if replayed > 0 {
             inner.checkpoint()?;
         }
-        let duration = t0.elapsed();
-        progress.done(records_read, replayed, rolled_back, deferred, duration);
-        *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration };
-        Ok(())
+        Ok(deferred)
     }
 
     /// Sends clean-up message `body` to `keys` during recovery, skipping
