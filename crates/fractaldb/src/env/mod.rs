@@ -142,34 +142,7 @@ impl Env {
         backup::refuse_incomplete(&*vfs, &path)?;
         let catalog = Catalog::open(&*vfs, &path)?;
         let cache = Cache::new(opts.cache_size_bytes, !opts.background_threads);
-        let ctx = Arc::new(Context {
-            log: OnceLock::new(),
-            commit_sync: opts.commit_sync,
-            reserve_free_bytes: opts.reserve_free_bytes,
-            space_checked_ms: AtomicU64::new(0),
-            space_written: AtomicU64::new(0),
-            checkpoint_copies: AtomicU64::new(0),
-            write_back_spills: AtomicU64::new(0),
-            space_short: AtomicBool::new(false),
-            epoch: Instant::now(),
-            dir: path.clone(),
-            horizon: AtomicU64::new(1),
-            next_txid: AtomicU64::new(1),
-            gate: crate::tree::Gate::new(match opts.max_active_threads {
-                0 => 2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
-                n => n,
-            }),
-            msn: AtomicU64::new(0),
-            fns: opts.update_fns.iter().cloned().collect(),
-            checkpoint_lock: RwLock::new(()),
-            cache: cache.clone(),
-            cleaner_wake: (Mutex::new(false), Condvar::new()),
-            spill_writer: opts.background_threads,
-            spill_wake: (Mutex::new(false), Condvar::new()),
-            closed: AtomicBool::new(false),
-            env_failure: Mutex::new(None),
-            vfs,
-        });
+        let ctx = new_context(&opts, &path, cache.clone(), vfs);
         let txns = Arc::new(TxnManager::new(ctx.clone(), opts.lock_memory_bytes, opts.lock_timeout));
         let inner = Arc::new(Inner {
             path,
@@ -502,6 +475,38 @@ impl Env {
     pub fn close(self) -> Result<()> {
         self.inner.close()
     }
+}
+
+/// What the trees of the environment in `path` share, as `opts` set it.
+fn new_context(opts: &EnvOptions, path: &Path, cache: Arc<Cache>, vfs: Arc<dyn Vfs>) -> Arc<Context> {
+    Arc::new(Context {
+        log: OnceLock::new(),
+        commit_sync: opts.commit_sync,
+        reserve_free_bytes: opts.reserve_free_bytes,
+        space_checked_ms: AtomicU64::new(0),
+        space_written: AtomicU64::new(0),
+        checkpoint_copies: AtomicU64::new(0),
+        write_back_spills: AtomicU64::new(0),
+        space_short: AtomicBool::new(false),
+        epoch: Instant::now(),
+        dir: path.to_path_buf(),
+        horizon: AtomicU64::new(1),
+        next_txid: AtomicU64::new(1),
+        gate: crate::tree::Gate::new(match opts.max_active_threads {
+            0 => 2 * std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        }),
+        msn: AtomicU64::new(0),
+        fns: opts.update_fns.iter().cloned().collect(),
+        checkpoint_lock: RwLock::new(()),
+        cache,
+        cleaner_wake: (Mutex::new(false), Condvar::new()),
+        spill_writer: opts.background_threads,
+        spill_wake: (Mutex::new(false), Condvar::new()),
+        closed: AtomicBool::new(false),
+        env_failure: Mutex::new(None),
+        vfs,
+    })
 }
 
 impl Drop for Env {
