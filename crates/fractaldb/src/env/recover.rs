@@ -38,12 +38,7 @@ impl Env {
         let vfs = inner.ctx.vfs.clone();
         let log_opts = LogOptions { file_size_bytes: opts.log_file_size_bytes, direct_io: opts.direct_io };
         let mut ckpt_lsns = self.ckpt_lsns()?;
-        let min_next_lsn =
-            // Saturating: a header claiming LSN u64::MAX is refused by
-            // `Log::recover` (past `MAX_LSN`), not an overflow here.
-            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0).saturating_add(1);
-        let mut next_txid =
-            ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.1)).max().unwrap_or(0).max(1);
+        let (min_next_lsn, mut next_txid) = log_start(&ckpt_lsns);
         // Every record is decoded: besides the writes to replay (those at or
         // after their dictionary's ckpt_lsn), the writes of transactions
         // give the keys their commit or abort must clean up.
@@ -241,6 +236,18 @@ impl Env {
         }
         Ok(out)
     }
+}
+
+/// Where the log and the txids go on from, as the dictionaries' checkpoints
+/// recorded them: the least next LSN the log must reach, and the next txid.
+fn log_start(ckpt_lsns: &CkptInfo) -> (u64, u64) {
+    let min_next_lsn =
+        // Saturating: a header claiming LSN u64::MAX is refused by
+        // `Log::recover` (past `MAX_LSN`), not an overflow here.
+        ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.0)).max().unwrap_or(0).saturating_add(1);
+    let next_txid =
+        ckpt_lsns.values().filter_map(|(_, l)| l.as_ref().ok().map(|m| m.1)).max().unwrap_or(0).max(1);
+    (min_next_lsn, next_txid)
 }
 
 /// Recovery notes its progress this often while it replays.

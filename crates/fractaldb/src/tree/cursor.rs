@@ -317,18 +317,7 @@ impl Tree {
         // Set once a served key reached `stop`.
         let mut stopped = false;
         while b < end || m < msgs.len() {
-            let key: &[u8] = match (b < end, m < msgs.len()) {
-                (true, true) => {
-                    let (bk, mk) = (basement.key(b), msgs[m].0);
-                    if cmp(bk, mk) == Ordering::Greater {
-                        mk
-                    } else {
-                        bk
-                    }
-                }
-                (true, false) => basement.key(b),
-                _ => msgs[m].0,
-            };
+            let key = next_key(basement, (b, end), &msgs, m, cmp);
             if stopped {
                 return Ok(Some(Some(key.into())));
             }
@@ -471,6 +460,29 @@ fn batch_stretch(
         None => basement.len(),
     };
     (start, end)
+}
+
+/// The smaller of the basement's key at `b` (if `b < end`) and message
+/// `m`'s key (if any is left): the next key a batch merges.
+fn next_key<'a>(
+    basement: &'a super::basement::Basement,
+    (b, end): (usize, usize),
+    msgs: &[(&'a [u8], u64, &MsgBody<&[u8]>)],
+    m: usize,
+    cmp: super::Comparator,
+) -> &'a [u8] {
+    match (b < end, m < msgs.len()) {
+        (true, true) => {
+            let (bk, mk) = (basement.key(b), msgs[m].0);
+            if cmp(bk, mk) == Ordering::Greater {
+                mk
+            } else {
+                bk
+            }
+        }
+        (true, false) => basement.key(b),
+        _ => msgs[m].0,
+    }
 }
 
 /// Locks a batch's key range `[lo, hi]` (`None`: unbounded) before a
