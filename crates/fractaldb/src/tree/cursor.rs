@@ -408,7 +408,7 @@ impl Tree {
         &self,
         key: &[u8],
         le: Option<&[u8]>,
-        point: &[(&[u8], u64, &MsgBody<&[u8]>)],
+        point: &[super::flush::PointMsg<'_, &[u8]>],
         broadcasts: &[(u64, &MsgBody)],
         leaf_bn: u64,
     ) -> Result<LeEntry> {
@@ -467,7 +467,7 @@ fn batch_stretch(
 fn next_key<'a>(
     basement: &'a super::basement::Basement,
     (b, end): (usize, usize),
-    msgs: &[(&'a [u8], u64, &MsgBody<&[u8]>)],
+    msgs: &[super::flush::PointMsg<'a, &'a [u8]>],
     m: usize,
     cmp: super::Comparator,
 ) -> &'a [u8] {
