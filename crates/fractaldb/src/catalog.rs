@@ -18,7 +18,7 @@
 //! catalog write, which a crash cut short (nothing in it was acknowledged).
 //! `dropped` lists ids a drop removed from the catalog whose file may still
 //! exist (the drop writes the catalog before it removes the file). So the
-//! sweep at open (`env.rs`, `remove_orphans`) has a positive reason for
+//! sweep at open (`env/recover.rs`, `remove_orphans`) has a positive reason for
 //! every file it deletes: a dropped id, or an id at or above
 //! `next_file_id`. A `d<id>.fdb` with neither reason is left in place.
 //!

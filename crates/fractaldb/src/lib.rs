@@ -39,7 +39,6 @@ mod error;
 mod file;
 mod limits;
 mod log;
-mod recovery;
 mod tree;
 mod txn;
 mod wait;
@@ -57,8 +56,8 @@ pub use limits::{
     BATCH_BYTES_PER_CHANGE, MAX_BATCH_BYTES, MAX_FANOUT, MAX_KEY_BYTES, MAX_NODE_BYTES, MAX_VALUE_BYTES,
     MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,
 };
+pub use log::record::MAX_XID_BYTES;
 pub use log::LogStats;
-pub use recovery::MAX_XID_BYTES;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;

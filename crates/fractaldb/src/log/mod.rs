@@ -21,7 +21,7 @@
 //! `synced` is the LSN up to which the log was durable (fsynced) when the
 //! record was appended, always below `lsn`: a valid record vouches that
 //! every record up to its `synced` had been acknowledged. The payload is
-//! opaque here (`recovery.rs` gives it meaning).
+//! opaque to the framing (`record.rs` gives it meaning).
 //!
 //! Version 1 (read, never written) has no `synced`: a 16-byte frame
 //! `len u32 | crc32c u32 of (payload ‖ lsn) | lsn u64 | payload`. Recovery
@@ -103,6 +103,8 @@
 //! fsyncs once, while the others wait; whoever still needs more when it is
 //! done becomes the next leader. So N concurrent committers share about one
 //! fsync, and a committer never waits for more than two.
+
+pub(crate) mod record;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -445,36 +447,8 @@ impl Log {
         let names = vfs.list(dir)?;
         let mut firsts: Vec<u64> = names.iter().filter_map(|n| parse_file_name(n)).collect();
         firsts.sort_unstable();
-        // Left by a crash while a file was created: removed once recovery
-        // succeeded (a first file created below may reuse one of them).
-        let tmp_trim = format!("{TRIM_FILE}.tmp");
-        let tmps = names
-            .iter()
-            .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
-            .map(|n| dir.join(n))
-            .collect();
-        // Files are only ever deleted from the front, after `log.trim` durably
-        // said which file is then the oldest: an oldest file past it means
-        // files were lost (their records may be needed by a checkpoint).
-        let trim_path = dir.join(TRIM_FILE);
-        if let Some(b) = vfs.read_file(&trim_path)? {
-            let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
-            match firsts.first() {
-                Some(&oldest) if oldest <= kept => {}
-                Some(&oldest) => {
-                    let why = format!(
-                        "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
-                         file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
-                        oldest - 1
-                    );
-                    return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
-                }
-                None => {
-                    let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
-                    return Err(Error::corrupt(&trim_path, None, why));
-                }
-            }
-        }
+        let tmps = temp_files(&names, dir);
+        check_trim(&*vfs, dir, &firsts)?;
         let mut kept = VecDeque::new();
         let mut next_lsn = None::<u64>;
         let mut tail_len = 0u64;
@@ -484,26 +458,7 @@ impl Log {
             let last_file = i + 1 == firsts.len();
             let path = dir.join(file_name(first));
             let bytes = vfs.read_file(&path)?.unwrap_or_default();
-            let version = match decode_file_header(&bytes) {
-                // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
-                Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => version,
-                Ok((f, _)) => {
-                    return Err(Error::corrupt(&path, None, format!("header names first LSN {f}")));
-                }
-                Err(why) => {
-                    // A log file's header is durable before the file gets
-                    // its name (`create_file`): this is damage, and the file
-                    // may have held acknowledged records, the newest too.
-                    let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
-                        true => {
-                            "; the file holds no records (as a file an older build was creating at a \
-                             crash would)"
-                        }
-                        false => "",
-                    };
-                    return Err(Error::corrupt(&path, None, format!("bad log file header: {why}{hint}")));
-                }
-            };
+            let version = checked_file_header(&path, &bytes, first)?;
             if let Some(expected) = next_lsn {
                 if first != expected {
                     return Err(Error::corrupt(
@@ -514,44 +469,9 @@ impl Log {
                 }
             }
             // Where the file's records end, before any is replayed.
-            let mut off = FILE_HEADER_LEN;
-            let mut lsn = first;
-            while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
-                off += fr.len;
-                lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
-                    Some(n) => n,
-                    None => {
-                        let why =
-                            format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
-                        return Err(Error::corrupt(&path, None, why));
-                    }
-                };
-            }
-            if off < bytes.len() {
-                if !last_file {
-                    // Zeros after the last record, less than a page: the
-                    // padding of a direct write that a crash kept from
-                    // being cut at a roll. A gap in the LSNs this hides is
-                    // caught by the next file's first LSN.
-                    if bytes.len() - off >= PAGE as usize || bytes[off..].iter().any(|&b| b != 0) {
-                        return Err(Error::corrupt(
-                            &path,
-                            None,
-                            format!("damaged log record {lsn} at byte {off}"),
-                        ));
-                    }
-                } else {
-                    check_torn_tail(&path, &bytes, off, lsn, version)?;
-                }
-            }
+            let (off, lsn) = records_end(&path, &bytes, first, version, last_file)?;
             // The file checked out: replay its records.
-            let mut at = FILE_HEADER_LEN;
-            for l in first..lsn {
-                let fr = parse_record(&bytes[at..], l, version).expect("checked above");
-                replay(l, fr.payload)?;
-                at += fr.len;
-            }
-            debug_assert_eq!(at, off);
+            replay_file(&bytes, first..lsn, version, off, replay)?;
             kept.push_back(first);
             next_lsn = Some(lsn);
             tail_len = off as u64;
@@ -589,7 +509,13 @@ impl Log {
                 (f, FILE_HEADER_LEN as u64, min_next_lsn)
             }
         };
-        let log = Log {
+        let files = Files { current, current_len, tail: last_page, scratch: None, first_lsns: kept, pending };
+        Ok(Log::recovered(vfs, dir, opts, next_lsn, files))
+    }
+
+    /// The log recovery found: appending at `next_lsn` to `files`.
+    fn recovered(vfs: Arc<dyn Vfs>, dir: &Path, opts: LogOptions, next_lsn: u64, files: Files) -> Log {
+        Log {
             vfs,
             dir: dir.to_path_buf(),
             opts,
@@ -605,21 +531,13 @@ impl Log {
                 failed: None,
             }),
             synced: Condvar::new(),
-            files: Mutex::new(Files {
-                current,
-                current_len,
-                tail: last_page,
-                scratch: None,
-                first_lsns: kept,
-                pending,
-            }),
+            files: Mutex::new(files),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
             files_created: AtomicU64::new(0),
             files_deleted: AtomicU64::new(0),
-        };
-        Ok(log)
+        }
     }
 
     /// What recovery left to do to the files (None once done): a torn tail
@@ -970,6 +888,117 @@ impl Log {
             files_deleted: self.files_deleted.load(Ordering::Relaxed),
         }
     }
+}
+/// Temporary files left by a crash while a file was created: removed once
+/// recovery succeeded (a first file created then may reuse one of them).
+fn temp_files(names: &[String], dir: &Path) -> Vec<PathBuf> {
+    let tmp_trim = format!("{TRIM_FILE}.tmp");
+    names
+        .iter()
+        .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
+        .map(|n| dir.join(n))
+        .collect()
+}
+
+/// Hands the records `lsns` of a log file that checked out (they end at
+/// byte `off`) to `replay`, in order.
+fn replay_file(
+    bytes: &[u8],
+    lsns: std::ops::Range<u64>,
+    version: u32,
+    off: usize,
+    replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut at = FILE_HEADER_LEN;
+    for l in lsns {
+        let fr = parse_record(&bytes[at..], l, version).expect("checked above");
+        replay(l, fr.payload)?;
+        at += fr.len;
+    }
+    debug_assert_eq!(at, off);
+    Ok(())
+}
+
+/// Files are only ever deleted from the front, after `log.trim` durably
+/// said which file is then the oldest: an oldest file past it means files
+/// were lost (their records may be needed by a checkpoint).
+fn check_trim(vfs: &dyn Vfs, dir: &Path, firsts: &[u64]) -> Result<()> {
+    let trim_path = dir.join(TRIM_FILE);
+    if let Some(b) = vfs.read_file(&trim_path)? {
+        let kept = decode_trim(&b).map_err(|why| Error::corrupt(&trim_path, None, why))?;
+        match firsts.first() {
+            Some(&oldest) if oldest <= kept => {}
+            Some(&oldest) => {
+                let why = format!(
+                    "the log was trimmed to the file starting at LSN {kept} ({TRIM_FILE}), but its oldest \
+                     file starts at LSN {oldest}: log files holding records {kept} to {} are missing",
+                    oldest - 1
+                );
+                return Err(Error::corrupt(&dir.join(file_name(oldest)), None, why));
+            }
+            None => {
+                let why = format!("the log was trimmed to LSN {kept}, but no log file is left");
+                return Err(Error::corrupt(&trim_path, None, why));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The format version of the log file at `path` whose name says its first
+/// LSN is `first`, once its header checked out.
+fn checked_file_header(path: &Path, bytes: &[u8], first: u64) -> Result<u32> {
+    match decode_file_header(bytes) {
+        // LSNs start at 1 (0 means "none" in `synced` and `durable_lsn`).
+        Ok((f, version)) if f == first && f > 0 && f < MAX_LSN => Ok(version),
+        Ok((f, _)) => Err(Error::corrupt(path, None, format!("header names first LSN {f}"))),
+        Err(why) => {
+            // A log file's header is durable before the file gets
+            // its name (`create_file`): this is damage, and the file
+            // may have held acknowledged records, the newest too.
+            let hint = match bytes.iter().skip(FILE_HEADER_LEN).all(|&b| b == 0) {
+                true => {
+                    "; the file holds no records (as a file an older build was creating at a \
+                     crash would)"
+                }
+                false => "",
+            };
+            Err(Error::corrupt(path, None, format!("bad log file header: {why}{hint}")))
+        }
+    }
+}
+
+/// Where the records of a log file (first LSN `first`) end: the byte
+/// offset after the last valid one and the LSN after it. What follows must
+/// be a torn tail in the newest file (`last_file`), and in an older one
+/// zeros of less than a page; anything else is damage.
+fn records_end(path: &Path, bytes: &[u8], first: u64, version: u32, last_file: bool) -> Result<(usize, u64)> {
+    let mut off = FILE_HEADER_LEN;
+    let mut lsn = first;
+    while let Some(fr) = parse_record(&bytes[off..], lsn, version) {
+        off += fr.len;
+        lsn = match lsn.checked_add(1).filter(|&n| n < MAX_LSN) {
+            Some(n) => n,
+            None => {
+                let why = format!("log record {lsn} at byte {}: LSNs end below {MAX_LSN}", off - fr.len);
+                return Err(Error::corrupt(path, None, why));
+            }
+        };
+    }
+    if off < bytes.len() {
+        if !last_file {
+            // Zeros after the last record, less than a page: the
+            // padding of a direct write that a crash kept from
+            // being cut at a roll. A gap in the LSNs this hides is
+            // caught by the next file's first LSN.
+            if bytes.len() - off >= PAGE as usize || bytes[off..].iter().any(|&b| b != 0) {
+                return Err(Error::corrupt(path, None, format!("damaged log record {lsn} at byte {off}")));
+            }
+        } else {
+            check_torn_tail(path, bytes, off, lsn, version)?;
+        }
+    }
+    Ok((off, lsn))
 }
 
 /// Sorts out the end of the newest file, whose records end at byte `off`

@@ -690,9 +690,9 @@ fn rewrite(sim: &SimVfs, path: &Path, bytes: &[u8]) {
 
 /// Every log file gets its name only once its header is durable, so a log
 /// file with a bad header, the newest included, is damage: `Corrupt`
-/// naming it, nothing changed. (It used to be taken for a file whose
-/// creation a crash cut short, and the acknowledged records in it, or
-/// after it, were lost without a word.)
+/// naming it, nothing changed. (Taken for a file whose creation a crash
+/// cut short, the acknowledged records in it, or after it, would be lost
+/// without a word.)
 #[test]
 fn a_log_file_with_a_bad_header_is_corruption_naming_it_and_changes_nothing() {
     buffered_and_direct(|| {

@@ -73,8 +73,8 @@ pub(crate) struct MsgBuffer {
 // `msn u64 | kind u8 | fn_id u8 | txid varint | [sp varint if provisional]
 // | key_len varint | key | val_len varint | val` (see `message.rs`). They
 // are the buffer's hot path (every binary-search step and merge comparison
-// reads a key), and going through the checked `Reader` made them a third
-// of an iibench load's CPU.
+// reads a key), too hot for the checked `Reader` (docs/benchmarks.md,
+// "Engine constants").
 
 /// The varint at `p`: (value, position after it).
 #[inline]

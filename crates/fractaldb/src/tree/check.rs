@@ -42,8 +42,9 @@
 
 use std::cmp::Ordering;
 
+use super::basement::Basement;
 use super::leafentry;
-use super::node::Body;
+use super::node::{Body, Child, Node};
 use super::serialize::{decode_basement, decode_buffer};
 use super::Tree;
 use crate::error::{Error, Result};
@@ -183,12 +184,6 @@ impl Tree {
         walk: &mut Walk,
     ) -> Result<u32> {
         walk.blocks.push(bn);
-        let report = &mut walk.report;
-        let cmp = self.cmp;
-        let in_range = |k: &[u8]| {
-            lo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
-                && hi.is_none_or(|h| cmp(k, h) == Ordering::Less)
-        };
         let e = self.pin(bn)?;
         let g = loop {
             self.fetch_all(&e)?;
@@ -197,147 +192,24 @@ impl Tree {
                 break g;
             }
         };
-        if let Some(h) = height {
-            if g.height != h {
-                return Err(self.bad(bn, format!("height {} under a parent expecting {h}", g.height)));
-            }
-        }
-        if g.pivots.len() + 1 != g.n_parts() {
-            return Err(self.bad(bn, format!("{} pivots for {} parts", g.pivots.len(), g.n_parts())));
-        }
-        for (i, p) in g.pivots.iter().enumerate() {
-            if !in_range(p) || lo.is_some_and(|l| cmp(l, p) == Ordering::Equal) {
-                return Err(self.bad(bn, format!("pivot {i} outside the node's range")));
-            }
-            if i > 0 && cmp(&g.pivots[i - 1], p) != Ordering::Less {
-                return Err(self.bad(bn, format!("pivots {} and {i} out of order", i - 1)));
-            }
-        }
+        self.check_shape(bn, &g, lo, hi, height)?;
         if !g.dirty {
-            self.check_on_disk(bn, &g, report)?;
+            self.check_on_disk(bn, &g, &mut walk.report)?;
         }
         match &g.body {
             Body::Leaf(basements) => {
-                report.leaves += 1;
-                if g.max_msn >= newer_than {
-                    return Err(self.bad(
-                        bn,
-                        format!(
-                            "leaf applied MSN {} but an ancestor still holds MSN {newer_than}",
-                            g.max_msn
-                        ),
-                    ));
-                }
-                for (i, b) in basements.iter().enumerate() {
-                    let b = b.as_ref().expect("all loaded");
-                    let (blo, bhi) = g.part_bounds(i, lo, hi);
-                    for j in 0..b.len() {
-                        let k = b.key(j);
-                        let inside = blo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
-                            && bhi.is_none_or(|h| cmp(k, h) == Ordering::Less);
-                        if !inside {
-                            return Err(self.bad(bn, format!("basement {i} entry {j} outside its range")));
-                        }
-                        if j > 0 && cmp(b.key(j - 1), k) != Ordering::Less {
-                            return Err(
-                                self.bad(bn, format!("basement {i} entries {} and {j} out of order", j - 1))
-                            );
-                        }
-                        leafentry::committed_value(b.leafentry(j)).map_err(|r| self.bad(bn, r))?;
-                    }
-                    report.leafentries += b.len() as u64;
-                }
+                self.check_leaf(bn, &g, basements, (lo, hi), newer_than, &mut walk.report)?;
                 Ok(0)
             }
             Body::Internal(children) => {
-                report.internal_nodes += 1;
+                walk.report.internal_nodes += 1;
                 if g.height == 0 {
                     return Err(self.bad(bn, "internal node at height 0".into()));
                 }
                 let mut work = Vec::new();
                 for (i, c) in children.iter().enumerate() {
                     let (clo, chi) = g.part_bounds(i, lo, hi);
-                    for (k, msn) in c.buf.keys() {
-                        let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
-                            && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
-                        if !inside {
-                            return Err(
-                                self.bad(bn, format!("message MSN {msn} buffered for the wrong child {i}"))
-                            );
-                        }
-                    }
-                    let mut min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
-                    if let Some((_, max)) = c.buf.msn_range() {
-                        if max >= newer_than {
-                            return Err(self.bad(
-                                bn,
-                                format!(
-                                    "buffer {i} holds MSN {max}, not older than its ancestors' {newer_than}"
-                                ),
-                            ));
-                        }
-                    }
-                    report.buffered_messages += c.buf.len() as u64;
-                    report.folded_commits += c.buf.folded() as u64;
-                    // A flush spills only while the child's spills stay
-                    // within bounds (`Tree::spill_room`).
-                    if c.spills.len() > super::flush::MAX_SPILLS
-                        || c.spilled_bytes() > super::flush::SPILL_NODES * self.settings.node_size_bytes
-                    {
-                        return Err(self.bad(
-                            bn,
-                            format!(
-                                "child {i} has {} spills of {} raw bytes, over the bounds",
-                                c.spills.len(),
-                                c.spilled_bytes()
-                            ),
-                        ));
-                    }
-                    // Spills, newest first: each older than everything after it.
-                    for (j, sp) in c.spills.iter().enumerate().rev() {
-                        walk.blocks.push(sp.bn);
-                        let buf = self.read_spill(sp.bn)?;
-                        if buf.len() != sp.count as usize {
-                            return Err(self.bad(
-                                bn,
-                                format!(
-                                    "spill {j} of child {i} holds {} messages, not {}",
-                                    buf.len(),
-                                    sp.count
-                                ),
-                            ));
-                        }
-                        for (k, msn) in buf.keys() {
-                            let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
-                                && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
-                            if !inside {
-                                return Err(self
-                                    .bad(bn, format!("message MSN {msn} spilled for the wrong child {i}")));
-                            }
-                            if !sp.may_contain(k) {
-                                return Err(
-                                    self.bad(bn, format!("spill {j}'s filter misses MSN {msn}'s key"))
-                                );
-                            }
-                        }
-                        if !sp.bloom.is_empty() && (!buf.broadcasts().is_empty() || !self.order.bytewise) {
-                            return Err(self.bad(bn, format!("spill {j} has a filter it may not have")));
-                        }
-                        if let Some((lo_msn, hi_msn)) = buf.msn_range() {
-                            if hi_msn >= newer_than.min(min_msn) {
-                                return Err(self.bad(
-                                    bn,
-                                    format!("spill {j} of child {i} holds MSN {hi_msn}, not older than what is above it"),
-                                ));
-                            }
-                            min_msn = lo_msn;
-                        }
-                        report.spills += 1;
-                        report.spill_raw_bytes += u64::from(sp.raw_len);
-                        report.spill_bytes += self.file.extent(sp.bn).map_or(0, |x| u64::from(x.len));
-                        report.buffered_messages += buf.len() as u64;
-                        report.folded_commits += buf.folded() as u64;
-                    }
+                    let min_msn = self.check_child(bn, i, c, (clo, chi), newer_than, walk)?;
                     work.push((
                         c.bn,
                         clo.map(|x| x.to_vec()),
@@ -355,6 +227,187 @@ impl Tree {
                 Ok(my_height)
             }
         }
+    }
+
+    /// The node's height is the one its parent expects, and its pivots are
+    /// one fewer than its parts, inside [lo, hi) (not equal to `lo`) and in
+    /// order.
+    fn check_shape(
+        &self,
+        bn: BlockNum,
+        g: &Node,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        height: Option<u32>,
+    ) -> Result<()> {
+        let cmp = self.cmp;
+        let in_range = |k: &[u8]| {
+            lo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                && hi.is_none_or(|h| cmp(k, h) == Ordering::Less)
+        };
+        if let Some(h) = height {
+            if g.height != h {
+                return Err(self.bad(bn, format!("height {} under a parent expecting {h}", g.height)));
+            }
+        }
+        if g.pivots.len() + 1 != g.n_parts() {
+            return Err(self.bad(bn, format!("{} pivots for {} parts", g.pivots.len(), g.n_parts())));
+        }
+        for (i, p) in g.pivots.iter().enumerate() {
+            if !in_range(p) || lo.is_some_and(|l| cmp(l, p) == Ordering::Equal) {
+                return Err(self.bad(bn, format!("pivot {i} outside the node's range")));
+            }
+            if i > 0 && cmp(&g.pivots[i - 1], p) != Ordering::Less {
+                return Err(self.bad(bn, format!("pivots {} and {i} out of order", i - 1)));
+            }
+        }
+        Ok(())
+    }
+
+    /// A leaf: older than every message above it, each basement's entries
+    /// inside its bounds, in order, and each leafentry well formed.
+    fn check_leaf(
+        &self,
+        bn: BlockNum,
+        g: &Node,
+        basements: &[Option<Basement>],
+        (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+        newer_than: u64,
+        report: &mut CheckReport,
+    ) -> Result<()> {
+        let cmp = self.cmp;
+        report.leaves += 1;
+        if g.max_msn >= newer_than {
+            return Err(self.bad(
+                bn,
+                format!("leaf applied MSN {} but an ancestor still holds MSN {newer_than}", g.max_msn),
+            ));
+        }
+        for (i, b) in basements.iter().enumerate() {
+            let b = b.as_ref().expect("all loaded");
+            let (blo, bhi) = g.part_bounds(i, lo, hi);
+            for j in 0..b.len() {
+                let k = b.key(j);
+                let inside = blo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                    && bhi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+                if !inside {
+                    return Err(self.bad(bn, format!("basement {i} entry {j} outside its range")));
+                }
+                if j > 0 && cmp(b.key(j - 1), k) != Ordering::Less {
+                    return Err(self.bad(bn, format!("basement {i} entries {} and {j} out of order", j - 1)));
+                }
+                leafentry::committed_value(b.leafentry(j)).map_err(|r| self.bad(bn, r))?;
+            }
+            report.leafentries += b.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Child `i` of internal node `bn`, bounds [clo, chi): its buffer's
+    /// messages belong to it and are older than `newer_than`, and its spills
+    /// stay within bounds (`check_spills`). Returns the oldest MSN of its
+    /// buffer and spills (`u64::MAX` if none): what the child's own
+    /// messages must be older than.
+    fn check_child(
+        &self,
+        bn: BlockNum,
+        i: usize,
+        c: &Child,
+        (clo, chi): (Option<&[u8]>, Option<&[u8]>),
+        newer_than: u64,
+        walk: &mut Walk,
+    ) -> Result<u64> {
+        let cmp = self.cmp;
+        let report = &mut walk.report;
+        for (k, msn) in c.buf.keys() {
+            let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+            if !inside {
+                return Err(self.bad(bn, format!("message MSN {msn} buffered for the wrong child {i}")));
+            }
+        }
+        let min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
+        if let Some((_, max)) = c.buf.msn_range() {
+            if max >= newer_than {
+                return Err(self.bad(
+                    bn,
+                    format!("buffer {i} holds MSN {max}, not older than its ancestors' {newer_than}"),
+                ));
+            }
+        }
+        report.buffered_messages += c.buf.len() as u64;
+        report.folded_commits += c.buf.folded() as u64;
+        // A flush spills only while the child's spills stay
+        // within bounds (`Tree::spill_room`).
+        if c.spills.len() > super::flush::MAX_SPILLS
+            || c.spilled_bytes() > super::flush::SPILL_NODES * self.settings.node_size_bytes
+        {
+            return Err(self.bad(
+                bn,
+                format!(
+                    "child {i} has {} spills of {} raw bytes, over the bounds",
+                    c.spills.len(),
+                    c.spilled_bytes()
+                ),
+            ));
+        }
+        self.check_spills(bn, i, c, (clo, chi), (newer_than, min_msn), walk)
+    }
+
+    /// The spills of child `i`, newest first: each holds the messages its
+    /// entry counts, for the child, its filter (if any) lets every key of
+    /// them through, and each is older than everything after it (`newer`:
+    /// the ancestors' bound and the oldest MSN of the child's buffer).
+    /// Returns the oldest MSN of the buffer and spills.
+    fn check_spills(
+        &self,
+        bn: BlockNum,
+        i: usize,
+        c: &Child,
+        (clo, chi): (Option<&[u8]>, Option<&[u8]>),
+        (newer_than, mut min_msn): (u64, u64),
+        walk: &mut Walk,
+    ) -> Result<u64> {
+        let cmp = self.cmp;
+        let report = &mut walk.report;
+        for (j, sp) in c.spills.iter().enumerate().rev() {
+            walk.blocks.push(sp.bn);
+            let buf = self.read_spill(sp.bn)?;
+            if buf.len() != sp.count as usize {
+                return Err(self.bad(
+                    bn,
+                    format!("spill {j} of child {i} holds {} messages, not {}", buf.len(), sp.count),
+                ));
+            }
+            for (k, msn) in buf.keys() {
+                let inside = clo.is_none_or(|l| cmp(l, k) != Ordering::Greater)
+                    && chi.is_none_or(|h| cmp(k, h) == Ordering::Less);
+                if !inside {
+                    return Err(self.bad(bn, format!("message MSN {msn} spilled for the wrong child {i}")));
+                }
+                if !sp.may_contain(k) {
+                    return Err(self.bad(bn, format!("spill {j}'s filter misses MSN {msn}'s key")));
+                }
+            }
+            if !sp.bloom.is_empty() && (!buf.broadcasts().is_empty() || !self.order.bytewise) {
+                return Err(self.bad(bn, format!("spill {j} has a filter it may not have")));
+            }
+            if let Some((lo_msn, hi_msn)) = buf.msn_range() {
+                if hi_msn >= newer_than.min(min_msn) {
+                    return Err(self.bad(
+                        bn,
+                        format!("spill {j} of child {i} holds MSN {hi_msn}, not older than what is above it"),
+                    ));
+                }
+                min_msn = lo_msn;
+            }
+            report.spills += 1;
+            report.spill_raw_bytes += u64::from(sp.raw_len);
+            report.spill_bytes += self.file.extent(sp.bn).map_or(0, |x| u64::from(x.len));
+            report.buffered_messages += buf.len() as u64;
+            report.folded_commits += buf.folded() as u64;
+        }
+        Ok(min_msn)
     }
 
     /// Re-reads a clean node's block and verifies every checksum.

@@ -285,22 +285,7 @@ impl Tree {
     ) -> Result<Option<KeyBound>> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
-        // The spills on the path, read under the path's shared locks (they
-        // are freed only under their parent's write lock).
-        let mut spills = Vec::new();
-        for (i, (g, c)) in path.iter().enumerate() {
-            let child = &g.children()[*c];
-            for sp in &child.spills {
-                spills.push(self.read_spill(sp.bn)?);
-            }
-            if !child.spills.is_empty() {
-                // Guards do not carry block numbers: the node at depth `i`
-                // is the root, or the child its parent on the path took.
-                let parent_bn =
-                    if i == 0 { self.root_bn() } else { path[i - 1].0.children()[path[i - 1].1].bn };
-                self.queue_merge(parent_bn, child.bn);
-            }
-        }
+        let spills = self.path_spills(path)?;
         // Each buffer on the path decodes its messages in this batch's range
         // (keys stay borrowed from the buffers).
         let bufs: Vec<&super::buffer::MsgBuffer> = path
@@ -311,41 +296,11 @@ impl Tree {
             })
             .chain(spills.iter().map(|b| &**b))
             .collect();
-        // The basement's entries from `lo` on, and with a stop only up to
-        // the first one past it (at least one, so the batch moves on): the
-        // batch ends there at the latest, and the buffers' messages are
-        // decoded for that stretch only.
-        let start = lo.map_or(0, |lo| match basement.search(lo, cmp) {
-            Ok(x) | Err(x) => x,
-        });
-        let end = match stop {
-            Some(s) => match basement.search(s, cmp) {
-                Ok(x) => x + 1,
-                Err(x) => x,
-            }
-            .max(start + 1)
-            .min(basement.len()),
-            None => basement.len(),
-        };
+        let (start, end) = batch_stretch(basement, lo, stop, cmp);
         let msg_hi = if end < basement.len() { Some(basement.key(end)) } else { hi };
         let owned: Vec<Vec<super::buffer::BorrowedMsg>> =
             bufs.iter().map(|b| b.range(lo, msg_hi, self.order)).collect();
-        // A buffer that gave this batch many messages gives them to every
-        // later batch of this basement too, until a flush takes them down:
-        // under steady writes to a small hot tree no buffer fills up, so
-        // without this each range read re-merges them all. The reader asks
-        // the cleaner to flush the child (the merge queue, as for spills);
-        // the messages then reach the leaf once, by that flush. A batch of
-        // part of the basement counts its messages as if it had read the
-        // whole basement at their density.
-        let (part, whole) = ((end - start).max(1), basement.len().max(1));
-        for (d, own) in owned.iter().take(path.len()).enumerate() {
-            if own.len() >= READ_FLUSH_MSGS || own.len() * whole >= READ_FLUSH_MSGS * part {
-                let parent_bn =
-                    if d == 0 { self.root_bn() } else { path[d - 1].0.children()[path[d - 1].1].bn };
-                self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
-            }
-        }
+        self.queue_hot_buffers(path, &owned, (end - start).max(1), basement.len().max(1));
         let mut msgs = Vec::new();
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for (buf, own) in bufs.iter().zip(&owned) {
@@ -354,7 +309,6 @@ impl Tree {
         }
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);
-        let fns = &self.ctx.fns;
         let (mut b, mut m) = (start, 0);
         if stop.is_none() {
             out.data.reserve(basement.packed_bytes());
@@ -363,18 +317,7 @@ impl Tree {
         // Set once a served key reached `stop`.
         let mut stopped = false;
         while b < end || m < msgs.len() {
-            let key: &[u8] = match (b < end, m < msgs.len()) {
-                (true, true) => {
-                    let (bk, mk) = (basement.key(b), msgs[m].0);
-                    if cmp(bk, mk) == Ordering::Greater {
-                        mk
-                    } else {
-                        bk
-                    }
-                }
-                (true, false) => basement.key(b),
-                _ => msgs[m].0,
-            };
+            let key = next_key(basement, (b, end), &msgs, m, cmp);
             if stopped {
                 return Ok(Some(Some(key.into())));
             }
@@ -396,28 +339,7 @@ impl Tree {
                 stopped = stop.is_some_and(|s| cmp(key, s) != Ordering::Less);
                 continue;
             }
-            let mut e = match le {
-                Some(le) => LeEntry::decode(le).map_err(|r| self.corrupt(leaf_bn, r))?,
-                None => LeEntry::default(),
-            };
-            // Point messages (values borrowed from their buffers) and
-            // broadcasts (kept owned) in one MSN order.
-            let mut point = msgs[first..m].iter().map(|x| (x.1, x.2)).peekable();
-            let mut bc = broadcasts.iter().copied().peekable();
-            loop {
-                let point_first = match (point.peek(), bc.peek()) {
-                    (Some(p), Some(q)) => p.0 < q.0,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => break,
-                };
-                let applied = if point_first {
-                    e.apply(key, point.next().expect("peeked").1, fns)
-                } else {
-                    e.apply(key, bc.next().expect("peeked").1, fns)
-                };
-                applied.map_err(Error::InvalidArgument)?;
-            }
+            let e = self.merged_key(key, le, &msgs[first..m], &broadcasts, leaf_bn)?;
             match e.read(view) {
                 Seen::Value(Some(v)) => {
                     out.push(key, v);
@@ -429,6 +351,137 @@ impl Tree {
         }
         // Every message is below `msg_hi`, the basement's key at `end`.
         Ok(Some((end < basement.len()).then(|| basement.key(end).into())))
+    }
+
+    /// The spills on the path, read under the path's shared locks (they
+    /// are freed only under their parent's write lock). A child with
+    /// spills is queued for a merge.
+    fn path_spills(
+        &self,
+        path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
+    ) -> Result<Vec<Arc<super::buffer::MsgBuffer>>> {
+        let mut spills = Vec::new();
+        for (i, (g, c)) in path.iter().enumerate() {
+            let child = &g.children()[*c];
+            for sp in &child.spills {
+                spills.push(self.read_spill(sp.bn)?);
+            }
+            if !child.spills.is_empty() {
+                // Guards do not carry block numbers: the node at depth `i`
+                // is the root, or the child its parent on the path took.
+                let parent_bn =
+                    if i == 0 { self.root_bn() } else { path[i - 1].0.children()[path[i - 1].1].bn };
+                self.queue_merge(parent_bn, child.bn);
+            }
+        }
+        Ok(spills)
+    }
+
+    /// A buffer that gave this batch many messages gives them to every
+    /// later batch of this basement too, until a flush takes them down:
+    /// under steady writes to a small hot tree no buffer fills up, so
+    /// without this each range read re-merges them all. The reader asks
+    /// the cleaner to flush the child (the merge queue, as for spills);
+    /// the messages then reach the leaf once, by that flush. A batch of
+    /// `part` of the basement's `whole` entries counts its messages as if
+    /// it had read the whole basement at their density.
+    fn queue_hot_buffers(
+        &self,
+        path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
+        owned: &[Vec<super::buffer::BorrowedMsg>],
+        part: usize,
+        whole: usize,
+    ) {
+        for (d, own) in owned.iter().take(path.len()).enumerate() {
+            if own.len() >= READ_FLUSH_MSGS || own.len() * whole >= READ_FLUSH_MSGS * part {
+                let parent_bn =
+                    if d == 0 { self.root_bn() } else { path[d - 1].0.children()[path[d - 1].1].bn };
+                self.queue_merge(parent_bn, path[d].0.children()[path[d].1].bn);
+            }
+        }
+    }
+
+    /// The leafentry `le` (None: the key is not in the leaf) of `key` with
+    /// its point messages (values borrowed from their buffers) and the
+    /// broadcasts (kept owned) applied in one MSN order.
+    fn merged_key(
+        &self,
+        key: &[u8],
+        le: Option<&[u8]>,
+        point: &[super::flush::PointMsg<'_, &[u8]>],
+        broadcasts: &[(u64, &MsgBody)],
+        leaf_bn: u64,
+    ) -> Result<LeEntry> {
+        let fns = &self.ctx.fns;
+        let mut e = match le {
+            Some(le) => LeEntry::decode(le).map_err(|r| self.corrupt(leaf_bn, r))?,
+            None => LeEntry::default(),
+        };
+        let mut point = point.iter().map(|x| (x.1, x.2)).peekable();
+        let mut bc = broadcasts.iter().copied().peekable();
+        loop {
+            let point_first = match (point.peek(), bc.peek()) {
+                (Some(p), Some(q)) => p.0 < q.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let applied = if point_first {
+                e.apply(key, point.next().expect("peeked").1, fns)
+            } else {
+                e.apply(key, bc.next().expect("peeked").1, fns)
+            };
+            applied.map_err(Error::InvalidArgument)?;
+        }
+        Ok(e)
+    }
+}
+
+/// The basement's entries from `lo` on, and with a stop only up to the
+/// first one past it (at least one, so the batch moves on): the batch ends
+/// there at the latest, and the buffers' messages are decoded for that
+/// stretch only. Returns [start, end) in entries.
+fn batch_stretch(
+    basement: &super::basement::Basement,
+    lo: Option<&[u8]>,
+    stop: Option<&[u8]>,
+    cmp: super::Comparator,
+) -> (usize, usize) {
+    let start = lo.map_or(0, |lo| match basement.search(lo, cmp) {
+        Ok(x) | Err(x) => x,
+    });
+    let end = match stop {
+        Some(s) => match basement.search(s, cmp) {
+            Ok(x) => x + 1,
+            Err(x) => x,
+        }
+        .max(start + 1)
+        .min(basement.len()),
+        None => basement.len(),
+    };
+    (start, end)
+}
+
+/// The smaller of the basement's key at `b` (if `b < end`) and message
+/// `m`'s key (if any is left): the next key a batch merges.
+fn next_key<'a>(
+    basement: &'a super::basement::Basement,
+    (b, end): (usize, usize),
+    msgs: &[super::flush::PointMsg<'a, &'a [u8]>],
+    m: usize,
+    cmp: super::Comparator,
+) -> &'a [u8] {
+    match (b < end, m < msgs.len()) {
+        (true, true) => {
+            let (bk, mk) = (basement.key(b), msgs[m].0);
+            if cmp(bk, mk) == Ordering::Greater {
+                mk
+            } else {
+                bk
+            }
+        }
+        (true, false) => basement.key(b),
+        _ => msgs[m].0,
     }
 }
 

@@ -53,9 +53,8 @@ pub(super) const MAX_SPILLS: usize = 64;
 /// How many node sizes of raw messages a child's spills may hold before the
 /// next flush reads the child and merges them in. Merging rewrites the whole
 /// leaf (read, decompress, apply, compress, write) however many messages
-/// wait, so the more wait, the less each pays: from 1 to 4 node sizes the
-/// random insert at 20x the cache went from 1.27M to 1.47M rows/s (its last
-/// tenth from 1.14M to 1.52M) and wrote 26% fewer bytes.
+/// wait, so the more wait, the less each pays (the measurement behind 4:
+/// docs/benchmarks.md, "Engine constants").
 pub(super) const SPILL_NODES: usize = 4;
 
 /// How many node sizes of a tree's spills may wait for the spill writer
@@ -68,10 +67,9 @@ pub(super) const SPILL_WAIT_NODES: usize = 2;
 /// overlap rather than take turns. So the cleaner flushes the root once
 /// its buffers hold more than a node size / `ROOT_FLUSH_DIVISOR` (writers
 /// wake it then), while a writer does the cleaner's work itself only past
-/// `WRITER_HELPS_AT_NODES` node sizes. With 1 and 2, at 40x the cache the
-/// cleaner slept a quarter of the time while the writer waited for it a
-/// sixth of the time, each for the other; with 2 and 4 the 25M-row insert
-/// ran 15% faster and its last tenth 30% faster.
+/// `WRITER_HELPS_AT_NODES` node sizes. With marks closer together the
+/// cleaner and the writer take turns, each waiting for the other (the
+/// measurement behind 2 and 4: docs/benchmarks.md, "Engine constants").
 pub(super) const ROOT_FLUSH_DIVISOR: usize = 2;
 /// Once woken, the cleaner flushes the root down to a quarter of that mark
 /// (`root_flush_target`), not just under it: under steady small writes a

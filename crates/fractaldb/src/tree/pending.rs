@@ -2,8 +2,9 @@
 //!
 //! A flush into a child that is not in memory writes the buffer as a spill
 //! (`flush.rs`). Compressing and writing it on the cleaner thread, under
-//! the parent's write lock, was about a third of the cleaner's time at 40x
-//! the cache, and the cleaner is what bounds a load there. So the cleaner
+//! the parent's write lock, takes a large share of the cleaner's time when
+//! the data is many times the cache (docs/benchmarks.md, "Engine
+//! constants"), and the cleaner is what bounds a load there. So the cleaner
 //! only takes a block number for the spill, records it in the parent, and
 //! leaves the buffer here; the spill writer thread (`fractaldb-spill`)
 //! compresses and writes it. Until then readers, merges and `check` use

@@ -29,7 +29,7 @@
 //!   23  crc32c       u32 over bytes 0..23
 //!   27  payload      the buffer as `MsgBuffer::encode` wrote it, compressed
 //!                    with the codec named at 10 (written: the dictionary's
-//!                    leaf codec; before 2026-11-24, `Codec::for_buffers` of it)
+//!                    leaf codec; older files may hold `Codec::for_buffers` of it)
 //! Version 1 node headers (no spill lists) and version 2 nodes (no folded
 //! commits, kind bit 0x40, in their buffers) are still read.
 //!

@@ -69,8 +69,8 @@ use crate::tree::Comparator;
 
 /// Bytes charged for each lock on top of its key bytes: what a point lock
 /// really costs (its share of a B-tree node, the key's `Arc` header, the
-/// holder list, the owner's list entry). Measured: with 64 charged, a
-/// 2M-row transaction's locks took about 2.5x the limit in resident memory.
+/// holder list, the owner's list entry); see docs/benchmarks.md, "Engine
+/// constants", for the measurement.
 const LOCK_OVERHEAD: usize = 160;
 
 /// A fixed hasher, so runs are repeatable (as in the cache).

@@ -56,7 +56,7 @@ use parking_lot::Mutex;
 use crate::encoding::{put_bytes, put_varint, Reader};
 use crate::error::{Error, Result};
 use crate::file::{OpenMode, VfsFile};
-use crate::recovery::Record;
+use crate::log::record::Record;
 use crate::tree::cursor::{Cursor, CursorView};
 use crate::tree::leafentry::{ReadView, Snapshot, TxnState, TxnStates, ViewMode};
 use crate::tree::message::{KeyedMsg, MsgBody, MsgKind, Stamp};
@@ -714,10 +714,10 @@ impl Txn {
     pub fn prepare(&self, xid: &[u8]) -> Result<()> {
         let mut st = self.st.lock();
         Self::check_writable(&st)?;
-        if xid.is_empty() || xid.len() > crate::recovery::MAX_XID_BYTES {
+        if xid.is_empty() || xid.len() > crate::log::record::MAX_XID_BYTES {
             return Err(Error::invalid(format!(
                 "a prepared transaction's id takes 1 to {} bytes, not {}",
-                crate::recovery::MAX_XID_BYTES,
+                crate::log::record::MAX_XID_BYTES,
                 xid.len()
             )));
         }
