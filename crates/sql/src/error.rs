@@ -176,6 +176,10 @@ impl SqlError {
     }
 
     /// 1205
+    pub fn table_def_changed() -> SqlError {
+        SqlError::new(1412, "HY000", "Table definition has changed, please retry transaction")
+    }
+
     pub fn lock_wait_timeout() -> SqlError {
         SqlError::new(1205, "HY000", "Lock wait timeout exceeded; try restarting transaction")
     }
