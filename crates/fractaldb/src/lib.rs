@@ -64,4 +64,7 @@ pub use tree::message::UpdateFn;
 pub use tree::Comparator;
 pub use txn::locktree::{LockEnd, LockStats};
 pub use txn::{Isolation, Savepoint, Txn, TxnOptions};
-pub use wait::{blocking, set_thread_wait_hook, Blocking, WaitHook};
+pub use wait::{
+    blocking, interrupt_requested, set_thread_interrupt, set_thread_wait_hook, Blocking, WaitHook,
+    INTERRUPT_POLL,
+};

@@ -11,9 +11,21 @@
 //! Invariant: `begin` and `end` alternate on a thread, outermost guard
 //! only (nested guards are counted, not reported), so a pool's count of
 //! threads inside a wait never drifts.
+//!
+//! A thread may also carry an interrupt flag ([`set_thread_interrupt`]):
+//! a server's KILL sets it from another thread. A lock wait on a thread
+//! with a flag sleeps in slices of at most [`INTERRUPT_POLL`] and, once the
+//! flag is set, gives up as if its timeout had passed (`LockTimeout`); the
+//! caller, which installed the flag, tells the two apart by reading it.
+//! The flag is only read here, never cleared: its owner clears it.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an interruptible wait sleeps before it looks at its flag.
+pub const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
 /// Told when the thread it is installed on starts and ends a blocking wait.
 pub trait WaitHook: Send + Sync {
@@ -25,6 +37,23 @@ thread_local! {
     static HOOK: RefCell<Option<Arc<dyn WaitHook>>> = const { RefCell::new(None) };
     /// Guards alive on this thread.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Set from another thread to interrupt this thread's waits.
+    static INTERRUPT: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Installs (or, with `None`, removes) the calling thread's interrupt flag.
+pub fn set_thread_interrupt(flag: Option<Arc<AtomicBool>>) {
+    INTERRUPT.with(|f| *f.borrow_mut() = flag);
+}
+
+/// Whether the calling thread's interrupt flag is installed and set.
+pub fn interrupt_requested() -> bool {
+    INTERRUPT.with(|f| f.borrow().as_ref().is_some_and(|f| f.load(Ordering::SeqCst)))
+}
+
+/// Whether the calling thread has an interrupt flag (its waits poll it).
+pub(crate) fn interruptible() -> bool {
+    INTERRUPT.with(|f| f.borrow().is_some())
 }
 
 /// Installs (or, with `None`, removes) the hook of the calling thread.

@@ -33,6 +33,7 @@
 //! instead, while other sessions write (`online.rs`).
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 
 use fractaldb::Isolation;
@@ -1041,6 +1042,27 @@ pub(crate) fn swap_locked(
             return Err(e);
         }
     };
+    // Snapshots older than the commit above must not read what it built
+    // (`Table::index_floor`, `Table::rows_floor`); the floors are set
+    // before the new table is in the schema, so no statement sees it
+    // without them.
+    let fresh_index = newt
+        .def
+        .indexes
+        .iter()
+        .any(|ix| ix.kind != IndexKind::Primary && !od.indexes.iter().any(|o| o.dict == ix.dict));
+    let (mut index_floor, mut rows_floor) = (old.index_floor.load(SeqCst), old.rows_floor.load(SeqCst));
+    if plan.rows_change || fresh_index {
+        let mark = s.inner.env.begin(Isolation::ReadCommitted)?;
+        let floor = mark.id();
+        let _ = mark.abort();
+        index_floor = index_floor.max(floor);
+        if plan.rows_change {
+            rows_floor = floor;
+        }
+    }
+    newt.index_floor.store(index_floor, SeqCst);
+    newt.rows_floor.store(rows_floor, SeqCst);
     // The AUTO_INCREMENT counter goes on from where it was (rows deleted
     // at the top do not bring it back, as in InnoDB), unless AUTO_INCREMENT=n
     // asked for another start or the column is another (then it is found
@@ -1109,6 +1131,7 @@ fn encoder(def: &TableDef, old: &Table) -> Table {
         settling: parking_lot::Mutex::new(()),
         building: Default::default(),
         index_floor: std::sync::atomic::AtomicU64::new(0),
+        rows_floor: std::sync::atomic::AtomicU64::new(0),
     }
 }
 

@@ -130,16 +130,10 @@ fn set_keys(s: &mut Session, db: &str, table: &str, enable: bool) -> SqlResult<b
         let _x = s.mdl_exclusive(db, table)?;
         crate::alter::swap_locked(s, &old, def, &plan)?;
     }
-    if enable {
-        // The rebuilt entries are committed for every snapshot: a
-        // transaction begun before this point must not read them
-        // (`Table::index_floor`); it reads the rows as its snapshot has
-        // them, e.g. the table still empty before a load.
-        let mark = s.inner.env.begin(fractaldb::Isolation::ReadCommitted)?;
-        let floor = mark.id();
-        let _ = mark.abort();
-        s.inner.table(db, table)?.index_floor.store(floor, std::sync::atomic::Ordering::SeqCst);
-    }
+    // The rebuilt entries are committed for every snapshot: a transaction
+    // begun before the swap reads the rows through the primary key, as its
+    // snapshot has them, e.g. the table still empty before a load
+    // (`Table::index_floor`, set by `swap_locked`).
     Ok(true)
 }
 

@@ -371,6 +371,7 @@ impl Inner {
             settling: Mutex::new(()),
             building: Default::default(),
             index_floor: AtomicU64::new(0),
+            rows_floor: AtomicU64::new(0),
         })
     }
 

@@ -176,6 +176,10 @@ impl SqlError {
     }
 
     /// 1205
+    pub fn table_def_changed() -> SqlError {
+        SqlError::new(1412, "HY000", "Table definition has changed, please retry transaction")
+    }
+
     pub fn lock_wait_timeout() -> SqlError {
         SqlError::new(1205, "HY000", "Lock wait timeout exceeded; try restarting transaction")
     }
@@ -411,6 +415,9 @@ impl From<fractaldb::Error> for SqlError {
     fn from(e: fractaldb::Error) -> SqlError {
         use fractaldb::Error as E;
         match e {
+            // A KILL ends the statement's lock wait early, as a timeout
+            // (see `fractaldb::set_thread_interrupt`): 1317, not 1205.
+            E::LockTimeout { .. } if fractaldb::interrupt_requested() => SqlError::interrupted(),
             E::LockTimeout { .. } => SqlError::lock_wait_timeout(),
             E::Deadlock { .. } => SqlError::deadlock(),
             E::WriteConflict { .. } => SqlError::record_changed(),

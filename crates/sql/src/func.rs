@@ -714,8 +714,20 @@ fn string(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>>
                 return Ok(Some(Value::Null));
             };
             if s > 0.0 && s.is_finite() {
+                // Sleeps in slices so a KILL (the thread's interrupt flag)
+                // ends it: MariaDB fails the statement with 1317 then.
                 let _blocked = fractaldb::blocking();
-                std::thread::sleep(std::time::Duration::from_secs_f64(s.min(31_536_000.0)));
+                let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(s.min(31_536_000.0));
+                loop {
+                    if fractaldb::interrupt_requested() {
+                        return Err(SqlError::interrupted());
+                    }
+                    let left = end.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    std::thread::sleep(left.min(fractaldb::INTERRUPT_POLL));
+                }
             }
             return Ok(Some(Value::Int(0)));
         }

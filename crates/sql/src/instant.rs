@@ -391,7 +391,7 @@ pub(crate) fn upgrade(def: &TableDef, row: &[u8]) -> SqlResult<Vec<u8>> {
     let v = version_of(row).ok_or_else(|| SqlError::engine("a row in the table is damaged"))?;
     let Some(l) = def.layouts.iter().find(|l| l.version == v) else {
         // Written under a newer definition than the one this statement holds.
-        return Err(SqlError::new(1412, "HY000", "Table definition has changed, please retry transaction"));
+        return Err(SqlError::table_def_changed());
     };
     debug_assert_eq!(l.map.len(), def.columns.len());
     convert(def.schema_version, &l.kinds, &l.map, row)

@@ -92,8 +92,10 @@ fn key(db: &str, table: &str) -> Key {
     (db.to_string(), table.to_string())
 }
 
-/// Waits on `cv` until `done`, or fails with 1205 at `deadline`. `waiting`
-/// is told when the wait starts and ends (the processlist's State).
+/// Waits on `cv` until `done`, or fails with 1205 at `deadline`, or with
+/// 1317 once the statement is killed (the thread's interrupt flag, looked
+/// at every `INTERRUPT_POLL`). `waiting` is told when the wait starts and
+/// ends (the processlist's State).
 fn wait_until(
     st: &mut parking_lot::MutexGuard<'_, State>,
     cv: &Condvar,
@@ -105,16 +107,16 @@ fn wait_until(
     }
     crate::progress::waiting_mdl(true);
     let r = loop {
-        match deadline {
-            Some(d) => {
-                if cv.wait_until(st, d).timed_out() && !done(st) {
-                    break Err(SqlError::lock_wait_timeout());
-                }
-            }
-            None => cv.wait(st),
-        }
+        let poll = Instant::now() + fractaldb::INTERRUPT_POLL;
+        cv.wait_until(st, deadline.map_or(poll, |d| d.min(poll)));
         if done(st) {
             break Ok(());
+        }
+        if fractaldb::interrupt_requested() {
+            break Err(SqlError::interrupted());
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break Err(SqlError::lock_wait_timeout());
         }
     };
     crate::progress::waiting_mdl(false);

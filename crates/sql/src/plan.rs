@@ -609,6 +609,7 @@ pub fn for_each_row(
     a: &Access,
     mut f: impl FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
 ) -> crate::SqlResult<()> {
+    t.check_snapshot(txn)?;
     if a.ranges.is_empty() {
         read_range(txn, t, a, a.lo.as_deref(), a.hi.as_deref(), &mut f)?;
         return Ok(());

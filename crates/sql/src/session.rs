@@ -478,7 +478,16 @@ impl Session {
     }
 
     /// PROCESSLIST: a statement starts (Query, its text).
+    ///
+    /// The statement becomes killable: a KILL left over from the previous
+    /// statement (it ended between the KILL's look at it and the flag's
+    /// store) is dropped before the statement shows in the processlist,
+    /// and the flag is the thread's interrupt flag, so a row-lock wait
+    /// (`fractaldb::set_thread_interrupt`), a metadata-lock wait
+    /// (`mdl.rs`) and SLEEP() end on KILL within `INTERRUPT_POLL`.
     fn proc_start(&self) {
+        self.killed.store(false, std::sync::atomic::Ordering::SeqCst);
+        fractaldb::set_thread_interrupt(Some(self.killed.clone()));
         let mut p = self.proc.lock();
         p.command = "Query";
         p.info.clone_from(&self.stmt_text);
@@ -488,6 +497,10 @@ impl Session {
 
     /// PROCESSLIST: back to Sleep.
     fn proc_end(&self) {
+        // A KILL that came too late to stop the statement is not kept for
+        // the next one (MariaDB resets `thd->killed` likewise).
+        fractaldb::set_thread_interrupt(None);
+        self.killed.store(false, std::sync::atomic::Ordering::SeqCst);
         let mut p = self.proc.lock();
         p.command = "Sleep";
         p.info.clear();

@@ -60,13 +60,22 @@ pub struct Table {
     /// write of a row also maintains their entries.
     pub building: parking_lot::RwLock<Vec<std::sync::Arc<crate::online::Building>>>,
     /// Transactions with a lower id do not read the secondary indexes
-    /// (0: every one may). Set by ENABLE KEYS (`bulkload.rs`) past its
-    /// commit: a rebuilt index holds committed values every snapshot
-    /// reads, so a transaction whose snapshot predates the rebuild would
-    /// find entries of rows it cannot see; it reads the rows through the
-    /// primary key instead. Txids grow with each begin, so an id at or
-    /// above the floor began after the rebuild committed.
+    /// (0: every one may). Set past the commit of every index build
+    /// (`alter::swap_locked`, which ADD INDEX, CREATE INDEX, the online
+    /// build, ENABLE KEYS and every table rebuild end in): a built index's
+    /// entries were written by transactions that committed after an older
+    /// snapshot began, so that snapshot would miss rows through it; the
+    /// planner reads such a transaction's rows through the primary key
+    /// instead (InnoDB fails the read with 1412; the rows are there to
+    /// read, so they are read). Txids grow with each begin, so an id at or
+    /// above the floor began after the build committed.
     pub index_floor: AtomicU64,
+    /// Transactions with a lower id fail every read of the table with
+    /// 1412 (as InnoDB's): a rebuild (a copying ALTER) wrote every row
+    /// into new dictionaries in a transaction that committed after their
+    /// snapshot began, so the table would look empty to them. Checked
+    /// where rows are read ([`Table::check_snapshot`]).
+    pub rows_floor: AtomicU64,
 }
 
 /// A failed unique check: which index.
@@ -94,7 +103,16 @@ impl Table {
             // a definition.
             building: Default::default(),
             index_floor: AtomicU64::new(self.index_floor.load(Ordering::SeqCst)),
+            rows_floor: AtomicU64::new(self.rows_floor.load(Ordering::SeqCst)),
         }
+    }
+
+    /// 1412 when `txn`'s snapshot is older than the rows (see `rows_floor`).
+    pub fn check_snapshot(&self, txn: &Txn) -> SqlResult<()> {
+        if txn.id() < self.rows_floor.load(Ordering::SeqCst) {
+            return Err(crate::error::SqlError::table_def_changed());
+        }
+        Ok(())
     }
 
     /// Whether `txn` may read the secondary indexes (see `index_floor`).
@@ -351,6 +369,7 @@ impl Table {
     /// blind upserts it sees are not settled, the rows counted one by one
     /// (and then the blind upserts settled, see [`Table::settle_count`]).
     pub fn row_count_settled(&self, txn: &Txn, env: &fractaldb::Env) -> SqlResult<u64> {
+        self.check_snapshot(txn)?;
         let (n, uncertain) = self.counters(txn)?;
         if uncertain == 0 {
             return Ok(n.max(0) as u64);

@@ -562,6 +562,21 @@ pub(crate) struct LockManager {
     bulk_left: Condvar,
 }
 
+/// When a sleeping requester must next wake: its deadline, or sooner on a
+/// thread with an interrupt flag (`wait::set_thread_interrupt`), which it
+/// looks at on every wake-up (a KILL ends the wait as a timeout).
+fn wake_by(deadline: Option<Instant>) -> Option<Instant> {
+    if !crate::wait::interruptible() {
+        return deadline;
+    }
+    let poll = Instant::now() + crate::wait::INTERRUPT_POLL;
+    Some(deadline.map_or(poll, |d| d.min(poll)))
+}
+
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
 impl LockManager {
     pub(crate) fn new(limit_bytes: usize) -> LockManager {
         LockManager { limit: limit_bytes, state: Mutex::new(State::default()), bulk_left: Condvar::new() }
@@ -603,14 +618,16 @@ impl LockManager {
             slept = true;
             let _blocked = crate::wait::blocking();
             while st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
-                let timed_out = match deadline {
-                    Some(d) => self.bulk_left.wait_until(&mut st, d).timed_out(),
+                let timed_out = match wake_by(deadline) {
+                    Some(d) => self.bulk_left.wait_until(&mut st, d).timed_out() && past(deadline),
                     None => {
                         self.bulk_left.wait(&mut st);
                         false
                     }
                 };
-                if timed_out && st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
+                if (timed_out || crate::wait::interrupt_requested())
+                    && st.bulk.get(&dict).is_some_and(|b| b.0 > 0)
+                {
                     st.bulk.get_mut(&dict).expect("pending").1 -= 1;
                     st.tidy_bulk(dict);
                     st.stats.timeouts += 1;
@@ -629,7 +646,7 @@ impl LockManager {
                         st.stats.deadlocks += 1;
                         Err(LockError::Deadlock { cycle })
                     }
-                    None if deadline.is_some_and(|d| Instant::now() >= d) => {
+                    None if past(deadline) || crate::wait::interrupt_requested() => {
                         st.stats.timeouts += 1;
                         Err(LockError::Timeout { holder: blockers[0] })
                     }
@@ -654,8 +671,8 @@ impl LockManager {
                         d.sleepers += 1;
                         // A server's thread pool runs another connection meanwhile.
                         let _blocked = crate::wait::blocking();
-                        match deadline {
-                            Some(deadline) => drop(wake.wait_until(&mut st, deadline)),
+                        match wake_by(deadline) {
+                            Some(d) => drop(wake.wait_until(&mut st, d)),
                             None => wake.wait(&mut st),
                         }
                         st.dicts.get_mut(&dict).expect("kept while asleep").sleepers -= 1;

@@ -27,7 +27,22 @@ impl TestServer {
     pub fn start_with(tweak: impl FnOnce(&mut ServerOptions)) -> TestServer {
         // Unix socket paths are limited to 108 bytes: a short temp folder.
         let dir = tempfile::Builder::new().prefix("fdbsrv").tempdir_in("/tmp").expect("temp dir");
-        let mut opts = ServerOptions::new(dir.path());
+        let (server, port, socket) = Self::run(dir.path(), tweak);
+        TestServer { server: Some(server), port, socket, dir }
+    }
+
+    /// Shuts the server down (as `stop`) and starts it again on the same
+    /// data folder, on a new port.
+    pub fn restart(&mut self) {
+        self.server.take().expect("running").shutdown().expect("clean shutdown");
+        (self.server, self.port, self.socket) = {
+            let (s, p, so) = Self::run(self.dir.path(), |_| {});
+            (Some(s), p, so)
+        };
+    }
+
+    fn run(dir: &Path, tweak: impl FnOnce(&mut ServerOptions)) -> (Server, u16, PathBuf) {
+        let mut opts = ServerOptions::new(dir);
         opts.port = 0;
         opts.log_stderr = false;
         opts.db.cache_size_bytes = 32 << 20;
@@ -44,7 +59,7 @@ impl TestServer {
         let server = Server::start(opts).expect("starting the server");
         let port = server.tcp_addr().port();
         let socket = server.socket_path().expect("a socket").to_path_buf();
-        TestServer { server: Some(server), port, socket, dir }
+        (server, port, socket)
     }
 
     pub fn opts(&self) -> mysql::OptsBuilder {
