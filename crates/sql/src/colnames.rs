@@ -154,8 +154,20 @@ fn factor(m: &SourceMap, f: &mut TableFactor) {
 
 /// Words that end a select list at depth 0.
 const CLAUSES: &[&str] = &[
-    "FROM", "INTO", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "UNION", "EXCEPT", "INTERSECT", "FOR",
-    "LOCK", "PROCEDURE",
+    "FROM",
+    "INTO",
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "WINDOW",
+    "ORDER",
+    "LIMIT",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "FOR",
+    "LOCK",
+    "PROCEDURE",
 ];
 
 /// Modifiers between SELECT and the first item.
@@ -291,7 +303,10 @@ fn leading_comment(m: &SourceMap, a: usize) -> Option<usize> {
     let gap = std::str::from_utf8(&m.s[prev_end..start]).ok()?;
     let lead = gap.len() - gap.trim_start().len();
     let g = gap.trim();
-    let single = g.starts_with("/*") && !g.starts_with("/*!") && !g.starts_with("/*M!") && g.find("*/") == Some(g.len() - 2);
+    let single = g.starts_with("/*")
+        && !g.starts_with("/*!")
+        && !g.starts_with("/*M!")
+        && g.find("*/") == Some(g.len() - 2);
     single.then_some(prev_end + lead)
 }
 

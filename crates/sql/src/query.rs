@@ -1033,7 +1033,9 @@ pub fn expr_name(e: &ast::Expr) -> String {
         }
         ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
         ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.trim_start().to_string(),
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                s.trim_start().to_string()
+            }
             ast::Value::Null => "NULL".into(),
             other => other.to_string(),
         },
