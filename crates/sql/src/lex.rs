@@ -16,6 +16,9 @@ use crate::error::{SqlError, SqlResult};
 use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
 use sqlparser::dialect::MySqlDialect;
 
+#[path = "colnames.rs"]
+mod colnames;
+
 // ---------------------------------------------------------------------------
 // Splitting
 // ---------------------------------------------------------------------------
@@ -1038,7 +1041,23 @@ fn emit(s: &[u8], toks: &[Tok]) -> (String, Vec<usize>) {
 /// original text from the failing token on.
 fn sqlparse(s: &[u8], toks: &[Tok]) -> SqlResult<Vec<Statement>> {
     let (text, at) = emit(s, toks);
-    sqlparser::parser::Parser::parse_sql(&MySqlDialect {}, &text).map_err(|e| {
+    sqlparse_emitted(s, toks, &text, &at)
+}
+
+/// [`sqlparse`], then unaliased select items are named by their text as
+/// the client wrote it (see `colnames`).
+fn sqlparse_named(s: &[u8], toks: &[Tok]) -> SqlResult<Vec<Statement>> {
+    let (text, at) = emit(s, toks);
+    let mut v = sqlparse_emitted(s, toks, &text, &at)?;
+    let map = colnames::SourceMap { s, toks, at: &at, text: &text };
+    for st in &mut v {
+        colnames::name_items(&map, st);
+    }
+    Ok(v)
+}
+
+fn sqlparse_emitted(s: &[u8], toks: &[Tok], text: &str, at: &[usize]) -> SqlResult<Vec<Statement>> {
+    sqlparser::parser::Parser::parse_sql(&MySqlDialect {}, text).map_err(|e| {
         let msg = e.to_string();
         let off = error_offset(&msg, &text);
         let orig = match off {
@@ -1560,7 +1579,7 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
     strip_lock_in_share_mode(stmt, &mut toks, &mut flags);
     rewrite_mod(stmt, &mut toks);
     rewrite_interval_units(stmt, &mut toks);
-    let mut v = sqlparse(stmt, &toks)?;
+    let mut v = sqlparse_named(stmt, &toks)?;
     if v.len() != 1 {
         return Err(syntax_at(stmt, stmt.len()));
     }

@@ -1016,9 +1016,16 @@ fn col_meta(c: &ScopeCol, name: &str) -> ColumnMeta {
     }
 }
 
-/// The name MySQL gives an unaliased select item: its text.
+/// The name of an unaliased select item that `lex` did not name from the
+/// client's text: a column's name, else the item printed from the AST.
 pub fn expr_name(e: &ast::Expr) -> String {
     match e {
+        // `(a)` and `+a` are named `a`, as in MariaDB.
+        ast::Expr::Nested(x) | ast::Expr::UnaryOp { op: ast::UnaryOperator::Plus, expr: x }
+            if matches!(peel(x), ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)) =>
+        {
+            expr_name(peel(x))
+        }
         ast::Expr::Identifier(i) => i.value.clone(),
         // `@@global.x` is named as written, as MariaDB does.
         ast::Expr::CompoundIdentifier(p) if p.first().is_some_and(|i| i.value.starts_with("@@")) => {
@@ -1026,7 +1033,9 @@ pub fn expr_name(e: &ast::Expr) -> String {
         }
         ast::Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()).unwrap_or_default(),
         ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                s.trim_start().to_string()
+            }
             ast::Value::Null => "NULL".into(),
             other => other.to_string(),
         },
@@ -1052,6 +1061,16 @@ pub fn expr_name(e: &ast::Expr) -> String {
                 }
             }
             name
+        }
+    }
+}
+
+/// The expression inside any parentheses and unary pluses.
+fn peel(mut e: &ast::Expr) -> &ast::Expr {
+    loop {
+        match e {
+            ast::Expr::Nested(x) | ast::Expr::UnaryOp { op: ast::UnaryOperator::Plus, expr: x } => e = x,
+            _ => return e,
         }
     }
 }

@@ -365,8 +365,9 @@ fn version_comments() {
     assert_eq!(values(b"SELECT/**/1").len(), 1);
     assert_eq!(values(b"SELECT 1 /*!40101, 2*/, 3").len(), 3);
     // A comment separates tokens.
-    assert_eq!(std(b"SELECT 1/**/-/**/1").0.to_string(), "SELECT 1 - 1");
-    assert_eq!(std(b"SELECT-- c\n1").0.to_string(), "SELECT 1");
+    // The item keeps its name as written (comments included).
+    assert_eq!(std(b"SELECT 1/**/-/**/1").0.to_string(), "SELECT 1 - 1 AS `1/**/-/**/1`");
+    assert_eq!(std(b"SELECT-- c\n1").0.to_string(), "SELECT 1 AS `1`");
 }
 
 #[test]
@@ -392,7 +393,10 @@ fn empty_statements() {
 #[test]
 fn mod_operator() {
     let (a, _) = std(b"SELECT a MOD b, MOD(a, b), 10 mod 3 FROM t");
-    assert_eq!(a.to_string(), "SELECT a % b, MOD(a, b), 10 % 3 FROM t");
+    assert_eq!(
+        a.to_string(),
+        "SELECT a % b AS `a MOD b`, MOD(a, b) AS `MOD(a, b)`, 10 % 3 AS `10 mod 3` FROM t"
+    );
 }
 
 #[test]
