@@ -82,11 +82,11 @@ impl Env {
     }
 }
 
-/// The cleaner thread: flushes buffers of every open dictionary while there
-/// is work, then sleeps until woken or 100 ms pass.
 /// How long no write may have come in before the cleaner drains buffers.
 const DRAIN_AFTER_IDLE: Duration = Duration::from_secs(1);
 
+/// The cleaner thread: flushes buffers of every open dictionary while there
+/// is work, then sleeps until woken or 100 ms pass.
 ///
 /// `checkpoints`: periodic checkpoints are on. Then a drain that flushed
 /// anything ends with a checkpoint: a drain rewrites most leaves once, and
@@ -254,9 +254,8 @@ fn spill_writer_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Ar
     }
 }
 
-/// A thread that runs `f` every `period` until the environment closes.
 /// Runs `f` on a thread of its own every `period`, and sooner whenever
-/// `due` says so (asked every 20 ms).
+/// `due` says so (asked every 20 ms), until the environment closes.
 pub(super) fn spawn_periodic(
     name: &str,
     period: Duration,
