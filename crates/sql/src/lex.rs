@@ -841,7 +841,7 @@ fn lex(s: &[u8]) -> SqlResult<Vec<Tok>> {
                 let d = s[i + 3..].iter().take(6).take_while(|b| b.is_ascii_digit()).count();
                 if d >= 5 {
                     let v: u32 = std::str::from_utf8(&s[i + 3..i + 3 + d]).unwrap().parse().unwrap();
-                    if v > crate::VERSION_ID {
+                    if !crate::version_comment_runs(v) {
                         i = skip_comment(i, i + 3)?;
                         continue;
                     }

@@ -96,5 +96,15 @@ pub use value::{Temporal, TemporalKind, Value};
 /// The version this server reports (`SELECT VERSION()`, and the number
 /// `/*!NNNNN ... */` comments are compared with): MariaDB 10.11's.
 pub const SERVER_VERSION: &str = "10.11.99-fractaldb";
-/// `/*!NNNNN ... */` runs when NNNNN is at most this.
+/// `/*!NNNNN ... */` runs when NNNNN is at most this (and is not one of
+/// MySQL's own versions, see [`version_comment_runs`]).
 pub const VERSION_ID: u32 = 101199;
+
+/// Whether a `/*!NNNNN ... */` comment's text runs here, by MariaDB's rule:
+/// its version is at most ours, and it is not 50700 to 99999, the versions
+/// of MySQL 5.7 and later, whose syntax MariaDB does not follow (checked
+/// on MariaDB 10.11: `SELECT 1 /*!50699 +5 */` gives 6, `/*!50700 +5 */`
+/// and `/*!80000 +5 */` give 1, `/*!100000 +5 */` gives 6).
+pub fn version_comment_runs(v: u32) -> bool {
+    v <= VERSION_ID && !(50700..=99999).contains(&v)
+}
