@@ -1059,7 +1059,7 @@ fn sqlparse_named(s: &[u8], toks: &[Tok]) -> SqlResult<Vec<Statement>> {
 fn sqlparse_emitted(s: &[u8], toks: &[Tok], text: &str, at: &[usize]) -> SqlResult<Vec<Statement>> {
     sqlparser::parser::Parser::parse_sql(&MySqlDialect {}, text).map_err(|e| {
         let msg = e.to_string();
-        let off = error_offset(&msg, &text);
+        let off = error_offset(&msg, text);
         let orig = match off {
             None => s.len(),
             Some(off) => {

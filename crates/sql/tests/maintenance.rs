@@ -6,7 +6,7 @@ use fractaldb_sql::{Database, Session};
 
 mod support;
 use support::crash::{last_number, CrashChild};
-use support::embedded::{err, ok, one, rows, test_opts as opts};
+use support::embedded::{ok, one, rows, test_opts as opts};
 
 /// Table `d.t` with a secondary index, `n` rows inserted, every other one
 /// deleted and every third updated: messages wait in buffers at every level.
