@@ -618,6 +618,7 @@ fn a_crash_during_create_select_leaves_all_rows_or_no_table() {
         ok(&mut s, "USE d");
         for i in 0.. {
             ok(&mut s, &format!("CREATE TABLE c{} (KEY (v)) SELECT id, v FROM t", i % 4));
+            println!("made {i}");
             if i % 4 == 3 {
                 for k in 0..4 {
                     ok(&mut s, &format!("DROP TABLE c{k}"));
@@ -641,12 +642,20 @@ fn a_crash_during_create_select_leaves_all_rows_or_no_table() {
     }
     let mut copies_seen = 0;
     for round in 0..3u64 {
-        let child = CrashChild::spawn(
+        let mut child = CrashChild::spawn(
             "a_crash_during_create_select_leaves_all_rows_or_no_table",
             "FRACTALDB_SQL_CTAS_CHILD",
             dir.path(),
         );
-        std::thread::sleep(std::time::Duration::from_millis(600 + 400 * round));
+        // Killed a while after its first copy is acknowledged (not after a
+        // fixed time from its start: on a loaded machine the child may not
+        // have opened the database by then), at a different point of the
+        // next copies each round.
+        assert!(
+            child.wait_for(std::time::Duration::from_secs(120), |l| l == "made 0"),
+            "the child made no copy"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(40 + 150 * round));
         child.kill();
         let db = Database::open(dir.path(), opts()).unwrap();
         let mut s = db.session();

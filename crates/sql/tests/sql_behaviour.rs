@@ -128,12 +128,15 @@ fn a_killed_process_loses_no_acknowledged_row_and_counts_stay_exact() {
         drop(s);
         db.close().unwrap();
     }
-    let child = CrashChild::spawn(
+    let mut child = CrashChild::spawn(
         "a_killed_process_loses_no_acknowledged_row_and_counts_stay_exact",
         "FRACTALDB_SQL_CRASH_CHILD",
         dir.path(),
     );
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Killed a while after its first acknowledged row (a loaded machine
+    // may take long to start it).
+    assert!(child.wait_for(std::time::Duration::from_secs(120), |l| l.starts_with("acked ")));
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let last = last_number(&child.kill(), "acked ").expect("the child acknowledged some rows") as i64;
     let db = Database::open(dir.path(), opts()).unwrap();
     let mut s = db.session();
