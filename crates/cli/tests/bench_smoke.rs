@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_fractaldb");
 /// Every workload, in run order.
-const WORKLOADS: [&str; 14] = [
+const WORKLOADS: [&str; 15] = [
     "insert",
     "iibench",
     "rollup-seq",
@@ -19,6 +19,7 @@ const WORKLOADS: [&str; 14] = [
     "codec-snappy",
     "codec-zlib",
     "codec-lzma",
+    "settle",
     "point-get",
     "range-scan",
     "scan",
@@ -45,6 +46,7 @@ fn engines() -> Vec<&'static str> {
     let mut engines = vec!["fractaldb"];
     if cfg!(feature = "rocksdb") {
         engines.push("rocksdb");
+        engines.push("rocksdb-tuned");
     }
     engines.push("sqlite");
     engines
@@ -54,7 +56,7 @@ fn engines() -> Vec<&'static str> {
 fn workloads_of(engine: &str) -> Vec<&'static str> {
     let lacks: &[&str] = match engine {
         "fractaldb" => &[],
-        "rocksdb" => &["codec-zlib", "codec-lzma"],
+        "rocksdb" | "rocksdb-tuned" => &["codec-zlib", "codec-lzma"],
         _ => &["codec-zstd", "codec-lz4", "codec-snappy", "codec-zlib", "codec-lzma"],
     };
     WORKLOADS.into_iter().filter(|w| !lacks.contains(w)).collect()

@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 const SIZE: (u32, u32) = (1100, 640);
 /// The family the embedded font is registered under, and the only one used.
 const FONT: &str = "sans-serif";
-/// Line colours, picked by [`Line::colour`]: the first three are the
-/// engines' (fractaldb, RocksDB, SQLite, in `EngineKind::ALL` order), told
+/// Line colours, picked by [`Line::colour`]: the first four are the
+/// engines' (fractaldb, RocksDB, tuned RocksDB, SQLite, in `EngineKind::ALL` order), told
 /// apart by hue and by lightness, so they survive a grey-scale print.
 const PALETTE: [RGBColor; 6] = [
     RGBColor(0x1f, 0x5f, 0xbf), // blue

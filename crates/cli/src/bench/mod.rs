@@ -312,7 +312,7 @@ impl Plan {
         engines.dedup();
         if let Some(missing) = engines.iter().find(|e| !e.is_built()) {
             bail!(
-                "this build has no {missing}: rebuild with `--features {missing}` \
+                "this build has no {missing}: rebuild with `--features rocksdb` \
                  or leave it out of --engines"
             );
         }

@@ -45,7 +45,7 @@ pub fn live_wanted() -> bool {
 pub fn expected_rows(workload: WorkloadKind, rows: u64, gets: u64) -> Option<u64> {
     if workload == WorkloadKind::PointGet {
         Some(gets)
-    } else if workload.is_load() || workload == WorkloadKind::Scan {
+    } else if workload.is_load() || matches!(workload, WorkloadKind::Scan | WorkloadKind::Settle) {
         Some(rows)
     } else {
         None

@@ -51,6 +51,11 @@ pub enum WorkloadKind {
     CodecZlib,
     /// Log-like rows loaded with lzma.
     CodecLzma,
+    /// Settles what `insert` wrote before the reads: fractaldb flushes every
+    /// buffered message to the leaves (as OPTIMIZE TABLE does), RocksDB
+    /// compacts the whole key range; the reads after it then measure a
+    /// steady tree, and its bytes on disk are the settled size.
+    Settle,
     /// Point gets of random keys that `insert` wrote.
     PointGet,
     /// Short ordered range reads from random keys that `insert` wrote.
@@ -63,7 +68,7 @@ pub enum WorkloadKind {
 
 impl WorkloadKind {
     /// Every workload, in the order a run performs them.
-    pub const ALL: [WorkloadKind; 14] = [
+    pub const ALL: [WorkloadKind; 15] = [
         WorkloadKind::Insert,
         WorkloadKind::Iibench,
         WorkloadKind::RollupSeq,
@@ -74,6 +79,7 @@ impl WorkloadKind {
         WorkloadKind::CodecSnappy,
         WorkloadKind::CodecZlib,
         WorkloadKind::CodecLzma,
+        WorkloadKind::Settle,
         WorkloadKind::PointGet,
         WorkloadKind::RangeScan,
         WorkloadKind::Scan,
@@ -93,6 +99,7 @@ impl WorkloadKind {
             WorkloadKind::CodecSnappy => "codec-snappy",
             WorkloadKind::CodecZlib => "codec-zlib",
             WorkloadKind::CodecLzma => "codec-lzma",
+            WorkloadKind::Settle => "settle",
             WorkloadKind::PointGet => "point-get",
             WorkloadKind::RangeScan => "range-scan",
             WorkloadKind::Scan => "scan",
@@ -127,6 +134,7 @@ impl WorkloadKind {
     pub fn dataset(self) -> Dataset {
         match self {
             WorkloadKind::Insert
+            | WorkloadKind::Settle
             | WorkloadKind::PointGet
             | WorkloadKind::RangeScan
             | WorkloadKind::Scan
@@ -147,7 +155,11 @@ impl WorkloadKind {
     pub fn is_load(self) -> bool {
         !matches!(
             self,
-            WorkloadKind::PointGet | WorkloadKind::RangeScan | WorkloadKind::Scan | WorkloadKind::Mixed
+            WorkloadKind::Settle
+                | WorkloadKind::PointGet
+                | WorkloadKind::RangeScan
+                | WorkloadKind::Scan
+                | WorkloadKind::Mixed
         )
     }
 }
@@ -465,6 +477,12 @@ pub fn run(
                 | WorkloadKind::CodecSnappy
                 | WorkloadKind::CodecZlib
                 | WorkloadKind::CodecLzma => logs::load(session, params, &gen, &mut meter)?,
+                WorkloadKind::Settle => {
+                    engine.settle()?;
+                    // Counted as the rows it settled, so its rate compares engines.
+                    meter.add(params.rows);
+                    0
+                }
                 WorkloadKind::PointGet => point_get(session, params, &gen, &mut meter).map(|()| 0)?,
                 WorkloadKind::RangeScan => range_scan(session, params, &gen, &mut meter).map(|()| 0)?,
                 WorkloadKind::Scan => scan(session, params, &gen, &mut meter).map(|()| 0)?,

@@ -156,6 +156,10 @@ pub struct DictOptions {
     pub node_size_bytes: usize,
     /// Target size of a basement, the unit a point read fetches. From
     /// [`MIN_BASEMENT_BYTES`](crate::MIN_BASEMENT_BYTES) to the node size.
+    /// The default, 16 KiB before compression, bounds what a point read of
+    /// an evicted basement reads (one extent of at most its compressed size)
+    /// to about what a B-tree's page read costs; larger basements compress a
+    /// little better and cost every out-of-cache get proportionally more.
     pub basement_size_bytes: usize,
     /// Children per internal node before it splits. From
     /// [`MIN_FANOUT`](crate::MIN_FANOUT) to [`MAX_FANOUT`](crate::MAX_FANOUT).
@@ -170,7 +174,7 @@ impl Default for DictOptions {
     fn default() -> Self {
         DictOptions {
             node_size_bytes: 1 << 20,
-            basement_size_bytes: 64 << 10,
+            basement_size_bytes: 16 << 10,
             fanout: 16,
             codec: Codec::Zstd,
             comparator: None,

@@ -125,9 +125,7 @@ pub fn run(args: CommitArgs) -> Result<()> {
         bail!("commit compares fractaldb and rocksdb; sqlite is not measured here");
     }
     if let Some(missing) = engines.iter().find(|e| !e.is_built()) {
-        bail!(
-            "this build has no {missing}: rebuild with `--features {missing}` or leave it out of --engines"
-        );
+        bail!("this build has no {missing}: rebuild with `--features rocksdb` or leave it out of --engines");
     }
     let mut threads = if args.threads.is_empty() { DEFAULT_THREADS.to_vec() } else { args.threads.clone() };
     threads.sort();

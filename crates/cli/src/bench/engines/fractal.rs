@@ -128,6 +128,14 @@ impl Engine for FractalEngine {
         Ok(self.env.checkpoint()?)
     }
 
+    /// OPTIMIZE TABLE's pass over every dictionary (it ends with a checkpoint).
+    fn settle(&self) -> Result<()> {
+        for dictionary in self.dictionaries.values() {
+            self.env.optimize(dictionary, &mut |_| true)?;
+        }
+        self.flush()
+    }
+
     /// The folder as the file system sees it, plus the live bytes: every
     /// dictionary's current blocks, headers and table (`Dictionary::space`)
     /// and the whole of every other file (the log, the catalog).

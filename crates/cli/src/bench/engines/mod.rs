@@ -20,25 +20,34 @@ use crate::error::{Context, Result};
 pub enum EngineKind {
     Fractaldb,
     Rocksdb,
+    /// RocksDB tuned as MyRocks recommends (see `rocks::options_tuned`).
+    RocksdbTuned,
     Sqlite,
 }
 
 impl EngineKind {
     /// Every engine, in report order.
-    pub const ALL: [EngineKind; 3] = [EngineKind::Fractaldb, EngineKind::Rocksdb, EngineKind::Sqlite];
+    pub const ALL: [EngineKind; 4] =
+        [EngineKind::Fractaldb, EngineKind::Rocksdb, EngineKind::RocksdbTuned, EngineKind::Sqlite];
 
     /// The name used on the command line, in folders and in reports.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Fractaldb => "fractaldb",
             EngineKind::Rocksdb => "rocksdb",
+            EngineKind::RocksdbTuned => "rocksdb-tuned",
             EngineKind::Sqlite => "sqlite",
         }
     }
 
     /// Whether this build can run the engine (RocksDB needs `--features rocksdb`).
     pub fn is_built(self) -> bool {
-        self != EngineKind::Rocksdb || cfg!(feature = "rocksdb")
+        !self.is_rocksdb() || cfg!(feature = "rocksdb")
+    }
+
+    /// RocksDB in either profile.
+    pub fn is_rocksdb(self) -> bool {
+        matches!(self, EngineKind::Rocksdb | EngineKind::RocksdbTuned)
     }
 }
 
@@ -261,6 +270,11 @@ pub trait Engine: Sync {
     /// checkpoint). Every session must be gone.
     fn flush(&self) -> Result<()>;
 
+    /// Brings the stored data to its steady form after a load: nothing left
+    /// for background work to merge (fractaldb: every buffer flushed to the
+    /// leaves; RocksDB: the whole key range compacted), then [`flush`](Self::flush).
+    fn settle(&self) -> Result<()>;
+
     /// Bytes the engine's folder takes on disk.
     fn disk_usage(&self) -> Result<DiskUsage>;
 
@@ -294,7 +308,9 @@ pub trait Session {
 pub fn codecs(kind: EngineKind) -> &'static [Codec] {
     match kind {
         EngineKind::Fractaldb => &ALL_CODECS,
-        EngineKind::Rocksdb => &[Codec::None, Codec::Zstd, Codec::Lz4, Codec::Snappy],
+        EngineKind::Rocksdb | EngineKind::RocksdbTuned => {
+            &[Codec::None, Codec::Zstd, Codec::Lz4, Codec::Snappy]
+        }
         EngineKind::Sqlite => &[Codec::None],
     }
 }
@@ -323,9 +339,13 @@ pub fn open(
         EngineKind::Fractaldb => Box::new(fractal::FractalEngine::open(dir, config, keyspaces, codec)?),
         EngineKind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, config, keyspaces)?),
         #[cfg(feature = "rocksdb")]
-        EngineKind::Rocksdb => Box::new(rocks::RocksEngine::open(dir, config, keyspaces, codec)?),
+        EngineKind::Rocksdb => Box::new(rocks::RocksEngine::open(dir, config, keyspaces, codec, false)?),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksdbTuned => Box::new(rocks::RocksEngine::open(dir, config, keyspaces, codec, true)?),
         #[cfg(not(feature = "rocksdb"))]
-        EngineKind::Rocksdb => crate::bail!("this build has no RocksDB: rebuild with `--features rocksdb`"),
+        EngineKind::Rocksdb | EngineKind::RocksdbTuned => {
+            crate::bail!("this build has no RocksDB: rebuild with `--features rocksdb`")
+        }
     };
     Ok(engine)
 }

@@ -180,6 +180,11 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
+    /// A B-tree has nothing left to merge: the WAL moved into the file.
+    fn settle(&self) -> Result<()> {
+        self.flush()
+    }
+
     fn disk_usage(&self) -> Result<DiskUsage> {
         folder_usage(&self.dir)
     }
