@@ -82,6 +82,13 @@ pub(crate) enum MsgKind {
     /// versions made under them are dropped. A no-op if there are none, so
     /// replaying it twice is harmless.
     Abort = 6,
+    /// Delete every key `k` with `lo <= k < hi` under the dictionary's
+    /// comparator (the value: `lo (varint len + bytes) | hi (varint len +
+    /// bytes)`, [`range_val`]; the key is empty). One message however many
+    /// keys it covers: like a broadcast it is kept beside a buffer's point
+    /// messages and applied by MSN order to each key it covers, but a flush
+    /// copies it only into the children whose key ranges meet `[lo, hi)`.
+    RangeDelete = 7,
 }
 
 impl MsgKind {
@@ -93,6 +100,7 @@ impl MsgKind {
             4 => MsgKind::Broadcast,
             5 => MsgKind::Commit,
             6 => MsgKind::Abort,
+            7 => MsgKind::RangeDelete,
             _ => return None,
         })
     }
@@ -160,6 +168,11 @@ impl MsgBody {
         Ok(MsgBody { kind, fn_id, txid, provisional, commits, sp, val: Box::new([]) })
     }
 
+    /// A committed range delete of `[lo, hi)`, of no transaction yet.
+    pub(crate) fn range_delete(lo: &[u8], hi: &[u8]) -> MsgBody {
+        MsgBody::plain(MsgKind::RangeDelete, 0, &range_val(lo, hi))
+    }
+
     /// An `Abort` message's value for the savepoint range `[lo, hi)`.
     pub(crate) fn abort_val(lo: u32, hi: u32) -> Box<[u8]> {
         let mut v = Vec::new();
@@ -217,6 +230,50 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
         self.with_val(self.val.as_ref())
     }
 
+    /// Whether the message applies to many keys, not to its own (empty)
+    /// key: a broadcast or a range delete. Such messages are kept apart from
+    /// a buffer's key index (`MsgBuffer::broadcasts`), in MSN order.
+    pub(crate) fn is_wide(&self) -> bool {
+        matches!(self.kind, MsgKind::Broadcast | MsgKind::RangeDelete)
+    }
+
+    /// The bounds `[lo, hi)` of a range delete, borrowed from its value.
+    /// Only for values `check_range_val` accepted (every decoder of a
+    /// buffer or log record checks them), so a bad one is a bug.
+    pub(crate) fn range_bounds(&self) -> (&[u8], &[u8]) {
+        debug_assert_eq!(self.kind, MsgKind::RangeDelete);
+        parse_range_val(self.val.as_ref()).expect("range delete value checked when decoded")
+    }
+
+    /// Whether a wide message applies to `key`: a broadcast to every key,
+    /// a range delete to the keys in its range.
+    pub(crate) fn covers(&self, key: &[u8], cmp: super::Comparator) -> bool {
+        match self.kind {
+            MsgKind::Broadcast => true,
+            MsgKind::RangeDelete => {
+                let (lo, hi) = self.range_bounds();
+                cmp(lo, key) != std::cmp::Ordering::Greater && cmp(key, hi) == std::cmp::Ordering::Less
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a wide message can apply to a key in `[lo, hi)` (`None`:
+    /// unbounded): a flush copies it only into the children for which it
+    /// can, and a read gathers only those for its stretch of keys.
+    pub(crate) fn meets(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, cmp: super::Comparator) -> bool {
+        match self.kind {
+            MsgKind::Broadcast => true,
+            MsgKind::RangeDelete => {
+                let (a, b) = self.range_bounds();
+                cmp(a, b) == std::cmp::Ordering::Less
+                    && hi.is_none_or(|hi| cmp(a, hi) == std::cmp::Ordering::Less)
+                    && lo.is_none_or(|lo| cmp(lo, b) == std::cmp::Ordering::Less)
+            }
+            _ => false,
+        }
+    }
+
     /// The savepoint range `[lo, hi)` of an `Abort` message.
     pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
         let mut r = Reader::new(self.val.as_ref());
@@ -227,6 +284,47 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
             _ => Err("bad abort message range".into()),
         }
     }
+}
+
+/// A range delete's value: `lo (varint len + bytes) | hi (varint len + bytes)`.
+pub(crate) fn range_val(lo: &[u8], hi: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(lo.len() + hi.len() + 6);
+    put_bytes(&mut v, lo);
+    put_bytes(&mut v, hi);
+    v
+}
+
+/// The bounds of a range delete's value built by `range_val` (or checked
+/// by `check_wide`).
+pub(crate) fn split_range_val(val: &[u8]) -> (&[u8], &[u8]) {
+    parse_range_val(val).expect("a range delete's value is checked when made or decoded")
+}
+
+fn parse_range_val(val: &[u8]) -> DecodeResult<(&[u8], &[u8])> {
+    let mut r = Reader::new(val);
+    let lo = r.bytes()?;
+    let hi = r.bytes()?;
+    if !r.is_empty() {
+        return Err("trailing bytes after a range delete's bounds".into());
+    }
+    Ok((lo, hi))
+}
+
+/// Checks a decoded message with an empty key and value `val` of kind
+/// `kind`: a range delete's value must hold two bounds, each within the
+/// key size limit. (Their order is checked when the write is made, with
+/// the comparator; a decoder has none, and `lo >= hi` covers no key.)
+pub(crate) fn check_wide(kind: MsgKind, key: &[u8], val: &[u8]) -> DecodeResult<()> {
+    if kind == MsgKind::RangeDelete {
+        if !key.is_empty() {
+            return Err("a range delete with a key".into());
+        }
+        let (lo, hi) = parse_range_val(val)?;
+        if lo.len().max(hi.len()) > crate::limits::MAX_KEY_BYTES {
+            return Err("a range delete bound past the key size limit".into());
+        }
+    }
+    Ok(())
 }
 
 /// The transaction fields a write gives every message of a batch as it
@@ -386,6 +484,8 @@ pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
                 Ok(call_update_fn(f, body.fn_id, key, Some(old), body.val.as_ref()))
             }
         },
+        // Applied only to the keys its range covers (`MsgBody::covers`).
+        MsgKind::RangeDelete => Ok(None),
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
         MsgKind::Commit | MsgKind::Abort => Ok(old.map(<[u8]>::to_vec)),
     }

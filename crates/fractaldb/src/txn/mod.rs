@@ -419,6 +419,21 @@ impl TxnManager {
                 // Under the dictionary's intention lock: no key locks needed.
             } else if broadcast {
                 self.lock(tree, txid, LockKey::Min, LockKey::Max, LockMode::Write, self.lock_timeout)?;
+            } else if msgs.iter().any(|m| m.kind() == MsgKind::RangeDelete) {
+                // One write lock over the span of every key and range of the
+                // write (more than is written is safe: two-phase locking),
+                // so a writer of a key in a range waits as it would for a
+                // delete of that key. The span is closed, so it also holds
+                // the range's upper bound, which is not deleted.
+                let (lo, hi) = Self::write_span(tree, msgs);
+                self.lock(
+                    tree,
+                    txid,
+                    LockKey::Key(lo),
+                    LockKey::Key(hi),
+                    LockMode::Write,
+                    self.lock_timeout,
+                )?;
             } else {
                 // In key order, so two batches never deadlock on each other.
                 let mut keys: Vec<&[u8]> = msgs.iter().map(M::key).collect();
@@ -448,6 +463,28 @@ impl TxnManager {
             log.sync_to(lsn).map_err(log_failed)?;
         }
         Ok(())
+    }
+
+    /// The least and greatest key a write names: its point messages' keys
+    /// and its range deletes' bounds (`msgs` holds a range delete, so its
+    /// keys are not all the empty key).
+    fn write_span<'m, M: KeyedMsg>(tree: &Tree, msgs: &'m [M]) -> (&'m [u8], &'m [u8]) {
+        let cmp = tree.cmp;
+        let mut bounds: Vec<&[u8]> = Vec::new();
+        for m in msgs {
+            if m.kind() == MsgKind::RangeDelete {
+                let val = m.val();
+                let (lo, hi) = crate::tree::message::split_range_val(val);
+                if cmp(lo, hi) == std::cmp::Ordering::Less {
+                    bounds.extend([lo, hi]);
+                }
+            } else {
+                bounds.push(m.key());
+            }
+        }
+        let lo = bounds.iter().copied().min_by(|a, b| cmp(a, b)).unwrap_or(&[]);
+        let hi = bounds.iter().copied().max_by(|a, b| cmp(a, b)).unwrap_or(&[]);
+        (lo, hi)
     }
 
     /// A view for an autocommit read or cursor: the newest committed versions.
@@ -898,6 +935,11 @@ impl Txn {
     }
 
     fn write_ops_unguarded<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
+        if ops.iter().any(|m| m.kind() == MsgKind::RangeDelete) {
+            return Err(Error::invalid(
+                "a range delete inside a transaction is not supported (Dictionary::delete_range and Dictionary::write are)",
+            ));
+        }
         let mut st = self.st.lock();
         Self::check_writable(&st)?;
         let m = &self.shared.mgr;
