@@ -1,12 +1,16 @@
-//! Range deletes (`Dictionary::delete_range`, `WriteBatch::delete_range`):
-//! one message for every key of [lo, hi), in buffers and in leaves, across
-//! children, against snapshots, later puts, cursors, locks and bad bounds.
-//! (Crashes: `sim.rs`; random mixes against a model: `model.rs`.)
+//! Range deletes (`Dictionary::delete_range`, `WriteBatch::delete_range`,
+//! `Txn::delete_range`): one message for every key of [lo, hi), in buffers
+//! and in leaves, across children, against snapshots, later puts, cursors,
+//! locks and bad bounds; inside transactions (own reads, abort, savepoints,
+//! commit, prepare) and across crashes. (Crashes at any point of autocommit
+//! ones: `sim.rs`; random mixes against a model: `model.rs`.)
 
 use std::cmp::Ordering;
 use std::time::Duration;
 
-use fractaldb::{Codec, DictOptions, Dictionary, Env, EnvOptions, Error, Isolation, WriteBatch};
+use fractaldb::{
+    Codec, DictOptions, Dictionary, Env, EnvOptions, Error, Isolation, SimVfs, TxnOptions, WriteBatch,
+};
 
 fn reverse(a: &[u8], b: &[u8]) -> Ordering {
     b.cmp(a)
@@ -197,14 +201,134 @@ fn range_delete_bounds_locks_and_transactions() {
     t.put(&d, &key(50), b"mine").unwrap();
     assert!(matches!(d.delete_range(&key(40), &key(60)), Err(Error::LockTimeout { .. })));
     assert_eq!(keys(&d).len(), 100);
-    // Not yet inside a transaction: refused, nothing written.
+    // Inside a transaction too.
     let mut b = WriteBatch::new();
-    b.delete_range(&key(0), &key(10));
+    b.delete_range(&key(10), &key(0));
     assert!(matches!(t.write_batch(&d, &b), Err(Error::InvalidArgument(_))));
+    assert!(matches!(t.delete_range(&d, &key(0), &long), Err(Error::TooLarge { .. })));
     t.commit().unwrap();
     d.delete_range(&key(40), &key(60)).unwrap();
     assert_eq!(d.get(&key(50)).unwrap(), None);
     assert_eq!(keys(&d).len(), 80);
+}
+
+/// Reads of `t`, of a transaction reading the newest committed versions,
+/// and of the tree as a whole.
+fn counts(env: &Env, d: &Dictionary, t: &fractaldb::Txn) -> (usize, usize) {
+    let other = env.begin(Isolation::ReadCommitted).unwrap();
+    let r = (t.range(d, None, None, false).count(), other.range(d, None, None, false).count());
+    other.commit().unwrap();
+    r
+}
+
+#[test]
+fn a_transactions_range_delete_is_its_own_until_commit_and_undone_by_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), opts()).unwrap();
+    let d = env.create_dictionary("t", tiny(None)).unwrap();
+    filled(&env, &d, 2000);
+    let t = env.begin(Isolation::RepeatableRead).unwrap();
+    t.delete_range(&d, &key(100), &key(1900)).unwrap();
+    let blocked = |k: u32| {
+        let o =
+            env.begin_with(TxnOptions { lock_timeout: Some(Duration::ZERO), ..Default::default() }).unwrap();
+        let r = o.put(&d, &key(k), b"other");
+        o.abort().unwrap();
+        matches!(r, Err(Error::LockTimeout { .. }))
+    };
+    // In buffers, then (cleaner steps) provisional versions in the leaves.
+    // (The lock probes write, and their aborts are messages too: they run
+    // before and after the steps, which end once no buffer holds any.)
+    assert!(blocked(1000) && blocked(1900) && !blocked(1901) && !blocked(99));
+    let mut steps = 0;
+    loop {
+        assert_eq!(t.get(&d, &key(1000)).unwrap(), None);
+        assert_eq!(d.get(&key(1000)).unwrap().as_deref(), Some(&b"value 1000"[..]));
+        assert_eq!(counts(&env, &d, &t), (200, 2000), "after {steps} cleaner steps");
+        d.check().unwrap();
+        if env.run_cleaner(1).unwrap() == 0 {
+            break;
+        }
+        steps += 1;
+    }
+    assert!(steps > 2, "the messages went down in steps");
+    assert_eq!(d.check().unwrap().buffered_messages, 0);
+    assert!(blocked(1000) && blocked(1900) && !blocked(1901) && !blocked(99));
+    t.abort().unwrap();
+    assert_eq!(keys(&d).len(), 2000);
+    env.run_cleaner(usize::MAX).unwrap();
+    assert_eq!(d.check().unwrap().leafentries, 2000);
+    assert_eq!(keys(&d).len(), 2000);
+
+    // A savepoint rolled back past one brings its keys back; a put after
+    // one, inside its range, stays; the commit makes it everyone's.
+    let t = env.begin(Isolation::RepeatableRead).unwrap();
+    let sp = t.savepoint().unwrap();
+    t.delete_range(&d, &key(0), &key(500)).unwrap();
+    assert_eq!(counts(&env, &d, &t), (1500, 2000));
+    t.rollback_to(sp).unwrap();
+    assert_eq!(counts(&env, &d, &t), (2000, 2000));
+    let snapshot = env.begin(Isolation::RepeatableRead).unwrap();
+    t.delete_range(&d, &key(500), &key(600)).unwrap();
+    t.put(&d, &key(550), b"new").unwrap();
+    env.run_cleaner(3).unwrap();
+    assert_eq!(counts(&env, &d, &t), (1901, 2000));
+    t.commit().unwrap();
+    assert_eq!(keys(&d).len(), 1901);
+    assert_eq!(d.get(&key(550)).unwrap().as_deref(), Some(&b"new"[..]));
+    assert_eq!(snapshot.range(&d, None, None, false).count(), 2000);
+    snapshot.commit().unwrap();
+    d.put(&key(0), b"a write moves the horizon").unwrap();
+    env.run_cleaner(usize::MAX).unwrap();
+    assert_eq!(d.check().unwrap().leafentries, 1901);
+    assert_eq!(keys(&d).len(), 1901);
+}
+
+/// With crashes (`SimVfs`): a committed transactional range delete is whole
+/// after recovery, an open one is rolled back whole, and a prepared one
+/// comes back prepared, its range locked, until it is committed by xid.
+#[test]
+fn transactional_range_deletes_across_crashes() {
+    let sim = SimVfs::new(7);
+    let sim_opts = || EnvOptions { vfs: sim.boot(), commit_sync: true, ..opts() };
+    let env = Env::open("/db", sim_opts()).unwrap();
+    let d = env.create_dictionary("t", tiny(None)).unwrap();
+    for i in 0..1000 {
+        d.put(&key(i), b"v").unwrap();
+    }
+    env.checkpoint().unwrap();
+    let committed = env.begin(Isolation::RepeatableRead).unwrap();
+    committed.delete_range(&d, &key(0), &key(100)).unwrap();
+    committed.commit().unwrap();
+    let open = env.begin(Isolation::RepeatableRead).unwrap();
+    open.delete_range(&d, &key(200), &key(300)).unwrap();
+    let prepared = env.begin(Isolation::RepeatableRead).unwrap();
+    prepared.delete_range(&d, &key(400), &key(500)).unwrap();
+    prepared.prepare(b"xid").unwrap();
+    sim.crash();
+    drop((open, prepared, d, env));
+
+    let env = Env::open("/db", sim_opts()).unwrap();
+    let d = env.open_dictionary("t").unwrap();
+    let want = |prepared_done: bool| -> Vec<Vec<u8>> {
+        (100..1000).filter(|i| !prepared_done || !(400..500).contains(i)).map(key).collect()
+    };
+    assert_eq!(keys(&d), want(false));
+    let o = env.begin_with(TxnOptions { lock_timeout: Some(Duration::ZERO), ..Default::default() }).unwrap();
+    assert!(matches!(o.put(&d, &key(450), b"x"), Err(Error::LockTimeout { .. })));
+    o.put(&d, &key(250), b"v").unwrap();
+    o.commit().unwrap();
+    env.run_cleaner(usize::MAX).unwrap();
+    d.check().unwrap();
+    assert!(env.commit_prepared(b"xid").unwrap());
+    assert_eq!(keys(&d), want(true));
+    env.run_cleaner(usize::MAX).unwrap();
+    sim.crash();
+    drop((d, env));
+    let env = Env::open("/db", sim_opts()).unwrap();
+    let d = env.open_dictionary("t").unwrap();
+    assert_eq!(keys(&d), want(true));
+    d.check().unwrap();
 }
 
 /// Deleting a range of `FRACTALDB_RANGE_KEYS` (default 1M) keys by one

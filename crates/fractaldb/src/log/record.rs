@@ -150,7 +150,11 @@ impl Record {
                     let mut body = MsgBody::decode_head(&mut r)?;
                     // Commits are never logged as messages (only as
                     // `TxnCommit` records), folded into a write or not.
-                    if matches!(body.kind, MsgKind::Commit | MsgKind::Abort) || body.commits {
+                    let cleanup = matches!(
+                        body.kind,
+                        MsgKind::Commit | MsgKind::Abort | MsgKind::CommitRange | MsgKind::AbortRange
+                    );
+                    if cleanup || body.commits {
                         return Err("a write record holds a transaction clean-up message".into());
                     }
                     let key: Box<[u8]> = r.bytes()?.into();

@@ -379,7 +379,8 @@ impl Basement {
     }
 
     /// Applies a wide message to every entry it covers: a broadcast
-    /// update to all, a range delete to those in its range (the entries
+    /// update to all, a range message (a range delete, or a transaction's
+    /// clean-up of one) to those in its range (the entries
     /// outside are copied as they are, and a basement it misses is left
     /// alone).
     pub(crate) fn apply_wide<V: AsRef<[u8]>>(
@@ -390,7 +391,7 @@ impl Basement {
         horizon: u64,
     ) -> Result<(), String> {
         debug_assert!(body.is_wide());
-        let (start, end) = if body.kind == MsgKind::RangeDelete {
+        let (start, end) = if body.kind != MsgKind::Broadcast {
             let (lo, hi) = body.range_bounds();
             let at = |k: &[u8]| match self.search(k, cmp) {
                 Ok(x) | Err(x) => x,

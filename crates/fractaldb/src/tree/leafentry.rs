@@ -279,8 +279,9 @@ impl Entry {
                     }
                 }
             }
-            MsgKind::Commit => self.commit(body.txid),
-            MsgKind::Abort => {
+            // The range forms reach only the keys they cover (`covers`).
+            MsgKind::Commit | MsgKind::CommitRange => self.commit(body.txid),
+            MsgKind::Abort | MsgKind::AbortRange => {
                 let (lo, hi) = body.abort_range()?;
                 if let Some(p) = self.prov.as_mut().filter(|p| p.txid == body.txid) {
                     p.stack.retain(|(sp, _)| !(lo..hi).contains(sp));

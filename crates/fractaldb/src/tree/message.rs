@@ -89,6 +89,13 @@ pub(crate) enum MsgKind {
     /// messages and applied by MSN order to each key it covers, but a flush
     /// copies it only into the children whose key ranges meet `[lo, hi)`.
     RangeDelete = 7,
+    /// `Commit` for every key in a range: what a transaction's provisional
+    /// range delete needs at its commit (the keys it covered are not
+    /// known). Wide, like `RangeDelete`; the value is `range_val(lo, hi)`.
+    CommitRange = 8,
+    /// `Abort` for every key in a range; the value is `range_val(lo, hi)`
+    /// followed by an `Abort`'s savepoint range.
+    AbortRange = 9,
 }
 
 impl MsgKind {
@@ -101,6 +108,8 @@ impl MsgKind {
             5 => MsgKind::Commit,
             6 => MsgKind::Abort,
             7 => MsgKind::RangeDelete,
+            8 => MsgKind::CommitRange,
+            9 => MsgKind::AbortRange,
             _ => return None,
         })
     }
@@ -161,7 +170,12 @@ impl MsgBody {
         let txid = r.varint()?;
         let sp = if provisional { r.varint()? } else { 0 };
         let sp = u32::try_from(sp).map_err(|_| format!("savepoint id {sp} out of range"))?;
-        if provisional && (txid == 0 || !matches!(kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update))
+        if provisional
+            && (txid == 0
+                || !matches!(
+                    kind,
+                    MsgKind::Insert | MsgKind::Delete | MsgKind::Update | MsgKind::RangeDelete
+                ))
         {
             return Err(format!("a provisional {kind:?} message of transaction {txid}"));
         }
@@ -234,15 +248,40 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
     /// key: a broadcast or a range delete. Such messages are kept apart from
     /// a buffer's key index (`MsgBuffer::broadcasts`), in MSN order.
     pub(crate) fn is_wide(&self) -> bool {
-        matches!(self.kind, MsgKind::Broadcast | MsgKind::RangeDelete)
+        matches!(
+            self.kind,
+            MsgKind::Broadcast | MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange
+        )
     }
 
     /// The bounds `[lo, hi)` of a range delete, borrowed from its value.
     /// Only for values `check_range_val` accepted (every decoder of a
     /// buffer or log record checks them), so a bad one is a bug.
     pub(crate) fn range_bounds(&self) -> (&[u8], &[u8]) {
-        debug_assert_eq!(self.kind, MsgKind::RangeDelete);
-        parse_range_val(self.val.as_ref()).expect("range delete value checked when decoded")
+        debug_assert!(matches!(self.kind, MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange));
+        let (lo, hi, _) = parse_range_val(self.val.as_ref()).expect("range value checked when decoded");
+        (lo, hi)
+    }
+
+    /// A clean-up message (`Commit` or `Abort` of transaction `txid`) for
+    /// every key of the range `range` (a `range_val`): its wide form.
+    pub(crate) fn over_range(&self, range: &[u8]) -> MsgBody {
+        let kind = match self.kind {
+            MsgKind::Commit => MsgKind::CommitRange,
+            MsgKind::Abort => MsgKind::AbortRange,
+            k => unreachable!("{k:?} is not a clean-up message"),
+        };
+        let mut val = range.to_vec();
+        val.extend_from_slice(self.val.as_ref());
+        MsgBody {
+            kind,
+            fn_id: 0,
+            txid: self.txid,
+            provisional: false,
+            commits: false,
+            sp: 0,
+            val: val.into(),
+        }
     }
 
     /// Whether a wide message applies to `key`: a broadcast to every key,
@@ -250,7 +289,7 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
     pub(crate) fn covers(&self, key: &[u8], cmp: super::Comparator) -> bool {
         match self.kind {
             MsgKind::Broadcast => true,
-            MsgKind::RangeDelete => {
+            MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange => {
                 let (lo, hi) = self.range_bounds();
                 cmp(lo, key) != std::cmp::Ordering::Greater && cmp(key, hi) == std::cmp::Ordering::Less
             }
@@ -264,7 +303,7 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
     pub(crate) fn meets(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, cmp: super::Comparator) -> bool {
         match self.kind {
             MsgKind::Broadcast => true,
-            MsgKind::RangeDelete => {
+            MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange => {
                 let (a, b) = self.range_bounds();
                 cmp(a, b) == std::cmp::Ordering::Less
                     && hi.is_none_or(|hi| cmp(a, hi) == std::cmp::Ordering::Less)
@@ -274,9 +313,13 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
         }
     }
 
-    /// The savepoint range `[lo, hi)` of an `Abort` message.
+    /// The savepoint range `[lo, hi)` of an `Abort` (or `AbortRange`) message.
     pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
-        let mut r = Reader::new(self.val.as_ref());
+        let val = match self.kind {
+            MsgKind::AbortRange => parse_range_val(self.val.as_ref())?.2,
+            _ => self.val.as_ref(),
+        };
+        let mut r = Reader::new(val);
         let lo = r.varint()?;
         let hi = r.varint()?;
         match (u32::try_from(lo), u32::try_from(hi)) {
@@ -297,17 +340,16 @@ pub(crate) fn range_val(lo: &[u8], hi: &[u8]) -> Vec<u8> {
 /// The bounds of a range delete's value built by `range_val` (or checked
 /// by `check_wide`).
 pub(crate) fn split_range_val(val: &[u8]) -> (&[u8], &[u8]) {
-    parse_range_val(val).expect("a range delete's value is checked when made or decoded")
+    let (lo, hi, _) = parse_range_val(val).expect("a range delete's value is checked when made or decoded");
+    (lo, hi)
 }
 
-fn parse_range_val(val: &[u8]) -> DecodeResult<(&[u8], &[u8])> {
+/// The bounds at the head of a range message's value, and what follows.
+fn parse_range_val(val: &[u8]) -> DecodeResult<(&[u8], &[u8], &[u8])> {
     let mut r = Reader::new(val);
     let lo = r.bytes()?;
     let hi = r.bytes()?;
-    if !r.is_empty() {
-        return Err("trailing bytes after a range delete's bounds".into());
-    }
-    Ok((lo, hi))
+    Ok((lo, hi, &val[r.pos()..]))
 }
 
 /// Checks a decoded message with an empty key and value `val` of kind
@@ -315,13 +357,23 @@ fn parse_range_val(val: &[u8]) -> DecodeResult<(&[u8], &[u8])> {
 /// key size limit. (Their order is checked when the write is made, with
 /// the comparator; a decoder has none, and `lo >= hi` covers no key.)
 pub(crate) fn check_wide(kind: MsgKind, key: &[u8], val: &[u8]) -> DecodeResult<()> {
-    if kind == MsgKind::RangeDelete {
+    if matches!(kind, MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange) {
         if !key.is_empty() {
-            return Err("a range delete with a key".into());
+            return Err(format!("a {kind:?} message with a key"));
         }
-        let (lo, hi) = parse_range_val(val)?;
+        let (lo, hi, rest) = parse_range_val(val)?;
         if lo.len().max(hi.len()) > crate::limits::MAX_KEY_BYTES {
-            return Err("a range delete bound past the key size limit".into());
+            return Err("a range bound past the key size limit".into());
+        }
+        let rest_ok = match kind {
+            MsgKind::AbortRange => {
+                let mut r = Reader::new(rest);
+                r.varint().is_ok() && r.varint().is_ok() && r.is_empty()
+            }
+            _ => rest.is_empty(),
+        };
+        if !rest_ok {
+            return Err(format!("a {kind:?} message with bad bytes after its bounds"));
         }
     }
     Ok(())
@@ -487,7 +539,9 @@ pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
         // Applied only to the keys its range covers (`MsgBody::covers`).
         MsgKind::RangeDelete => Ok(None),
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
-        MsgKind::Commit | MsgKind::Abort => Ok(old.map(<[u8]>::to_vec)),
+        MsgKind::Commit | MsgKind::Abort | MsgKind::CommitRange | MsgKind::AbortRange => {
+            Ok(old.map(<[u8]>::to_vec))
+        }
     }
 }
 
