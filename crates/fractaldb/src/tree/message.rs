@@ -576,6 +576,8 @@ pub(crate) fn missing_fn(id: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::buffer::MsgBuffer;
+    use crate::tree::KeyOrder;
 
     #[test]
     fn messages_round_trip_through_their_wire_form() {
@@ -602,6 +604,45 @@ mod tests {
         // The commits flag without the provisional one is refused.
         out[8] = MsgKind::Update as u8 | KIND_COMMITS;
         assert!(Msg::decode(&mut Reader::new(&out)).is_err());
+    }
+
+    #[test]
+    fn range_messages_cover_their_range_and_bad_values_are_refused() {
+        let cmp: crate::tree::Comparator = |a, b| a.cmp(b);
+        let rd = MsgBody::range_delete(b"b", b"d");
+        assert!(rd.is_wide());
+        assert_eq!(rd.range_bounds(), (&b"b"[..], &b"d"[..]));
+        let covered: Vec<&[u8]> =
+            [&b"a"[..], b"b", b"c", b"d"].into_iter().filter(|k| rd.covers(k, cmp)).collect();
+        assert_eq!(covered, [&b"b"[..], b"c"]);
+        assert!(rd.meets(Some(b"c"), None, cmp) && rd.meets(None, Some(b"c"), cmp));
+        assert!(!rd.meets(Some(b"d"), None, cmp) && !rd.meets(None, Some(b"b"), cmp));
+        assert!(!MsgBody::range_delete(b"b", b"b").meets(None, None, cmp), "an empty range meets nothing");
+        // The clean-up forms keep the range and, for an abort, its savepoints.
+        let abort = MsgBody::plain_txn(MsgKind::Abort, 5, MsgBody::abort_val(2, 9)).over_range(&rd.val);
+        assert_eq!((abort.kind, abort.txid, abort.abort_range()), (MsgKind::AbortRange, 5, Ok((2, 9))));
+        assert!(abort.covers(b"c", cmp) && !abort.covers(b"d", cmp));
+        check_wide(MsgKind::AbortRange, b"", &abort.val).unwrap();
+        check_wide(MsgKind::RangeDelete, b"", &rd.val).unwrap();
+        // A decoder refuses a key, a truncated range, trailing bytes and a
+        // bound past the key size limit.
+        assert!(check_wide(MsgKind::RangeDelete, b"k", &rd.val).is_err());
+        assert!(check_wide(MsgKind::RangeDelete, b"", &rd.val[..3]).is_err());
+        assert!(check_wide(MsgKind::RangeDelete, b"", &[&rd.val[..], b"x"].concat()).is_err());
+        assert!(check_wide(MsgKind::CommitRange, b"", &abort.val).is_err());
+        let long = vec![0; crate::limits::MAX_KEY_BYTES + 1];
+        assert!(check_wide(MsgKind::RangeDelete, b"", &range_val(b"", &long)).is_err());
+        // A buffer holding a damaged range delete does not decode.
+        let mut buf = MsgBuffer::default();
+        buf.insert(Msg { msn: 1, key: Box::new([]), body: rd.clone() }, KeyOrder { cmp, bytewise: true });
+        let mut bytes = Vec::new();
+        buf.encode(&mut bytes);
+        assert_eq!(MsgBuffer::decode(bytes.clone(), KeyOrder { cmp, bytewise: true }).unwrap().len(), 1);
+        // The value ends `1 | b | 1 | d`: `hi`'s length now runs past it.
+        let n = bytes.len();
+        assert_eq!(bytes[n - 4..], [1, b'b', 1, b'd']);
+        bytes[n - 2] = 5;
+        assert!(MsgBuffer::decode(bytes, KeyOrder { cmp, bytewise: true }).is_err());
     }
 
     #[test]
