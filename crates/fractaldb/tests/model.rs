@@ -200,7 +200,36 @@ fn run_model(seed: u64, ops: usize, opts: DictOptions, cache: usize) -> (u64, u6
                 }
                 d.write(&b).unwrap();
             }
-            665..=899 => {
+            665..=669 => {
+                // A range delete, alone or in a batch among puts and
+                // deletes (which apply in order: a put after it stays).
+                let mut a = key(&mut run.rng, run.space);
+                let first: u64 = std::str::from_utf8(&a[..8]).unwrap().parse().unwrap();
+                let mut z = format!("{:08}", first + run.rng.gen_range(0..3000)).into_bytes();
+                if a > z {
+                    std::mem::swap(&mut a, &mut z);
+                }
+                if run.rng.gen_bool(0.5) {
+                    d.delete_range(&a, &z).unwrap();
+                    run.model.retain(|k, _| !(&a..&z).contains(&k));
+                } else {
+                    let mut b = WriteBatch::new();
+                    let around = |b: &mut WriteBatch, run: &mut Run| {
+                        for _ in 0..run.rng.gen_range(0..20) {
+                            let k = key(&mut run.rng, run.space);
+                            let v = value(&mut run.rng);
+                            b.put(&k, &v);
+                            run.model.insert(k, v);
+                        }
+                    };
+                    around(&mut b, &mut run);
+                    b.delete_range(&a, &z);
+                    run.model.retain(|k, _| !(&a..&z).contains(&k));
+                    around(&mut b, &mut run);
+                    d.write(&b).unwrap();
+                }
+            }
+            670..=899 => {
                 let k = key(&mut run.rng, run.space);
                 assert_eq!(d.get(&k).unwrap(), run.model.get(&k).cloned(), "get {k:?} at op {i}");
             }

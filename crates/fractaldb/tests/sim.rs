@@ -3,8 +3,8 @@
 //! no background threads (`EnvOptions::background_threads = false`), so the
 //! seed alone decides the workload, the I/O and where each crash lands.
 //!
-//! Each seed runs a random workload (puts, deletes, batches, upserts whose
-//! effect shows if applied twice, broadcast upserts, explicit checkpoints
+//! Each seed runs a random workload (puts, deletes, range deletes, batches,
+//! upserts whose effect shows if applied twice, broadcast upserts, explicit checkpoints
 //! and cleaner steps) on tiny nodes, a tiny cache and 4 KiB log files,
 //! against a model (a `BTreeMap`). A crash is armed to strike after a random
 //! number of file-system operations, so it lands anywhere: mid-flush,
@@ -76,6 +76,8 @@ fn dict_opts() -> DictOptions {
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// Deletes the keys in [lo, hi).
+    RangeDelete(Vec<u8>, Vec<u8>),
     Append(Vec<u8>, Vec<u8>),
     Broadcast(Vec<u8>),
     Batch(Vec<Op>),
@@ -94,7 +96,12 @@ fn gen_op(rng: &mut SmallRng, depth: u32) -> Op {
             let v = (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect();
             Op::Put(key(rng), v)
         }
-        45..=59 => Op::Delete(key(rng)),
+        45..=56 => Op::Delete(key(rng)),
+        57..=59 => {
+            let lo = rng.gen_range(0..5000);
+            let hi = lo + rng.gen_range(0..200);
+            Op::RangeDelete(format!("key{lo:05}").into_bytes(), format!("key{hi:05}").into_bytes())
+        }
         60..=74 => Op::Append(key(rng), vec![rng.gen_range(b'A'..=b'Z')]),
         75..=76 => Op::Broadcast(vec![rng.gen_range(b'0'..=b'9')]),
         77..=91 if depth == 0 => Op::Batch((0..rng.gen_range(1..8)).map(|_| gen_op(rng, 1)).collect()),
@@ -112,6 +119,7 @@ fn apply_model(m: &mut Model, op: &Op) {
         Op::Delete(k) => {
             m.remove(k);
         }
+        Op::RangeDelete(lo, hi) => m.retain(|k, _| !(lo..hi).contains(&k)),
         Op::Append(k, a) => {
             let v = apply_append(m.get(k), a);
             m.insert(k.clone(), v);
@@ -139,6 +147,7 @@ fn run_write(d: &fractaldb::Dictionary, op: &Op) -> fractaldb::Result<()> {
     match op {
         Op::Put(k, v) => d.put(k, v),
         Op::Delete(k) => d.delete(k),
+        Op::RangeDelete(lo, hi) => d.delete_range(lo, hi),
         Op::Append(k, a) => d.update(k, APPEND, a),
         Op::Broadcast(a) => d.broadcast_update(APPEND, a),
         Op::Batch(ops) => {
@@ -147,6 +156,7 @@ fn run_write(d: &fractaldb::Dictionary, op: &Op) -> fractaldb::Result<()> {
                 match o {
                     Op::Put(k, v) => b.put(k, v),
                     Op::Delete(k) => b.delete(k),
+                    Op::RangeDelete(lo, hi) => b.delete_range(lo, hi),
                     Op::Append(k, a) => b.update(k, APPEND, a),
                     // A broadcast cannot be batched (`batchable` removes them).
                     _ => {}
@@ -334,6 +344,7 @@ fn prefixed(t: u64, op: Op) -> Op {
     match op {
         Op::Put(k, v) => Op::Put(p(k), v),
         Op::Delete(k) => Op::Delete(p(k)),
+        Op::RangeDelete(lo, hi) => Op::RangeDelete(p(lo), p(hi)),
         Op::Append(k, a) => Op::Append(p(k), a),
         Op::Batch(ops) => Op::Batch(ops.into_iter().map(|o| prefixed(t, o)).collect()),
         other => other,
@@ -364,7 +375,14 @@ fn concurrent_seed(seed: u64) {
                         let op = loop {
                             // Only writes here: checkpoints and cleaning run in the background.
                             let op = batchable(&gen_op(&mut rng, 0));
-                            if matches!(op, Op::Put(..) | Op::Delete(_) | Op::Append(..) | Op::Batch(_)) {
+                            if matches!(
+                                op,
+                                Op::Put(..)
+                                    | Op::Delete(_)
+                                    | Op::RangeDelete(..)
+                                    | Op::Append(..)
+                                    | Op::Batch(_)
+                            ) {
                                 break prefixed(t, op);
                             }
                         };

@@ -76,6 +76,23 @@ impl WriteBatch {
         self.push(MsgKind::Delete, 0, key, &[]);
     }
 
+    /// Deletes every key `k` with `lo <= k < hi` under the dictionary's
+    /// comparator, as one message (see [`Dictionary::delete_range`]). Each
+    /// bound is a key (at most `MAX_KEY_BYTES`); a batch holding a range
+    /// with `lo` above `hi` fails to write with `Error::InvalidArgument`.
+    /// Changes of the batch apply in the order added: a put after the range
+    /// delete of its key stays, one before is deleted.
+    pub fn delete_range(&mut self, lo: &[u8], hi: &[u8]) {
+        if self.refused.is_some() {
+            return;
+        }
+        if let Some(b) = [lo, hi].into_iter().find(|b| b.len() > limits::MAX_KEY_BYTES) {
+            self.refused = Some(("key", b.len() as u64, limits::MAX_KEY_BYTES as u64));
+            return;
+        }
+        self.push(MsgKind::RangeDelete, 0, &[], &crate::tree::message::range_val(lo, hi));
+    }
+
     pub fn update(&mut self, key: &[u8], fn_id: u8, arg: &[u8]) {
         self.push(MsgKind::Update, fn_id, key, arg);
     }

@@ -35,6 +35,29 @@ impl Dictionary {
         self.txns.autocommit(&self.tree, &[(key, &MsgBody::plain(MsgKind::Delete, 0, &[]))])
     }
 
+    /// Deletes every key `k` with `lo <= k < hi` under the dictionary's
+    /// comparator, as one message and one log record, without reading the
+    /// range: its cost does not grow with the keys it covers (they are
+    /// dropped as the message reaches the leaves). Readers see the keys gone
+    /// at once; a snapshot taken before it still sees them. Each bound is at
+    /// most [`MAX_KEY_BYTES`] (else `Error::TooLarge`); `lo` above `hi` is
+    /// `Error::InvalidArgument`, and `lo == hi` deletes nothing. Writers of
+    /// keys in `[lo, hi]` wait for it as for a delete of their key.
+    ///
+    /// [`MAX_KEY_BYTES`]: crate::MAX_KEY_BYTES
+    pub fn delete_range(&self, lo: &[u8], hi: &[u8]) -> Result<()> {
+        limits::check_key(lo)?;
+        limits::check_key(hi)?;
+        match self.tree.guarded_read(|| Ok((self.tree.cmp)(lo, hi)))? {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => return Ok(()),
+            std::cmp::Ordering::Greater => {
+                return Err(Error::invalid("delete_range: the lower bound is above the upper bound"))
+            }
+        }
+        self.txns.autocommit(&self.tree, &[(&[][..], &MsgBody::range_delete(lo, hi))])
+    }
+
     /// Upserts `key` through update function `fn_id` with `arg`, without
     /// reading: the function runs when the message reaches the leaf or a reader.
     pub fn update(&self, key: &[u8], fn_id: u8, arg: &[u8]) -> Result<()> {

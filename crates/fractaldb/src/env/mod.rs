@@ -34,7 +34,7 @@ use crate::tree::meta::Meta;
 use crate::tree::meta::Settings;
 use crate::tree::{Comparator, Context, Logging, Tree};
 use crate::txn::locktree::{LockEnd, LockMode, LockStats};
-use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey};
+use crate::txn::{Isolation, Txn, TxnManager, TxnOptions, UndoKey, UNDO_RANGE};
 
 mod backup;
 mod batch;

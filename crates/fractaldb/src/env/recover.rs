@@ -67,7 +67,10 @@ impl Env {
                 Record::Write { file_id, msgs } => {
                     for (k, b) in &msgs {
                         next_txid = next_txid.max(b.txid.saturating_add(1));
-                        if b.provisional {
+                        if b.provisional && b.kind == MsgKind::RangeDelete {
+                            // Its clean-up covers the range (`UNDO_RANGE`).
+                            txn_keys.entry(b.txid).or_default().push((file_id | UNDO_RANGE, b.val.clone()));
+                        } else if b.provisional {
                             txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
                         }
                     }
@@ -152,7 +155,8 @@ impl Env {
         for (txid, (xid, first_lsn)) in restore {
             let keys = txn_keys.remove(&txid).unwrap_or_default();
             let mut trees = HashMap::new();
-            for (file_id, _) in &keys {
+            for (entry_id, _) in &keys {
+                let file_id = &(entry_id & !UNDO_RANGE);
                 if let (false, Some((name, info))) = (trees.contains_key(file_id), ckpt_lsns.get(file_id)) {
                     if let Err(e) = info {
                         return Err(Error::corrupt(
@@ -202,7 +206,7 @@ impl Env {
     fn send_cleanup(&self, ckpt_lsns: &CkptInfo, keys: &[UndoKey], body: &MsgBody) -> Result<u64> {
         let mut writes = 0;
         for run in keys.chunk_by(|a, b| a.0 == b.0) {
-            let Some((name, info)) = ckpt_lsns.get(&run[0].0) else { continue };
+            let Some((name, info)) = ckpt_lsns.get(&(run[0].0 & !UNDO_RANGE)) else { continue };
             if let Err(e) = info {
                 return Err(Error::corrupt(
                     &self.inner.path,
@@ -212,7 +216,7 @@ impl Env {
             }
             let tree = self.open_tree(name)?;
             for c in run.chunks(1024) {
-                let msgs: Vec<(&[u8], &MsgBody)> = c.iter().map(|(_, k)| (&k[..], body)).collect();
+                let msgs = crate::txn::cleanup_msgs(c, body);
                 tree.write_msgs(&msgs, None, Logging::None)?;
                 writes += 1;
             }

@@ -1,7 +1,7 @@
 //! What the engine writes into the log, and how recovery reads it back.
 //!
 //! One log record per atomic step: a whole `WriteBatch` (or single put,
-//! delete, update, broadcast) is one `Write` record, so replay applies a batch
+//! delete, update, broadcast, range delete) is one `Write` record, so replay applies a batch
 //! entirely or not at all. The record is appended while the tree's root is
 //! write-locked, so for every dictionary the log's order is the order in which
 //! messages took their MSNs: replaying in LSN order rebuilds the same state.
@@ -11,7 +11,8 @@
 //! ```text
 //! Write:           1 | file_id varint | count varint |
 //!                  count × (kind u8 | fn_id u8 | txid varint | [sp varint] | key (varint len + bytes) | value (varint len + bytes))
-//!                  (the message head of `message.rs`: bit 0x80 of kind marks a provisional write, which carries sp)
+//!                  (the message head of `message.rs`: bit 0x80 of kind marks a provisional write, which carries sp;
+//!                  a range delete, kind 7, has an empty key and the value `lo (varint len + bytes) | hi (varint len + bytes)`)
 //! CreateDict:      2 | file_id varint | name (varint len + UTF-8)
 //! DropDict:        3 | file_id varint | name
 //! RenameDict:      4 | file_id varint | from | to
@@ -149,11 +150,16 @@ impl Record {
                     let mut body = MsgBody::decode_head(&mut r)?;
                     // Commits are never logged as messages (only as
                     // `TxnCommit` records), folded into a write or not.
-                    if matches!(body.kind, MsgKind::Commit | MsgKind::Abort) || body.commits {
+                    let cleanup = matches!(
+                        body.kind,
+                        MsgKind::Commit | MsgKind::Abort | MsgKind::CommitRange | MsgKind::AbortRange
+                    );
+                    if cleanup || body.commits {
                         return Err("a write record holds a transaction clean-up message".into());
                     }
                     let key: Box<[u8]> = r.bytes()?.into();
                     body.val = r.bytes()?.into();
+                    crate::tree::message::check_wide(body.kind, &key, &body.val)?;
                     msgs.push((key, body));
                 }
                 Record::Write { file_id, msgs }

@@ -378,18 +378,40 @@ impl Basement {
         Ok(Staged::Splice { idx, present, keep, start, old_len, entry })
     }
 
-    /// Runs a broadcast update over every entry.
-    pub(crate) fn apply_broadcast<V: AsRef<[u8]>>(
+    /// Applies a wide message to every entry it covers: a broadcast
+    /// update to all, a range message (a range delete, or a transaction's
+    /// clean-up of one) to those in its range (the entries
+    /// outside are copied as they are, and a basement it misses is left
+    /// alone).
+    pub(crate) fn apply_wide<V: AsRef<[u8]>>(
         &mut self,
         body: &MsgBody<V>,
+        cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
     ) -> Result<(), String> {
-        debug_assert_eq!(body.kind, MsgKind::Broadcast);
+        debug_assert!(body.is_wide());
+        let (start, end) = if body.kind != MsgKind::Broadcast {
+            let (lo, hi) = body.range_bounds();
+            let at = |k: &[u8]| match self.search(k, cmp) {
+                Ok(x) | Err(x) => x,
+            };
+            let (start, end) = (at(lo), at(hi));
+            if start >= end {
+                return Ok(());
+            }
+            (start, end)
+        } else {
+            (0, self.len())
+        };
         let mut out = Basement { data: Vec::with_capacity(self.data.len()), offs: Vec::new() };
         let mut le = Vec::new();
         for i in 0..self.len() {
             let (k, old) = self.entry(i);
+            if !(start..end).contains(&i) {
+                out.push_raw(k, old)?;
+                continue;
+            }
             le.clear();
             if merge_key(k, Some(old), std::iter::once(body), fns, horizon, &mut le)? {
                 out.push_raw(k, &le)?;
@@ -474,7 +496,7 @@ pub(crate) fn merge_key<'m, V: AsRef<[u8]> + 'm>(
     let simple = |b: &MsgBody<V>| {
         (!b.provisional || b.commits)
             && b.txid < horizon
-            && matches!(b.kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update)
+            && matches!(b.kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update | MsgKind::RangeDelete)
     };
     if old.is_none_or(|le| le.first() == Some(&leafentry::LE_VALUE)) && msgs.clone().all(simple) {
         // A newest message that is an insert or a delete sets the value

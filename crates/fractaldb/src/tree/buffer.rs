@@ -22,8 +22,14 @@
 //! a grandchild's buffer: the piece's bytes are appended to the arena and
 //! the two offset lists merged.
 //!
-//! Broadcast messages, which apply to every key, are kept decoded beside
-//! the index in MSN order; a flush copies them into every buffer below.
+//! Wide messages (broadcasts, which apply to every key, and range deletes,
+//! which apply to the keys of a range) are kept decoded beside the index in
+//! MSN order, in `broadcasts`; a flush copies a broadcast into every buffer
+//! below and a range delete, whole (not cut), into each buffer whose child's
+//! key range meets its range. A reader of a key applies the buffer's point
+//! messages for the key and the wide messages covering it in one MSN order,
+//! so a put newer than a range delete over its key wins, and an older one
+//! is deleted, whichever list either sits in.
 //!
 //! Invariant (checked by `check`): every message in a buffer has a lower MSN
 //! than every message in the buffers of its parent node for the same child,
@@ -64,7 +70,7 @@ pub(crate) struct MsgBuffer {
     data: Vec<u8>,
     /// Each point message's slot, in (key, MSN) order.
     offs: Vec<Slot>,
-    /// Broadcast messages, in MSN order.
+    /// Wide messages (broadcasts and range deletes), in MSN order.
     broadcasts: Vec<(u64, MsgBody)>,
 }
 
@@ -291,7 +297,7 @@ impl MsgBuffer {
     }
 
     pub(crate) fn insert_ref(&mut self, msg: MsgRef, order: KeyOrder) {
-        if msg.body.kind == MsgKind::Broadcast {
+        if msg.body.is_wide() {
             self.insert_broadcast(msg.msn, msg.body.with_val(msg.body.val.into()));
             return;
         }
@@ -338,7 +344,7 @@ impl MsgBuffer {
             broadcasts: Vec::new(),
         };
         for m in msgs {
-            debug_assert!(m.body.kind != MsgKind::Broadcast, "insert_many takes point messages");
+            debug_assert!(!m.body.is_wide(), "insert_many takes point messages");
             let slot = Slot { prefix: prefix(m.key, order), off: offset(piece.data.len()) };
             m.encode(&mut piece.data);
             piece.offs.push(slot);
@@ -560,8 +566,9 @@ impl MsgBuffer {
 
     /// Cuts the buffer at `pivots` (ascending): piece `i` holds the messages
     /// with keys below `pivots[i]` and not below `pivots[i - 1]`. Every
-    /// piece gets a copy of the broadcasts. Each piece's arena holds only
-    /// its own messages, in order.
+    /// piece gets a copy of the broadcasts, and of each range delete whose
+    /// range meets the piece's key range (uncut). Each piece's arena holds
+    /// only its own messages, in order.
     pub(crate) fn split(self, pivots: &[Box<[u8]>], order: KeyOrder) -> Vec<MsgBuffer> {
         let mut pieces = Vec::with_capacity(pivots.len() + 1);
         let mut start = 0;
@@ -579,7 +586,15 @@ impl MsgBuffer {
             let mut piece = MsgBuffer {
                 data: Vec::with_capacity(lens.iter().sum()),
                 offs: Vec::with_capacity(end - start),
-                broadcasts: self.broadcasts.clone(),
+                broadcasts: self
+                    .broadcasts
+                    .iter()
+                    .filter(|(_, b)| {
+                        let lo = i.checked_sub(1).map(|j| &*pivots[j]);
+                        b.meets(lo, pivots.get(i).map(|p| &**p), order.cmp)
+                    })
+                    .cloned()
+                    .collect(),
             };
             for (&s, len) in self.offs[start..end].iter().zip(lens) {
                 piece.offs.push(Slot { off: offset(piece.data.len()), ..s });
@@ -637,7 +652,8 @@ impl MsgBuffer {
             let mut head = MsgBody::decode_head(&mut r)?;
             let key = r.bytes()?;
             let val = r.bytes()?;
-            if head.kind == MsgKind::Broadcast {
+            super::message::check_wide(head.kind, key, val)?;
+            if head.is_wide() {
                 head.val = val.into();
                 broadcasts.push((msn, head));
                 continue;

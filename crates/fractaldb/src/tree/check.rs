@@ -326,6 +326,7 @@ impl Tree {
                 return Err(self.bad(bn, format!("message MSN {msn} buffered for the wrong child {i}")));
             }
         }
+        self.check_wide(bn, i, &c.buf, (clo, chi))?;
         let min_msn = c.buf.msn_range().map_or(u64::MAX, |(l, _)| l);
         if let Some((_, max)) = c.buf.msn_range() {
             if max >= newer_than {
@@ -389,6 +390,7 @@ impl Tree {
                     return Err(self.bad(bn, format!("spill {j}'s filter misses MSN {msn}'s key")));
                 }
             }
+            self.check_wide(bn, i, &buf, (clo, chi))?;
             if !sp.bloom.is_empty() && (!buf.broadcasts().is_empty() || !self.order.bytewise) {
                 return Err(self.bad(bn, format!("spill {j} has a filter it may not have")));
             }
@@ -408,6 +410,30 @@ impl Tree {
             report.folded_commits += buf.folded() as u64;
         }
         Ok(min_msn)
+    }
+
+    /// Every wide message buffered for child `i` (bounds [clo, chi)) can
+    /// apply to one of its keys: a flush copies a range delete only into
+    /// the children its range meets, and a child's range only grows while
+    /// its buffer holds messages (a merge; a split empties it first).
+    fn check_wide(
+        &self,
+        bn: BlockNum,
+        i: usize,
+        buf: &super::buffer::MsgBuffer,
+        (clo, chi): (Option<&[u8]>, Option<&[u8]>),
+    ) -> Result<()> {
+        for (msn, b) in buf.broadcasts() {
+            if !b.is_wide() {
+                return Err(self.bad(bn, format!("message MSN {msn} kept as a wide message for child {i}")));
+            }
+            if !b.meets(clo, chi, self.cmp) {
+                return Err(
+                    self.bad(bn, format!("range delete MSN {msn} buffered for child {i}, which it misses"))
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Re-reads a clean node's block and verifies every checksum.

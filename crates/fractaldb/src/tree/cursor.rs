@@ -305,7 +305,10 @@ impl Tree {
         let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
         for (buf, own) in bufs.iter().zip(&owned) {
             msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
-            broadcasts.extend(buf.broadcasts().iter().map(|(m, b)| (*m, b)));
+            // Only those that can cover a key of this stretch: a range
+            // delete elsewhere leaves the common case below alone.
+            let wide = buf.broadcasts().iter().filter(|(_, b)| b.meets(lo, msg_hi, cmp));
+            broadcasts.extend(wide.map(|(m, b)| (*m, b)));
         }
         msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
         broadcasts.sort_by_key(|b| b.0);
@@ -429,7 +432,10 @@ impl Tree {
             let applied = if point_first {
                 e.apply(key, point.next().expect("peeked").1, fns)
             } else {
-                e.apply(key, bc.next().expect("peeked").1, fns)
+                match bc.next().expect("peeked").1 {
+                    b if b.covers(key, self.cmp) => e.apply(key, b, fns),
+                    _ => Ok(()),
+                }
             };
             applied.map_err(Error::InvalidArgument)?;
         }

@@ -36,7 +36,7 @@ use parking_lot::{ArcRwLockWriteGuard, RawRwLock};
 
 use super::basement::Basement;
 use super::buffer::{Merger, MsgBuffer};
-use super::message::{MsgBody, MsgKind};
+use super::message::MsgBody;
 use super::node::{Body, Child, Node};
 use super::Tree;
 use crate::cache::Entry;
@@ -124,9 +124,11 @@ enum Step {
 pub(crate) type PointMsg<'a, V> = (&'a [u8], u64, &'a MsgBody<V>);
 
 /// Applies messages to a leaf whose basements are all in memory. `msgs` is
-/// (key, MSN, body) in any order; broadcasts have empty keys. Point messages
-/// on different keys commute, so they are applied per basement in key order;
-/// a broadcast is a barrier between the messages older and newer than it.
+/// (key, MSN, body) in any order; wide messages (broadcasts, range deletes)
+/// have empty keys. Point messages on different keys commute, so they are
+/// applied per basement in key order; a wide message is a barrier between
+/// the messages older and newer than it (so a put newer than a range delete
+/// that covers its key is applied after it, and stays).
 ///
 /// All or nothing: on an error (an update function's, or a basement that
 /// would pass 4 GiB, `basement.rs`) the leaf is as it was, so the caller
@@ -145,10 +147,9 @@ pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     let max_msn = msgs.iter().map(|m| m.1).max().unwrap_or(0);
     debug_assert!(msgs.iter().all(|m| m.1 > leaf.max_msn), "a message reached a leaf twice");
     let mut broadcasts: Vec<(u64, &MsgBody<V>)> =
-        msgs.iter().filter(|m| m.2.kind == MsgKind::Broadcast).map(|m| (m.1, m.2)).collect();
+        msgs.iter().filter(|m| m.2.is_wide()).map(|m| (m.1, m.2)).collect();
     broadcasts.sort_by_key(|b| b.0);
-    let mut points: Vec<PointMsg<V>> =
-        msgs.iter().filter(|m| m.2.kind != MsgKind::Broadcast).copied().collect();
+    let mut points: Vec<PointMsg<V>> = msgs.iter().filter(|m| !m.2.is_wide()).copied().collect();
     // In (key, MSN) order. A root write's messages come in MSN order and a
     // flush's in runs: compare the keys' first 8 bytes as an integer first
     // (bytewise dictionaries), which settles most comparisons without the
@@ -175,7 +176,7 @@ pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
         let mut applied = apply_points(tree, leaf, &seg, horizon);
         if let (Ok(()), Some((msn, body))) = (&applied, barrier) {
             for b in leaf.basements_mut().iter_mut().flatten() {
-                applied = b.apply_broadcast(body, &tree.ctx.fns, horizon);
+                applied = b.apply_wide(body, cmp, &tree.ctx.fns, horizon);
                 if applied.is_err() {
                     break;
                 }
@@ -1073,6 +1074,7 @@ impl Tree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::message::MsgKind;
     use crate::{DictOptions, Env, EnvOptions, SimVfs};
 
     /// A flush's messages meet an error in one basement of a leaf (here an

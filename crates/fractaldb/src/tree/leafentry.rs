@@ -240,7 +240,11 @@ impl Entry {
         fns: &UpdateFns,
     ) -> Result<(), String> {
         match body.kind {
-            MsgKind::Insert | MsgKind::Delete | MsgKind::Update if body.provisional => {
+            // A range delete reaches only the keys it covers (its callers
+            // check `MsgBody::covers`), where it is a delete.
+            MsgKind::Insert | MsgKind::Delete | MsgKind::Update | MsgKind::RangeDelete
+                if body.provisional =>
+            {
                 if self.prov.as_ref().is_some_and(|p| p.txid != body.txid) {
                     // Two transactions' uncommitted writes to one key: the
                     // lock protocol rules this out (module doc).
@@ -262,7 +266,7 @@ impl Entry {
                     self.commit(body.txid);
                 }
             }
-            MsgKind::Insert | MsgKind::Delete | MsgKind::Update => {
+            MsgKind::Insert | MsgKind::Delete | MsgKind::Update | MsgKind::RangeDelete => {
                 let new = apply_to_value(key, self.newest_committed(), body, fns)?;
                 self.committed.push((body.txid, new));
             }
@@ -275,8 +279,9 @@ impl Entry {
                     }
                 }
             }
-            MsgKind::Commit => self.commit(body.txid),
-            MsgKind::Abort => {
+            // The range forms reach only the keys they cover (`covers`).
+            MsgKind::Commit | MsgKind::CommitRange => self.commit(body.txid),
+            MsgKind::Abort | MsgKind::AbortRange => {
                 let (lo, hi) = body.abort_range()?;
                 if let Some(p) = self.prov.as_mut().filter(|p| p.txid == body.txid) {
                     p.stack.retain(|(sp, _)| !(lo..hi).contains(sp));

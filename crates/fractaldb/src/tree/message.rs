@@ -82,6 +82,20 @@ pub(crate) enum MsgKind {
     /// versions made under them are dropped. A no-op if there are none, so
     /// replaying it twice is harmless.
     Abort = 6,
+    /// Delete every key `k` with `lo <= k < hi` under the dictionary's
+    /// comparator (the value: `lo (varint len + bytes) | hi (varint len +
+    /// bytes)`, [`range_val`]; the key is empty). One message however many
+    /// keys it covers: like a broadcast it is kept beside a buffer's point
+    /// messages and applied by MSN order to each key it covers, but a flush
+    /// copies it only into the children whose key ranges meet `[lo, hi)`.
+    RangeDelete = 7,
+    /// `Commit` for every key in a range: what a transaction's provisional
+    /// range delete needs at its commit (the keys it covered are not
+    /// known). Wide, like `RangeDelete`; the value is `range_val(lo, hi)`.
+    CommitRange = 8,
+    /// `Abort` for every key in a range; the value is `range_val(lo, hi)`
+    /// followed by an `Abort`'s savepoint range.
+    AbortRange = 9,
 }
 
 impl MsgKind {
@@ -93,6 +107,9 @@ impl MsgKind {
             4 => MsgKind::Broadcast,
             5 => MsgKind::Commit,
             6 => MsgKind::Abort,
+            7 => MsgKind::RangeDelete,
+            8 => MsgKind::CommitRange,
+            9 => MsgKind::AbortRange,
             _ => return None,
         })
     }
@@ -153,11 +170,21 @@ impl MsgBody {
         let txid = r.varint()?;
         let sp = if provisional { r.varint()? } else { 0 };
         let sp = u32::try_from(sp).map_err(|_| format!("savepoint id {sp} out of range"))?;
-        if provisional && (txid == 0 || !matches!(kind, MsgKind::Insert | MsgKind::Delete | MsgKind::Update))
+        if provisional
+            && (txid == 0
+                || !matches!(
+                    kind,
+                    MsgKind::Insert | MsgKind::Delete | MsgKind::Update | MsgKind::RangeDelete
+                ))
         {
             return Err(format!("a provisional {kind:?} message of transaction {txid}"));
         }
         Ok(MsgBody { kind, fn_id, txid, provisional, commits, sp, val: Box::new([]) })
+    }
+
+    /// A committed range delete of `[lo, hi)`, of no transaction yet.
+    pub(crate) fn range_delete(lo: &[u8], hi: &[u8]) -> MsgBody {
+        MsgBody::plain(MsgKind::RangeDelete, 0, &range_val(lo, hi))
     }
 
     /// An `Abort` message's value for the savepoint range `[lo, hi)`.
@@ -217,9 +244,82 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
         self.with_val(self.val.as_ref())
     }
 
-    /// The savepoint range `[lo, hi)` of an `Abort` message.
+    /// Whether the message applies to many keys, not to its own (empty)
+    /// key: a broadcast or a range delete. Such messages are kept apart from
+    /// a buffer's key index (`MsgBuffer::broadcasts`), in MSN order.
+    pub(crate) fn is_wide(&self) -> bool {
+        matches!(
+            self.kind,
+            MsgKind::Broadcast | MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange
+        )
+    }
+
+    /// The bounds `[lo, hi)` of a range delete, borrowed from its value.
+    /// Only for values `check_range_val` accepted (every decoder of a
+    /// buffer or log record checks them), so a bad one is a bug.
+    pub(crate) fn range_bounds(&self) -> (&[u8], &[u8]) {
+        debug_assert!(matches!(self.kind, MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange));
+        let (lo, hi, _) = parse_range_val(self.val.as_ref()).expect("range value checked when decoded");
+        (lo, hi)
+    }
+
+    /// A clean-up message (`Commit` or `Abort` of transaction `txid`) for
+    /// every key of the range `range` (a `range_val`): its wide form.
+    pub(crate) fn over_range(&self, range: &[u8]) -> MsgBody {
+        let kind = match self.kind {
+            MsgKind::Commit => MsgKind::CommitRange,
+            MsgKind::Abort => MsgKind::AbortRange,
+            k => unreachable!("{k:?} is not a clean-up message"),
+        };
+        let mut val = range.to_vec();
+        val.extend_from_slice(self.val.as_ref());
+        MsgBody {
+            kind,
+            fn_id: 0,
+            txid: self.txid,
+            provisional: false,
+            commits: false,
+            sp: 0,
+            val: val.into(),
+        }
+    }
+
+    /// Whether a wide message applies to `key`: a broadcast to every key,
+    /// a range delete to the keys in its range.
+    pub(crate) fn covers(&self, key: &[u8], cmp: super::Comparator) -> bool {
+        match self.kind {
+            MsgKind::Broadcast => true,
+            MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange => {
+                let (lo, hi) = self.range_bounds();
+                cmp(lo, key) != std::cmp::Ordering::Greater && cmp(key, hi) == std::cmp::Ordering::Less
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a wide message can apply to a key in `[lo, hi)` (`None`:
+    /// unbounded): a flush copies it only into the children for which it
+    /// can, and a read gathers only those for its stretch of keys.
+    pub(crate) fn meets(&self, lo: Option<&[u8]>, hi: Option<&[u8]>, cmp: super::Comparator) -> bool {
+        match self.kind {
+            MsgKind::Broadcast => true,
+            MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange => {
+                let (a, b) = self.range_bounds();
+                cmp(a, b) == std::cmp::Ordering::Less
+                    && hi.is_none_or(|hi| cmp(a, hi) == std::cmp::Ordering::Less)
+                    && lo.is_none_or(|lo| cmp(lo, b) == std::cmp::Ordering::Less)
+            }
+            _ => false,
+        }
+    }
+
+    /// The savepoint range `[lo, hi)` of an `Abort` (or `AbortRange`) message.
     pub(crate) fn abort_range(&self) -> DecodeResult<(u32, u32)> {
-        let mut r = Reader::new(self.val.as_ref());
+        let val = match self.kind {
+            MsgKind::AbortRange => parse_range_val(self.val.as_ref())?.2,
+            _ => self.val.as_ref(),
+        };
+        let mut r = Reader::new(val);
         let lo = r.varint()?;
         let hi = r.varint()?;
         match (u32::try_from(lo), u32::try_from(hi)) {
@@ -227,6 +327,56 @@ impl<V: AsRef<[u8]>> MsgBody<V> {
             _ => Err("bad abort message range".into()),
         }
     }
+}
+
+/// A range delete's value: `lo (varint len + bytes) | hi (varint len + bytes)`.
+pub(crate) fn range_val(lo: &[u8], hi: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(lo.len() + hi.len() + 6);
+    put_bytes(&mut v, lo);
+    put_bytes(&mut v, hi);
+    v
+}
+
+/// The bounds of a range delete's value built by `range_val` (or checked
+/// by `check_wide`).
+pub(crate) fn split_range_val(val: &[u8]) -> (&[u8], &[u8]) {
+    let (lo, hi, _) = parse_range_val(val).expect("a range delete's value is checked when made or decoded");
+    (lo, hi)
+}
+
+/// The bounds at the head of a range message's value, and what follows.
+fn parse_range_val(val: &[u8]) -> DecodeResult<(&[u8], &[u8], &[u8])> {
+    let mut r = Reader::new(val);
+    let lo = r.bytes()?;
+    let hi = r.bytes()?;
+    Ok((lo, hi, &val[r.pos()..]))
+}
+
+/// Checks a decoded message with an empty key and value `val` of kind
+/// `kind`: a range delete's value must hold two bounds, each within the
+/// key size limit. (Their order is checked when the write is made, with
+/// the comparator; a decoder has none, and `lo >= hi` covers no key.)
+pub(crate) fn check_wide(kind: MsgKind, key: &[u8], val: &[u8]) -> DecodeResult<()> {
+    if matches!(kind, MsgKind::RangeDelete | MsgKind::CommitRange | MsgKind::AbortRange) {
+        if !key.is_empty() {
+            return Err(format!("a {kind:?} message with a key"));
+        }
+        let (lo, hi, rest) = parse_range_val(val)?;
+        if lo.len().max(hi.len()) > crate::limits::MAX_KEY_BYTES {
+            return Err("a range bound past the key size limit".into());
+        }
+        let rest_ok = match kind {
+            MsgKind::AbortRange => {
+                let mut r = Reader::new(rest);
+                r.varint().is_ok() && r.varint().is_ok() && r.is_empty()
+            }
+            _ => rest.is_empty(),
+        };
+        if !rest_ok {
+            return Err(format!("a {kind:?} message with bad bytes after its bounds"));
+        }
+    }
+    Ok(())
 }
 
 /// The transaction fields a write gives every message of a batch as it
@@ -386,8 +536,12 @@ pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
                 Ok(call_update_fn(f, body.fn_id, key, Some(old), body.val.as_ref()))
             }
         },
+        // Applied only to the keys its range covers (`MsgBody::covers`).
+        MsgKind::RangeDelete => Ok(None),
         // Transaction clean-ups act on versions, not values (`leafentry.rs`).
-        MsgKind::Commit | MsgKind::Abort => Ok(old.map(<[u8]>::to_vec)),
+        MsgKind::Commit | MsgKind::Abort | MsgKind::CommitRange | MsgKind::AbortRange => {
+            Ok(old.map(<[u8]>::to_vec))
+        }
     }
 }
 
@@ -422,6 +576,8 @@ pub(crate) fn missing_fn(id: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::buffer::MsgBuffer;
+    use crate::tree::KeyOrder;
 
     #[test]
     fn messages_round_trip_through_their_wire_form() {
@@ -448,6 +604,45 @@ mod tests {
         // The commits flag without the provisional one is refused.
         out[8] = MsgKind::Update as u8 | KIND_COMMITS;
         assert!(Msg::decode(&mut Reader::new(&out)).is_err());
+    }
+
+    #[test]
+    fn range_messages_cover_their_range_and_bad_values_are_refused() {
+        let cmp: crate::tree::Comparator = |a, b| a.cmp(b);
+        let rd = MsgBody::range_delete(b"b", b"d");
+        assert!(rd.is_wide());
+        assert_eq!(rd.range_bounds(), (&b"b"[..], &b"d"[..]));
+        let covered: Vec<&[u8]> =
+            [&b"a"[..], b"b", b"c", b"d"].into_iter().filter(|k| rd.covers(k, cmp)).collect();
+        assert_eq!(covered, [&b"b"[..], b"c"]);
+        assert!(rd.meets(Some(b"c"), None, cmp) && rd.meets(None, Some(b"c"), cmp));
+        assert!(!rd.meets(Some(b"d"), None, cmp) && !rd.meets(None, Some(b"b"), cmp));
+        assert!(!MsgBody::range_delete(b"b", b"b").meets(None, None, cmp), "an empty range meets nothing");
+        // The clean-up forms keep the range and, for an abort, its savepoints.
+        let abort = MsgBody::plain_txn(MsgKind::Abort, 5, MsgBody::abort_val(2, 9)).over_range(&rd.val);
+        assert_eq!((abort.kind, abort.txid, abort.abort_range()), (MsgKind::AbortRange, 5, Ok((2, 9))));
+        assert!(abort.covers(b"c", cmp) && !abort.covers(b"d", cmp));
+        check_wide(MsgKind::AbortRange, b"", &abort.val).unwrap();
+        check_wide(MsgKind::RangeDelete, b"", &rd.val).unwrap();
+        // A decoder refuses a key, a truncated range, trailing bytes and a
+        // bound past the key size limit.
+        assert!(check_wide(MsgKind::RangeDelete, b"k", &rd.val).is_err());
+        assert!(check_wide(MsgKind::RangeDelete, b"", &rd.val[..3]).is_err());
+        assert!(check_wide(MsgKind::RangeDelete, b"", &[&rd.val[..], b"x"].concat()).is_err());
+        assert!(check_wide(MsgKind::CommitRange, b"", &abort.val).is_err());
+        let long = vec![0; crate::limits::MAX_KEY_BYTES + 1];
+        assert!(check_wide(MsgKind::RangeDelete, b"", &range_val(b"", &long)).is_err());
+        // A buffer holding a damaged range delete does not decode.
+        let mut buf = MsgBuffer::default();
+        buf.insert(Msg { msn: 1, key: Box::new([]), body: rd.clone() }, KeyOrder { cmp, bytewise: true });
+        let mut bytes = Vec::new();
+        buf.encode(&mut bytes);
+        assert_eq!(MsgBuffer::decode(bytes.clone(), KeyOrder { cmp, bytewise: true }).unwrap().len(), 1);
+        // The value ends `1 | b | 1 | d`: `hi`'s length now runs past it.
+        let n = bytes.len();
+        assert_eq!(bytes[n - 4..], [1, b'b', 1, b'd']);
+        bytes[n - 2] = 5;
+        assert!(MsgBuffer::decode(bytes, KeyOrder { cmp, bytewise: true }).is_err());
     }
 
     #[test]

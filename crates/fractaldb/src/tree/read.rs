@@ -102,7 +102,8 @@ impl Tree {
                 let child = &guard.children()[c];
                 if child.loaded {
                     msgs.extend(child.buf.for_key(key, self.order));
-                    msgs.extend(child.buf.broadcasts().iter().cloned());
+                    let covering = |(_, b): &&(u64, MsgBody)| b.covers(key, self.cmp);
+                    msgs.extend(child.buf.broadcasts().iter().filter(covering).cloned());
                     // Spills are read under the node's shared lock: they
                     // are immutable, and freed only under its write lock.
                     // A spill that held messages for the key asks for the
@@ -114,7 +115,7 @@ impl Tree {
                         let before = msgs.len();
                         msgs.extend(buf.for_key(key, self.order));
                         found |= msgs.len() > before;
-                        msgs.extend(buf.broadcasts().iter().cloned());
+                        msgs.extend(buf.broadcasts().iter().filter(covering).cloned());
                     }
                     if found {
                         self.queue_merge(entry.bn, child.bn);

@@ -110,9 +110,16 @@ impl Tree {
     }
 
     /// Every update and broadcast names an update function the
-    /// environment knows.
+    /// environment knows, and every range delete's bounds are in order.
     fn check_fns<M: KeyedMsg>(&self, msgs: &[M]) -> Result<()> {
         for m in msgs {
+            if m.kind() == MsgKind::RangeDelete {
+                let body = m.stamped(None);
+                let (lo, hi) = body.range_bounds();
+                if (self.cmp)(lo, hi) == Ordering::Greater {
+                    return Err(Error::invalid("a range delete whose lower bound is above its upper bound"));
+                }
+            }
             if matches!(m.kind(), MsgKind::Update | MsgKind::Broadcast)
                 && !self.ctx.fns.contains_key(&m.fn_id())
             {
@@ -167,15 +174,24 @@ impl Tree {
 
     /// Puts the messages (MSNs from `first_msn`) into the buffers of the
     /// root, an internal node: each into its child's, a broadcast into
-    /// every child's, folding commits into the writes they commit.
+    /// every child's, a range delete into the buffer of each child whose
+    /// key range meets its range, folding commits into the writes they
+    /// commit.
     fn buffer_at_root<M: KeyedMsg>(&self, g: &mut Node, msgs: &[M], stamp: Option<Stamp>, first_msn: u64) {
         let mut per_child: Vec<Vec<MsgRef>> = (0..g.n_parts()).map(|_| Vec::new()).collect();
         for (i, m) in msgs.iter().enumerate() {
             let msn = first_msn + i as u64;
             let body = m.stamped(stamp);
-            if body.kind == MsgKind::Broadcast {
+            if body.is_wide() {
                 let body = body.with_val(Box::from(body.val));
-                for c in g.children_mut() {
+                let n = g.n_parts();
+                let meets: Vec<bool> = (0..n)
+                    .map(|c| {
+                        let lo = c.checked_sub(1).map(|j| &*g.pivots[j]);
+                        body.meets(lo, g.pivots.get(c).map(|p| &**p), self.cmp)
+                    })
+                    .collect();
+                for (c, _) in g.children_mut().iter_mut().zip(meets).filter(|(_, m)| *m) {
                     c.buf.insert_broadcast(msn, body.clone());
                 }
             } else {

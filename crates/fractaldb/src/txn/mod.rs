@@ -360,15 +360,22 @@ impl TxnManager {
         let mut work = Work::new();
         work.prepared = true;
         work.detached = true;
-        for (file_id, key) in keys {
+        for (entry_id, key) in keys {
+            let file_id = entry_id & !UNDO_RANGE;
             // A dictionary dropped since has no tree here: nothing to lock
             // or clean up there.
             let Some(tree) = trees.get(&file_id) else { continue };
             // No one else holds locks yet: these are granted at once (a
             // large transaction's locks merge into ranges past the lock
             // memory budget, as they did before the restart).
-            self.lock(tree, txid, LockKey::Key(&key), LockKey::Key(&key), LockMode::Write, Duration::ZERO)?;
-            work.undo.push(&self.ctx, txid, file_id, &key)?;
+            let (lo, hi) = match entry_id & UNDO_RANGE {
+                0 => (&key[..], &key[..]),
+                _ => crate::tree::message::split_range_val(&key),
+            };
+            if (tree.cmp)(lo, hi) != std::cmp::Ordering::Greater {
+                self.lock(tree, txid, LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, Duration::ZERO)?;
+            }
+            work.undo.push(&self.ctx, txid, entry_id, &key)?;
             work.trees.entry(file_id).or_insert_with(|| tree.clone());
         }
         let t = Txn { shared, st: Mutex::new(work) };
@@ -419,6 +426,21 @@ impl TxnManager {
                 // Under the dictionary's intention lock: no key locks needed.
             } else if broadcast {
                 self.lock(tree, txid, LockKey::Min, LockKey::Max, LockMode::Write, self.lock_timeout)?;
+            } else if msgs.iter().any(|m| m.kind() == MsgKind::RangeDelete) {
+                // One write lock over the span of every key and range of the
+                // write (more than is written is safe: two-phase locking),
+                // so a writer of a key in a range waits as it would for a
+                // delete of that key. The span is closed, so it also holds
+                // the range's upper bound, which is not deleted.
+                let (lo, hi) = Self::write_span(tree, msgs);
+                self.lock(
+                    tree,
+                    txid,
+                    LockKey::Key(lo),
+                    LockKey::Key(hi),
+                    LockMode::Write,
+                    self.lock_timeout,
+                )?;
             } else {
                 // In key order, so two batches never deadlock on each other.
                 let mut keys: Vec<&[u8]> = msgs.iter().map(M::key).collect();
@@ -450,6 +472,28 @@ impl TxnManager {
         Ok(())
     }
 
+    /// The least and greatest key a write names: its point messages' keys
+    /// and its range deletes' bounds (`msgs` holds a range delete, so its
+    /// keys are not all the empty key).
+    fn write_span<'m, M: KeyedMsg>(tree: &Tree, msgs: &'m [M]) -> (&'m [u8], &'m [u8]) {
+        let cmp = tree.cmp;
+        let mut bounds: Vec<&[u8]> = Vec::new();
+        for m in msgs {
+            if m.kind() == MsgKind::RangeDelete {
+                let val = m.val();
+                let (lo, hi) = crate::tree::message::split_range_val(val);
+                if cmp(lo, hi) == std::cmp::Ordering::Less {
+                    bounds.extend([lo, hi]);
+                }
+            } else {
+                bounds.push(m.key());
+            }
+        }
+        let lo = bounds.iter().copied().min_by(|a, b| cmp(a, b)).unwrap_or(&[]);
+        let hi = bounds.iter().copied().max_by(|a, b| cmp(a, b)).unwrap_or(&[]);
+        (lo, hi)
+    }
+
     /// A view for an autocommit read or cursor: the newest committed versions.
     pub(crate) fn latest_view(self: &Arc<Self>) -> CursorView {
         CursorView {
@@ -467,8 +511,29 @@ impl TxnManager {
     }
 }
 
-/// One undo entry: a dictionary's file id and a key written in it.
+/// One undo entry: a dictionary's file id and a key written in it; or,
+/// with `UNDO_RANGE` set in the id, the range (`message::range_val`) of a
+/// range delete written in it, whose clean-up is one wide message
+/// (`MsgBody::over_range`).
 pub(crate) type UndoKey = (u64, Box<[u8]>);
+
+/// The flag on an undo entry's file id marking a range (file ids are
+/// counted from 1 and never reach it).
+pub(crate) const UNDO_RANGE: u64 = 1 << 63;
+
+/// The clean-up messages `body` (a `Commit` or `Abort`) for a run of undo
+/// entries of one dictionary, all points or all ranges: (key, body) pairs.
+pub(crate) fn cleanup_msgs<'a>(
+    run: &'a [UndoKey],
+    body: &'a MsgBody,
+) -> Vec<(&'a [u8], std::borrow::Cow<'a, MsgBody>)> {
+    run.iter()
+        .map(|(id, k)| match id & UNDO_RANGE {
+            0 => (&k[..], std::borrow::Cow::Borrowed(body)),
+            _ => (&[][..], std::borrow::Cow::Owned(body.over_range(k))),
+        })
+        .collect()
+}
 
 /// The (dictionary, key) pairs a transaction wrote, oldest first.
 struct Undo {
@@ -898,6 +963,17 @@ impl Txn {
     }
 
     fn write_ops_unguarded<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
+        // A range delete's bounds, checked before anything is locked (the
+        // lock tree takes ranges with lo <= hi).
+        let cmp = d.tree.cmp;
+        let ranges: Vec<(&[u8], &[u8])> = ops
+            .iter()
+            .filter(|m| m.kind() == MsgKind::RangeDelete)
+            .map(|m| crate::tree::message::split_range_val(m.val()))
+            .collect();
+        if ranges.iter().any(|(lo, hi)| cmp(lo, hi) == std::cmp::Ordering::Greater) {
+            return Err(Error::invalid("a range delete whose lower bound is above its upper bound"));
+        }
         let mut st = self.st.lock();
         Self::check_writable(&st)?;
         let m = &self.shared.mgr;
@@ -908,20 +984,37 @@ impl Txn {
         }
         // A failure here leaves the locks taken so far with the transaction
         // (released at its end) and writes nothing.
+        // Each range delete write-locks its closed span [lo, hi], so writers
+        // of its keys wait as for deletes of them. Its keys are not known,
+        // so unlike a delete it is not checked for write conflicts (a key
+        // committed after a repeatable-read snapshot is deleted, not a
+        // `WriteConflict`).
+        for &(lo, hi) in &ranges {
+            if cmp(lo, hi) == std::cmp::Ordering::Less {
+                m.lock(
+                    &d.tree,
+                    self.id(),
+                    LockKey::Key(lo),
+                    LockKey::Key(hi),
+                    LockMode::Write,
+                    self.timeout(),
+                )?;
+            }
+        }
+        let points = || ops.iter().filter(|m| m.kind() != MsgKind::RangeDelete);
         let per_key = ops.len() < RANGE_LOCK_MIN_KEYS;
-        if !per_key {
+        if !per_key && points().next().is_some() {
             // One write lock over the batch's key span instead of one per
             // key: locking more than is written is always safe under
             // two-phase locking; a batch of adjacent keys (an increasing
             // id) then costs one lock, and a batch of scattered keys makes
             // concurrent batches into the dictionary take turns. Per-key
             // locks were a fifth of a bulk load's client CPU.
-            let cmp = d.tree.cmp;
-            let lo = ops.iter().map(M::key).min_by(|a, b| cmp(a, b)).expect("not empty");
-            let hi = ops.iter().map(M::key).max_by(|a, b| cmp(a, b)).expect("not empty");
+            let lo = points().map(M::key).min_by(|a, b| cmp(a, b)).expect("not empty");
+            let hi = points().map(M::key).max_by(|a, b| cmp(a, b)).expect("not empty");
             m.lock(&d.tree, self.id(), LockKey::Key(lo), LockKey::Key(hi), LockMode::Write, self.timeout())?;
         }
-        for (key, kind) in ops.iter().map(|m| (m.key(), m.kind())) {
+        for (key, kind) in points().map(|m| (m.key(), m.kind())) {
             if per_key {
                 let k = LockKey::Key(key);
                 m.lock(&d.tree, self.id(), k, k, LockMode::Write, self.timeout())?;
@@ -948,9 +1041,12 @@ impl Txn {
         // sorts find it sorted (one pass) instead of sorting it again.
         // Messages on different keys commute; a broadcast does not, so a
         // batch holding one keeps its order.
+        // A range delete's entry holds its range (`UNDO_RANGE`): the keys
+        // it covered get their clean-up from one wide message.
         let mut sorted: Vec<(u64, &[u8], u32)> = ops
             .iter()
             .enumerate()
+            .filter(|(_, m)| m.kind() != MsgKind::RangeDelete)
             .map(|(i, m)| (crate::tree::key_prefix(m.key()), m.key(), i as u32))
             .collect();
         sorted.sort_unstable();
@@ -959,11 +1055,14 @@ impl Txn {
                 st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
             }
         }
+        for r in ops.iter().filter(|m| m.kind() == MsgKind::RangeDelete) {
+            st.undo.push(&m.ctx, self.id(), d.tree.file_id | UNDO_RANGE, r.val())?;
+        }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
         let stamp = Some(Stamp { txid: self.id(), provisional: true, sp });
         let reorder = d.tree.order.bytewise
             && sorted.iter().enumerate().any(|(i, s)| s.2 as usize != i)
-            && !ops.iter().any(|m| m.kind() == MsgKind::Broadcast);
+            && !ops.iter().any(|m| matches!(m.kind(), MsgKind::Broadcast | MsgKind::RangeDelete));
         if reorder {
             let in_key_order: Vec<&M> = sorted.iter().map(|s| &ops[s.2 as usize]).collect();
             d.tree.write_msgs(&in_key_order, stamp, Logging::NoWait)?;
@@ -980,6 +1079,19 @@ impl Txn {
     pub fn write_batch(&self, d: &crate::Dictionary, batch: &crate::WriteBatch) -> Result<()> {
         batch.check()?;
         self.write_ops(d, &batch.msgs())
+    }
+
+    /// Deletes every key `k` with `lo <= k < hi` as part of this
+    /// transaction, as one message (see [`crate::Dictionary::delete_range`]):
+    /// its own reads see them gone, other transactions and older snapshots
+    /// see them until it commits, an abort (or a roll-back past it) brings
+    /// them back. It write-locks `[lo, hi]`. Unlike [`Txn::delete`] it
+    /// reads none of the keys, so it does not fail with `WriteConflict` for
+    /// a key committed after a repeatable-read snapshot: it deletes it.
+    pub fn delete_range(&self, d: &crate::Dictionary, lo: &[u8], hi: &[u8]) -> Result<()> {
+        crate::limits::check_key(lo)?;
+        crate::limits::check_key(hi)?;
+        self.write_ops(d, &[(&[][..], &MsgBody::range_delete(lo, hi))])
     }
 
     /// Sets `key` to `value`.
@@ -1103,12 +1215,12 @@ impl Txn {
             // One tree write per run of keys of the same dictionary.
             let mut i = 0;
             while i < chunk.len() {
-                let id = chunk[i].0;
-                let mut msgs: Vec<(&[u8], &MsgBody)> = Vec::new();
+                let (id, start) = (chunk[i].0, i);
                 while i < chunk.len() && chunk[i].0 == id {
-                    msgs.push((&chunk[i].1, body));
                     i += 1;
                 }
+                let msgs = cleanup_msgs(&chunk[start..i], body);
+                let id = id & !UNDO_RANGE;
                 let Some(t) = trees.get(&id) else { continue };
                 if t.dropped.load(Ordering::Relaxed) || missed.contains(&id) {
                     continue;
