@@ -192,7 +192,7 @@ fn smoke_run_writes_complete_well_formed_files() {
         }
         let rows = number(cells[ROWS], line) as u64;
         assert!(rows > 0, "{line}");
-        let is_load = !["point-get", "range-scan", "scan", "mixed"].contains(&workload);
+        let is_load = !["settle", "point-get", "range-scan", "scan", "mixed"].contains(&workload);
         if is_load {
             // A load counts every row, and shows what it handed over and how it compressed.
             assert_eq!(rows, SMOKE_ROWS, "{line}");
@@ -211,7 +211,7 @@ fn smoke_run_writes_complete_well_formed_files() {
             assert!(cells[RAW_BYTES].is_empty() && cells[RAW_DISK_RATIO].is_empty(), "{line}");
         }
         match workload {
-            "point-get" | "scan" => assert_eq!(rows, SMOKE_ROWS, "{line}"),
+            "settle" | "point-get" | "scan" => assert_eq!(rows, SMOKE_ROWS, "{line}"),
             // 100 ranges of 100 rows; one may end short at the last key.
             "range-scan" => assert!(rows > SMOKE_ROWS - RANGE_ROWS && rows <= SMOKE_ROWS, "{line}"),
             _ => {}
