@@ -480,7 +480,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         let mut okey = Vec::new();
         for ((e, _, _), (kind, desc)) in order.iter().zip(&order_kinds) {
-            crate::sort::put_key(&e.eval(r, cx)?, *kind, *desc, &mut okey);
+            // A plain column's key is made from the row's value in place,
+            // not a copy of it (ORDER BY c on a long string, per row).
+            match e {
+                Expr::Col(i) if *i < r.len() => crate::sort::put_key(&r[*i], *kind, *desc, &mut okey),
+                _ => crate::sort::put_key(&e.eval(r, cx)?, *kind, *desc, &mut okey),
+            }
         }
         output.add(o, okey, dkey)
     };
@@ -1116,7 +1121,8 @@ fn scan_each(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
+    let mut access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
+    access.needed = needed.map(<[bool]>::to_vec);
     let mut n = 0u64;
     crate::plan::for_each_row(txn, t, &access, |_, row| {
         n += 1;
@@ -1173,6 +1179,7 @@ fn scan(
         }
     }
     crate::plan::set_covering(t, &mut access, needed);
+    access.needed = needed.map(<[bool]>::to_vec);
     let mut n = 0u64;
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };
