@@ -457,7 +457,8 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let mut output = crate::sort::Output::new(sort_cfg.clone(), !order.is_empty(), distinct, offset, limit);
     let order_kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
     let mut emit = |r: &[Value], cx: &mut crate::expr::EvalCtx| -> SqlResult<()> {
-        let mut o = Vec::with_capacity(items.len());
+        // DISTINCT adds two values to the row (`sort::Output::add`).
+        let mut o = Vec::with_capacity(items.len() + if distinct { 2 } else { 0 });
         let mut dkey = Vec::new();
         for (e, t, _) in &items {
             let v = e.eval(r, cx)?;
@@ -1212,9 +1213,11 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
         _ => {
             out.push(1);
             match t {
-                Ty::Str(c) => {
-                    crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out);
-                }
+                Ty::Str(c) => match v {
+                    // A string's own bytes, not a copy (DISTINCT c, per row).
+                    Value::Str(b) => crate::collation::sort_key(c, b, out),
+                    _ => crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out),
+                },
                 Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double => {
                     let s = match v {
                         Value::Double(d) => crate::value::format_double(*d),
