@@ -631,6 +631,9 @@ pub fn for_each_row(
     Ok(())
 }
 
+/// What `for_each_row` calls per row: the primary key (borrowed) and the row.
+type RowFn<'a> = dyn FnMut(&[u8], Vec<Value>) -> crate::SqlResult<bool> + 'a;
+
 /// `for_each_row` over one key range `lo..hi` of `a`'s index; false if
 /// `f` asked to stop.
 fn read_range(
@@ -639,7 +642,7 @@ fn read_range(
     a: &Access,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
-    f: &mut dyn FnMut(&[u8], Vec<Value>) -> crate::SqlResult<bool>,
+    f: &mut RowFn<'_>,
 ) -> crate::SqlResult<bool> {
     let needed = a.needed.as_deref();
     // The whole primary key pinned (by equalities, or by them and one
