@@ -158,6 +158,9 @@ fn rest_vs_space(first: u32, rest: &mut Weights, s: u32) -> Ordering {
 /// the module documentation.
 pub fn sort_key(coll: Collation, s: &[u8], out: &mut Vec<u8>) {
     let kind = Kind::of(coll);
+    // Most keys are about as long as the text (ASCII, binary): room for
+    // that at once rather than growing byte by byte.
+    out.reserve(s.len() + 2);
     match kind {
         Kind::Binary => {
             for &b in s {

@@ -782,7 +782,7 @@ fn matching(
         access.lock_points = true;
         crate::plan::for_each_row(txn, t, &access, |k, row| {
             if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
-                out.push((k, row));
+                out.push((k.to_vec(), row));
             }
             Ok(true)
         })?;

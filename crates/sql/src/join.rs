@@ -542,7 +542,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                         *slot = v;
                     }
                     if let Some(p) = key_at {
-                        full[p] = Value::Str(k);
+                        full[p] = Value::Str(k.to_vec());
                     }
                     if all_true(filters, &full, cx)? {
                         out.push(full);

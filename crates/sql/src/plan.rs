@@ -61,6 +61,12 @@ pub struct Access {
     /// row, as InnoDB's current read does, instead of missing a row another
     /// transaction is inserting.
     pub lock_points: bool,
+    /// The table's columns the reader uses (`None`: all): rows read from
+    /// the main dictionary (or a clustering index) decode only these, the
+    /// others NULL, as a covering read leaves them. Set by a SELECT's
+    /// single-table scan (`query::scan`), never by a statement that writes
+    /// rows back.
+    pub needed: Option<Vec<bool>>,
 }
 
 impl Access {
@@ -73,6 +79,7 @@ impl Access {
             has_range: false,
             reverse: false,
             covering: false,
+            needed: None,
             rows: None,
             cost: None,
             matching: None,
@@ -607,7 +614,7 @@ pub fn for_each_row(
     txn: &fractaldb::Txn,
     t: &Table,
     a: &Access,
-    mut f: impl FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
+    mut f: impl FnMut(&[u8], Vec<Value>) -> crate::SqlResult<bool>,
 ) -> crate::SqlResult<()> {
     t.check_snapshot(txn)?;
     if a.ranges.is_empty() {
@@ -624,6 +631,9 @@ pub fn for_each_row(
     Ok(())
 }
 
+/// What `for_each_row` calls per row: the primary key (borrowed) and the row.
+type RowFn<'a> = dyn FnMut(&[u8], Vec<Value>) -> crate::SqlResult<bool> + 'a;
+
 /// `for_each_row` over one key range `lo..hi` of `a`'s index; false if
 /// `f` asked to stop.
 fn read_range(
@@ -632,8 +642,9 @@ fn read_range(
     a: &Access,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
-    f: &mut dyn FnMut(Vec<u8>, Vec<Value>) -> crate::SqlResult<bool>,
+    f: &mut RowFn<'_>,
 ) -> crate::SqlResult<bool> {
+    let needed = a.needed.as_deref();
     // The whole primary key pinned (by equalities, or by them and one
     // value of an IN list): one point read, not a cursor (which loads and
     // merges a batch of keys around it).
@@ -650,17 +661,20 @@ fn read_range(
             let v = if a.lock_points { txn.get_for_update(&t.main, key)? } else { txn.get(&t.main, key)? };
             if let Some(v) = v {
                 crate::progress::examined();
-                return f(key.to_vec(), t.decode_row(&v)?);
+                return f(key, t.decode_row_some(&v, needed)?);
             }
             return Ok(true);
         }
     }
     match a.index.filter(|i| t.def.indexes[*i].kind != IndexKind::Primary) {
         None => {
-            for kv in txn.range(&t.main, lo, hi, a.reverse) {
+            // Pairs borrowed from the cursor: each row is decoded, so the
+            // engine's copy of it would be garbage at once.
+            let mut r = txn.range(&t.main, lo, hi, a.reverse);
+            while let Some(kv) = r.next_ref() {
                 let (k, v) = kv?;
                 crate::progress::examined();
-                if !f(k, t.decode_row(&v)?)? {
+                if !f(k, t.decode_row_some(v, needed)?)? {
                     return Ok(false);
                 }
             }
@@ -668,23 +682,30 @@ fn read_range(
         Some(i) => {
             let ix = &t.def.indexes[i];
             let d = t.sec[i].as_ref().expect("secondary dictionary");
-            for kv in txn.range(d, lo, hi, a.reverse) {
+            let mut r = txn.range(d, lo, hi, a.reverse);
+            while let Some(kv) = r.next_ref() {
                 let (k, v) = kv?;
                 crate::progress::examined();
-                let (pk, row) = if a.covering {
-                    let row = row_from_entry(t, ix, &k, &v)?;
-                    (v, row)
+                let go = if a.covering {
+                    f(v, row_from_entry(t, ix, k, v)?)?
                 } else if ix.clustering {
-                    let row = t.decode_row(&v)?;
-                    (t.pk(&row, None)?, row)
+                    // The primary key from the whole row, then the columns
+                    // the reader uses.
+                    let row = t.decode_row(v)?;
+                    let pk = t.pk(&row, None)?;
+                    let row = match needed {
+                        Some(_) => t.decode_row_some(v, needed)?,
+                        None => row,
+                    };
+                    f(&pk, row)?
                 } else {
                     PK_LOOKUPS.with(|c| c.set(c.get() + 1));
-                    match txn.get(&t.main, &v)? {
-                        Some(r) => (v, t.decode_row(&r)?),
+                    match txn.get(&t.main, v)? {
+                        Some(r) => f(v, t.decode_row_some(&r, needed)?)?,
                         None => return Err(crate::table::damaged()),
                     }
                 };
-                if !f(pk, row)? {
+                if !go {
                     return Ok(false);
                 }
             }

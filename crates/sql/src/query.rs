@@ -457,7 +457,8 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     let mut output = crate::sort::Output::new(sort_cfg.clone(), !order.is_empty(), distinct, offset, limit);
     let order_kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
     let mut emit = |r: &[Value], cx: &mut crate::expr::EvalCtx| -> SqlResult<()> {
-        let mut o = Vec::with_capacity(items.len());
+        // DISTINCT adds two values to the row (`sort::Output::add`).
+        let mut o = Vec::with_capacity(items.len() + if distinct { 2 } else { 0 });
         let mut dkey = Vec::new();
         for (e, t, _) in &items {
             let v = e.eval(r, cx)?;
@@ -480,7 +481,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
         }
         let mut okey = Vec::new();
         for ((e, _, _), (kind, desc)) in order.iter().zip(&order_kinds) {
-            crate::sort::put_key(&e.eval(r, cx)?, *kind, *desc, &mut okey);
+            // A plain column's key is made from the row's value in place,
+            // not a copy of it (ORDER BY c on a long string, per row).
+            match e {
+                Expr::Col(i) if *i < r.len() => crate::sort::put_key(&r[*i], *kind, *desc, &mut okey),
+                _ => crate::sort::put_key(&e.eval(r, cx)?, *kind, *desc, &mut okey),
+            }
         }
         output.add(o, okey, dkey)
     };
@@ -1116,7 +1122,8 @@ fn scan_each(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
+    let mut access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
+    access.needed = needed.map(<[bool]>::to_vec);
     let mut n = 0u64;
     crate::plan::for_each_row(txn, t, &access, |_, row| {
         n += 1;
@@ -1173,6 +1180,7 @@ fn scan(
         }
     }
     crate::plan::set_covering(t, &mut access, needed);
+    access.needed = needed.map(<[bool]>::to_vec);
     let mut n = 0u64;
     // Only a single-table query can filter while it reads.
     let own_filter = if single { filter } else { None };
@@ -1205,9 +1213,11 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
         _ => {
             out.push(1);
             match t {
-                Ty::Str(c) => {
-                    crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out);
-                }
+                Ty::Str(c) => match v {
+                    // A string's own bytes, not a copy (DISTINCT c, per row).
+                    Value::Str(b) => crate::collation::sort_key(c, b, out),
+                    _ => crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out),
+                },
                 Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double => {
                     let s = match v {
                         Value::Double(d) => crate::value::format_double(*d),

@@ -157,19 +157,59 @@ pub(crate) fn encode_field(ty: &SqlType, v: &Value, out: &mut Vec<u8>) -> SqlRes
 }
 
 /// Decodes a row written by [`encode`] for these column types.
-pub fn decode(types: &[&SqlType], mut buf: &[u8]) -> SqlResult<(u32, Vec<Value>)> {
+#[cfg(test)]
+pub fn decode(types: &[&SqlType], buf: &[u8]) -> SqlResult<(u32, Vec<Value>)> {
+    decode_some(types.iter().copied(), None, buf)
+}
+
+/// [`decode`] with the types from an iterator (no vector of them per row)
+/// and, when `needed` is given, only the columns it marks: the others are
+/// skipped over without being built, and are NULL in the row. Allocates
+/// only the row and its string values: this runs once per row read.
+pub fn decode_some<'t>(
+    types: impl ExactSizeIterator<Item = &'t SqlType>,
+    needed: Option<&[bool]>,
+    mut buf: &[u8],
+) -> SqlResult<(u32, Vec<Value>)> {
     let buf = &mut buf;
     let version = get_varint(buf)? as u32;
-    let nulls = take(buf, types.len().div_ceil(8))?.to_vec();
+    let nulls = take(buf, types.len().div_ceil(8))?;
     let mut row = Vec::with_capacity(types.len());
-    for (i, ty) in types.iter().enumerate() {
+    for (i, ty) in types.enumerate() {
         if nulls[i / 8] & (1 << (i % 8)) != 0 {
+            row.push(Value::Null);
+            continue;
+        }
+        if needed.is_some_and(|n| !n.get(i).copied().unwrap_or(true)) {
+            skip_field(ty, buf)?;
             row.push(Value::Null);
             continue;
         }
         row.push(decode_field(ty, buf)?);
     }
     Ok((version, row))
+}
+
+/// Moves past one non-NULL field of type `ty` without building its value
+/// (the sizes `encode` writes).
+fn skip_field(ty: &SqlType, buf: &mut &[u8]) -> SqlResult<()> {
+    match ty {
+        SqlType::Decimal { .. } | SqlType::Str { .. } | SqlType::Json => {
+            let n = get_varint(buf)? as usize;
+            take(buf, n)?;
+        }
+        SqlType::Enum { .. } => {
+            take(buf, 2)?;
+        }
+        SqlType::Set { .. } => {
+            take(buf, 8)?;
+        }
+        // Fixed-size fields that decode without allocating.
+        _ => {
+            decode_field(ty, buf)?;
+        }
+    }
+    Ok(())
 }
 
 fn decode_field(ty: &SqlType, buf: &mut &[u8]) -> SqlResult<Value> {
@@ -274,6 +314,51 @@ mod tests {
         );
         for cut in 0..out.len() {
             assert!(decode(&refs, &out[..cut]).is_err(), "a row cut at {cut} decoded");
+        }
+    }
+
+    /// Columns a reader does not use are stepped over by their stored
+    /// size and read as NULL; the ones after them still decode.
+    #[test]
+    fn only_the_needed_columns_are_decoded() {
+        let types = [
+            SqlType::Str { kind: StrKind::Var, len: 10, coll: Collation::Utf8mb4GeneralCi },
+            SqlType::Decimal { precision: 10, scale: 2, unsigned: false },
+            SqlType::Enum { values: vec!["a".into(), "b".into()], coll: Collation::Utf8mb4GeneralCi },
+            SqlType::Set { values: vec!["x".into(), "y".into()], coll: Collation::Utf8mb4GeneralCi },
+            SqlType::DateTime { fsp: 0 },
+            SqlType::Json,
+            SqlType::Int { bytes: 4, unsigned: true },
+        ];
+        let refs: Vec<&SqlType> = types.iter().collect();
+        let row = vec![
+            Value::str("skipped"),
+            Value::Decimal(BigDecimal::from_str("-1.25").unwrap()),
+            Value::str("a"),
+            Value::str("x,y"),
+            Value::Temporal(Temporal::date(2024, 2, 29)),
+            Value::str("[1]"),
+            Value::UInt(7),
+        ];
+        let mut out = Vec::new();
+        encode(1, &refs, &row, &mut out).unwrap();
+        let render = |r: Vec<Value>| r.iter().map(|v| v.render()).collect::<Vec<_>>();
+        let all = render(decode_some(refs.iter().copied(), None, &out).unwrap().1);
+        assert_eq!(all, ["skipped", "-1.25", "a", "x,y", "2024-02-29 00:00:00", "[1]", "7"]);
+        // Every other column, then each column alone.
+        let odd = [false, true, false, true, false, true, false];
+        let some = decode_some(refs.iter().copied(), Some(&odd), &out).unwrap().1;
+        assert_eq!(render(some), ["NULL", "-1.25", "NULL", "x,y", "NULL", "[1]", "NULL"]);
+        for i in 0..types.len() {
+            let mut one = vec![false; types.len()];
+            one[i] = true;
+            let r = decode_some(refs.iter().copied(), Some(&one), &out).unwrap().1;
+            assert_eq!(r[i].render(), all[i], "column {i} alone");
+            assert!(r.iter().enumerate().all(|(j, v)| j == i || v.is_null()));
+        }
+        // A cut row is an error with columns skipped too.
+        for cut in 0..out.len() {
+            assert!(decode_some(refs.iter().copied(), Some(&odd), &out[..cut]).is_err(), "cut at {cut}");
         }
     }
 }

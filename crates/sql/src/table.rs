@@ -128,10 +128,17 @@ impl Table {
     /// schema version is converted first, or is 1412 when this definition
     /// is older than the row (`instant.rs`).
     pub fn decode_row(&self, bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        self.decode_row_some(bytes, None)
+    }
+
+    /// [`Table::decode_row`] building only the columns `needed` marks
+    /// (`None`: all); the others are NULL.
+    pub fn decode_row_some(&self, bytes: &[u8], needed: Option<&[bool]>) -> SqlResult<Vec<Value>> {
+        let types = self.def.columns.iter().map(|c| &c.ty);
         if crate::instant::version_of(bytes) == Some(self.def.schema_version) {
-            return Ok(rowcodec::decode(&self.types(), bytes)?.1);
+            return Ok(rowcodec::decode_some(types, needed, bytes)?.1);
         }
-        Ok(rowcodec::decode(&self.types(), &crate::instant::upgrade(&self.def, bytes)?)?.1)
+        Ok(rowcodec::decode_some(types, needed, &crate::instant::upgrade(&self.def, bytes)?)?.1)
     }
 
     pub fn encode_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {

@@ -73,6 +73,15 @@ impl Iterator for Range {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        self.next_ref().map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+}
+
+impl Range {
+    /// The next pair inside the range, borrowed from the cursor's batch
+    /// until the next call: [`Iterator::next`] without copying the key and
+    /// value (a scan that decodes each row needs no copy of it).
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
         if self.done {
             return None;
         }
@@ -88,31 +97,31 @@ impl Iterator for Range {
                 self.done = true;
                 Some(Err(e))
             }
-            Ok(None) => {
+            Ok(false) => {
                 self.done = true;
                 None
             }
-            Ok(Some(pair)) => Some(Ok(pair)),
+            // `advance` returned true only on a key with a value.
+            Ok(true) => match (self.cursor.key(), self.cursor.value()) {
+                (Some(k), Some(v)) => Some(Ok((k, v))),
+                _ => None,
+            },
         }
     }
-}
 
-impl Range {
-    /// The next pair inside the range, if any.
-    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    /// Moves to the next pair; true when the cursor is on one inside the
+    /// range.
+    fn advance(&mut self) -> Result<bool> {
         if !self.step()? {
-            return Ok(None);
+            return Ok(false);
         }
         // On a key after a move that returned true.
-        let (Some(k), Some(v)) = (self.cursor.key(), self.cursor.value()) else { return Ok(None) };
+        let (Some(k), Some(_)) = (self.cursor.key(), self.cursor.value()) else { return Ok(false) };
         let inside = if self.reverse {
             self.lo.as_ref().is_none_or(|lo| (self.cmp)(k, lo) != std::cmp::Ordering::Less)
         } else {
             self.hi.as_ref().is_none_or(|hi| (self.cmp)(k, hi) == std::cmp::Ordering::Less)
         };
-        if !inside {
-            return Ok(None);
-        }
-        Ok(Some((k.to_vec(), v.to_vec())))
+        Ok(inside)
     }
 }
