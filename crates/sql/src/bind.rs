@@ -819,6 +819,16 @@ impl<'a> Binder<'a> {
         if !crate::func::exists(&name) {
             return Err(SqlError::no_such_function(&name));
         }
+        // UNIX_TIMESTAMP of a string read from rows: MariaDB cannot know
+        // its fraction digits before reading it and shows 6 (a constant
+        // string's are its own).
+        if name == "UNIX_TIMESTAMP"
+            && args.len() == 1
+            && matches!(args[0].1, Ty::Str(_))
+            && !args[0].0.is_constant()
+        {
+            return Ok(call(crate::func::UNIX_TIMESTAMP_OF_ROWS, args));
+        }
         Ok(call(&name, args))
     }
 
@@ -853,11 +863,43 @@ fn func_ty(name: &str, args: &[(Expr, Ty)]) -> Ty {
             args.iter().map(|a| a.1).reduce(merge_ty).unwrap_or(Ty::Null)
         }
         "IF" => args.iter().skip(1).map(|a| a.1).reduce(merge_ty).unwrap_or(Ty::Null),
-        "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "LOCATE" | "INSTR" | "ASCII"
-        | "ORD" | "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "DAYOFWEEK"
-        | "WEEKDAY" | "DAYOFYEAR" | "WEEK" | "QUARTER" | "DATEDIFF" | "TO_DAYS" | "STRCMP" | "FIELD"
-        | "FIND_IN_SET" | "ISNULL" | "SIGN" | "CRC32" | "UNIX_TIMESTAMP" | "TIMESTAMPDIFF"
-        | "LAST_INSERT_ID" | "CONNECTION_ID" | "INTERVAL" | "EXTRACT" | "MICROSECOND" | "YEARWEEK"
+        "LENGTH"
+        | "OCTET_LENGTH"
+        | "CHAR_LENGTH"
+        | "CHARACTER_LENGTH"
+        | "LOCATE"
+        | "INSTR"
+        | "ASCII"
+        | "ORD"
+        | "YEAR"
+        | "MONTH"
+        | "DAY"
+        | "DAYOFMONTH"
+        | "HOUR"
+        | "MINUTE"
+        | "SECOND"
+        | "DAYOFWEEK"
+        | "WEEKDAY"
+        | "DAYOFYEAR"
+        | "WEEK"
+        | "QUARTER"
+        | "DATEDIFF"
+        | "TO_DAYS"
+        | "STRCMP"
+        | "FIELD"
+        | "FIND_IN_SET"
+        | "ISNULL"
+        | "SIGN"
+        | "CRC32"
+        | "UNIX_TIMESTAMP"
+        | crate::func::UNIX_TIMESTAMP_OF_ROWS
+        | "TIMESTAMPDIFF"
+        | "LAST_INSERT_ID"
+        | "CONNECTION_ID"
+        | "INTERVAL"
+        | "EXTRACT"
+        | "MICROSECOND"
+        | "YEARWEEK"
         | "TIME_TO_SEC" => Ty::Int,
         // A decimal's CEIL and FLOOR have no fraction digits (MariaDB
         // types them LONG or DECIMAL(p,0)).

@@ -91,10 +91,11 @@ pub fn execute(s: &mut Session, stmt: &ast::Statement, flags: &crate::lex::Flags
                 }
                 if !missing.is_empty() {
                     if *if_exists {
-                        for m in missing {
-                            s.warnings
-                                .push(crate::error::Warning::note(1051, format!("Unknown table '{m}'")));
-                        }
+                        // One note naming them all, as MariaDB writes it.
+                        s.warnings.push(crate::error::Warning::note(
+                            1051,
+                            format!("Unknown table '{}'", missing.join(",")),
+                        ));
                     } else {
                         return Err(SqlError::new(
                             1051,
@@ -251,7 +252,7 @@ pub(crate) fn dict_names(def: &TableDef) -> Vec<String> {
 /// constant time; the old ones are dropped after.
 fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
     let _x = s.mdl_exclusive(db, name)?;
-    let t = s.inner.table(db, name)?;
+    let t = crate::seqengine::writable(s.inner.table(db, name), db, name)?;
     if crate::fk::checks_on(s) {
         if let Some((child, i)) = crate::fk::children(s, db, name)
             .into_iter()

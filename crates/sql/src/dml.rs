@@ -66,7 +66,7 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
     if s.login.is_some() {
         s.check_table("INSERT", &db, &fi.table)?;
     }
-    let t = s.inner.table(&db, &fi.table)?;
+    let t = crate::seqengine::writable(s.inner.table(&db, &fi.table), &db, &fi.table)?;
     let crate::fastinsert::FastInsert { ignore, columns, rows, .. } = fi;
     let r = (|| {
         let def = &t.def;

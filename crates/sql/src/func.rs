@@ -162,6 +162,10 @@ pub fn result_is_binary(name: &str) -> bool {
     matches!(name, "UNHEX" | "CHAR" | "FROM_BASE64")
 }
 
+/// UNIX_TIMESTAMP of a non-constant string (the binder picks it; no SQL
+/// name can reach it, as it is not in the list `exists` reads).
+pub const UNIX_TIMESTAMP_OF_ROWS: &str = "UNIX_TIMESTAMP OF ROWS";
+
 /// Calls scalar function `name` (upper case).
 pub fn call(name: &str, args: Vec<Arg>, ctx: &mut FnCtx) -> SqlResult<Value> {
     if let Some(v) = control(name, &args, ctx)? {
@@ -1961,7 +1965,7 @@ fn interval_of(v: &Value, unit: IntervalUnit, ctx: &mut FnCtx) -> Option<Interva
 }
 
 fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>> {
-    if !DATE_NAMES.contains(&name) {
+    if !DATE_NAMES.contains(&name) && name != UNIX_TIMESTAMP_OF_ROWS {
         return Ok(None);
     }
     use TemporalKind::*;
@@ -1999,8 +2003,11 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             (t.hour, t.minute, t.second, t.micro, t.fsp) = (n.hour, n.minute, n.second, n.micro, f);
             return Ok(Some(temporal_value(t)));
         }
-        "UNIX_TIMESTAMP" => {
+        "UNIX_TIMESTAMP" | UNIX_TIMESTAMP_OF_ROWS => {
             count(name, args, 0, 1)?;
+            // The binder's name for a string argument read from rows,
+            // which always shows 6 fraction digits.
+            let of_rows = name == UNIX_TIMESTAMP_OF_ROWS;
             let Some(a) = args.first() else {
                 return Ok(Some(Value::Int(ctx.now_micros.div_euclid(1_000_000))));
             };
@@ -2009,8 +2016,11 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             };
             let mut dt = t;
             dt.kind = DateTime;
+            let fsp = if of_rows { 6 } else { t.fsp };
             if tm::is_zero_date(&dt) {
-                return Ok(Some(Value::Int(0)));
+                // A zero date: 0, but NULL from a string read from rows
+                // (as MariaDB 10.11).
+                return Ok(Some(if of_rows { Value::Null } else { Value::Int(0) }));
             }
             let Some(us) = tm::local_to_utc_any(&dt, &tz) else {
                 return Ok(Some(Value::Null));
@@ -2018,7 +2028,7 @@ fn date_fn(name: &str, args: &[Arg], ctx: &mut FnCtx) -> SqlResult<Option<Value>
             if !(0..=tm::TIMESTAMP_MAX_SECS as i128 * 1_000_000 + 999_999).contains(&(us as i128)) {
                 return Ok(Some(Value::Null));
             }
-            return Ok(Some(secs_value(us as i128, t.fsp)));
+            return Ok(Some(secs_value(us as i128, fsp)));
         }
         "FROM_UNIXTIME" => {
             count(name, args, 1, 2)?;

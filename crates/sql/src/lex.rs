@@ -1510,6 +1510,12 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
             return parse_load_data(&mut c).map(|l| Parsed::Special(Special::LoadData(Box::new(l))));
         }
         "DO" => return parse_do(stmt, &toks),
+        // MariaDB's grammar knows BACKUP only before STAGE and LOCK: its
+        // error quotes what follows the word (MySQL 5's BACKUP TABLE).
+        "BACKUP" if !(c.is_kw_at(1, "STAGE") || c.is_kw_at(1, "LOCK")) => {
+            c.i = 1;
+            return Err(c.err());
+        }
         "SET" if c.is_kw_at(1, "NAMES") || c.is_kw_at(1, "CHARSET") || c.is_kw_at(1, "CHARACTER") => {
             if let Some(p) = parse_set_names(&mut c)? {
                 return Ok(Parsed::Special(p));
@@ -2434,6 +2440,8 @@ fn parse_show(c: &mut Cur) -> SqlResult<ShowStmt> {
     } else if c.kw("PROFILES") {
         S::Profiles
     } else {
+        // After TABLE only STATUS may come: the error quotes what does.
+        c.kw("TABLE");
         return Err(c.err());
     };
     st.kind = k;

@@ -67,6 +67,7 @@ mod progress;
 mod query;
 mod rowcodec;
 mod rowformat;
+mod seqengine;
 mod session;
 mod show;
 mod sort;

@@ -81,7 +81,9 @@ pub fn resolve_table(s: &Session, name: &ast::ObjectName) -> SqlResult<Arc<Table
             format!("Access denied for user 'root'@'localhost' to database '{}'", crate::infoschema::SCHEMA),
         ));
     }
-    s.inner.table(&db, &t)
+    // A Sequence table is found by FROM (`add_source`); anything else
+    // would change it.
+    crate::seqengine::writable(s.inner.table(&db, &t), &db, &t)
 }
 
 pub(crate) fn rel_scope(rels: &[Rel]) -> Vec<ScopeCol> {
@@ -963,8 +965,22 @@ pub(crate) fn add_source_as(
                 let view = crate::infoschema::rows(s, txn, &t)?;
                 let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());
                 Rel::Rows { alias, view }
+            } else if let Some(view) = match crate::seqengine::parse(&t) {
+                // A Sequence table, when no table or view has its name.
+                Some(_)
+                    if s.inner.table(&db, &t).is_err()
+                        && crate::views::lookup(s, txn, &db, &t)?.is_none() =>
+                {
+                    crate::seqengine::rows(&t)?
+                }
+                _ => None,
+            } {
+                let alias = alias.as_ref().map_or(t, |a| a.name.value.clone());
+                Rel::Rows { alias, view }
             } else if let Some(def) = match resolve_table(s, name) {
-                Err(e) if e.code == 1146 => Some(crate::views::lookup(s, txn, &db, &t)?.ok_or(e)?),
+                Err(e) if e.code == 1146 || e.code == 1031 => {
+                    Some(crate::views::lookup(s, txn, &db, &t)?.ok_or(e)?)
+                }
                 Err(e) => return Err(e),
                 Ok(_) => None,
             } {

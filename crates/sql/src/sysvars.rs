@@ -95,6 +95,11 @@ pub static DEFS: &[Def] = &[
     d("hostname", G, false, Str, "localhost"),
     d("identity", S, true, Int(0, u64::MAX), "0"),
     d("innodb_lock_wait_timeout", Both, true, Int(0, 1_073_741_824), "4"),
+    // InnoDB's persistent optimizer statistics: there is no InnoDB here, so
+    // they are kept (SET GLOBAL works, as scripts save and restore them)
+    // and change nothing; fractaldb's own statistics are ANALYZE's.
+    d("innodb_stats_persistent", G, true, Bool, "1"),
+    d("innodb_stats_persistent_sample_pages", G, true, Int(1, u64::MAX), "20"),
     d("insert_id", S, true, Int(0, u64::MAX), "0"),
     d("interactive_timeout", Both, true, Int(1, TIMEOUT_MAX), "28800"),
     // The optimizer knobs below (join_buffer_*, optimizer_*, sort_buffer_size)

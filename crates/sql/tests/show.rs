@@ -421,7 +421,7 @@ fn listings_with_like_and_where() {
     assert_eq!(tsv(&mut s, "SHOW VARIABLES LIKE 'AUTOCOMMIT'"), "Variable_name\tValue\nautocommit\tOFF\n");
     assert_eq!(
         tsv(&mut s, "SHOW ENGINES"),
-        "Engine\tSupport\tComment\tTransactions\tXA\tSavepoints\nFractalDB\tDEFAULT\tFractal-tree (B-epsilon) storage: transactions, MVCC, compression\tYES\tYES\tYES\n"
+        "Engine\tSupport\tComment\tTransactions\tXA\tSavepoints\nFractalDB\tDEFAULT\tFractal-tree (B-epsilon) storage: transactions, MVCC, compression\tYES\tYES\tYES\nSEQUENCE\tYES\tGenerated tables filled with sequential values\tYES\tNO\tYES\n"
     );
     let (cols, rows) = result(&mut s, "SHOW STATUS LIKE 'Threads_connected'");
     assert_eq!(cols, ["Variable_name", "Value"]);
