@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, FlushOptions, MergeOperands,
-    Options, WriteOptions, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, FlushOptions,
+    MergeOperands, Options, WriteOptions, DB,
 };
 
 use super::{
@@ -90,20 +90,32 @@ impl RocksEngine {
 /// family): an LRU block cache of the run's cache size, zstd, and direct
 /// reads plus direct flush/compaction I/O when the run asks for direct I/O.
 pub fn options(config: &EngineConfig) -> Result<(Options, Options)> {
+    let table = cached_table(config)?;
+    let mut cf_options = Options::default();
+    cf_options.set_block_based_table_factory(&table);
+    cf_options.set_compression_type(DBCompressionType::Zstd);
+    Ok((db_options(&cf_options, config), cf_options))
+}
+
+/// Table options with an LRU block cache of the run's cache size.
+fn cached_table(config: &EngineConfig) -> Result<BlockBasedOptions> {
     let cache_size_bytes = usize::try_from(config.cache_size_bytes)
         .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
     let cache = Cache::new_lru_cache(cache_size_bytes)?;
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(&cache);
-    let mut cf_options = Options::default();
-    cf_options.set_block_based_table_factory(&table);
-    cf_options.set_compression_type(DBCompressionType::Zstd);
+    Ok(table)
+}
+
+/// The database options over `cf_options`: creates what is missing, and
+/// direct reads plus direct flush/compaction I/O when the run asks for it.
+fn db_options(cf_options: &Options, config: &EngineConfig) -> Options {
     let mut db_options = cf_options.clone();
     db_options.create_if_missing(true);
     db_options.create_missing_column_families(true);
     db_options.set_use_direct_reads(config.direct_io);
     db_options.set_use_direct_io_for_flush_and_compaction(config.direct_io);
-    Ok((db_options, cf_options))
+    db_options
 }
 
 /// What [`options`] sets beyond the shared part, as the report prints it.
@@ -128,11 +140,7 @@ const TUNED_SETTINGS: &str = "profile tuned (MyRocks' recommended column family 
 /// keep the default size, so both profiles have the same memory outside the
 /// block cache.
 pub fn options_tuned(config: &EngineConfig) -> Result<(Options, Options)> {
-    let cache_size_bytes = usize::try_from(config.cache_size_bytes)
-        .map_err(|_| Error::new("cache size does not fit this machine's address space"))?;
-    let cache = Cache::new_lru_cache(cache_size_bytes)?;
-    let mut table = BlockBasedOptions::default();
-    table.set_block_cache(&cache);
+    let mut table = cached_table(config)?;
     table.set_bloom_filter(10.0, false);
     table.set_whole_key_filtering(true);
     // Index and filter blocks in the block cache, as MyRocks has them, so
@@ -153,13 +161,9 @@ pub fn options_tuned(config: &EngineConfig) -> Result<(Options, Options)> {
     cf_options.set_bottommost_compression_type(DBCompressionType::Zstd);
     cf_options.set_level_compaction_dynamic_level_bytes(true);
     cf_options.set_optimize_filters_for_hits(true);
-    let mut db_options = cf_options.clone();
-    db_options.create_if_missing(true);
-    db_options.create_missing_column_families(true);
+    let mut db_options = db_options(&cf_options, config);
     db_options.set_max_background_jobs(4);
     db_options.set_bytes_per_sync(1 << 20);
-    db_options.set_use_direct_reads(config.direct_io);
-    db_options.set_use_direct_io_for_flush_and_compaction(config.direct_io);
     Ok((db_options, cf_options))
 }
 
