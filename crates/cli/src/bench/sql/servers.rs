@@ -130,6 +130,9 @@ impl Server {
             fs::remove_dir_all(dir).context(|| format!("removing {}", dir.display()))?;
         }
         fs::create_dir_all(dir).context(|| format!("creating {}", dir.display()))?;
+        // Absolute, because mariadb-install-db resolves a relative datadir
+        // against its own base directory (/usr), not the working directory.
+        let dir = &fs::canonicalize(dir).context(|| format!("resolving {}", dir.display()))?;
         let port = free_port()?;
         let data = dir.join("data");
         let log =
