@@ -13,7 +13,7 @@
 //! (`sort.rs`: in `sql-tmp/`, deleted when dropped, merged in passes when
 //! there are many), each record a group key and its entry.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use crate::bind::AggSpec;
 use crate::error::{SqlError, SqlResult};
@@ -24,60 +24,101 @@ use crate::value::Value;
 
 type Entry = (Vec<Value>, Vec<AggState>);
 
+/// The groups in memory, by key. A hash map, not an ordered one: a row
+/// costs one lookup of its key (two for a new group), and the order is
+/// made once, by sorting, when the groups are spilled or handed out. The
+/// hasher is std's randomly keyed one: group keys come from table data,
+/// which a hostile client can choose, and a fixed hash would let it make
+/// every key collide.
+type Groups = HashMap<Vec<u8>, Entry>;
+
+/// Bytes a group costs beyond its key and first row: the map's slot, the
+/// key's and the entry's vectors, and the allocator's headers (an
+/// estimate; the budget is MariaDB's tmp_memory_table_size, itself an
+/// estimate of rows).
+const GROUP_OVERHEAD_BYTES: usize = 64;
+/// Bytes an aggregate's state costs, likewise.
+const STATE_BYTES: usize = 48;
+
 pub(crate) struct Grouper<'g> {
     groups: &'g [(Expr, Ty)],
     aggs: &'g [AggSpec],
     levels: Vec<usize>,
-    map: BTreeMap<Vec<u8>, Entry>,
+    map: Groups,
     mem: usize,
     /// `cfg.budget` is GROUP BY's (tmp_memory_table_size).
     cfg: SortCfg,
     runs: Vec<Run>,
+    /// Reused for every row: the level byte, then each group expression's
+    /// key; `ends[i]` is where the key of the first `i` expressions ends.
+    key: Vec<u8>,
+    ends: Vec<usize>,
+    args: Vec<Option<Value>>,
 }
 
 impl<'g> Grouper<'g> {
     pub fn new(groups: &'g [(Expr, Ty)], aggs: &'g [AggSpec], rollup: bool, cfg: SortCfg) -> Self {
         let k = groups.len();
         let levels: Vec<usize> = if rollup { (0..=k).rev().collect() } else { vec![k] };
-        Grouper { groups, aggs, levels, map: BTreeMap::new(), mem: 0, cfg, runs: Vec::new() }
+        Grouper {
+            groups,
+            aggs,
+            levels,
+            map: Groups::default(),
+            mem: 0,
+            cfg,
+            runs: Vec::new(),
+            key: Vec::new(),
+            ends: Vec::with_capacity(k + 1),
+            args: Vec::with_capacity(aggs.len()),
+        }
     }
 
     /// Folds one input row into its groups.
     pub fn add(&mut self, r: &[Value], cx: &mut EvalCtx) -> SqlResult<()> {
-        let mut parts = Vec::with_capacity(self.groups.len());
+        self.key.clear();
+        self.key.push(0);
+        self.ends.clear();
+        self.ends.push(self.key.len());
         for (g, t) in self.groups {
-            let v = g.eval(r, cx)?;
-            let mut key = Vec::new();
-            group_key(&v, *t, &mut key);
-            parts.push(key);
+            match g {
+                // A column's key is made from the row's value in place.
+                Expr::Col(c) if *c < r.len() => group_key(&r[*c], *t, &mut self.key),
+                _ => group_key(&g.eval(r, cx)?, *t, &mut self.key),
+            }
+            self.ends.push(self.key.len());
         }
-        let mut args = Vec::with_capacity(self.aggs.len());
+        self.args.clear();
         for spec in self.aggs {
-            args.push(match &spec.arg {
+            self.args.push(match &spec.arg {
                 Some(a) => Some(a.eval(r, cx)?),
                 None => None,
             });
         }
         for li in 0..self.levels.len() {
             let level = self.levels[li];
-            let mut key = vec![level as u8];
-            for p in &parts[..level] {
-                key.extend_from_slice(p);
-            }
-            if !self.map.contains_key(&key) {
-                let mut first = r.to_vec();
-                // A super-aggregate row shows NULL for the columns it rolls up.
-                for (g, _) in &self.groups[level..] {
-                    if let Expr::Col(c) = g {
-                        first[*c] = Value::Null;
+            // The key of a level: its number, then the first `level` parts.
+            self.key[0] = level as u8;
+            let key = &self.key[..self.ends[level]];
+            let entry = match self.map.get_mut(key) {
+                Some(entry) => entry,
+                None => {
+                    let mut first = r.to_vec();
+                    // A super-aggregate row shows NULL for the columns it rolls up.
+                    for (g, _) in &self.groups[level..] {
+                        if let Expr::Col(c) = g {
+                            first[*c] = Value::Null;
+                        }
                     }
+                    self.mem += key.len()
+                        + GROUP_OVERHEAD_BYTES
+                        + first.iter().map(value_size).sum::<usize>()
+                        + STATE_BYTES * self.aggs.len();
+                    let states = self.aggs.iter().map(AggState::new).collect();
+                    self.map.entry(key.to_vec()).or_insert((first, states))
                 }
-                self.mem +=
-                    key.len() + 64 + first.iter().map(value_size).sum::<usize>() + 48 * self.aggs.len();
-                self.map.insert(key.clone(), (first, self.aggs.iter().map(AggState::new).collect()));
-            }
-            let entry = self.map.get_mut(&key).expect("inserted above");
-            for ((st, spec), v) in entry.1.iter_mut().zip(self.aggs).zip(&args) {
+            };
+            for ((st, spec), v) in entry.1.iter_mut().zip(self.aggs).zip(&self.args) {
                 if let (AggState::Distinct(..) | AggState::Concat(_), Some(v)) = (&*st, v) {
                     self.mem += value_size(v);
                 }
@@ -90,11 +131,20 @@ impl<'g> Grouper<'g> {
         Ok(())
     }
 
+    /// The groups in memory in key order, leaving the map empty.
+    fn take_sorted(&mut self) -> Vec<(Vec<u8>, Entry)> {
+        let mut groups: Vec<(Vec<u8>, Entry)> = self.map.drain().collect();
+        // Keys are distinct (they were a map's), so an unstable sort is exact.
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.mem = 0;
+        groups
+    }
+
     /// Writes the groups so far to a new run, in key order.
     fn spill(&mut self) -> SqlResult<()> {
         let mut w = RunWriter::new(&self.cfg)?;
         let mut buf = Vec::new();
-        for (key, (first, states)) in std::mem::take(&mut self.map) {
+        for (key, (first, states)) in self.take_sorted() {
             buf.clear();
             put_u64(&mut buf, first.len() as u64);
             for v in &first {
@@ -106,14 +156,13 @@ impl<'g> Grouper<'g> {
             w.put(&key, &buf)?;
         }
         self.runs.push(w.finish()?);
-        self.mem = 0;
         Ok(())
     }
 
     /// Every group in key order, its partial states combined.
     pub fn finish(mut self) -> SqlResult<Vec<(Vec<u8>, Entry)>> {
         if self.runs.is_empty() {
-            return Ok(std::mem::take(&mut self.map).into_iter().collect());
+            return Ok(self.take_sorted());
         }
         if !self.map.is_empty() {
             self.spill()?;
