@@ -52,8 +52,19 @@ fn engines() -> Vec<&'static str> {
     engines
 }
 
-/// The workloads `engine` runs: all but the codecs it lacks.
+/// The engines of the smoke run: every engine this build has, and
+/// fractaldb-sql, which runs only when named.
+fn bench_engines() -> Vec<&'static str> {
+    let mut engines = engines();
+    engines.push("fractaldb-sql");
+    engines
+}
+
+/// The workloads `engine` runs: all but the codecs it lacks; fractaldb-sql only its two loads.
 fn workloads_of(engine: &str) -> Vec<&'static str> {
+    if engine == "fractaldb-sql" {
+        return vec!["insert", "iibench"];
+    }
     let lacks: &[&str] = match engine {
         "fractaldb" => &[],
         "rocksdb" | "rocksdb-tuned" => &["codec-zlib", "codec-lzma"],
@@ -111,7 +122,7 @@ fn smoke_run_writes_complete_well_formed_files() {
     let scratch = Scratch::new("bench-smoke");
     let data = scratch.0.join("data");
     let out = scratch.0.join("out");
-    let engines = engines();
+    let engines = bench_engines();
     let output = bench(&[
         "--smoke",
         "--engines",
@@ -243,6 +254,15 @@ fn smoke_run_writes_complete_well_formed_files() {
         assert!(!settings.contains("did not open"), "{settings}");
     }
     assert!(!md.contains("## Failures"), "{md}");
+    // The SQL layer's share of the engine's rate, said for its two loads only.
+    for workload in ["insert", "iibench"] {
+        let section = md.split(&format!("\n## {workload}\n")).nth(1).unwrap().split("\n## ").next().unwrap();
+        assert!(
+            section.contains("**fractaldb-sql keeps "),
+            "no share of fractaldb's rate in {workload}:\n{section}"
+        );
+    }
+    assert_eq!(md.matches("**fractaldb-sql keeps ").count(), 2, "{md}");
     for workload in WORKLOADS {
         let section =
             md.split(&format!("\n## {workload}\n")).nth(1).unwrap_or_else(|| panic!("no {workload}"));
@@ -305,6 +325,10 @@ fn bad_flags_give_a_message_not_a_panic() {
         (vec!["--smoke", "--threads", "0"], "--threads must be between 1"),
         (vec!["--smoke", "--range-rows", "0"], "--range-rows must be at least 1"),
         (vec!["codec-lzma", "--smoke", "--engines", "sqlite"], "sqlite has none of the workloads"),
+        (
+            vec!["rollup-seq", "--smoke", "--engines", "fractaldb,fractaldb-sql"],
+            "fractaldb-sql has none of the workloads asked for (it runs only insert and iibench)",
+        ),
     ];
     for (args, expected) in cases {
         let mut all = args.clone();

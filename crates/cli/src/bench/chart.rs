@@ -21,9 +21,10 @@ use crate::error::{Error, Result};
 const SIZE: (u32, u32) = (1100, 640);
 /// The family the embedded font is registered under, and the only one used.
 const FONT: &str = "sans-serif";
-/// Line colours, picked by [`Line::colour`]: the first four are the
-/// engines' (fractaldb, RocksDB, tuned RocksDB, SQLite, in `EngineKind::ALL` order), told
-/// apart by hue and by lightness, so they survive a grey-scale print.
+/// Line colours, picked by [`Line::colour`]: the first five are the
+/// engines' (fractaldb, RocksDB, tuned RocksDB, SQLite, fractaldb-sql, in
+/// `EngineKind::ALL` order), told apart by hue and by lightness, so they
+/// survive a grey-scale print.
 const PALETTE: [RGBColor; 6] = [
     RGBColor(0x1f, 0x5f, 0xbf), // blue
     RGBColor(0xe6, 0x7e, 0x00), // orange

@@ -69,7 +69,10 @@ pub struct BenchArgs {
     #[arg(value_name = "WORKLOAD", value_parser = workload_parser())]
     pub workloads: Vec<WorkloadSelection>,
 
-    /// Engines to compare, comma-separated [default: every engine this build has].
+    /// Engines to compare, comma-separated [default: every engine this build has but
+    /// fractaldb-sql]. fractaldb-sql (fractaldb's embedded SQL layer over the same engine, each
+    /// batch one INSERT statement) runs only insert and iibench: name it with fractaldb to see
+    /// what the SQL layer keeps of the engine's rate.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "ENGINE,...")]
     pub engines: Vec<EngineKind>,
 
@@ -306,7 +309,7 @@ impl Plan {
         let mut engines: Vec<EngineKind> = if explicit_engines {
             args.engines.clone()
         } else {
-            EngineKind::ALL.into_iter().filter(|e| e.is_built()).collect()
+            EngineKind::ALL.into_iter().filter(|e| e.is_built() && e.in_default_run()).collect()
         };
         engines.sort();
         engines.dedup();
@@ -316,8 +319,9 @@ impl Plan {
                  or leave it out of --engines"
             );
         }
-        // An engine without a codec skips that codec's load; one left with
-        // nothing to do is an error if the user named it, else left out.
+        // An engine without a codec skips that codec's load, fractaldb-sql
+        // every workload but its two loads; one left with nothing to do is
+        // an error if the user named it, else left out.
         let mut idle = Vec::new();
         engines.retain(|&e| {
             let has_work = workloads.iter().any(|&w| runs_on(w, e));
@@ -326,12 +330,11 @@ impl Plan {
             }
             has_work
         });
-        if let Some(engine) = idle.first() {
-            let codecs: Vec<&str> = engines::codecs(*engine).iter().map(|c| c.name()).collect();
+        if let Some(&engine) = idle.first() {
             if explicit_engines || engines.is_empty() {
                 bail!(
-                    "{engine} has none of the workloads asked for (its codecs: {}); leave it out of --engines",
-                    codecs.join(", ")
+                    "{engine} has none of the workloads asked for ({}); leave it out of --engines",
+                    what_runs_on(engine)
                 );
             }
             say(&format!(
@@ -396,7 +399,8 @@ impl Plan {
     }
 
     /// The share of the run that `engine`'s process performs: every
-    /// workload but the codec loads it has no codec for.
+    /// workload that [`runs_on`] it (not the codec loads it has no codec
+    /// for; on fractaldb-sql, its two loads).
     fn child_args(&self, engine: EngineKind, dir: PathBuf) -> ChildArgs {
         ChildArgs {
             engine,
@@ -416,9 +420,28 @@ impl Plan {
     }
 }
 
-/// Whether `workload` runs on `engine`: a `codec-*` load only where the engine has the codec.
+/// The only workloads fractaldb-sql runs: the loads issue 19 compares
+/// with the engine's. The reads would measure SELECT, not the SQL INSERT
+/// path, and `settle` reads nothing the loads do not already show.
+const SQL_WORKLOADS: [WorkloadKind; 2] = [WorkloadKind::Insert, WorkloadKind::Iibench];
+
+/// Whether `workload` runs on `engine`: a `codec-*` load only where the
+/// engine has the codec; on fractaldb-sql only [`SQL_WORKLOADS`].
 fn runs_on(workload: WorkloadKind, engine: EngineKind) -> bool {
+    if engine == EngineKind::FractaldbSql {
+        return SQL_WORKLOADS.contains(&workload);
+    }
     workload.codec().is_none_or(|codec| engines::codecs(engine).contains(&codec))
+}
+
+/// What `engine` runs, for the message that it has nothing to do.
+fn what_runs_on(engine: EngineKind) -> String {
+    if engine == EngineKind::FractaldbSql {
+        let names: Vec<&str> = SQL_WORKLOADS.iter().map(|w| w.name()).collect();
+        return format!("it runs only {}", names.join(" and "));
+    }
+    let codecs: Vec<&str> = engines::codecs(engine).iter().map(|c| c.name()).collect();
+    format!("its codecs: {}", codecs.join(", "))
 }
 
 /// Prints a line to standard output, ignoring a closed pipe (the run goes on
@@ -830,6 +853,37 @@ mod tests {
         let plan = parse(&["codec-lzma", "--smoke"]).unwrap();
         assert_eq!(plan.engines, [EngineKind::Fractaldb]);
         assert!(parse(&["mixed", "--smoke"]).is_err(), "mixed reads what insert writes");
+    }
+
+    #[test]
+    fn fractaldb_sql_runs_only_its_loads_and_only_when_named() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let parse =
+            |args: &[&str]| Plan::resolve(&Wrapper::try_parse_from(["x"].iter().chain(args)).unwrap().bench);
+        assert!(!parse(&["--smoke"]).unwrap().engines.contains(&EngineKind::FractaldbSql));
+        let plan = parse(&["--smoke", "--engines", "fractaldb,fractaldb-sql"]).unwrap();
+        assert_eq!(plan.engines, [EngineKind::Fractaldb, EngineKind::FractaldbSql]);
+        assert_eq!(plan.child_args(EngineKind::Fractaldb, PathBuf::new()).workloads, WorkloadKind::ALL);
+        assert_eq!(
+            plan.child_args(EngineKind::FractaldbSql, PathBuf::new()).workloads,
+            [WorkloadKind::Insert, WorkloadKind::Iibench]
+        );
+        let error = parse(&["rollup-seq", "codec-zstd", "--smoke", "--engines", "fractaldb-sql"])
+            .err()
+            .expect("nothing to run")
+            .to_string();
+        assert!(error
+            .contains("fractaldb-sql has none of the workloads asked for (it runs only insert and iibench)"));
+        let plan = parse(&["insert", "point-get", "--smoke", "--engines", "fractaldb-sql"]).unwrap();
+        assert_eq!(
+            plan.child_args(EngineKind::FractaldbSql, PathBuf::new()).workloads,
+            [WorkloadKind::Insert]
+        );
     }
 
     #[test]

@@ -369,6 +369,32 @@ impl<'a> Report<'a> {
         (theirs != 0.0).then(|| ours / theirs)
     }
 
+    /// For a load both fractaldb and fractaldb-sql ran, the share of the
+    /// engine's rows/s that the SQL layer keeps, in a sentence (issue 19
+    /// asks for at least half).
+    fn sql_share(&self, workload: WorkloadKind) -> Option<String> {
+        if !workload.is_load() {
+            return None;
+        }
+        let rate = |engine| {
+            let measured = self.summary(engine, workload)?.measured;
+            per_s(measured.rows, measured.elapsed_us)
+        };
+        let engine = rate(EngineKind::Fractaldb)?;
+        let sql = rate(EngineKind::FractaldbSql)?;
+        if engine <= 0.0 || sql <= 0.0 {
+            return None;
+        }
+        Some(format!(
+            "**fractaldb-sql keeps {:.0}% of fractaldb's rate** ({} vs {} rows/s overall: fractaldb / \
+             fractaldb-sql = {}x). Issue 19 asks the SQL layer to keep at least 50%.",
+            sql / engine * 100.0,
+            human_number(sql, Unit::Rate),
+            human_number(engine, Unit::Rate),
+            human_ratio(engine / sql),
+        ))
+    }
+
     /// The engines compared with fractaldb in this run: every other engine
     /// the run had, in the run's order (none if fractaldb did not run).
     fn compared(&self) -> Vec<EngineKind> {
@@ -576,6 +602,9 @@ impl<'a> Report<'a> {
                     let _ = write!(out, " {cell} |");
                 }
                 out.push('\n');
+            }
+            if let Some(line) = self.sql_share(workload) {
+                let _ = writeln!(out, "\n{line}");
             }
             match self.charts.iter().find(|c| c.workload == workload).map(|c| &c.drawn) {
                 Some(Ok(stem)) => {
@@ -855,6 +884,34 @@ mod tests {
         assert!(md.contains("| fractaldb/rocksdb |"), "{md}");
         assert!(dir.join("insert.png").exists() && dir.join("insert.svg").exists());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_sql_layer_share_of_the_engine_rate_is_said_for_loads() {
+        let info = RunInfo {
+            workloads: vec![WorkloadKind::Iibench, WorkloadKind::Settle],
+            engines: vec![EngineKind::Fractaldb, EngineKind::FractaldbSql],
+            interval_ms: 1000,
+            ..Default::default()
+        };
+        let mut engine = EngineRun::new(EngineKind::Fractaldb);
+        engine.results.push((WorkloadKind::Iibench, measured(1000, 1_000_000, 50)));
+        engine.results.push((WorkloadKind::Settle, measured(1000, 1_000_000, 50)));
+        let mut sql = EngineRun::new(EngineKind::FractaldbSql);
+        sql.results.push((WorkloadKind::Iibench, measured(1000, 2_050_000, 60)));
+        let runs = [engine, sql];
+        let report = Report::new(&info, &runs);
+        let md = report.summary_md();
+        assert!(
+            md.contains(
+                "**fractaldb-sql keeps 49% of fractaldb's rate** (488 vs 1,000 rows/s overall: \
+                 fractaldb / fractaldb-sql = 2.05x)"
+            ),
+            "{md}"
+        );
+        assert_eq!(md.matches("keeps").count(), 1, "only for the load both ran:\n{md}");
+        assert!(md.contains("| fractaldb/fractaldb-sql |"), "{md}");
+        assert_eq!(cell(&report.summary_csv(), "fractaldb/fractaldb-sql", "rows_per_s"), "2.0500");
     }
 
     #[test]

@@ -506,6 +506,8 @@ pub fn run(
 
 /// Checks what a load wrote by reading it back, after it was measured (so
 /// the check's reads count in no figure). Reads check as they read.
+/// `insert` and `iibench` are checked only where the engine counts rows
+/// exactly and cheaply ([`Engine::exact_rows`]): the count must be `rows`.
 pub fn verify(kind: WorkloadKind, engine: &dyn Engine, params: &WorkloadParams) -> Result<()> {
     let gen = RowGen::new(params.seed);
     let mut session = engine.session()?;
@@ -513,6 +515,17 @@ pub fn verify(kind: WorkloadKind, engine: &dyn Engine, params: &WorkloadParams) 
         WorkloadKind::RollupSeq => rollup::verify(session.as_mut(), params, &gen, rollup::Key::Sequential),
         WorkloadKind::RollupRandom => rollup::verify(session.as_mut(), params, &gen, rollup::Key::Random),
         kind if kind.codec().is_some() => logs::verify(session.as_mut(), params, &gen),
+        WorkloadKind::Insert | WorkloadKind::Iibench => {
+            drop(session);
+            let keyspace = kind.dataset().keyspaces()[0].name;
+            match engine.exact_rows(keyspace)? {
+                Some(rows) if rows != params.rows => Err(Error::new(format!(
+                    "{kind}: {keyspace} holds {rows} rows, the load wrote {}",
+                    params.rows
+                ))),
+                _ => Ok(()),
+            }
+        }
         _ => Ok(()),
     }
 }

@@ -4,6 +4,7 @@
 pub mod fractal;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
+mod sql;
 mod sqlite;
 
 use std::fmt;
@@ -15,7 +16,8 @@ pub use fractaldb::Codec;
 use super::sys::{self, DiskUsage};
 use crate::error::{Context, Result};
 
-/// Which engine: fractaldb itself or one that users would otherwise pick.
+/// Which engine: fractaldb itself, one that users would otherwise pick, or
+/// fractaldb's own SQL layer over the same engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
 pub enum EngineKind {
     Fractaldb,
@@ -23,12 +25,21 @@ pub enum EngineKind {
     /// RocksDB tuned as MyRocks recommends (see `rocks::options_tuned`).
     RocksdbTuned,
     Sqlite,
+    /// fractaldb's embedded SQL layer (fractaldb_sql::Database) over the
+    /// same engine: each batch one multi-row INSERT statement (see `sql.rs`).
+    /// Runs the insert and iibench loads only, and only when named.
+    FractaldbSql,
 }
 
 impl EngineKind {
-    /// Every engine, in report order.
-    pub const ALL: [EngineKind; 4] =
-        [EngineKind::Fractaldb, EngineKind::Rocksdb, EngineKind::RocksdbTuned, EngineKind::Sqlite];
+    /// Every engine, in report order (also the order of the charts' colours).
+    pub const ALL: [EngineKind; 5] = [
+        EngineKind::Fractaldb,
+        EngineKind::Rocksdb,
+        EngineKind::RocksdbTuned,
+        EngineKind::Sqlite,
+        EngineKind::FractaldbSql,
+    ];
 
     /// The name used on the command line, in folders and in reports.
     pub fn name(self) -> &'static str {
@@ -37,7 +48,16 @@ impl EngineKind {
             EngineKind::Rocksdb => "rocksdb",
             EngineKind::RocksdbTuned => "rocksdb-tuned",
             EngineKind::Sqlite => "sqlite",
+            EngineKind::FractaldbSql => "fractaldb-sql",
         }
+    }
+
+    /// Whether a run without `--engines` includes the engine: every engine
+    /// but fractaldb-sql, which measures our SQL layer against our engine
+    /// (issue 19) rather than against other engines, and would lengthen the
+    /// main benchmark by two more loads.
+    pub fn in_default_run(self) -> bool {
+        self != EngineKind::FractaldbSql
     }
 
     /// Whether this build can run the engine (RocksDB needs `--features rocksdb`).
@@ -278,6 +298,14 @@ pub trait Engine: Sync {
     /// Bytes the engine's folder takes on disk.
     fn disk_usage(&self) -> Result<DiskUsage>;
 
+    /// The rows `keyspace` holds, where the engine counts them exactly and
+    /// cheaply (fractaldb-sql: `SELECT COUNT(*)`, answered from the table's
+    /// row count); `None` where it would take a scan. A load's check
+    /// compares it with the rows written.
+    fn exact_rows(&self, _keyspace: &str) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Flushes and closes.
     fn close(self: Box<Self>) -> Result<()>;
 }
@@ -304,7 +332,9 @@ pub trait Session {
 
 /// The codecs an engine can load the `codec-*` workloads with: fractaldb
 /// has all of [`fractaldb::Codec`]; RocksDB those its crate is built with
-/// (zstd, lz4, snappy) and none; SQLite stores pages as they are.
+/// (zstd, lz4, snappy) and none; SQLite stores pages as they are;
+/// fractaldb-sql runs no codec load (its tables are zstd, the SQL layer's
+/// default).
 pub fn codecs(kind: EngineKind) -> &'static [Codec] {
     match kind {
         EngineKind::Fractaldb => &ALL_CODECS,
@@ -312,6 +342,7 @@ pub fn codecs(kind: EngineKind) -> &'static [Codec] {
             &[Codec::None, Codec::Zstd, Codec::Lz4, Codec::Snappy]
         }
         EngineKind::Sqlite => &[Codec::None],
+        EngineKind::FractaldbSql => &[],
     }
 }
 
@@ -338,6 +369,7 @@ pub fn open(
     let engine: Box<dyn Engine> = match kind {
         EngineKind::Fractaldb => Box::new(fractal::FractalEngine::open(dir, config, keyspaces, codec)?),
         EngineKind::Sqlite => Box::new(sqlite::SqliteEngine::open(dir, config, keyspaces)?),
+        EngineKind::FractaldbSql => Box::new(sql::SqlEngine::open(dir, config, keyspaces)?),
         #[cfg(feature = "rocksdb")]
         EngineKind::Rocksdb => Box::new(rocks::RocksEngine::open(dir, config, keyspaces, codec, false)?),
         #[cfg(feature = "rocksdb")]
