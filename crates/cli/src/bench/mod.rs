@@ -828,16 +828,19 @@ mod tests {
         assert_eq!(parsed.to_args(), child.to_args());
     }
 
-    #[test]
-    fn codec_stands_for_every_codec_and_each_engine_gets_only_its_own() {
+    /// The plan `fractaldb bench ARGS` resolves to.
+    fn parse(args: &[&str]) -> Result<Plan> {
         use clap::Parser;
         #[derive(Parser)]
         struct Wrapper {
             #[command(flatten)]
             bench: BenchArgs,
         }
-        let parse =
-            |args: &[&str]| Plan::resolve(&Wrapper::try_parse_from(["x"].iter().chain(args)).unwrap().bench);
+        Plan::resolve(&Wrapper::try_parse_from(["x"].iter().chain(args)).unwrap().bench)
+    }
+
+    #[test]
+    fn codec_stands_for_every_codec_and_each_engine_gets_only_its_own() {
         let plan =
             parse(&["codec", "insert", "codec-zstd", "--smoke", "--engines", "sqlite,fractaldb"]).unwrap();
         let mut expected = vec![WorkloadKind::Insert];
@@ -857,14 +860,6 @@ mod tests {
 
     #[test]
     fn fractaldb_sql_runs_only_its_loads_and_only_when_named() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Wrapper {
-            #[command(flatten)]
-            bench: BenchArgs,
-        }
-        let parse =
-            |args: &[&str]| Plan::resolve(&Wrapper::try_parse_from(["x"].iter().chain(args)).unwrap().bench);
         assert!(!parse(&["--smoke"]).unwrap().engines.contains(&EngineKind::FractaldbSql));
         let plan = parse(&["--smoke", "--engines", "fractaldb,fractaldb-sql"]).unwrap();
         assert_eq!(plan.engines, [EngineKind::Fractaldb, EngineKind::FractaldbSql]);

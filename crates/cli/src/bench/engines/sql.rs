@@ -23,7 +23,11 @@ const INSERT_TABLE: &str = "CREATE TABLE bench.insert_rows (k BINARY(8) NOT NULL
 /// The table of the `iibench` dataset: the primary keyspace's row plus the
 /// three secondary keyspaces' random values as indexed columns, so each
 /// INSERTed row writes the same four entries the engine's batch puts.
-const IIBENCH_TABLE: &str = "CREATE TABLE bench.iibench (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, \
+/// As in iiBench itself the primary key is AUTO_INCREMENT and the INSERTs
+/// leave it out, so the server numbers the rows (row `i` of the batch
+/// stream gets `i + 1`) and its uniqueness check reads nothing.
+const IIBENCH_TABLE: &str =
+    "CREATE TABLE bench.iibench (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
      k1 BIGINT UNSIGNED NOT NULL, k2 BIGINT UNSIGNED NOT NULL, k3 BIGINT UNSIGNED NOT NULL, \
      v VARBINARY(100) NOT NULL, KEY (k1), KEY (k2), KEY (k3))";
 
@@ -83,6 +87,11 @@ pub struct SqlEngine {
     db: Database,
     shape: Shape,
     settings: String,
+    /// The iibench id the next batch must start with: the table numbers
+    /// rows by AUTO_INCREMENT, so batches must come in id order from 0,
+    /// whichever session sends them. Held while a batch is built and
+    /// written, so the order of statements is the order of ids.
+    next_id: std::sync::Mutex<u64>,
 }
 
 impl SqlEngine {
@@ -99,7 +108,8 @@ impl SqlEngine {
              default node sizes (the SQL layer's defaults); each batch is one autocommit INSERT statement \
              of the batch's rows (--batch-rows), values as literals (BINARY and VARBINARY as X'..' hex) so \
              it takes the literal multi-row fast path, at the session's default isolation (repeatable \
-             read); as any INSERT, each row's primary key is checked unique by a locked point read",
+             read); insert's primary keys are checked unique by a locked point read, iibench's are AUTO_INCREMENT \
+             values the statement reserves and locks (iiBench's table; nothing read)",
             env!("CARGO_PKG_VERSION"),
             options.cache_size_bytes,
             options.direct_io,
@@ -108,7 +118,8 @@ impl SqlEngine {
         );
         let db = Database::open(dir, options)
             .map_err(|e| Error::new(format!("opening fractaldb-sql in {}: {e}", dir.display())))?;
-        let engine = SqlEngine { dir: dir.to_path_buf(), db, shape, settings };
+        let next_id = std::sync::Mutex::new(0);
+        let engine = SqlEngine { dir: dir.to_path_buf(), db, shape, settings, next_id };
         let mut session = engine.db.session();
         execute(&mut session, format!("CREATE DATABASE IF NOT EXISTS {DATABASE}").as_bytes())?;
         let create = shape.create().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1);
@@ -199,14 +210,19 @@ impl Session for SqlSession<'_> {
     /// commit synced on its own, so BEGIN and COMMIT around it would add
     /// two statements and a savepoint and change nothing else.
     fn write(&mut self, batch: &Batch) -> Result<()> {
-        let rows = match self.engine.shape {
-            Shape::Insert => insert_statement(batch, &mut self.statement)?,
-            Shape::Iibench => iibench_statement(batch, &mut self.statement)?,
+        // A failed statement leaves no row, so the ids go back.
+        let mut next_id = self.engine.next_id.lock().unwrap_or_else(|e| e.into_inner());
+        let first_id = *next_id;
+        let built = match self.engine.shape {
+            Shape::Insert => insert_statement(batch, &mut self.statement),
+            Shape::Iibench => iibench_statement(batch, &mut self.statement, &mut next_id),
         };
+        let rows = built.inspect_err(|_| *next_id = first_id)?;
         if rows == 0 {
             return Ok(());
         }
-        match execute(&mut self.session, &self.statement)? {
+        let done = execute(&mut self.session, &self.statement).inspect_err(|_| *next_id = first_id)?;
+        match done {
             Outcome::Done { affected, .. } if affected == rows as u64 => Ok(()),
             other => Err(Error::new(format!(
                 "fractaldb-sql: an INSERT of {rows} rows into {DATABASE}.{} ended with {other:?}",
@@ -234,8 +250,9 @@ impl Session for SqlSession<'_> {
                 push_hex(query, key);
             }
             Shape::Iibench => {
+                // AUTO_INCREMENT numbered batch row `i` as `i + 1`.
                 query.extend_from_slice(b"id = ");
-                push_u64(query, be_u64(key, keyspace)?);
+                push_u64(query, be_u64(key, keyspace)?.saturating_add(1));
             }
         }
         match execute(&mut self.session, query)? {
@@ -344,11 +361,12 @@ fn insert_statement(batch: &Batch, out: &mut Vec<u8>) -> Result<usize> {
 }
 
 /// Writes into `out` the INSERT of an `iibench` batch, `INSERT INTO
-/// bench.iibench VALUES (id,k1,k2,k3,X'value'),...`; returns its rows (0:
-/// an empty batch). The batch must have iibench's shape: the i-th put of
-/// each secondary keyspace is (random u64 ++ id) of the i-th row of the
-/// primary one, with an empty value.
-fn iibench_statement(batch: &Batch, out: &mut Vec<u8>) -> Result<usize> {
+/// bench.iibench (k1,k2,k3,v) VALUES (k1,k2,k3,X'value'),...`; returns its
+/// rows (0: an empty batch). The batch must have iibench's shape: the i-th
+/// put of each secondary keyspace is (random u64 ++ id) of the i-th row of
+/// the primary one, with an empty value; and its ids must run on from
+/// `next_id` (advanced past them), since AUTO_INCREMENT numbers the rows.
+fn iibench_statement(batch: &Batch, out: &mut Vec<u8>, next_id: &mut u64) -> Result<usize> {
     out.clear();
     let shape_error = |why: String| Error::new(format!("fractaldb-sql: not an iibench batch: {why}"));
     let parts: Vec<_> = batch.parts().collect();
@@ -358,19 +376,26 @@ fn iibench_statement(batch: &Batch, out: &mut Vec<u8>) -> Result<usize> {
         return Err(shape_error(format!("keyspaces {names:?}, expected {expected:?}")));
     }
     let mut secondaries = [parts[1].1.iter(), parts[2].1.iter(), parts[3].1.iter()];
-    out.extend_from_slice(b"INSERT INTO bench.iibench VALUES ");
+    out.extend_from_slice(b"INSERT INTO bench.iibench (k1,k2,k3,v) VALUES ");
     let mut rows = 0;
     for (kind, key, value) in parts[0].1.iter() {
         if kind != OpKind::Put {
             return Err(shape_error(format!("a {kind:?} in {}", expected[0])));
         }
         let id = be_u64(key, expected[0])?;
+        if id != *next_id {
+            return Err(shape_error(format!(
+                "row {rows} has id {id} where {} comes next (AUTO_INCREMENT numbers the rows, so \
+                 they must come in id order from 0)",
+                *next_id
+            )));
+        }
+        *next_id += 1;
         check_value(value, expected[0])?;
         if rows > 0 {
             out.push(b',');
         }
         out.push(b'(');
-        push_u64(out, id);
         for (index, ops) in secondaries.iter_mut().enumerate() {
             let name = expected[index + 1];
             let Some((kind, key, value)) = ops.next() else {
@@ -392,10 +417,9 @@ fn iibench_statement(batch: &Batch, out: &mut Vec<u8>) -> Result<usize> {
                     be_u64(key_id, name)?
                 )));
             }
-            out.push(b',');
             push_u64(out, be_u64(random, name)?);
+            out.push(b',');
         }
-        out.push(b',');
         push_hex(out, value);
         out.push(b')');
         rows += 1;
@@ -462,11 +486,13 @@ mod tests {
             (2, 0, 0, u64::MAX - 1, &[0xFF; 100]),
         ]);
         let mut statement = Vec::new();
-        assert_eq!(iibench_statement(&batch, &mut statement).unwrap(), 3);
+        let mut next_id = 0;
+        assert_eq!(iibench_statement(&batch, &mut statement, &mut next_id).unwrap(), 3);
+        assert_eq!(next_id, 3);
         let text = String::from_utf8(statement.clone()).unwrap();
         let expected = format!(
-            "INSERT INTO bench.iibench VALUES (0,1,18446744073709551615,42,X'00FF27225C603B2D2D00'),\
-             (1,7,8,9,X'69742773'),(2,0,0,18446744073709551614,X'{}')",
+            "INSERT INTO bench.iibench (k1,k2,k3,v) VALUES (1,18446744073709551615,42,X'00FF27225C603B2D2D00'),\
+             (7,8,9,X'69742773'),(0,0,18446744073709551614,X'{}')",
             "FF".repeat(100)
         );
         assert_eq!(text, expected);
@@ -478,9 +504,10 @@ mod tests {
         engine.session().unwrap().write(&batch).unwrap();
         let rows = select(&engine, "SELECT id, k1, k2, k3, HEX(v) FROM bench.iibench ORDER BY id");
         let expected: Vec<Vec<String>> = [
-            ["0", "1", "18446744073709551615", "42", "00FF27225C603B2D2D00"],
-            ["1", "7", "8", "9", "69742773"],
-            ["2", "0", "0", "18446744073709551614", &"FF".repeat(100)],
+            // AUTO_INCREMENT numbers batch row i as i + 1.
+            ["1", "1", "18446744073709551615", "42", "00FF27225C603B2D2D00"],
+            ["2", "7", "8", "9", "69742773"],
+            ["3", "0", "0", "18446744073709551614", &"FF".repeat(100)],
         ]
         .iter()
         .map(|r| r.iter().map(|c| c.to_string()).collect())
@@ -491,14 +518,20 @@ mod tests {
             assert_eq!(engine.db.index_entries("bench", "iibench", index).unwrap().len(), 3, "{index}");
         }
         let by_k2 = select(&engine, "SELECT id FROM bench.iibench WHERE k2 = 0");
-        assert_eq!(by_k2, [["2".to_string()]]);
+        assert_eq!(by_k2, [["3".to_string()]]);
         assert_eq!(engine.exact_rows("iibench_pk").unwrap(), Some(3));
         assert_eq!(engine.exact_rows("iibench_k1").unwrap(), None);
         let mut session = engine.session().unwrap();
         assert_eq!(session.get("iibench_pk", &0u64.to_be_bytes()).unwrap(), Some(awkward.to_vec()));
+        assert_eq!(session.get("iibench_pk", &2u64.to_be_bytes()).unwrap(), Some(vec![0xFF; 100]));
         assert_eq!(session.get("iibench_pk", &3u64.to_be_bytes()).unwrap(), None);
         assert!(session.get("iibench_k1", &[0; 16]).is_err());
+        // The next batch must go on from id 3: row ids are AUTO_INCREMENT's.
+        let error = session.write(&iibench_batch(&[(5, 1, 1, 1, b"x")])).unwrap_err().to_string();
+        assert!(error.contains("id 5 where 3 comes next"), "{error}");
+        session.write(&iibench_batch(&[(3, 1, 1, 1, b"x")])).unwrap();
         drop(session);
+        assert_eq!(engine.exact_rows("iibench_pk").unwrap(), Some(4));
         engine.settle().unwrap();
         Box::new(engine).close().unwrap();
     }
@@ -543,19 +576,19 @@ mod tests {
         let mut batch = iibench_batch(&[(0, 1, 2, 3, b"a")]);
         batch.part(0).put(&1u64.to_be_bytes(), b"b");
         batch.part(1).put(&[0; 16], &[]);
-        let error = iibench_statement(&batch, &mut statement).unwrap_err().to_string();
+        let error = iibench_statement(&batch, &mut statement, &mut 0).unwrap_err().to_string();
         assert!(error.contains("iibench_k1") && error.contains("id 1 in iibench_pk but 0"), "{error}");
         let mut batch = iibench_batch(&[(0, 1, 2, 3, b"a")]);
         batch.part(2).put(&[0; 16], &[]);
-        let error = iibench_statement(&batch, &mut statement).unwrap_err().to_string();
+        let error = iibench_statement(&batch, &mut statement, &mut 0).unwrap_err().to_string();
         assert!(error.contains("iibench_k2 has more puts"), "{error}");
         let batch = iibench_batch(&[(0, 1, 2, 3, &[7; 101])]);
-        assert!(iibench_statement(&batch, &mut statement).is_err());
+        assert!(iibench_statement(&batch, &mut statement, &mut 0).is_err());
         let mut batch = Batch::new(Dataset::Insert.keyspaces());
         batch.part(0).put(b"short", b"v");
         assert!(insert_statement(&batch, &mut statement).is_err());
         assert!(Shape::of(Dataset::RollupSeq.keyspaces()).is_err());
         let empty = Batch::new(Dataset::Iibench.keyspaces());
-        assert_eq!(iibench_statement(&empty, &mut statement).unwrap(), 0);
+        assert_eq!(iibench_statement(&empty, &mut statement, &mut 0).unwrap(), 0);
     }
 }
