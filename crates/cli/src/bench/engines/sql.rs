@@ -4,6 +4,7 @@
 //! engine in the same run, it shows what the SQL layer costs (issue 19:
 //! it should keep at least half of the engine's rate).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use fractaldb_sql::{Database, DbOptions, Outcome, Value};
@@ -252,7 +253,8 @@ impl Session for SqlSession<'_> {
             Shape::Iibench => {
                 // AUTO_INCREMENT numbered batch row `i` as `i + 1`.
                 query.extend_from_slice(b"id = ");
-                push_u64(query, be_u64(key, keyspace)?.saturating_add(1));
+                // Writing into a Vec cannot fail.
+                let _ = write!(query, "{}", be_u64(key, keyspace)?.saturating_add(1));
             }
         }
         match execute(&mut self.session, query)? {
@@ -287,21 +289,6 @@ fn be_u64(key: &[u8], what: &str) -> Result<u64> {
         .try_into()
         .map_err(|_| Error::new(format!("fractaldb-sql: a key of {what} is {} bytes, not 8", key.len())))?;
     Ok(u64::from_be_bytes(bytes))
-}
-
-/// Appends `n` in decimal.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// Appends `bytes` as a hex literal, `X'00FF..'`: any bytes, quotes and
@@ -417,7 +404,7 @@ fn iibench_statement(batch: &Batch, out: &mut Vec<u8>, next_id: &mut u64) -> Res
                     be_u64(key_id, name)?
                 )));
             }
-            push_u64(out, be_u64(random, name)?);
+            let _ = write!(out, "{}", be_u64(random, name)?);
             out.push(b',');
         }
         push_hex(out, value);
