@@ -251,6 +251,7 @@ impl Work {
                     dict: String::new(),
                     comment,
                     disabled: false,
+                    carry: false,
                 },
             );
             return Ok(());
@@ -301,6 +302,7 @@ impl Work {
             dict: String::new(),
             comment,
             disabled: false,
+            carry: false,
         });
         Ok(())
     }
@@ -989,7 +991,7 @@ pub(crate) fn swap_locked(
             if ix.kind == IndexKind::Primary {
                 ix.dict = def.main_dict.clone();
             } else if plan.rows_change || ix.dict.is_empty() {
-                ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
+                ix.new_dictionary(s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name)));
                 build.push(i);
             }
         }

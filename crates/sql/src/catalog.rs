@@ -97,6 +97,42 @@ pub struct IndexDef {
     /// lookups never depend on one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// Its entries carry the values of the key parts whose key form does
+    /// not give the value back (a string under a text collation keys its
+    /// weights): after the primary key that ends a plain index's key, each
+    /// such part's value in order (`keycodec::put_carried`), so a read of
+    /// the index alone can return them ([`IndexDef::carries`]). Set when
+    /// the index gets a new dictionary ([`IndexDef::new_dictionary`]), so
+    /// every entry of a dictionary is written under one setting; indexes
+    /// built before it existed keep `false` until they are rebuilt.
+    /// **Invariant:** the types of an index's parts never change while
+    /// its dictionary lives (a column in an index is retyped by a rebuild,
+    /// `instant::prepare`), so the carried parts of its entries are fixed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub carry: bool,
+}
+
+impl IndexDef {
+    /// Whether part `p` of this index (a column of type `ty`) carries its
+    /// value after the key (see `carry`): only a plain, non-clustering
+    /// index's key ends with the primary key, after which more bytes
+    /// change neither its order nor its uniqueness; a clustering index's
+    /// value is the row anyway.
+    pub fn carries(&self, p: &IndexPart, ty: &crate::types::SqlType) -> bool {
+        self.carry
+            && self.kind == IndexKind::Plain
+            && !self.clustering
+            && p.prefix.is_none()
+            && matches!(ty, crate::types::SqlType::Str { .. })
+            && !crate::keycodec::gives_value(ty, None)
+    }
+
+    /// Names the new dictionary this index's entries are about to be
+    /// written into, all of them by this build: they can carry values.
+    pub fn new_dictionary(&mut self, dict: String) {
+        self.dict = dict;
+        self.carry = true;
+    }
 }
 
 /// The protocol's column flags a column's definition gives it (the values

@@ -297,7 +297,7 @@ pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
         if ix.kind == IndexKind::Primary {
             ix.dict = def.main_dict.clone();
         } else {
-            ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
+            ix.new_dictionary(s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name)));
             s.inner.env.create_dictionary(&ix.dict, opts.clone())?;
         }
     }
@@ -366,6 +366,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                 dict: String::new(),
                 comment: String::new(),
                 disabled: false,
+                carry: false,
             });
         }
         checks.extend(b.checks);
@@ -425,6 +426,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     dict: String::new(),
                     comment: crate::alter::index_comment(&u.index_options),
                     disabled: false,
+                    carry: false,
                 });
             }
             ast::TableConstraint::Index(ix) => {
@@ -442,6 +444,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     dict: String::new(),
                     comment: crate::alter::index_comment(&ix.index_options),
                     disabled: false,
+                    carry: false,
                 });
             }
             ast::TableConstraint::Check(c) => {
@@ -490,6 +493,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
             dict: String::new(),
             comment: String::new(),
             disabled: false,
+            carry: false,
         });
         0
     });
@@ -884,6 +888,7 @@ pub(crate) fn index_def(
         dict: String::new(),
         comment: String::new(),
         disabled: false,
+        carry: false,
     }
 }
 

@@ -163,6 +163,7 @@ pub fn add(s: &Session, def: &mut TableDef, d: Declared) -> SqlResult<()> {
             dict: String::new(),
             comment: String::new(),
             disabled: false,
+            carry: false,
         });
     }
     def.foreign_keys.push(fk);

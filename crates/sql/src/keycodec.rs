@@ -45,6 +45,14 @@
 //! strings decode to the bytes the key holds (the prefix, if the index has
 //! a prefix length). Keys come from disk: malformed or truncated input is
 //! an error, never a panic or an out-of-bounds read.
+//!
+//! # Carried values
+//!
+//! A plain index whose parts include strings of a text collation can keep
+//! those strings' values after the primary key that ends its keys
+//! (`IndexDef::carry`, [`put_carried`], [`take_carried`]), so a read of the
+//! index alone answers a query that selects them. They follow a unique
+//! suffix, so they change neither the order nor the equality of entries.
 use std::sync::OnceLock;
 
 use bigdecimal::num_bigint::{BigInt, Sign};
@@ -101,6 +109,61 @@ pub fn skip_part(buf: &mut &[u8], ty: &SqlType, desc: bool) -> SqlResult<()> {
 /// `Some(Value::Null)`. On error `buf` is left as it was.
 pub fn decode_part(buf: &mut &[u8], ty: &SqlType, desc: bool) -> SqlResult<Option<Value>> {
     decode_or_skip(buf, ty, desc, true)
+}
+
+/// Whether a key part of type `ty` gives the column's value back
+/// ([`decode_part`]): not a prefix, not a collation's weights (a text
+/// collation's key holds weights, PAD SPACE ones drop trailing spaces),
+/// not a FLOAT/DOUBLE (-0 is keyed as +0).
+pub fn gives_value(ty: &SqlType, prefix: Option<u32>) -> bool {
+    prefix.is_none()
+        && match ty {
+            SqlType::Str { coll, .. } => *coll == Collation::Binary,
+            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Json => false,
+            _ => true,
+        }
+}
+
+/// Appends a carried string value (`IndexDef::carry`), which follows the
+/// primary key at the end of an index key, where its bytes decide no
+/// order: `0` for NULL, else `1`, its length (u32, big-endian) and its
+/// bytes.
+pub fn put_carried(out: &mut Vec<u8>, v: &Value) -> SqlResult<()> {
+    match v {
+        Value::Null => out.push(0),
+        Value::Str(b) => {
+            let n = u32::try_from(b.len()).map_err(|_| garbled("carried value"))?;
+            out.push(1);
+            out.extend_from_slice(&n.to_be_bytes());
+            out.extend_from_slice(b);
+        }
+        other => {
+            return Err(SqlError::internal(format!(
+                "key encoding: a carried value must be a string, not {other:?}"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Reads a value [`put_carried`] wrote from the front of `buf`; a damaged
+/// one is an error, never a panic.
+pub fn take_carried(buf: &mut &[u8]) -> SqlResult<Value> {
+    let (&tag, rest) = buf.split_first().ok_or_else(truncated)?;
+    match tag {
+        0 => {
+            *buf = rest;
+            Ok(Value::Null)
+        }
+        1 => {
+            let n = rest.get(..4).ok_or_else(truncated)?;
+            let n = u32::from_be_bytes(n.try_into().expect("4 bytes")) as usize;
+            let b = rest.get(4..4 + n).ok_or_else(truncated)?;
+            *buf = &rest[4 + n..];
+            Ok(Value::Str(b.to_vec()))
+        }
+        _ => Err(garbled("carried value")),
+    }
 }
 
 /// Byte width of an integer column's parts.

@@ -129,7 +129,7 @@ pub(crate) fn add_indexes(
     {
         let _x = s.mdl_exclusive(&db, &name)?;
         for ix in def.indexes.iter_mut().filter(|i| i.dict.is_empty() && i.kind != IndexKind::Primary) {
-            ix.dict = s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name));
+            ix.new_dictionary(s.inner.fresh_dict_name(&format!("{base}/key-{}", ix.name)));
             match s.inner.env.create_dictionary(&ix.dict, opts.clone()) {
                 Ok(dict) => building.push(Arc::new(Building { ix: ix.clone(), dict, dup: Mutex::new(None) })),
                 Err(e) => {
@@ -301,17 +301,10 @@ fn row_entries(t: &Table, txn: &Txn, building: &[Arc<Building>], pk: &[u8]) -> S
     Ok(())
 }
 
-/// The entry of `row` (primary key `pk`) in index `ix` (as
-/// `Table::sec_entry` makes them), and whether its key is a UNIQUE one to
-/// check (no NULL part).
+/// The entry of `row` (primary key `pk`) in index `ix`, and whether its
+/// key is a UNIQUE one to check (`Table::entry_for`).
 fn entry(t: &Table, ix: &IndexDef, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>, bool)> {
-    let (mut key, null) = t.index_key(ix, row)?;
-    let unique = ix.kind == IndexKind::Unique && !null;
-    if !unique {
-        key.extend_from_slice(pk);
-    }
-    let val = if ix.clustering { t.encode_row(row)? } else { pk.to_vec() };
-    Ok((key, val, unique))
+    t.entry_for(ix, row, pk)
 }
 
 /// 1062 if UNIQUE `key` of `b` holds a row other than `pk` (read under

@@ -500,17 +500,60 @@ pub fn ordered(
     best.map(|(_, b)| b)
 }
 
-/// Whether a key part of type `ty` gives the column's value back
-/// (`keycodec::decode_part`): not a prefix, not a collation's weights (a
-/// text collation's key holds weights, PAD SPACE ones drop trailing
-/// spaces), not a FLOAT/DOUBLE (-0 is keyed as +0).
-fn part_gives_value(ty: &SqlType, prefix: Option<u32>) -> bool {
-    prefix.is_none()
-        && match ty {
-            SqlType::Str { coll, .. } => *coll == crate::types::Collation::Binary,
-            SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Json => false,
-            _ => true,
-        }
+/// Whether reading through `a` hands out the rows group by group for a
+/// GROUP BY on the columns `group_cols`: the leading parts of its index
+/// (the primary key's for a scan of the main dictionary), after the parts
+/// pinned by equalities when it reads one range, are those columns in any
+/// order, whole, and of types whose key equality is GROUP BY's (not
+/// FLOAT/DOUBLE, where -0 and +0 share a key). The grouper trusts this
+/// only for speed (`group::Grouper::contiguous`): rows out of group order
+/// still land in their groups.
+pub fn serves_groups(t: &Table, a: &Access, group_cols: &[usize]) -> bool {
+    let Some(i) = a.index.or(t.def.primary) else { return false };
+    if group_cols.is_empty() {
+        return false;
+    }
+    let parts = &t.def.indexes[i].parts;
+    let skip = if a.ranges.is_empty() { a.eq_parts } else { 0 };
+    let Some(lead) = parts.get(skip..skip + group_cols.len()) else { return false };
+    lead.iter().all(|p| {
+        p.prefix.is_none()
+            && group_cols.contains(&p.col)
+            && !matches!(
+                t.def.columns[p.col].ty,
+                SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Json
+            )
+    }) && group_cols.iter().all(|c| lead.iter().any(|p| p.col == *c))
+}
+
+/// For a GROUP BY read of one table by a full scan (`a`): a secondary
+/// index that covers `needed` and whose order hands out the groups
+/// (`serves_groups`), read whole instead, so the grouper needs no table of
+/// groups to look rows up in; of several, the one with the fewest parts.
+/// `None`: keep the scan. (An index that only covers is not taken: with
+/// the values it carries after its weights, an entry may be wider than
+/// the row.)
+pub fn grouped_scan(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    a: &Access,
+    needed: Option<&[bool]>,
+    group_cols: &[usize],
+) -> Option<Access> {
+    let needed = needed?;
+    if a.index.is_some() || !a.ranges.is_empty() || a.lo.is_some() || a.hi.is_some() {
+        return None;
+    }
+    if group_cols.is_empty() || !t.secondary_usable(txn) {
+        return None;
+    }
+    t.def
+        .secondary()
+        .filter(|(i, ix)| !ix.disabled && covers(t, *i, needed))
+        .map(|(i, ix)| (Access { index: Some(i), covering: true, ..Access::full() }, ix.parts.len()))
+        .filter(|(b, _)| serves_groups(t, b, group_cols))
+        .min_by_key(|(_, n)| *n)
+        .map(|(b, _)| b)
 }
 
 /// Marks in `needed` the columns of the table at `offset` that `e` reads;
@@ -536,7 +579,12 @@ pub fn covers(t: &Table, i: usize, needed: &[bool]) -> bool {
     let mut have = vec![false; t.def.columns.len()];
     let pk_parts = t.def.primary.map_or(&[][..], |p| &t.def.indexes[p].parts[..]);
     for p in ix.parts.iter().chain(pk_parts) {
-        if part_gives_value(&t.def.columns[p.col].ty, p.prefix) {
+        if crate::keycodec::gives_value(&t.def.columns[p.col].ty, p.prefix) {
+            have[p.col] = true;
+        }
+    }
+    for p in &ix.parts {
+        if ix.carries(p, &t.def.columns[p.col].ty) {
             have[p.col] = true;
         }
     }
@@ -553,24 +601,35 @@ pub fn set_covering(t: &Table, a: &mut Access, needed: Option<&[bool]>) {
 }
 
 /// A row with the columns an index entry holds (`covers`), the others
-/// NULL: the key parts from `key`, the primary key's from `pk`.
+/// NULL: the key parts from `key`, the primary key's from `pk`, the
+/// carried values from the end of `key` (`IndexDef::carry`).
 fn row_from_entry(t: &Table, ix: &IndexDef, key: &[u8], pk: &[u8]) -> crate::SqlResult<Vec<Value>> {
     let mut row = vec![Value::Null; t.def.columns.len()];
-    let mut read = |parts: &[crate::catalog::IndexPart], mut buf: &[u8]| -> crate::SqlResult<()> {
+    let mut read = |parts: &[crate::catalog::IndexPart], buf: &mut &[u8]| -> crate::SqlResult<()> {
         for p in parts {
             let ty = &t.def.columns[p.col].ty;
-            if !part_gives_value(ty, p.prefix) {
-                crate::keycodec::skip_part(&mut buf, ty, p.desc)?;
+            if !crate::keycodec::gives_value(ty, p.prefix) {
+                crate::keycodec::skip_part(buf, ty, p.desc)?;
                 continue;
             }
-            let v = crate::keycodec::decode_part(&mut buf, ty, p.desc)?.ok_or_else(crate::table::damaged)?;
+            let v = crate::keycodec::decode_part(buf, ty, p.desc)?.ok_or_else(crate::table::damaged)?;
             row[p.col] = value_form(v, ty);
         }
         Ok(())
     };
-    read(&ix.parts, key)?;
+    let mut rest = key;
+    read(&ix.parts, &mut rest)?;
     if let Some(p) = t.def.primary {
-        read(&t.def.indexes[p].parts, pk)?;
+        read(&t.def.indexes[p].parts, &mut &pk[..])?;
+    }
+    let carried = |p: &&crate::catalog::IndexPart| ix.carries(p, &t.def.columns[p.col].ty);
+    if ix.parts.iter().any(|p| carried(&p)) {
+        // A plain index's key: the parts, the primary key (the entry's
+        // value), the carried values.
+        rest = rest.strip_prefix(pk).ok_or_else(crate::table::damaged)?;
+        for p in ix.parts.iter().filter(carried) {
+            row[p.col] = crate::keycodec::take_carried(&mut rest)?;
+        }
     }
     Ok(row)
 }

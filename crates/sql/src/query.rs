@@ -338,6 +338,16 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     }
     let windows = aggs.iter().any(AggSpec::is_window);
     let grouped = aggs.iter().any(|a| !a.is_window()) || !groups.is_empty();
+    // GROUP BY plain columns (of the one table, whose columns come first):
+    // an index on them may hand out the rows group by group.
+    let group_cols: Vec<usize> = groups
+        .iter()
+        .map(|(e, _)| match e {
+            Expr::Col(c) => Some(*c),
+            _ => None,
+        })
+        .collect::<Option<Vec<usize>>>()
+        .unwrap_or_default();
     // ORDER BY a prefix of the primary key, all one way: the primary key's
     // order serves it (read backwards when it is the other way round), so
     // with LIMIT the read stops early instead of reading and sorting all.
@@ -433,7 +443,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             txn,
             &from,
             filter.as_ref(),
-            ReadOrder { stop_after, order_cols: order_cols.as_deref(), needed: needed_one.as_deref() },
+            ReadOrder {
+                stop_after,
+                order_cols: order_cols.as_deref(),
+                needed: needed_one.as_deref(),
+                group_cols: grouped.then_some(&group_cols[..]),
+            },
             count_only,
             &needed,
         );
@@ -513,15 +528,12 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
             (Some(_), [Rel::Table(t)]) if from.single() && grouper.is_some() => {
                 let g = grouper.as_mut().expect("checked");
                 let killed = &s.killed;
-                scan_each(
-                    txn,
-                    &t.table,
-                    filter.as_ref(),
-                    needed_one.as_deref(),
-                    &mut cx,
-                    killed,
-                    |row, cx| g.add(&row, cx),
-                )?;
+                let access =
+                    group_access(txn, &t.table, filter.as_ref(), needed_one.as_deref(), &group_cols, &mut cx);
+                g.set_contiguous(crate::plan::serves_groups(&t.table, &access, &group_cols));
+                scan_each(txn, &t.table, &access, filter.as_ref(), &mut cx, killed, |row, cx| {
+                    g.add(&row, cx)
+                })?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() && stream => {
@@ -529,6 +541,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     stop_after,
                     order_cols: order_cols.as_deref(),
                     needed: needed_one.as_deref(),
+                    group_cols: None,
                 };
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, cx| emit(&row, cx))?;
                 Vec::new()
@@ -538,6 +551,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     stop_after,
                     order_cols: order_cols.as_deref(),
                     needed: needed_one.as_deref(),
+                    group_cols: None,
                 };
                 let mut out = Vec::new();
                 scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, _| {
@@ -681,7 +695,7 @@ pub(crate) fn explain_plan(
     count_only: bool,
     needed: &[Option<Vec<bool>>],
 ) -> SqlResult<ResultSet> {
-    let ReadOrder { stop_after, order_cols, .. } = order;
+    let ReadOrder { stop_after, order_cols, group_cols, .. } = order;
     let Some(tree) = &from.tree else {
         return Ok(crate::explain::no_tables("No tables used"));
     };
@@ -697,6 +711,11 @@ pub(crate) fn explain_plan(
             let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
             if let Some(a) =
                 order_cols.and_then(|o| crate::plan::ordered(txn, &t.table, &access, o, stop_after, needed))
+            {
+                access = a;
+            }
+            if let Some(a) =
+                group_cols.and_then(|g| crate::plan::grouped_scan(txn, &t.table, &access, needed, g))
             {
                 access = a;
             }
@@ -1122,26 +1141,20 @@ pub fn limits(s: &mut Session, l: &Option<ast::LimitClause>) -> SqlResult<(Optio
     })
 }
 
-/// Reads table `t` through the access path `filter` allows, calling `f`
-/// with each row that passes it, without holding the rows (GROUP BY's
+/// Reads table `t` through `access` (`group_access`), calling `f`
+/// with each row that passes `filter`, without holding the rows (GROUP BY's
 /// streaming input). Stops with 1317 when the statement is killed.
 fn scan_each(
     txn: &Txn,
     t: &Table,
+    access: &crate::plan::Access,
     filter: Option<&Expr>,
-    needed: Option<&[bool]>,
     cx: &mut crate::expr::EvalCtx,
     killed: &std::sync::atomic::AtomicBool,
     mut f: impl FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
 ) -> SqlResult<()> {
-    let mut conj = Vec::new();
-    if let Some(f) = filter {
-        conjuncts(f, &mut conj);
-    }
-    let mut access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
-    access.needed = needed.map(<[bool]>::to_vec);
     let mut n = 0u64;
-    crate::plan::for_each_row(txn, t, &access, |_, row| {
+    crate::plan::for_each_row(txn, t, access, |_, row| {
         n += 1;
         if n.is_multiple_of(1024) && killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
             return Err(SqlError::interrupted());
@@ -1156,6 +1169,27 @@ fn scan_each(
     })
 }
 
+/// The access path of a GROUP BY over one table: the cheapest for WHERE
+/// (`plan::choose`), or for a full scan a covering index read whole
+/// (`plan::grouped_scan`), preferring one whose order hands out the groups.
+fn group_access(
+    txn: &Txn,
+    t: &Table,
+    filter: Option<&Expr>,
+    needed: Option<&[bool]>,
+    group_cols: &[usize],
+    cx: &mut crate::expr::EvalCtx,
+) -> crate::plan::Access {
+    let mut conj = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut conj);
+    }
+    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
+    let mut access = crate::plan::grouped_scan(txn, t, &access, needed, group_cols).unwrap_or(access);
+    access.needed = needed.map(<[bool]>::to_vec);
+    access
+}
+
 /// How a scan may end early: after `stop_after` rows passing the filter,
 /// when an index's order serves the query's ORDER BY on these columns
 /// (`order_cols`, with DESC flags), or there is none.
@@ -1165,6 +1199,8 @@ pub(crate) struct ReadOrder<'o> {
     order_cols: Option<&'o [(usize, bool)]>,
     /// The table's columns the query reads (`None`: all).
     needed: Option<&'o [bool]>,
+    /// A GROUP BY's plain columns (`None`: not grouped), for EXPLAIN.
+    group_cols: Option<&'o [usize]>,
 }
 
 /// Reads the rows of `t` through the access path its WHERE conjuncts
@@ -1181,7 +1217,7 @@ fn scan(
     order: ReadOrder,
     sink: &mut dyn FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
 ) -> SqlResult<()> {
-    let ReadOrder { stop_after, order_cols, needed } = order;
+    let ReadOrder { stop_after, order_cols, needed, .. } = order;
     let mut conj = Vec::new();
     if let Some(f) = filter {
         conjuncts(f, &mut conj);

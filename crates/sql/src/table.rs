@@ -3,9 +3,10 @@
 //! - main dictionary: primary key → row (`rowcodec`); a table without a
 //!   primary key uses a hidden 8-byte big-endian row id.
 //! - each secondary index: key = the index's parts (`keycodec`), followed
-//!   by the primary key unless the index is unique and no part is NULL;
+//!   by the primary key unless the index is unique and no part is NULL,
+//!   then the values a plain index carries (`IndexDef::carry`);
 //!   value = the primary key (so a lookup needs no key parsing), or the
-//!   whole row for a clustering index.
+//!   whole row for a clustering index ([`Table::entry_for`]).
 //!   A unique index's key without NULLs is its parts alone, so two equal
 //!   entries are the same engine key: the unique check is one locked point
 //!   read of the index it guards (`Txn::get_for_update`), which also keeps a
@@ -172,13 +173,30 @@ impl Table {
 
     /// A secondary index entry for a row with primary key `pk`.
     pub fn sec_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
-        let ix = &self.def.indexes[i];
+        let (key, val, _) = self.entry_for(&self.def.indexes[i], row, pk)?;
+        Ok((key, val))
+    }
+
+    /// The entry of `row` (primary key `pk`) in secondary index `ix`, and
+    /// whether its key is a UNIQUE one to check (no NULL part): the one
+    /// place entries are made, for the table's indexes and for those being
+    /// built (`online.rs`). The key is the parts, then the primary key
+    /// (unless unique without NULL), then the carried values
+    /// ([`IndexDef::carries`]); the value is the primary key, or the row
+    /// for a clustering index.
+    pub fn entry_for(&self, ix: &IndexDef, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>, bool)> {
         let (mut key, null) = self.index_key(ix, row)?;
-        if ix.kind != IndexKind::Unique || null {
+        let unique = ix.kind == IndexKind::Unique && !null;
+        if !unique {
             key.extend_from_slice(pk);
         }
+        for p in &ix.parts {
+            if ix.carries(p, &self.def.columns[p.col].ty) {
+                keycodec::put_carried(&mut key, &row[p.col])?;
+            }
+        }
         let val = if ix.clustering { self.encode_row(row)? } else { pk.to_vec() };
-        Ok((key, val))
+        Ok((key, val, unique))
     }
 
     /// Checks every unique index for `row` (under write locks); the first

@@ -531,7 +531,13 @@ fn in_lists_read_one_range_per_value() {
     let plan = |s: &mut Session, q: &str| -> Vec<String> {
         rows(s, &format!("EXPLAIN {q}")).into_iter().map(|r| r[3..8].join(" ")).collect()
     };
-    assert_eq!(plan(&mut s, "SELECT * FROM t WHERE h IN ('h3', 'h1', 'h150')"), ["range kh,khv kh 35 NULL"]);
+    // khv holds every column (h carried after its weights, v, the primary
+    // key): read alone, it costs less than kh and a lookup per row.
+    assert_eq!(plan(&mut s, "SELECT * FROM t WHERE h IN ('h3', 'h1', 'h150')"), ["range kh,khv khv 35 NULL"]);
+    assert_eq!(
+        plan(&mut s, "SELECT id, h FROM t WHERE h IN ('h3', 'h1', 'h150')"),
+        ["range kh,khv kh 35 NULL"]
+    );
     assert_eq!(plan(&mut s, "SELECT * FROM t WHERE id IN (5, 70, 1999)"), ["range PRIMARY PRIMARY 4 NULL"]);
     let ids =
         |s: &mut Session, q: &str| -> Vec<String> { rows(s, q).into_iter().map(|r| r[0].clone()).collect() };
@@ -935,8 +941,9 @@ fn timestamps_in_a_zone_with_daylight_saving_time() {
 /// An index whose entries hold every column a statement reads is read
 /// alone: no primary-key lookup per row (`pk_lookups` counts them on this
 /// thread), and the values decoded from the entries are the stored ones.
-/// Columns a key cannot give back (a case-insensitive collation's weights,
-/// a prefix) send the read to the rows.
+/// A case-insensitive string's key holds weights, but a plain index
+/// carries the value after them (`IndexDef::carry`), so it covers too; a
+/// prefix part, or a unique index's string, sends the read to the rows.
 #[test]
 fn covering_index_reads_make_no_primary_key_lookups() {
     let dir = tempfile::tempdir().unwrap();
@@ -975,17 +982,30 @@ fn covering_index_reads_make_no_primary_key_lookups() {
     // Reading a column the index lacks goes to the rows.
     let (r, n) = lookups(&mut s, "SELECT id, b FROM w WHERE n = 7");
     assert_eq!((r, n), (vec![vec!["3".to_string(), "3x".to_string()]], 1));
-    // A case-insensitive key holds weights: the value comes from the row.
+    // A case-insensitive key holds weights; the entry carries the value,
+    // its case and trailing space included.
     let (r, n) = lookups(&mut s, "SELECT s FROM w WHERE s = 'AB5'");
-    assert_eq!((r, n), (vec![vec!["Ab5 ".to_string()]], 1));
+    assert_eq!((r, n), (vec![vec!["Ab5 ".to_string()]], 0));
+    assert_eq!(rows(&mut s, "EXPLAIN SELECT id, s FROM w WHERE s = 'ab5'")[0][9], "Using index");
+    // A change of case alone keeps the key's weights but not the value.
+    ok(&mut s, "UPDATE w SET s = 'aB5' WHERE id = 5");
+    let (r, n) = lookups(&mut s, "SELECT id, s FROM w WHERE s = 'AB5'");
+    assert_eq!((r, n), (vec![vec!["5".to_string(), "aB5".to_string()]], 0));
+    ok(&mut s, "UPDATE w SET s = 'Ab5 ' WHERE id = 5");
+    // A unique index's key has no room for the value (it ends with the
+    // parts): its reads go to the rows.
+    ok(&mut s, "CREATE TABLE u (id INT PRIMARY KEY, s VARCHAR(10), UNIQUE KEY us (s))");
+    ok(&mut s, "INSERT INTO u VALUES (1, 'Xy'), (2, 'xZ')");
+    let (r, n) = lookups(&mut s, "SELECT s FROM u WHERE s = 'XZ'");
+    assert_eq!((r, n), (vec![vec!["xZ".to_string()]], 1));
     // A prefix part does not hold the value.
     let (r, n) = lookups(&mut s, "SELECT b FROM w WHERE b = '7x'");
     assert_eq!((r, n), (vec![vec!["7x".to_string()]], 1));
     // A join's per-row probe reads a covering index alone too.
     let (r, n) = lookups(&mut s, "SELECT v.id, v.st FROM w JOIN w AS v ON v.n = w.n WHERE w.id = 3");
     assert_eq!((r, n), (vec![vec!["3".to_string(), "p".to_string()]], 0));
-    let (r, n) = lookups(&mut s, "SELECT v.id, v.s FROM w JOIN w AS v ON v.n = w.n WHERE w.id = 3");
-    assert_eq!((r, n), (vec![vec!["3".to_string(), "Ab3 ".to_string()]], 1));
+    let (r, n) = lookups(&mut s, "SELECT v.id, v.b FROM w JOIN w AS v ON v.n = w.n WHERE w.id = 3");
+    assert_eq!((r, n), (vec![vec!["3".to_string(), "3x".to_string()]], 1));
     // UPDATE and DELETE pick their rows through the covering index.
     let before = fractaldb_sql::pk_lookups();
     ok(&mut s, "UPDATE w SET s = 'z' WHERE n = 2");
@@ -1116,4 +1136,51 @@ fn set_tokudb_backup_dir_takes_a_hot_backup_that_opens_with_the_same_rows_and_us
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM d.t"), "3");
     assert!(one(&mut s, "SHOW GRANTS FOR u@localhost").contains("`u`@`localhost`"));
     assert_eq!(err(&mut s, "SHOW GRANTS FOR nobody@localhost"), 1141);
+}
+
+/// GROUP BY a case-insensitive string with an index on it reads the index
+/// alone (its entries carry the values) in the order that hands out the
+/// groups one after another; the groups, their first rows' values and the
+/// aggregates are those of a read of the rows grouped by a hash table
+/// (`GROUP BY CONCAT(h)` is no plain column), with and without spilling.
+#[test]
+fn group_by_an_indexed_string_reads_the_index_in_group_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE g (id INT PRIMARY KEY, h VARCHAR(32), amount INT, KEY h (h))");
+    let values: Vec<String> = (1..=3000)
+        .map(|i| {
+            let h = match i % 7 {
+                0 => "NULL".to_string(),
+                1 => format!("'AbC{}'", i % 50),
+                2 => format!("'abc{} '", i % 50),
+                _ => format!("'x{}'", (i * 7919) % 400),
+            };
+            format!("({i}, {h}, {})", i % 13)
+        })
+        .collect();
+    ok(&mut s, &format!("INSERT INTO g VALUES {}", values.join(",")));
+    let q = "SELECT COUNT(*), h, MAX(id), MIN(id) FROM g GROUP BY h HAVING COUNT(*) > 1";
+    let plan = rows(&mut s, &format!("EXPLAIN {q}"));
+    assert_eq!(
+        (&plan[0][3][..], &plan[0][5][..], &plan[0][9][..]),
+        ("index", "h", "Using index"),
+        "{plan:?}"
+    );
+    let before = fractaldb_sql::pk_lookups();
+    let by_index = rows(&mut s, q);
+    assert_eq!(fractaldb_sql::pk_lookups() - before, 0);
+    let by_hash = rows(&mut s, &q.replace("GROUP BY h", "GROUP BY CONCAT(h)"));
+    assert_eq!(by_index, by_hash);
+    // 'AbC1' and 'abc1 ' are one group under the collation, shown by its
+    // first row (id 1).
+    assert!(by_index.contains(&vec!["18".into(), "AbC1".into(), "2851".into(), "1".into()]), "{by_index:?}");
+    assert_eq!(by_index.len(), 451);
+    // A spilling grouper gives the same.
+    ok(&mut s, "SET SESSION tmp_memory_table_size = 65536");
+    assert_eq!(rows(&mut s, q), by_index);
+    assert_eq!(rows(&mut s, &q.replace("GROUP BY h", "GROUP BY CONCAT(h)")), by_index);
 }
