@@ -54,14 +54,21 @@ pub(crate) struct Grouper<'g> {
     key: Vec<u8>,
     ends: Vec<usize>,
     args: Vec<Option<Value>>,
-    /// The rows come group by group (`plan::serves_groups`; never with
-    /// ROLLUP): the group being read is kept here, out of the map, and a
-    /// row of it costs one comparison of keys instead of a lookup; it goes
-    /// into the map when a row of another group comes. Rows out of that
-    /// order (should the claim be wrong) still find their group in the
-    /// map, so this is only ever a question of speed.
+    /// The rows come group by group, in key order (`plan::serves_groups`;
+    /// never with ROLLUP). The group being read is `cur`: a row of it
+    /// costs a comparison of its group columns with the group's first
+    /// row's (or of keys), and a row with a greater key closes it into
+    /// `done`, which is then in key order and final (no row can join it),
+    /// so it is neither looked up nor spilled (`finish` would hold it
+    /// anyway). A row with a smaller key (the claim was wrong: an order
+    /// other than the keys', e.g. numbers, whose keys are their decimal
+    /// text) ends the mode: the groups so far go to the map and grouping
+    /// goes on there, so the mode only ever changes the speed.
     contiguous: bool,
     cur: Option<(Vec<u8>, Entry)>,
+    done: Vec<(Vec<u8>, Entry)>,
+    /// `mem` when `cur` was opened: what the closed groups count.
+    mem_done: usize,
 }
 
 impl<'g> Grouper<'g> {
@@ -81,13 +88,17 @@ impl<'g> Grouper<'g> {
             args: Vec::with_capacity(aggs.len()),
             contiguous: false,
             cur: None,
+            done: Vec::new(),
+            mem_done: 0,
         }
     }
 
     /// Tells the grouper whether the rows will come group by group (see
     /// `contiguous`); ignored with ROLLUP. Before the first row.
     pub fn set_contiguous(&mut self, on: bool) {
-        debug_assert!(self.map.is_empty() && self.cur.is_none() && self.runs.is_empty());
+        debug_assert!(
+            self.map.is_empty() && self.cur.is_none() && self.done.is_empty() && self.runs.is_empty()
+        );
         self.contiguous = on && self.levels.len() == 1;
     }
 
@@ -132,6 +143,25 @@ impl<'g> Grouper<'g> {
 
     /// Folds one input row into its groups.
     pub fn add(&mut self, r: &[Value], cx: &mut EvalCtx) -> SqlResult<()> {
+        self.args.clear();
+        for spec in self.aggs {
+            self.args.push(match &spec.arg {
+                Some(a) => Some(a.eval(r, cx)?),
+                None => None,
+            });
+        }
+        // The group being read, when this row's columns are its first
+        // row's: equal values make equal keys, so none is made.
+        if let Some((_, entry)) = self.cur.as_mut() {
+            let same = self.groups.iter().all(|(g, _)| match g {
+                Expr::Col(c) => r.get(*c).is_some_and(|v| identical(v, &entry.0[*c])),
+                _ => false,
+            });
+            if same {
+                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+                return self.check_cur();
+            }
+        }
         self.key.clear();
         self.key.push(0);
         self.ends.clear();
@@ -144,47 +174,58 @@ impl<'g> Grouper<'g> {
             }
             self.ends.push(self.key.len());
         }
-        self.args.clear();
-        for spec in self.aggs {
-            self.args.push(match &spec.arg {
-                Some(a) => Some(a.eval(r, cx)?),
-                None => None,
-            });
-        }
         if self.contiguous {
             let level = self.levels[0];
             self.key[0] = level as u8;
             let end = self.ends[level];
-            if self.cur.as_ref().is_none_or(|(k, _)| k[..] != self.key[..end]) {
-                if let Some((k, e)) = self.cur.take() {
-                    self.map.insert(k, e);
+            let order = self.cur.as_ref().map(|(k, _)| self.key[..end].cmp(k));
+            match order {
+                Some(std::cmp::Ordering::Equal) => {}
+                None | Some(std::cmp::Ordering::Greater) => {
+                    self.done.extend(self.cur.take());
+                    self.mem_done = self.mem;
+                    let e = Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, end);
+                    self.cur = Some((self.key[..end].to_vec(), e));
                 }
-                let key = self.key[..end].to_vec();
-                let entry = match self.map.remove(&key) {
-                    Some(e) => e,
-                    None => Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, end),
-                };
-                self.cur = Some((key, entry));
-            }
-            let (_, entry) = self.cur.as_mut().expect("set above");
-            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
-        } else {
-            for li in 0..self.levels.len() {
-                let level = self.levels[li];
-                // The key of a level: its number, then the first `level` parts.
-                self.key[0] = level as u8;
-                let key = &self.key[..self.ends[level]];
-                let entry = match self.map.get_mut(key) {
-                    Some(entry) => entry,
-                    None => {
-                        let e = Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, key.len());
-                        self.map.entry(key.to_vec()).or_insert(e)
-                    }
-                };
-                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+                Some(std::cmp::Ordering::Less) => {
+                    // Out of order: the groups so far go to the map, and
+                    // this row and the rest are grouped there.
+                    self.contiguous = false;
+                    self.map.extend(self.done.drain(..).chain(self.cur.take()));
+                }
             }
         }
+        if let Some((_, entry)) = self.cur.as_mut() {
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+            return self.check_cur();
+        }
+        for li in 0..self.levels.len() {
+            let level = self.levels[li];
+            // The key of a level: its number, then the first `level` parts.
+            self.key[0] = level as u8;
+            let key = &self.key[..self.ends[level]];
+            let entry = match self.map.get_mut(key) {
+                Some(entry) => entry,
+                None => {
+                    let e = Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, key.len());
+                    self.map.entry(key.to_vec()).or_insert(e)
+                }
+            };
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+        }
         if self.mem > self.cfg.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// In the contiguous mode, the group being read alone past the budget
+    /// (DISTINCT sets, GROUP_CONCAT) ends the mode, so that the map spills
+    /// it as it spills any group.
+    fn check_cur(&mut self) -> SqlResult<()> {
+        if self.mem - self.mem_done > self.cfg.budget {
+            self.contiguous = false;
+            self.map.extend(self.done.drain(..).chain(self.cur.take()));
             self.spill()?;
         }
         Ok(())
@@ -220,8 +261,11 @@ impl<'g> Grouper<'g> {
 
     /// Every group in key order, its partial states combined.
     pub fn finish(mut self) -> SqlResult<Vec<(Vec<u8>, Entry)>> {
-        if let Some((k, e)) = self.cur.take() {
-            self.map.insert(k, e);
+        if self.contiguous {
+            // Nothing was spilled or mapped in this mode.
+            debug_assert!(self.map.is_empty() && self.runs.is_empty());
+            self.done.extend(self.cur.take());
+            return Ok(self.done);
         }
         if self.runs.is_empty() {
             return Ok(self.take_sorted());
@@ -280,9 +324,24 @@ impl AggState {
                     x.extend_from_slice(&y);
                 }
             },
-            (st @ AggState::Distinct(..), AggState::Distinct(_, vals)) => {
-                for v in vals {
-                    st.add(spec, Some(v))?;
+            (AggState::Distinct(seen, mine), AggState::Distinct(_, vals)) => {
+                // A state read back from a run holds its values but not
+                // their seen-set (`decode_state`): made here before any
+                // value is checked against it.
+                if seen.len() != mine.len() {
+                    seen.clear();
+                    for v in mine.iter() {
+                        let mut k = Vec::new();
+                        group_key(v, spec.arg_ty, &mut k);
+                        seen.insert(k);
+                    }
+                }
+                for v in vals.into_iter().filter(|v| !v.is_null()) {
+                    let mut k = Vec::new();
+                    group_key(&v, spec.arg_ty, &mut k);
+                    if seen.insert(k) {
+                        mine.push(v);
+                    }
                 }
             }
             _ => return Err(SqlError::internal("GROUP BY merged two different aggregate states")),
@@ -380,6 +439,19 @@ fn decode_entry(payload: &[u8], nstates: usize) -> SqlResult<Entry> {
     Ok((first, states))
 }
 
+/// True when `a` and `b` are the same value in the same form, so any
+/// group key made of them is the same (false where that is not cheap to
+/// tell: the caller then compares keys).
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::UInt(x), Value::UInt(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicBool;
@@ -390,10 +462,13 @@ mod tests {
     use super::*;
     use crate::sort::SortCfg;
 
-    /// Groups `rows` (key, value) by column 0 with COUNT(*) and SUM(col 1),
-    /// in the grouper's contiguous mode or not, with a budget that spills
-    /// or not; the groups as (key, count, sum) in key order.
-    fn group(rows: &[(i64, i64)], contiguous: bool, budget: usize) -> Vec<(String, String, String)> {
+    /// Groups `rows` (key, value) by column 0 with COUNT(*), SUM(col 1)
+    /// and COUNT(DISTINCT col 1), in the grouper's contiguous mode or not,
+    /// with a budget that spills or not; the keys as strings (`text`:
+    /// their keys' order is theirs, as for an index on a string) or as
+    /// numbers (whose keys are their decimal text: out of order for the
+    /// mode); the groups as (key, aggregates) in key order.
+    fn group(rows: &[(i64, i64)], contiguous: bool, budget: usize, text: bool) -> Vec<Vec<String>> {
         let dir = tempfile::tempdir().unwrap();
         let cfg = SortCfg {
             budget,
@@ -402,16 +477,21 @@ mod tests {
             fanin: 4,
             proc: None,
         };
-        let groups = vec![(Expr::Col(0), Ty::Int)];
-        let spec = |func, arg| AggSpec {
+        let kty = if text { Ty::Str(crate::types::Collation::Utf8mb4GeneralCi) } else { Ty::Int };
+        let groups = vec![(Expr::Col(0), kty)];
+        let spec = |func, arg, distinct| AggSpec {
             func,
             arg,
             arg_ty: Ty::Int,
-            distinct: false,
+            distinct,
             sep: Vec::new(),
             window: None,
         };
-        let aggs = vec![spec(AggFn::CountStar, None), spec(AggFn::Sum, Some(Expr::Col(1)))];
+        let aggs = vec![
+            spec(AggFn::CountStar, None, false),
+            spec(AggFn::Sum, Some(Expr::Col(1)), false),
+            spec(AggFn::Count, Some(Expr::Col(1)), true),
+        ];
         let mut g = Grouper::new(&groups, &aggs, false, cfg);
         g.set_contiguous(contiguous);
         let mut warnings = Vec::new();
@@ -430,40 +510,51 @@ mod tests {
             sub: None,
         };
         for (k, v) in rows {
-            g.add(&[Value::Int(*k), Value::Int(*v)], &mut cx).unwrap();
+            let k = if text { Value::Str(format!("k{k:06}").into_bytes()) } else { Value::Int(*k) };
+            g.add(&[k, Value::Int(*v)], &mut cx).unwrap();
         }
         g.finish()
             .unwrap()
             .into_iter()
             .map(|(_, (first, states))| {
-                let mut shown =
-                    states.into_iter().zip(&aggs).map(|(st, spec)| format!("{:?}", st.finish(spec)));
-                (format!("{:?}", first[0]), shown.next().unwrap(), shown.next().unwrap())
+                let shown = states.into_iter().zip(&aggs).map(|(st, spec)| format!("{:?}", st.finish(spec)));
+                std::iter::once(format!("{:?}", first[0])).chain(shown).collect()
             })
             .collect()
     }
 
     /// The contiguous mode is a shortcut, never a different answer: rows
-    /// in group order, rows out of it (the planner's claim wrong), with
-    /// and without spilling, give the hash map's groups.
+    /// in key order, rows out of it (the planner's claim wrong, or keys
+    /// ordered otherwise than the rows), with and without spilling, and
+    /// groups alone past the budget, give the hash map's groups.
     #[test]
     fn contiguous_mode_gives_the_hash_maps_groups_in_any_order() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
-        let mut rows: Vec<(i64, i64)> =
-            (0..5000).map(|_| (rng.gen_range(0..700), rng.gen_range(-9..9))).collect();
-        let reference = group(&rows, false, 16 << 20);
-        assert_eq!(reference.len(), 700);
-        for budget in [16 << 20, 4096] {
-            assert_eq!(group(&rows, true, budget), reference, "random order, budget {budget}");
+        for (groups, values) in [(700, 9), (3, 100_000)] {
+            let mut rows: Vec<(i64, i64)> =
+                (0..6000).map(|_| (rng.gen_range(0..groups), rng.gen_range(-values..values))).collect();
+            for text in [true, false] {
+                let reference = group(&rows, false, 16 << 20, text);
+                assert_eq!(reference.len() as i64, groups);
+                for budget in [16 << 20, 4096] {
+                    assert_eq!(
+                        group(&rows, false, budget, text),
+                        reference,
+                        "random order, {budget}, {text}"
+                    );
+                    assert_eq!(group(&rows, true, budget, text), reference, "random order, {budget}, {text}");
+                }
+                let mut sorted = rows.clone();
+                sorted.sort_by_key(|r| r.0);
+                for budget in [16 << 20, 4096] {
+                    assert_eq!(group(&sorted, true, budget, text), reference, "key order, {budget}, {text}");
+                }
+                // Key order with a few rows moved to the end.
+                let moved: Vec<(i64, i64)> = sorted.drain(..40).collect();
+                sorted.extend(moved);
+                assert_eq!(group(&sorted, true, 4096, text), reference, "{text}");
+            }
+            rows.clear();
         }
-        rows.sort_by_key(|r| r.0);
-        for budget in [16 << 20, 4096] {
-            assert_eq!(group(&rows, true, budget), reference, "group order, budget {budget}");
-            assert_eq!(group(&rows, false, budget), reference, "group order, budget {budget}");
-        }
-        // Group order with a few rows moved to the end.
-        let moved: Vec<(i64, i64)> = rows.drain(..40).collect();
-        rows.extend(moved);
-        assert_eq!(group(&rows, true, 4096), reference);
     }
 }

@@ -391,9 +391,16 @@ impl Reader<'_> {
         Ok(bytes)
     }
 
+    /// A big-endian unsigned integer of `width` bytes (at most 8), read in
+    /// place: every part starts with one (its NULL marker), so a copy here
+    /// was two allocations a part.
     fn uint(&mut self, width: usize) -> SqlResult<u64> {
-        let bytes = self.take(width)?;
-        Ok(bytes.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64))
+        debug_assert!(width <= 8);
+        let end = self.pos.checked_add(width).filter(|&e| e <= self.buf.len()).ok_or_else(truncated)?;
+        let flip = if self.desc { 0xff } else { 0 };
+        let v = self.buf[self.pos..end].iter().fold(0u64, |acc, &b| (acc << 8) | (b ^ flip) as u64);
+        self.pos = end;
+        Ok(v)
     }
 }
 
