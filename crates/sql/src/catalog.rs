@@ -100,7 +100,8 @@ pub struct IndexDef {
     /// Its entries carry the values of the key parts whose key form does
     /// not give the value back (a string under a text collation keys its
     /// weights): after the primary key that ends a plain index's key, each
-    /// such part's value in order (`keycodec::put_carried`), so a read of
+    /// such part's value in order and their length (`keycodec::put_carried`,
+    /// `keycodec::end_carried`), so a read of
     /// the index alone can return them ([`IndexDef::carries`]). Set when
     /// the index gets a new dictionary ([`IndexDef::new_dictionary`]), so
     /// every entry of a dictionary is written under one setting; indexes

@@ -50,7 +50,8 @@
 //!
 //! A plain index whose parts include strings of a text collation can keep
 //! those strings' values after the primary key that ends its keys
-//! (`IndexDef::carry`, [`put_carried`], [`take_carried`]), so a read of the
+//! (`IndexDef::carry`, [`put_carried`], [`take_carried`], then their
+//! length in two bytes, [`end_carried`]), so a read of the
 //! index alone answers a query that selects them. They follow a unique
 //! suffix, so they change neither the order nor the equality of entries.
 use std::sync::OnceLock;
@@ -144,6 +145,24 @@ pub fn put_carried(out: &mut Vec<u8>, v: &Value) -> SqlResult<()> {
         }
     }
     Ok(())
+}
+
+/// Ends the carried values that start at `start` in `out`: their length
+/// in bytes (u16, big-endian) goes last, so a reader finds them from the
+/// key's end without stepping over the parts before them ([`carried`]).
+pub fn end_carried(out: &mut Vec<u8>, start: usize) -> SqlResult<()> {
+    let n = u16::try_from(out.len() - start).map_err(|_| garbled("carried values"))?;
+    out.extend_from_slice(&n.to_be_bytes());
+    Ok(())
+}
+
+/// The carried values at the end of `key` ([`end_carried`]) and what is
+/// before them; a damaged length is an error.
+pub fn carried(key: &[u8]) -> SqlResult<(&[u8], &[u8])> {
+    let at = key.len().checked_sub(2).ok_or_else(truncated)?;
+    let n = u16::from_be_bytes([key[at], key[at + 1]]) as usize;
+    let start = at.checked_sub(n).ok_or_else(truncated)?;
+    Ok((&key[..start], &key[start..at]))
 }
 
 /// Reads a value [`put_carried`] wrote from the front of `buf`; a damaged

@@ -605,6 +605,20 @@ pub fn set_covering(t: &Table, a: &mut Access, needed: Option<&[bool]>) {
 /// carried values from the end of `key` (`IndexDef::carry`).
 fn row_from_entry(t: &Table, ix: &IndexDef, key: &[u8], pk: &[u8]) -> crate::SqlResult<Vec<Value>> {
     let mut row = vec![Value::Null; t.def.columns.len()];
+    let carried = |p: &&crate::catalog::IndexPart| ix.carries(p, &t.def.columns[p.col].ty);
+    let mut parts = key;
+    if ix.parts.iter().any(|p| carried(&p)) {
+        // A plain index's key: the parts, the primary key (the entry's
+        // value), the carried values, their length: read from the end.
+        let (front, mut vals) = crate::keycodec::carried(key)?;
+        parts = front.strip_suffix(pk).ok_or_else(crate::table::damaged)?;
+        for p in ix.parts.iter().filter(carried) {
+            row[p.col] = crate::keycodec::take_carried(&mut vals)?;
+        }
+        if !vals.is_empty() {
+            return Err(crate::table::damaged());
+        }
+    }
     let mut read = |parts: &[crate::catalog::IndexPart], buf: &mut &[u8]| -> crate::SqlResult<()> {
         for p in parts {
             let ty = &t.def.columns[p.col].ty;
@@ -617,19 +631,12 @@ fn row_from_entry(t: &Table, ix: &IndexDef, key: &[u8], pk: &[u8]) -> crate::Sql
         }
         Ok(())
     };
-    let mut rest = key;
-    read(&ix.parts, &mut rest)?;
+    // The parts are stepped over only when one of them gives its value.
+    if ix.parts.iter().any(|p| crate::keycodec::gives_value(&t.def.columns[p.col].ty, p.prefix)) {
+        read(&ix.parts, &mut parts)?;
+    }
     if let Some(p) = t.def.primary {
         read(&t.def.indexes[p].parts, &mut &pk[..])?;
-    }
-    let carried = |p: &&crate::catalog::IndexPart| ix.carries(p, &t.def.columns[p.col].ty);
-    if ix.parts.iter().any(|p| carried(&p)) {
-        // A plain index's key: the parts, the primary key (the entry's
-        // value), the carried values.
-        rest = rest.strip_prefix(pk).ok_or_else(crate::table::damaged)?;
-        for p in ix.parts.iter().filter(carried) {
-            row[p.col] = crate::keycodec::take_carried(&mut rest)?;
-        }
     }
     Ok(row)
 }

@@ -182,18 +182,24 @@ impl Table {
     /// place entries are made, for the table's indexes and for those being
     /// built (`online.rs`). The key is the parts, then the primary key
     /// (unless unique without NULL), then the carried values
-    /// ([`IndexDef::carries`]); the value is the primary key, or the row
-    /// for a clustering index.
+    /// ([`IndexDef::carries`]) and their length in two bytes; the value is
+    /// the primary key, or the row for a clustering index.
     pub fn entry_for(&self, ix: &IndexDef, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>, bool)> {
         let (mut key, null) = self.index_key(ix, row)?;
         let unique = ix.kind == IndexKind::Unique && !null;
         if !unique {
             key.extend_from_slice(pk);
         }
+        let start = key.len();
+        let mut any = false;
         for p in &ix.parts {
             if ix.carries(p, &self.def.columns[p.col].ty) {
                 keycodec::put_carried(&mut key, &row[p.col])?;
+                any = true;
             }
+        }
+        if any {
+            keycodec::end_carried(&mut key, start)?;
         }
         let val = if ix.clustering { self.encode_row(row)? } else { pk.to_vec() };
         Ok((key, val, unique))

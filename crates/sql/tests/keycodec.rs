@@ -508,3 +508,39 @@ fn wrong_values_are_errors() {
         assert_eq!(out, [7]);
     }
 }
+
+/// The values a plain index carries after its primary key come back from
+/// the key's end, NULL included; a damaged length or value is an error,
+/// never a panic or a read past the key.
+#[test]
+fn carried_values_round_trip_and_damage_is_an_error() {
+    use fractaldb_sql::keycodec::{carried, end_carried, put_carried, take_carried};
+    let mut key = b"weights+pk".to_vec();
+    let start = key.len();
+    for v in [Value::Str(b"AbC ".to_vec()), Value::Null, Value::Str(Vec::new())] {
+        put_carried(&mut key, &v).unwrap();
+    }
+    end_carried(&mut key, start).unwrap();
+    let (front, mut vals) = carried(&key).unwrap();
+    assert_eq!(front, b"weights+pk");
+    let got: Vec<Value> = (0..3).map(|_| take_carried(&mut vals).unwrap()).collect();
+    assert!(matches!(&got[..], [Value::Str(a), Value::Null, Value::Str(b)] if a == b"AbC " && b.is_empty()));
+    assert!(vals.is_empty());
+    // Every truncation and every damaged byte: an error or other values,
+    // never a panic.
+    for cut in 0..key.len() {
+        if let Ok((_, mut v)) = carried(&key[..cut]) {
+            while !v.is_empty() && take_carried(&mut v).is_ok() {}
+        }
+    }
+    for i in 0..key.len() {
+        for b in [0u8, 1, 0x7f, 0xff] {
+            let mut k = key.clone();
+            k[i] = b;
+            if let Ok((_, mut v)) = carried(&k) {
+                while !v.is_empty() && take_carried(&mut v).is_ok() {}
+            }
+        }
+    }
+    assert!(put_carried(&mut Vec::new(), &Value::Int(1)).is_err());
+}
