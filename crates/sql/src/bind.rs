@@ -279,8 +279,10 @@ impl<'a> Binder<'a> {
                     .copied()
                     .filter(|k| kinds.iter().all(|x| x == k))
                     .unwrap_or(CmpKind::Numeric);
-                let list = items.into_iter().zip(kinds).map(|((e, _), k)| (e, k)).collect();
-                (Expr::In(Box::new(x), kind, list, *negated), Ty::Int)
+                let list: Vec<(Expr, CmpKind)> =
+                    items.into_iter().zip(kinds).map(|((e, _), k)| (e, k)).collect();
+                let set = crate::expr::InSet::of(&list);
+                (Expr::In(Box::new(x), kind, list, *negated, set), Ty::Int)
             }
             E::Between { expr, negated, low, high } => {
                 let (x, t) = self.bind(expr)?;

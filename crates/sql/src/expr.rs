@@ -153,6 +153,46 @@ pub enum AggFn {
     GroupConcat,
 }
 
+/// The collation keys of an IN list's items, all string constants
+/// compared under one collation: equal keys are exactly the items
+/// `compare` finds equal, so membership is one hash lookup (a DELETE or
+/// SELECT with 1,000 codes in its IN list compared each row 1,000 times).
+#[derive(Debug)]
+pub struct InSet {
+    coll: Collation,
+    keys: std::collections::HashSet<Vec<u8>>,
+}
+
+impl InSet {
+    /// The set for these items, if they qualify (see the type); None
+    /// otherwise, and for lists too short to gain from it.
+    pub fn of(list: &[(Expr, CmpKind)]) -> Option<std::sync::Arc<InSet>> {
+        let Some((_, CmpKind::Str(coll))) = list.first() else { return None };
+        if list.len() < 8 {
+            return None;
+        }
+        let mut keys = std::collections::HashSet::with_capacity(list.len());
+        for (item, kind) in list {
+            match (item, kind) {
+                (Expr::Const(Value::Str(b)), CmpKind::Str(c)) if c == coll => {
+                    let mut k = Vec::new();
+                    crate::collation::sort_key(*coll, b, &mut k);
+                    keys.insert(k);
+                }
+                _ => return None,
+            }
+        }
+        Some(std::sync::Arc::new(InSet { coll: *coll, keys }))
+    }
+
+    /// Whether string `v` equals an item.
+    fn contains(&self, v: &[u8]) -> bool {
+        let mut k = Vec::new();
+        crate::collation::sort_key(self.coll, v, &mut k);
+        self.keys.contains(&k)
+    }
+}
+
 /// A bound expression.
 #[derive(Clone, Debug)]
 pub enum Expr {
@@ -171,8 +211,11 @@ pub enum Expr {
     IsNull(Box<Expr>, bool),
     /// IS [NOT] TRUE / FALSE: (expr, wanted truth, negated).
     IsBool(Box<Expr>, bool, bool),
-    /// (value, the items' common kind, items with their own kinds, NOT).
-    In(Box<Expr>, CmpKind, Vec<(Expr, CmpKind)>, bool),
+    /// (value, the items' common kind, items with their own kinds, NOT,
+    /// the items' keys when they are all non-NULL string constants of one
+    /// collation: a string value is then one lookup, not a comparison per
+    /// item; `InSet::of`).
+    In(Box<Expr>, CmpKind, Vec<(Expr, CmpKind)>, bool, Option<std::sync::Arc<InSet>>),
     Between(Box<Expr>, CmpKind, Box<Expr>, Box<Expr>, bool),
     Like {
         expr: Box<Expr>,
@@ -384,10 +427,14 @@ impl Expr {
                 let t = e.eval(row, cx)?.truth();
                 Value::Int(((t == Some(*want)) != *neg) as i64)
             }
-            Expr::In(e, kind, list, neg) => {
+            Expr::In(e, kind, list, neg, set) => {
                 let v = e.eval(row, cx)?;
                 if v.is_null() {
                     return Ok(Value::Null);
+                }
+                // No item is NULL (`InSet::of`), so no match is false.
+                if let (Some(set), Value::Str(b)) = (set, &v) {
+                    return Ok(Value::Int((set.contains(b) != *neg) as i64));
                 }
                 let mut saw_null = false;
                 let _ = kind;
@@ -549,7 +596,7 @@ impl Expr {
                 a.walk(f);
                 b.walk(f);
             }
-            Expr::In(e, _, l, _) => {
+            Expr::In(e, _, l, _, _) => {
                 e.walk(f);
                 l.iter().for_each(|x| x.0.walk(f));
             }
@@ -631,7 +678,7 @@ fn eval_correlated(c: &Correlated, row: &[Value], cx: &mut EvalCtx) -> SqlResult
                 let k = cmp_kind(lt, crate::bind::value_ty(&v));
                 items.push((Expr::Const(v), k));
             }
-            Expr::In(Box::new(Expr::Const(lhs)), CmpKind::Numeric, items, *negated).eval(&[], cx)?
+            Expr::In(Box::new(Expr::Const(lhs)), CmpKind::Numeric, items, *negated, None).eval(&[], cx)?
         }
     })
 }

@@ -918,7 +918,7 @@ fn null_rejecting(e: &Expr, inner: RelSet, x: &Exec) -> bool {
     let is_inner_col = |e: &Expr| matches!(e, Expr::Col(c) if inner & (1 << x.owner[*c]) != 0);
     match e {
         Expr::Cmp(op, _, a, b) if *op != CmpOp::NullSafeEq => is_inner_col(a) || is_inner_col(b),
-        Expr::Between(v, _, _, _, false) | Expr::In(v, _, _, false) => is_inner_col(v),
+        Expr::Between(v, _, _, _, false) | Expr::In(v, _, _, false, _) => is_inner_col(v),
         Expr::Like { expr, negated: false, .. } => is_inner_col(expr),
         _ => false,
     }

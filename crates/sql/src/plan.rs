@@ -185,14 +185,14 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> (Ve
                     push(col, CmpOp::Le, *kind, hi, cx);
                 }
             }
-            Expr::In(e, kind, list, false) if list.len() == 1 => {
+            Expr::In(e, kind, list, false, _) if list.len() == 1 => {
                 if let Some(col) = mine(e) {
                     push(col, CmpOp::Eq, *kind, &list[0].0, cx);
                 }
             }
             // Each item by its own comparison kind; all must convert
             // exactly (a NULL item matches nothing and is left out).
-            Expr::In(e, _, list, false) => {
+            Expr::In(e, _, list, false, _) => {
                 if let Some(col) = mine(e) {
                     let mut values = Vec::new();
                     for (item, kind) in list.iter() {

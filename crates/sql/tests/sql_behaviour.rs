@@ -1188,3 +1188,48 @@ fn group_by_an_indexed_string_reads_the_index_in_group_order() {
     assert_eq!(rows(&mut s, &q.replace("GROUP BY h", "GROUP BY CONCAT(h)")), by_index);
     assert_eq!(rows(&mut s, distinct), in_memory);
 }
+
+/// An IN list of eight or more string constants is one lookup of the
+/// value's collation key (`expr::InSet`): under every collation it finds
+/// exactly the rows the same items compared one by one find, IN and NOT
+/// IN, with case, accents, trailing spaces and NULLs.
+#[test]
+fn long_string_in_lists_match_item_by_item_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    let values = ["a", "A", "a ", "á", "Á", "ß", "ss", "B", "", " ", "x\t", "aa", "z", "Z  ", "é", "e"];
+    let items = "'A', 'ss', 'b ', 'É', 'q', 'r', 't', 'u', ' ', 'Zz'";
+    let ors: Vec<String> = items.split(", ").map(|i| format!("c = {i}")).collect();
+    for coll in fractaldb_sql::types::ALL_COLLATIONS {
+        let charset = if *coll == fractaldb_sql::types::Collation::Binary {
+            "binary".to_string()
+        } else {
+            coll.name().split('_').next().unwrap().to_string()
+        };
+        ok(&mut s, "DROP TABLE IF EXISTS t");
+        ok(
+            &mut s,
+            &format!(
+                "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(20) CHARACTER SET {charset} COLLATE {})",
+                coll.name()
+            ),
+        );
+        let rows_sql: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("({i}, '{v}')"))
+            .chain(["(99, NULL)".into()])
+            .collect();
+        ok(&mut s, &format!("INSERT IGNORE INTO t VALUES {}", rows_sql.join(",")));
+        let by_set =
+            rows(&mut s, &format!("SELECT id, c IN ({items}), c NOT IN ({items}) FROM t ORDER BY id"));
+        let by_items = rows(
+            &mut s,
+            &format!("SELECT id, {}, NOT ({}) FROM t ORDER BY id", ors.join(" OR "), ors.join(" OR ")),
+        );
+        assert_eq!(by_set, by_items, "{}", coll.name());
+    }
+}
