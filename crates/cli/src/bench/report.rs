@@ -465,7 +465,7 @@ impl<'a> Report<'a> {
     }
 
     /// `summary.csv`: one line per engine and workload, then one line per
-    /// other engine and workload (engine `fractaldb/rocksdb`,
+    /// other engine and workload both ran (engine `fractaldb/rocksdb`,
     /// `fractaldb/sqlite`) with fractaldb's figure over that engine's; an
     /// empty cell where a figure or ratio does not exist.
     pub fn summary_csv(&self) -> String {
@@ -486,6 +486,13 @@ impl<'a> Report<'a> {
         }
         for other in self.compared() {
             for &workload in &self.info.workloads {
+                // A workload one of the two did not run has no ratios (not
+                // a line of empty cells).
+                if self.summary(EngineKind::Fractaldb, workload).is_none()
+                    || self.summary(other, workload).is_none()
+                {
+                    continue;
+                }
                 let _ = write!(out, "fractaldb/{other},{workload}");
                 for f in FIGURES {
                     out.push(',');
@@ -912,6 +919,10 @@ mod tests {
         assert_eq!(md.matches("keeps").count(), 1, "only for the load both ran:\n{md}");
         assert!(md.contains("| fractaldb/fractaldb-sql |"), "{md}");
         assert_eq!(cell(&report.summary_csv(), "fractaldb/fractaldb-sql", "rows_per_s"), "2.0500");
+        // Settle ran on fractaldb alone: no line of empty ratios for it.
+        let csv = report.summary_csv();
+        assert!(csv.contains("fractaldb/fractaldb-sql,iibench,"), "{csv}");
+        assert!(!csv.contains("fractaldb/fractaldb-sql,settle"), "{csv}");
     }
 
     #[test]
