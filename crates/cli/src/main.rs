@@ -2,6 +2,8 @@
 //! a SQL shell on a database folder (`fractaldb sql`), and the MySQL-protocol
 //! server (`fractaldb server`).
 
+#[cfg(unix)]
+mod alloc;
 mod backup_cmd;
 mod bench;
 mod error;

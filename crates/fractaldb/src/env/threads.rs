@@ -242,7 +242,9 @@ fn spill_writer_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Ar
             // glibc keeps freed memory in the thread's own arena: with the
             // spill writer, resident memory in `tests/memory.rs` grew by up
             // to 55 MiB against 39-47 before it. Handing it back when idle,
-            // at most once a second, keeps the growth where it was.
+            // at most once a second, keeps the growth where it was. (The
+            // `fractaldb` program runs on jemalloc, which returns freed
+            // pages itself; there this trims glibc's nearly empty heap.)
             #[cfg(all(target_os = "linux", target_env = "gnu"))]
             if trimmed.elapsed() >= Duration::from_secs(1) {
                 // SAFETY: malloc_trim only returns free memory to the system.
