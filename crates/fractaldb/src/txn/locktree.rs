@@ -21,11 +21,14 @@
 //! `bytes <= limit`.
 //!
 //! **Waiting and deadlocks.** A conflicting request sleeps on a condition
-//! variable of its own (without the mutex) and retries on every wake-up;
-//! `release_all` wakes only the waiters in the dictionaries it touches whose
-//! blockers include the releasing owner (so many threads queued on a few hot
-//! keys do not all wake at every release), `forget_dict` every waiter of the
-//! dictionary. The
+//! variable of its own (without the mutex) and retries on every wake-up.
+//! Waiters stand in line (`Waiter::seq`, the order they first slept):
+//! `release_all`, in each dictionary it touches, goes through the waiters
+//! the releasing owner blocked in that order, grants each what it waits for
+//! if nothing else blocks it, and wakes only those (`State::hand_over`), so
+//! many threads queued on a few hot keys do not all wake at every release
+//! and none is overtaken by a later request; `forget_dict` wakes every
+//! waiter of the dictionary. The
 //! wait-for graph, `waiting`, holds each sleeping owner's request and blockers.
 //! Before sleeping and after every wake-up the requester follows the edges from
 //! its blockers, recomputing each waiter's edges from its request on the way, so
@@ -51,8 +54,9 @@
 //! mutex, and keeps a list of pending requests that a release retries in order.
 //! Here points and ranges are kept apart (points are cheap), one mutex serves
 //! all dictionaries (the wait-for graph and the memory limit are global anyway),
-//! and there is no queue: the waiters a release wakes retry, so a writer
-//! can be overtaken by later readers until its timeout. Escalation runs in the
+//! and the line is kept only among waiters: a new read request compatible
+//! with the holders is granted even while a writer waits, so a writer can
+//! be overtaken by later readers until its timeout. Escalation runs in the
 //! requesting thread, only when a grant would pass the limit.
 
 use std::cmp::Ordering;
@@ -394,6 +398,8 @@ struct Waiter {
     wake: Arc<Condvar>,
     /// When it first slept (for introspection only).
     since: std::time::SystemTime,
+    /// Its place in line: a release hands locks to waiters in this order.
+    seq: u64,
 }
 
 enum Attempt {
@@ -412,6 +418,8 @@ struct State {
     /// Per dictionary: (autocommit writers inside without key locks, lock
     /// requests waiting for them to leave).
     bulk: Map<u64, (usize, usize)>,
+    /// The next waiter's `seq`.
+    next_seq: u64,
 }
 
 impl State {
@@ -540,6 +548,41 @@ impl State {
         None
     }
 
+    /// After `owner` released its locks in `dict`: the waiters it blocked
+    /// (or whose blockers are unknown), oldest first, are granted what
+    /// they wait for where nothing else blocks it, and woken. A waiter still
+    /// blocked keeps sleeping with its new blockers (a holder, or an older
+    /// waiter just granted), so a request arriving meanwhile cannot take
+    /// the lock from under a woken waiter that has not run yet: it waits
+    /// behind it. (Letting every woken waiter race for the lock let a
+    /// newcomer take it first; on a loaded machine the woken one then found
+    /// the newcomer in its way, and a newcomer that went on to want a lock
+    /// the waiter held closed a cycle: a deadlock a queue does not make.)
+    /// A grant here adds no edge into a cycle: the new edges point at the
+    /// owner just granted, which waits for nothing.
+    fn hand_over(&mut self, limit: usize, order: Comparator, dict: u64, owner: u64) {
+        let mut line: Vec<(u64, u64)> = self
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.dict == dict && (w.blockers.is_empty() || w.blockers.contains(&owner)))
+            .map(|(&o, w)| (w.seq, o))
+            .collect();
+        line.sort_unstable();
+        for (_, o) in line {
+            let want = self.waiting[&o].want.clone();
+            match self.try_grant(limit, order, dict, &want) {
+                Attempt::Blocked(blockers) => self.waiting.get_mut(&o).expect("in line").blockers = blockers,
+                Attempt::Granted | Attempt::Full => {
+                    // Granted: its retry finds the lock held (`covered`) and
+                    // returns; Full: its retry fails with `MemoryFull`.
+                    let w = self.waiting.get_mut(&o).expect("in line");
+                    w.blockers.clear();
+                    w.wake.notify_one();
+                }
+            }
+        }
+    }
+
     fn tidy_bulk(&mut self, dict: u64) {
         if self.bulk.get(&dict) == Some(&(0, 0)) {
             self.bulk.remove(&dict);
@@ -659,14 +702,20 @@ impl LockManager {
                             st.stats.waits += 1;
                             slept = true;
                         }
-                        let waiter = Waiter {
+                        // A waiter woken and blocked again keeps its place in line.
+                        let seq = st.next_seq;
+                        let waiter = st.waiting.entry(owner).or_insert_with(|| Waiter {
                             dict,
                             want: want.clone(),
                             blockers: Vec::new(),
                             wake: wake.clone(),
                             since: std::time::SystemTime::now(),
-                        };
-                        st.waiting.entry(owner).or_insert(waiter).blockers = blockers;
+                            seq,
+                        });
+                        waiter.blockers = blockers;
+                        if waiter.seq == seq {
+                            st.next_seq += 1;
+                        }
                         let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
                         d.sleepers += 1;
                         // A server's thread pool runs another connection meanwhile.
@@ -716,9 +765,13 @@ impl LockManager {
 
     /// Releases every lock `owner` holds, in every dictionary, and wakes waiters. Idempotent.
     pub(crate) fn release_all(&self, owner: u64) {
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
+        self.release_in(&mut self.state.lock(), owner);
+    }
+
+    /// [`LockManager::release_all`] under the caller's hold of the mutex.
+    fn release_in(&self, st: &mut State, owner: u64) {
         let Some(per_dict) = st.held.remove(&owner) else { return };
+        let mut touched = Vec::with_capacity(per_dict.len());
         for (id, held) in per_dict {
             let d = st.dicts.get_mut(&id).expect("a held lock's dictionary");
             for key in held.points {
@@ -739,11 +792,12 @@ impl LockManager {
                     r.owner != owner
                 });
             }
-            for w in st.waiting.values() {
-                if w.dict == id && (w.blockers.is_empty() || w.blockers.contains(&owner)) {
-                    w.wake.notify_one();
-                }
-            }
+            touched.push((id, d.order));
+        }
+        // Only once every lock of the owner is gone: a grant may escalate,
+        // which must not meet locks `held` no longer lists.
+        for (id, order) in touched {
+            st.hand_over(self.limit, order, id, owner);
             st.tidy(id);
         }
     }
@@ -957,6 +1011,32 @@ mod tests {
         m.check_invariants();
         assert!(m.state.lock().waiting.is_empty());
         assert_eq!(m.stats().waits, 2);
+    }
+
+    #[test]
+    fn a_release_hands_the_lock_to_the_oldest_waiter() {
+        let m = Arc::new(LockManager::new(1 << 20));
+        lock(&m, 1, k("k"), k("k"), Write).unwrap();
+        let first = waiter(&m, 2, ["k", "k"], Write);
+        let second = waiter(&m, 3, ["k", "k"], Write);
+        {
+            // Under the mutex, so no woken waiter can run yet: the lock is
+            // the oldest waiter's already, and the younger one waits for it.
+            let mut st = m.state.lock();
+            m.release_in(&mut st, 1);
+            let holders: Vec<_> = st.dicts[&1].points.values().flatten().copied().collect();
+            assert_eq!(holders, vec![(2, Write)]);
+            assert_eq!(st.waiting[&3].blockers, vec![2]);
+        }
+        // So a request made now waits behind it instead of taking it.
+        assert_eq!(lock(&m, 4, k("k"), k("k"), Write), timeout(2));
+        granted_soon(first);
+        m.release_all(2);
+        granted_soon(second);
+        m.release_all(3);
+        m.check_invariants();
+        assert!(m.state.lock().waiting.is_empty());
+        assert_eq!((m.stats().locks, m.stats().bytes), (0, 0));
     }
 
     #[test]
