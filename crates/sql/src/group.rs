@@ -464,10 +464,9 @@ mod tests {
 
     /// Groups `rows` (key, value) by column 0 with COUNT(*), SUM(col 1)
     /// and COUNT(DISTINCT col 1), in the grouper's contiguous mode or not,
-    /// with a budget that spills or not; the keys as strings (`text`:
-    /// their keys' order is theirs, as for an index on a string) or as
-    /// numbers (whose keys are their decimal text: out of order for the
-    /// mode); the groups as (key, aggregates) in key order.
+    /// with a budget that spills or not; the keys as strings (`text`) or
+    /// as numbers (both kinds of key are in their values' order, as an
+    /// index hands them out); the groups as (key, aggregates) in key order.
     fn group(rows: &[(i64, i64)], contiguous: bool, budget: usize, text: bool) -> Vec<Vec<String>> {
         let dir = tempfile::tempdir().unwrap();
         let cfg = SortCfg {
@@ -531,8 +530,10 @@ mod tests {
     fn contiguous_mode_gives_the_hash_maps_groups_in_any_order() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
         for (groups, values) in [(700, 9), (3, 100_000)] {
-            let mut rows: Vec<(i64, i64)> =
-                (0..6000).map(|_| (rng.gen_range(0..groups), rng.gen_range(-values..values))).collect();
+            // Negative keys too: their keys' order is the numbers' as well.
+            let mut rows: Vec<(i64, i64)> = (0..6000)
+                .map(|_| (rng.gen_range(0..groups) - groups / 2, rng.gen_range(-values..values)))
+                .collect();
             for text in [true, false] {
                 let reference = group(&rows, false, 16 << 20, text);
                 assert_eq!(reference.len() as i64, groups);
@@ -553,6 +554,9 @@ mod tests {
                 let moved: Vec<(i64, i64)> = sorted.drain(..40).collect();
                 sorted.extend(moved);
                 assert_eq!(group(&sorted, true, 4096, text), reference, "{text}");
+                // Descending: every group after the first is out of order.
+                sorted.sort_by_key(|r| std::cmp::Reverse(r.0));
+                assert_eq!(group(&sorted, true, 4096, text), reference, "descending, {text}");
             }
             rows.clear();
         }

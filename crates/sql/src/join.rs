@@ -881,7 +881,7 @@ impl<'a, 'c> Exec<'a, 'c> {
     /// An equality probe a hash table can serve: an inner column against
     /// an outer column of the same comparison family, so equal hash keys
     /// mean equal values (strings under the comparison's collation,
-    /// exact numbers by their normalized decimal text).
+    /// exact numbers by their canonical key, `query::group_key`).
     fn hashable(&self, probes: &[(CmpOp, CmpKind, usize, Expr)]) -> Option<(usize, Expr, Ty)> {
         let col_ty = |c: usize| Ty::of(&self.rels[self.owner[c]].col(c - self.offs[self.owner[c]]).ty);
         for (op, kind, c, y) in probes {

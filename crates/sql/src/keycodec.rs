@@ -363,7 +363,7 @@ fn set_mask(values: &[String], coll: Collation, s: &[u8]) -> Option<u64> {
     Some(m)
 }
 
-fn f64_key(d: f64) -> u64 {
+pub(crate) fn f64_key(d: f64) -> u64 {
     let bits = if d == 0.0 { 0 } else { d.to_bits() };
     if bits >> 63 == 1 {
         !bits

@@ -1258,7 +1258,11 @@ pub fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
 }
 
 /// Appends a byte string that is equal for values GROUP BY / DISTINCT
-/// treat as equal.
+/// treat as equal. For strings (by their collation's sort keys) and numbers
+/// the bytes are also in the values' order, NULL first: the grouper hands
+/// groups out in key order, which is the order of MariaDB's implicit sort
+/// of a GROUP BY's result, and an index's order is the keys' order (the
+/// grouper's contiguous mode, `plan::serves_groups`).
 pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
     match v {
         Value::Null => out.push(0),
@@ -1270,13 +1274,23 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
                     Value::Str(b) => crate::collation::sort_key(c, b, out),
                     _ => crate::collation::sort_key(c, &v.to_bytes().unwrap_or_default(), out),
                 },
-                Ty::Int | Ty::UInt | Ty::Decimal(_) | Ty::Double => {
-                    let s = match v {
-                        Value::Double(d) => crate::value::format_double(*d),
-                        other => other.to_decimal().map(|d| d.normalized().to_string()).unwrap_or_default(),
-                    };
-                    out.extend_from_slice(s.as_bytes());
-                    out.push(0);
+                Ty::Int | Ty::UInt | Ty::Decimal(_) => match v {
+                    Value::Int(i) => put_exact_int(out, *i < 0, i.unsigned_abs()),
+                    Value::UInt(u) => put_exact_int(out, false, *u),
+                    other => {
+                        let d = other.to_decimal().unwrap_or_default();
+                        let (unscaled, scale) = d.as_bigint_and_exponent();
+                        let negative = unscaled.sign() == bigdecimal::num_bigint::Sign::Minus;
+                        let digits = unscaled.magnitude().to_string();
+                        let exp = digits.len() as i64 - scale;
+                        put_exact(out, negative, digits.as_bytes(), exp);
+                    }
+                },
+                // By the double's value, as MariaDB groups a DOUBLE column
+                // (0.1 + 0.2 and 0.3 are two groups that print alike).
+                Ty::Double => {
+                    let d = v.to_f64().unwrap_or_default();
+                    out.extend_from_slice(&crate::keycodec::f64_key(d).to_be_bytes());
                 }
                 _ => {
                     out.extend_from_slice(&v.to_bytes().unwrap_or_default());
@@ -1285,6 +1299,50 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
             }
         }
     }
+}
+
+/// [`put_exact`] for an integer of magnitude `m`, without a decimal.
+fn put_exact_int(out: &mut Vec<u8>, negative: bool, m: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = m;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = &buf[i..];
+    put_exact(out, negative, digits, digits.len() as i64);
+}
+
+/// An exact number's group key, in the numbers' order and equal for equal
+/// values whatever their form (2, 2.00 and an unsigned 2 are one key): the
+/// value is ±0.d1d2...dn × 10^exp with d1 and dn not 0 (`digits` may carry
+/// zeros at either end; they are dropped, moving `exp` for leading ones).
+/// Written as a sign byte (1 negative, 2 zero, 3 positive), then for a
+/// non-zero value `exp` as a big-endian i32 with its sign bit flipped, the
+/// digits in ASCII and a 0; for a negative value those bytes complemented,
+/// so a larger magnitude sorts first and the 0 becomes a 255 that sorts a
+/// shorter digit string (a smaller magnitude) after a longer one.
+fn put_exact(out: &mut Vec<u8>, negative: bool, digits: &[u8], exp: i64) {
+    let lead = digits.iter().take_while(|&&d| d == b'0').count();
+    let digits = &digits[lead..];
+    let digits = &digits[..digits.len() - digits.iter().rev().take_while(|&&d| d == b'0').count()];
+    if digits.is_empty() {
+        out.push(2);
+        return;
+    }
+    // SQL's numbers stay far inside i32's exponents (DECIMAL has 65 digits,
+    // a double's decimal form about 330); clamping keeps the order anyway.
+    let exp = (exp - lead as i64).clamp(i32::MIN as i64, i32::MAX as i64) as i32;
+    let flip = if negative { 0xFF } else { 0 };
+    out.push(if negative { 1 } else { 3 });
+    out.extend(((exp as u32) ^ 0x8000_0000).to_be_bytes().iter().map(|b| b ^ flip));
+    out.extend(digits.iter().map(|d| d ^ flip));
+    out.push(flip);
 }
 
 /// ORDER BY's comparison of two rows' sort keys: each key by its kind,
@@ -1452,5 +1510,74 @@ impl AggState {
             AggState::Bits(b) => Value::UInt(b),
             AggState::Concat(a) => a.map(Value::Str).unwrap_or(Value::Null),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use bigdecimal::BigDecimal;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn key(v: &Value, t: Ty) -> Vec<u8> {
+        let mut k = Vec::new();
+        group_key(v, t, &mut k);
+        k
+    }
+
+    /// Exact numbers in every form: equal keys exactly for equal values, and
+    /// the keys in the values' order (NULL first).
+    #[test]
+    fn numeric_group_keys_are_canonical_and_in_order() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut vals = vec![
+            Value::Null,
+            Value::Int(0),
+            Value::Int(i64::MIN),
+            Value::Int(i64::MAX),
+            Value::UInt(u64::MAX),
+            Value::Decimal(BigDecimal::from_str("-0.00").unwrap()),
+            Value::Decimal(BigDecimal::from_str("2.00").unwrap()),
+            Value::Int(2),
+            Value::UInt(2),
+            Value::Decimal(BigDecimal::from_str("1.5").unwrap()),
+            Value::Decimal(BigDecimal::from_str("-1.5").unwrap()),
+            Value::Decimal(BigDecimal::from_str("-1").unwrap()),
+            Value::Decimal(BigDecimal::from_str("0.001").unwrap()),
+            Value::Decimal(BigDecimal::from_str("100").unwrap()),
+            Value::Decimal(BigDecimal::from_str("1E+2").unwrap()),
+            Value::Decimal(BigDecimal::from_str("99999999999999999999999999.5").unwrap()),
+            Value::Decimal(BigDecimal::from_str("-99999999999999999999999999.5").unwrap()),
+            Value::Double(2.0),
+            Value::Double(-0.25),
+        ];
+        for _ in 0..400 {
+            let scale = rng.gen_range(0..6);
+            let unscaled: i64 = rng.gen_range(-100_000..100_000) * 10i64.pow(rng.gen_range(0..4));
+            vals.push(Value::Decimal(BigDecimal::new(unscaled.into(), scale)));
+            vals.push(Value::Int(rng.gen_range(-2000..2000)));
+        }
+        for ty in [Ty::Int, Ty::UInt, Ty::Decimal(30)] {
+            for a in &vals {
+                for b in &vals {
+                    let want = match (a.to_decimal(), b.to_decimal()) {
+                        (None, None) => Ordering::Equal,
+                        (None, Some(_)) => Ordering::Less,
+                        (Some(_), None) => Ordering::Greater,
+                        (Some(x), Some(y)) => x.cmp(&y),
+                    };
+                    assert_eq!(key(a, ty).cmp(&key(b, ty)), want, "{a:?} against {b:?} as {ty:?}");
+                }
+            }
+        }
+        // Doubles by their value: -0 is 0, and the order is the numbers'.
+        let d = |x: f64| key(&Value::Double(x), Ty::Double);
+        assert_eq!(d(-0.0), d(0.0));
+        assert_eq!(key(&Value::Int(5), Ty::Double), d(5.0));
+        assert!(d(-2.5) < d(-1.0) && d(-1.0) < d(0.0) && d(0.0) < d(0.1) && d(0.1) < d(10.0));
+        assert_ne!(d(0.1 + 0.2), d(0.3), "two doubles that print alike are two groups");
     }
 }
