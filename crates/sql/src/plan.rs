@@ -516,13 +516,10 @@ pub fn serves_groups(t: &Table, a: &Access, group_cols: &[usize]) -> bool {
     let parts = &t.def.indexes[i].parts;
     let skip = if a.ranges.is_empty() { a.eq_parts } else { 0 };
     let Some(lead) = parts.get(skip..skip + group_cols.len()) else { return false };
+    // Every other type's group keys (`query::group_key`) are in its index
+    // order; JSON has no index order of its own.
     lead.iter().all(|p| {
-        p.prefix.is_none()
-            && group_cols.contains(&p.col)
-            && !matches!(
-                t.def.columns[p.col].ty,
-                SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Json
-            )
+        p.prefix.is_none() && group_cols.contains(&p.col) && !matches!(t.def.columns[p.col].ty, SqlType::Json)
     }) && group_cols.iter().all(|c| lead.iter().any(|p| p.col == *c))
 }
 
