@@ -486,6 +486,8 @@ fn new_context(opts: &EnvOptions, path: &Path, cache: Arc<Cache>, vfs: Arc<dyn V
         space_checked_ms: AtomicU64::new(0),
         space_written: AtomicU64::new(0),
         checkpoint_copies: AtomicU64::new(0),
+        checkpoint_copy_bytes: AtomicU64::new(0),
+        checkpoint_copy_bytes_peak: AtomicU64::new(0),
         write_back_spills: AtomicU64::new(0),
         space_short: AtomicBool::new(false),
         epoch: Instant::now(),

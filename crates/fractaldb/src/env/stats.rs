@@ -55,6 +55,11 @@ pub struct EnvStats {
     /// Nodes a writer changed while a checkpoint still had to write them,
     /// so they were copied first (the price of never making writers wait).
     pub checkpoint_copies: u64,
+    /// Bytes of such copies waiting for the checkpoint to write them
+    /// (charged to the cache meanwhile), and the most there were at once
+    /// since the open.
+    pub checkpoint_copy_bytes: u64,
+    pub checkpoint_copy_bytes_peak: u64,
     /// Buffers the evictor moved to spills before writing their internal
     /// node back, rather than writing them with it (`flush.rs`).
     pub write_back_spills: u64,
@@ -138,6 +143,8 @@ impl Env {
             cache: self.inner.ctx.cache.stats(),
             log,
             checkpoint_copies,
+            checkpoint_copy_bytes: self.inner.ctx.checkpoint_copy_bytes.load(Ordering::Relaxed),
+            checkpoint_copy_bytes_peak: self.inner.ctx.checkpoint_copy_bytes_peak.load(Ordering::Relaxed),
             write_back_spills: self.inner.ctx.write_back_spills.load(Ordering::Relaxed),
             locks: self.inner.txns.locks.stats(),
             open_transactions: self.inner.txns.unfinished(),

@@ -104,6 +104,7 @@ impl Tree {
             while result.is_ok() {
                 let Some((bn, node)) = self.ckpt_clones.lock().pop() else { break };
                 result = self.write_clone(bn, &node);
+                self.uncharge_clone(&node);
                 pace(0);
             }
             pace(1);
@@ -121,20 +122,31 @@ impl Tree {
         // be added after this point.
         let clones = std::mem::take(&mut *self.ckpt_clones.lock());
         if let Err(e) = result {
+            clones.iter().for_each(|(_, n)| self.uncharge_clone(n));
             self.abandon_checkpoint(ckpt);
             return Err(e);
         }
-        for (bn, node) in clones {
-            if let Err(e) = self.write_clone(bn, &node) {
+        for (i, (bn, node)) in clones.iter().enumerate() {
+            if let Err(e) = self.write_clone(*bn, node) {
+                clones[i..].iter().for_each(|(_, n)| self.uncharge_clone(n));
                 self.abandon_checkpoint(ckpt);
                 return Err(e);
             }
+            self.uncharge_clone(node);
         }
         let result = self.file.finish_checkpoint(&ckpt.meta.encode());
         // Nothing is marked any more (every marked spill was written above).
         let ((), gone) = self.pending.end_checkpoint(|| ());
         debug_assert!(gone.is_empty(), "spills the checkpoint named were not written");
         result
+    }
+
+    /// Gives back what `cow` charged for a copy, once written or dropped.
+    fn uncharge_clone(&self, node: &Node) {
+        let bytes = node.mem_bytes();
+        self.ctx.cache.release_extra(bytes);
+        let before = self.ctx.checkpoint_copy_bytes.fetch_sub(bytes as u64, AtomicOrdering::Relaxed);
+        debug_assert!(before >= bytes as u64, "a copy uncharged twice");
     }
 
     /// Writes a copy a writer made of a marked node (`cow`) for the checkpoint.
@@ -190,7 +202,9 @@ impl Tree {
         for e in &ckpt.pending {
             e.node.read().ckpt_pending.store(false, AtomicOrdering::SeqCst);
         }
-        self.ckpt_clones.lock().clear();
+        for (_, node) in std::mem::take(&mut *self.ckpt_clones.lock()) {
+            self.uncharge_clone(&node);
+        }
         // Under the pending spills' lock: a spill write ending now must not
         // join the checkpoint being abandoned.
         let ((), gone) = self.pending.end_checkpoint(|| self.file.abandon_checkpoint());
@@ -208,7 +222,18 @@ impl Tree {
         node.ckpt_writing = false;
         if node.ckpt_pending.swap(false, AtomicOrdering::SeqCst) {
             self.ctx.checkpoint_copies.fetch_add(1, AtomicOrdering::Relaxed);
-            self.ckpt_clones.lock().push((bn, node.snapshot()));
+            let copy = node.snapshot();
+            // The copy is memory outside any cached node until the
+            // checkpoint writes it: charged to the cache (the evictor makes
+            // room for it), given back by `uncharge_clone`. When the cache
+            // first fills, nearly every node is dirty and pending: the
+            // copies held at once reached 100-200 MiB at a 1 GiB cache.
+            let bytes = copy.mem_bytes();
+            self.ctx.cache.hold_extra(bytes);
+            let now = self.ctx.checkpoint_copy_bytes.fetch_add(bytes as u64, AtomicOrdering::Relaxed)
+                + bytes as u64;
+            self.ctx.checkpoint_copy_bytes_peak.fetch_max(now, AtomicOrdering::Relaxed);
+            self.ckpt_clones.lock().push((bn, copy));
         }
     }
 
@@ -237,5 +262,15 @@ impl Tree {
         let bytes = w.mem_bytes();
         self.ctx.cache.recharge(e, bytes);
         Ok(())
+    }
+}
+
+impl Drop for Tree {
+    /// Copies no checkpoint wrote (none, unless a checkpoint's thread
+    /// panicked past `finish_checkpoint`) give their charge back.
+    fn drop(&mut self) {
+        for (_, node) in std::mem::take(&mut *self.ckpt_clones.lock()) {
+            self.uncharge_clone(&node);
+        }
     }
 }

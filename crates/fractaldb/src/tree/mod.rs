@@ -161,6 +161,10 @@ pub(crate) struct Context {
     pub space_checked_ms: AtomicU64,
     /// Nodes copied because a writer changed them during a checkpoint.
     pub checkpoint_copies: AtomicU64,
+    /// Bytes of those copies not yet written (charged to the cache), and
+    /// the most there have been at once since the open.
+    pub checkpoint_copy_bytes: AtomicU64,
+    pub checkpoint_copy_bytes_peak: AtomicU64,
     /// Buffers moved to spills before their node's write-back (`flush.rs`).
     pub write_back_spills: AtomicU64,
     /// Bytes of records written since free space was last looked at.
