@@ -163,6 +163,16 @@ impl Database {
                 (crate::instant::CONVERT_ROW, Arc::new(crate::instant::apply) as fractaldb::UpdateFn),
             ],
             notes: opts.engine_notes.clone(),
+            // No admission gate: a statement's thread spends most of its
+            // time outside tree code (parsing, the SQL layer, the socket),
+            // so the gate's line (at most twice the cores inside tree code)
+            // parked threads that would not have contended. With sysbench
+            // at 64 client threads on 2 cores it cost read_write 8-15% of
+            // its rate and 15% more CPU per transaction, inserts 8-30%;
+            // point selects and 16 threads showed no difference
+            // (docs/benchmarks-sql.md). The gate stays for embedders whose
+            // threads live in tree code (`fractaldb bench-txn`).
+            max_active_threads: EnvOptions::NO_ACTIVE_THREAD_LIMIT,
             ..EnvOptions::default()
         };
         let env = Env::open(dir, eo)?;

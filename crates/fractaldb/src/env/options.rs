@@ -80,7 +80,9 @@ pub struct EnvOptions {
     pub lock_memory_bytes: usize,
     /// At most this many client threads run tree code at once; the rest
     /// wait in line (admission control, see `tree::Gate`). 0: twice the
-    /// number of cores.
+    /// number of cores; [`EnvOptions::NO_ACTIVE_THREAD_LIMIT`], the
+    /// largest accepted: no limit in practice (the SQL layer's choice,
+    /// whose threads spend most of their time outside tree code).
     pub max_active_threads: usize,
     /// Where the engine's progress notes go: recovery says what it has to
     /// replay, how far it is every few seconds, and what it did. `None`:
@@ -89,6 +91,10 @@ pub struct EnvOptions {
 }
 
 impl EnvOptions {
+    /// The largest `max_active_threads`: more client threads than any
+    /// process runs at once inside tree code, so the gate holds no one back.
+    pub const NO_ACTIVE_THREAD_LIMIT: usize = MAX_ACTIVE_THREADS;
+
     /// The log bytes after which a checkpoint runs early:
     /// `checkpoint_log_bytes`, or by default the smaller of 16 times the
     /// cache and `CHECKPOINT_LOG_MAX_BYTES`. 0: by time alone.
