@@ -168,6 +168,13 @@ fn idle_buffers_drain_into_the_leaves() {
         assert!(r.internal_bytes > 0 && r.internal_nodes > 0, "{r:?}");
         assert_eq!((r.spills, r.spill_bytes, r.spill_raw_bytes), (0, 0, 0), "{r:?}");
         assert!(r.leaf_bytes + r.internal_bytes <= space.live_bytes, "{r:?} {space:?}");
+        // Every leaf has at least one basement, each inside its leaf's
+        // block; a point read of one takes its bytes widened to whole 4 KiB
+        // pages: at least a page, at most all basements' bytes and a page.
+        assert!(r.basements >= r.leaves && r.basement_bytes > 0 && r.basement_bytes < r.leaf_bytes, "{r:?}");
+        let read = r.point_read_bytes().unwrap();
+        let largest_read = ((r.basement_bytes.div_ceil(4096) + 1) * 4096) as f64;
+        assert!(read >= 4096.0 && read <= largest_read, "{read} {r:?}");
     }
 
     // The background cleaner does the same by itself once writes stop.

@@ -1,8 +1,10 @@
 //! `fractaldb check DIR`: opens an environment, walks every dictionary
 //! with `Dictionary::check` (every invariant, every clean block's
 //! checksums), and prints what each holds and where its bytes are: leaves,
-//! internal nodes and spills, on disk and before compression. This is how
-//! to see why a dictionary takes the room it does.
+//! internal nodes and spills, on disk and before compression, and the
+//! basements: how many, their mean compressed size, and what a point read
+//! of an uncached basement reads with direct I/O (weighted by size, as gets
+//! land). This is how to see why a dictionary takes the room it does.
 
 use std::path::PathBuf;
 
@@ -50,9 +52,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let mut names = env.list_dictionaries();
     names.sort();
     println!(
-        "| dictionary | height | leaves | internal | entries | buffered msgs | folded | spills | leaf bytes (raw) | internal bytes (raw) | spill bytes (raw) |"
+        "| dictionary | height | leaves | internal | entries | buffered msgs | folded | spills | leaf bytes (raw) | internal bytes (raw) | spill bytes (raw) | basements | mean basement | point read |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut total = CheckReport::default();
     for name in &names {
         let dictionary = env.open_dictionary(name)?;
@@ -67,8 +69,13 @@ pub fn run(args: CheckArgs) -> Result<()> {
 
 fn print_row(name: &str, r: &CheckReport) {
     let pair = |disk: u64, raw: u64| format!("{} ({})", human_bytes(disk as f64), human_bytes(raw as f64));
+    let mean = match r.basements {
+        0 => "-".to_string(),
+        n => human_bytes(r.basement_bytes as f64 / n as f64),
+    };
+    let point = r.point_read_bytes().map_or("-".to_string(), human_bytes);
     println!(
-        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {mean} | {point} |",
         r.height,
         r.leaves,
         r.internal_nodes,
@@ -79,5 +86,6 @@ fn print_row(name: &str, r: &CheckReport) {
         pair(r.leaf_bytes, r.leaf_raw_bytes),
         pair(r.internal_bytes, r.internal_raw_bytes),
         pair(r.spill_bytes, r.spill_raw_bytes),
+        r.basements,
     );
 }

@@ -76,6 +76,13 @@ pub struct CheckReport {
     /// Bytes of spill blocks in the file, and before compression.
     pub spill_bytes: u64,
     pub spill_raw_bytes: u64,
+    /// Basements of leaves with blocks, and their compressed bytes.
+    pub basements: u64,
+    pub basement_bytes: u64,
+    /// Over the same basements, the sum of each one's raw bytes times the
+    /// bytes a direct-I/O read of it takes (whole 4 KiB pages around it):
+    /// see [`CheckReport::point_read_bytes`].
+    pub basement_read_weighted: u64,
 }
 
 impl CheckReport {
@@ -95,6 +102,19 @@ impl CheckReport {
         self.internal_raw_bytes += other.internal_raw_bytes;
         self.spill_bytes += other.spill_bytes;
         self.spill_raw_bytes += other.spill_raw_bytes;
+        self.basements += other.basements;
+        self.basement_bytes += other.basement_bytes;
+        self.basement_read_weighted += other.basement_read_weighted;
+    }
+
+    /// What a point read of an entry drawn at random (uniformly by bytes,
+    /// which for rows of one size is by entry) reads from disk when its
+    /// basement is not cached: its basement's compressed bytes widened to
+    /// the 4 KiB pages a direct read takes. A get lands in a basement in
+    /// proportion to its size, so this is the size-weighted mean, not
+    /// `basement_bytes / basements`. None with no leaf blocks.
+    pub fn point_read_bytes(&self) -> Option<f64> {
+        (self.leaf_raw_bytes > 0).then(|| self.basement_read_weighted as f64 / self.leaf_raw_bytes as f64)
     }
 }
 
@@ -448,6 +468,14 @@ impl Tree {
         if header.height == 0 {
             report.leaf_bytes += u64::from(ext.len);
             report.leaf_raw_bytes += raw;
+            const PAGE: u64 = crate::file::PAGE;
+            for info in &header.parts {
+                let at = (ext.offset + u64::from(info.offset)) % PAGE;
+                let read = (at + u64::from(info.disk_len)).div_ceil(PAGE) * PAGE;
+                report.basements += 1;
+                report.basement_bytes += u64::from(info.disk_len);
+                report.basement_read_weighted += u64::from(info.raw_len) * read;
+            }
         } else {
             report.internal_bytes += u64::from(ext.len);
             report.internal_raw_bytes += raw;
