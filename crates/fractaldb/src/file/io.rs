@@ -17,6 +17,15 @@ pub(crate) fn page_round(n: u64) -> u64 {
     n.div_ceil(PAGE) * PAGE
 }
 
+/// What an O_DIRECT read of `len` bytes at `off` transfers: whole pages,
+/// from the page holding `off` to the one holding its last byte. Returns
+/// the aligned start and the byte count (`OsVfs::read_at` reads this;
+/// `fractaldb check` reports it per basement).
+pub(crate) fn direct_read_span(off: u64, len: u64) -> (u64, u64) {
+    let start = off - off % PAGE;
+    (start, page_round(off - start + len))
+}
+
 /// A zeroed heap buffer whose address and length are multiples of [`PAGE`]: the
 /// only kind of buffer the kernel accepts for O_DIRECT transfers.
 pub(crate) struct AlignedBuf {
@@ -124,6 +133,16 @@ pub(crate) mod tests {
             assert_eq!(b.len() as u64, page_round(n.max(1) as u64));
             assert!(b.iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn a_direct_read_spans_whole_pages_from_the_first_byte_to_the_last() {
+        assert_eq!(direct_read_span(0, 1), (0, PAGE));
+        assert_eq!(direct_read_span(0, PAGE), (0, PAGE));
+        assert_eq!(direct_read_span(1, PAGE), (0, 2 * PAGE));
+        assert_eq!(direct_read_span(PAGE - 1, 2), (0, 2 * PAGE));
+        assert_eq!(direct_read_span(3 * PAGE + 10, 100), (3 * PAGE, PAGE));
+        assert_eq!(direct_read_span(5 * PAGE, 0), (5 * PAGE, 0));
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod vfs;
 
 pub use blockfile::{BlockFile, SpaceStats};
 pub use codec::Codec;
-pub(crate) use io::{AlignedBuf, PAGE};
+pub(crate) use io::{direct_read_span, AlignedBuf, PAGE};
 pub(crate) use translation::BlockNum;
 pub use translation::Extent;
 pub use vfs::{OpenMode, OsVfs, Vfs, VfsFile};

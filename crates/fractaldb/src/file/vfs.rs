@@ -20,7 +20,7 @@ use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::io::{AlignedBuf, PAGE};
+use super::io::{direct_read_span, AlignedBuf, PAGE};
 use crate::error::{Error, Result};
 
 /// How long `lock` retries a folder lock held elsewhere before it reports
@@ -255,9 +255,9 @@ impl VfsFile for DataFile {
         if !self.direct {
             return self.pread(off, buf, buf.len());
         }
-        let start = off - off % PAGE;
+        let (start, span) = direct_read_span(off, buf.len() as u64);
         let skip = (off - start) as usize;
-        let mut tmp = AlignedBuf::zeroed(skip + buf.len());
+        let mut tmp = AlignedBuf::zeroed(span as usize);
         self.pread(start, &mut tmp, skip + buf.len())?;
         buf.copy_from_slice(&tmp[skip..skip + buf.len()]);
         Ok(())

@@ -468,10 +468,11 @@ impl Tree {
         if header.height == 0 {
             report.leaf_bytes += u64::from(ext.len);
             report.leaf_raw_bytes += raw;
-            const PAGE: u64 = crate::file::PAGE;
             for info in &header.parts {
-                let at = (ext.offset + u64::from(info.offset)) % PAGE;
-                let read = (at + u64::from(info.disk_len)).div_ceil(PAGE) * PAGE;
+                let (_, read) = crate::file::direct_read_span(
+                    ext.offset + u64::from(info.offset),
+                    u64::from(info.disk_len),
+                );
                 report.basements += 1;
                 report.basement_bytes += u64::from(info.disk_len);
                 report.basement_read_weighted += u64::from(info.raw_len) * read;

@@ -17,6 +17,44 @@ impl TreeCheckpoint {
     }
 }
 
+/// A copy a writer made of a node a running checkpoint still has to write
+/// (`Tree::cow`), with the block it is written to.
+///
+/// The copy is memory outside any cached node until the checkpoint writes
+/// it, so it is charged to the cache (the evictor makes room for it) for
+/// as long as it lives, and the charge goes back when it is dropped:
+/// written, abandoned with a failed checkpoint, or dropped with its tree.
+/// When the cache first fills nearly every node is dirty and pending; the
+/// copies held at once reached 100-200 MiB at a 1 GiB cache before they
+/// were charged.
+pub(crate) struct CheckpointCopy {
+    bn: BlockNum,
+    node: Node,
+    /// Bytes charged to `ctx.cache` and counted in `checkpoint_copy_bytes`.
+    bytes: usize,
+    ctx: Arc<Context>,
+}
+
+impl CheckpointCopy {
+    fn new(ctx: &Arc<Context>, bn: BlockNum, node: Node) -> Self {
+        let bytes = node.mem_bytes();
+        ctx.cache.hold_extra(bytes);
+        let now = ctx.checkpoint_copy_bytes.fetch_add(bytes as u64, AtomicOrdering::Relaxed) + bytes as u64;
+        ctx.checkpoint_copy_bytes_peak.fetch_max(now, AtomicOrdering::Relaxed);
+        CheckpointCopy { bn, node, bytes, ctx: Arc::clone(ctx) }
+    }
+}
+
+impl Drop for CheckpointCopy {
+    fn drop(&mut self) {
+        // The node's size cannot have changed: nothing mutates a copy.
+        debug_assert_eq!(self.node.mem_bytes(), self.bytes);
+        self.ctx.cache.release_extra(self.bytes);
+        let before = self.ctx.checkpoint_copy_bytes.fetch_sub(self.bytes as u64, AtomicOrdering::Relaxed);
+        debug_assert!(before >= self.bytes as u64, "checkpoint copy bytes went below zero");
+    }
+}
+
 impl Tree {
     /// Begins a checkpoint recording `ckpt_lsn` (see `log/record.rs`): the
     /// tree as it is at this instant is what the checkpoint will hold. The
@@ -102,9 +140,9 @@ impl Tree {
             // hold memory meanwhile. A copy is final (the node's state at
             // the begin), so when it is written does not matter.
             while result.is_ok() {
-                let Some((bn, node)) = self.ckpt_clones.lock().pop() else { break };
-                result = self.write_clone(bn, &node);
-                self.uncharge_clone(&node);
+                let Some(copy) = self.ckpt_clones.lock().pop() else { break };
+                result = self.write_clone(&copy);
+                drop(copy);
                 pace(0);
             }
             pace(1);
@@ -121,18 +159,12 @@ impl Tree {
         // Every pending node has been visited under its lock, so no copy can
         // be added after this point.
         let clones = std::mem::take(&mut *self.ckpt_clones.lock());
-        if let Err(e) = result {
-            clones.iter().for_each(|(_, n)| self.uncharge_clone(n));
+        // Each copy's charge goes back as it is dropped: after its write,
+        // or with the rest of the list on a failure.
+        let written = result.and_then(|()| clones.into_iter().try_for_each(|copy| self.write_clone(&copy)));
+        if let Err(e) = written {
             self.abandon_checkpoint(ckpt);
             return Err(e);
-        }
-        for (i, (bn, node)) in clones.iter().enumerate() {
-            if let Err(e) = self.write_clone(*bn, node) {
-                clones[i..].iter().for_each(|(_, n)| self.uncharge_clone(n));
-                self.abandon_checkpoint(ckpt);
-                return Err(e);
-            }
-            self.uncharge_clone(node);
         }
         let result = self.file.finish_checkpoint(&ckpt.meta.encode());
         // Nothing is marked any more (every marked spill was written above).
@@ -141,18 +173,10 @@ impl Tree {
         result
     }
 
-    /// Gives back what `cow` charged for a copy, once written or dropped.
-    fn uncharge_clone(&self, node: &Node) {
-        let bytes = node.mem_bytes();
-        self.ctx.cache.release_extra(bytes);
-        let before = self.ctx.checkpoint_copy_bytes.fetch_sub(bytes as u64, AtomicOrdering::Relaxed);
-        debug_assert!(before >= bytes as u64, "a copy uncharged twice");
-    }
-
     /// Writes a copy a writer made of a marked node (`cow`) for the checkpoint.
-    fn write_clone(&self, bn: BlockNum, node: &Node) -> Result<()> {
-        serialize::serialize(node, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))
-            .and_then(|s| self.file.write_block_for_checkpoint(bn, &s.bytes, s.header_len))
+    fn write_clone(&self, copy: &CheckpointCopy) -> Result<()> {
+        serialize::serialize(&copy.node, self.settings.codec, self.ctx.horizon.load(AtomicOrdering::Acquire))
+            .and_then(|s| self.file.write_block_for_checkpoint(copy.bn, &s.bytes, s.header_len))
             .map(|_| ())
     }
 
@@ -202,9 +226,8 @@ impl Tree {
         for e in &ckpt.pending {
             e.node.read().ckpt_pending.store(false, AtomicOrdering::SeqCst);
         }
-        for (_, node) in std::mem::take(&mut *self.ckpt_clones.lock()) {
-            self.uncharge_clone(&node);
-        }
+        // Dropping the copies gives their charge back.
+        drop(std::mem::take(&mut *self.ckpt_clones.lock()));
         // Under the pending spills' lock: a spill write ending now must not
         // join the checkpoint being abandoned.
         let ((), gone) = self.pending.end_checkpoint(|| self.file.abandon_checkpoint());
@@ -222,18 +245,8 @@ impl Tree {
         node.ckpt_writing = false;
         if node.ckpt_pending.swap(false, AtomicOrdering::SeqCst) {
             self.ctx.checkpoint_copies.fetch_add(1, AtomicOrdering::Relaxed);
-            let copy = node.snapshot();
-            // The copy is memory outside any cached node until the
-            // checkpoint writes it: charged to the cache (the evictor makes
-            // room for it), given back by `uncharge_clone`. When the cache
-            // first fills, nearly every node is dirty and pending: the
-            // copies held at once reached 100-200 MiB at a 1 GiB cache.
-            let bytes = copy.mem_bytes();
-            self.ctx.cache.hold_extra(bytes);
-            let now = self.ctx.checkpoint_copy_bytes.fetch_add(bytes as u64, AtomicOrdering::Relaxed)
-                + bytes as u64;
-            self.ctx.checkpoint_copy_bytes_peak.fetch_max(now, AtomicOrdering::Relaxed);
-            self.ckpt_clones.lock().push((bn, copy));
+            let copy = CheckpointCopy::new(&self.ctx, bn, node.snapshot());
+            self.ckpt_clones.lock().push(copy);
         }
     }
 
@@ -262,15 +275,5 @@ impl Tree {
         let bytes = w.mem_bytes();
         self.ctx.cache.recharge(e, bytes);
         Ok(())
-    }
-}
-
-impl Drop for Tree {
-    /// Copies no checkpoint wrote (none, unless a checkpoint's thread
-    /// panicked past `finish_checkpoint`) give their charge back.
-    fn drop(&mut self) {
-        for (_, node) in std::mem::take(&mut *self.ckpt_clones.lock()) {
-            self.uncharge_clone(&node);
-        }
     }
 }

@@ -317,8 +317,9 @@ pub(crate) struct Tree {
     /// Whether the current drain pass has flushed anything.
     pub(crate) drain_flushed: AtomicBool,
     /// Begin-time copies of nodes changed during a checkpoint before it
-    /// wrote them (see `cow`); the checkpoint writes and drops them.
-    ckpt_clones: Mutex<Vec<(BlockNum, Node)>>,
+    /// wrote them (see `cow`); the checkpoint writes and drops them. Each
+    /// is charged to the cache while it lives (`CheckpointCopy`).
+    ckpt_clones: Mutex<Vec<checkpoint::CheckpointCopy>>,
     /// Spills whose blocks are not written yet (`pending.rs`).
     pub(crate) pending: pending::Pending,
     /// Held exclusively by `check` for its whole walk; shared by whatever
