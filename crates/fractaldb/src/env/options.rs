@@ -162,10 +162,16 @@ pub struct DictOptions {
     pub node_size_bytes: usize,
     /// Target size of a basement, the unit a point read fetches. From
     /// [`MIN_BASEMENT_BYTES`](crate::MIN_BASEMENT_BYTES) to the node size.
-    /// The default, 16 KiB before compression, bounds what a point read of
-    /// an evicted basement reads (one extent of at most its compressed size)
-    /// to about what a B-tree's page read costs; larger basements compress a
-    /// little better and cost every out-of-cache get proportionally more.
+    /// The default, 8 KiB before compression, bounds what a point read of
+    /// an evicted basement reads (one extent of at most its compressed
+    /// size, about 3.5 KiB with zstd on the benchmark's rows, so one or two
+    /// pages with direct I/O) to about what a B-tree's page read costs.
+    /// Larger basements compress a little better and cost every
+    /// out-of-cache get more (decompression, checksum and parsing scale
+    /// with the basement); smaller ones cost leaf-header memory and bytes
+    /// on disk for little gain. Measured in docs/benchmarks.md ("basement
+    /// size"): 16 KiB to 8 KiB gave 16% more gets/s for 2.8% more bytes;
+    /// 4 KiB added under 1% more gets/s for another 5%.
     pub basement_size_bytes: usize,
     /// Children per internal node before it splits. From
     /// [`MIN_FANOUT`](crate::MIN_FANOUT) to [`MAX_FANOUT`](crate::MAX_FANOUT).
@@ -180,7 +186,7 @@ impl Default for DictOptions {
     fn default() -> Self {
         DictOptions {
             node_size_bytes: 1 << 20,
-            basement_size_bytes: 16 << 10,
+            basement_size_bytes: 8 << 10,
             fanout: 16,
             codec: Codec::Zstd,
             comparator: None,
