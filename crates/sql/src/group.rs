@@ -24,6 +24,12 @@ use crate::value::Value;
 
 type Entry = (Vec<Value>, Vec<AggState>);
 
+/// Whether an aggregate only counts its group's rows: COUNT(*), without
+/// DISTINCT, not a window function. Its state is a count, whatever the rows hold.
+fn counts_rows(spec: &AggSpec) -> bool {
+    spec.func == AggFn::CountStar && !spec.distinct && !spec.is_window()
+}
+
 /// The groups in memory, by key. A hash map, not an ordered one: a row
 /// costs one lookup of its key (two for a new group), and the order is
 /// made once, by sorting, when the groups are spilled or handed out. The
@@ -125,14 +131,22 @@ impl<'g> Grouper<'g> {
         (first, aggs.iter().map(AggState::new).collect())
     }
 
-    /// Folds the row's aggregate arguments (`args`) into `states`.
+    /// Folds the row's aggregate arguments (`args`) into `states`, `n`
+    /// times (more than once only when every aggregate counts rows:
+    /// `add_run`).
     fn fold(
         states: &mut [AggState],
         aggs: &[AggSpec],
         args: &[Option<Value>],
         mem: &mut usize,
+        n: u64,
     ) -> SqlResult<()> {
         for ((st, spec), v) in states.iter_mut().zip(aggs).zip(args) {
+            if let (AggState::Count(c), true) = (&mut *st, counts_rows(spec)) {
+                *c = c.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
+                continue;
+            }
+            debug_assert_eq!(n, 1, "a run of rows folded into an aggregate that reads them");
             if let (AggState::Distinct(..) | AggState::Concat(_), Some(v)) = (&*st, v) {
                 *mem += value_size(v);
             }
@@ -141,8 +155,28 @@ impl<'g> Grouper<'g> {
         Ok(())
     }
 
+    /// Whether every aggregate only counts rows (COUNT(*), no DISTINCT,
+    /// no window): then a run of rows of one group folds as its first row
+    /// and a count (`add_run`), and the others need not be read.
+    pub fn counts_rows_only(&self) -> bool {
+        self.aggs.iter().all(counts_rows)
+    }
+
+    /// Folds `n` rows of one group, of which `r` is the first, when every
+    /// aggregate only counts rows (`counts_rows_only`): as `n` calls of
+    /// `add` with rows of `r`'s group.
+    pub fn add_run(&mut self, r: &[Value], n: u64, cx: &mut EvalCtx) -> SqlResult<()> {
+        debug_assert!(self.counts_rows_only());
+        debug_assert!(n >= 1);
+        self.add_n(r, n, cx)
+    }
+
     /// Folds one input row into its groups.
     pub fn add(&mut self, r: &[Value], cx: &mut EvalCtx) -> SqlResult<()> {
+        self.add_n(r, 1, cx)
+    }
+
+    fn add_n(&mut self, r: &[Value], n: u64, cx: &mut EvalCtx) -> SqlResult<()> {
         self.args.clear();
         for spec in self.aggs {
             self.args.push(match &spec.arg {
@@ -158,7 +192,7 @@ impl<'g> Grouper<'g> {
                 _ => false,
             });
             if same {
-                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
                 return self.check_cur();
             }
         }
@@ -196,7 +230,7 @@ impl<'g> Grouper<'g> {
             }
         }
         if let Some((_, entry)) = self.cur.as_mut() {
-            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
             return self.check_cur();
         }
         for li in 0..self.levels.len() {
@@ -211,7 +245,7 @@ impl<'g> Grouper<'g> {
                     self.map.entry(key.to_vec()).or_insert(e)
                 }
             };
-            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
         }
         if self.mem > self.cfg.budget {
             self.spill()?;

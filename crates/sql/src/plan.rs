@@ -509,18 +509,29 @@ pub fn ordered(
 /// only for speed (`group::Grouper::contiguous`): rows out of group order
 /// still land in their groups.
 pub fn serves_groups(t: &Table, a: &Access, group_cols: &[usize]) -> bool {
-    let Some(i) = a.index.or(t.def.primary) else { return false };
+    group_key_parts(t, a, group_cols).is_some()
+}
+
+/// When `a` serves the groups (`serves_groups`): how many leading parts
+/// of its index's keys decide an entry's group (the pinned ones and the
+/// group columns'). Entries whose first that many key parts are equal
+/// byte for byte are in one group: every part is whole (no prefix) and
+/// of a type whose key equality is GROUP BY's equality (a text
+/// collation's key holds its weights, as GROUP BY compares).
+pub fn group_key_parts(t: &Table, a: &Access, group_cols: &[usize]) -> Option<usize> {
+    let i = a.index.or(t.def.primary)?;
     if group_cols.is_empty() {
-        return false;
+        return None;
     }
     let parts = &t.def.indexes[i].parts;
     let skip = if a.ranges.is_empty() { a.eq_parts } else { 0 };
-    let Some(lead) = parts.get(skip..skip + group_cols.len()) else { return false };
+    let lead = parts.get(skip..skip + group_cols.len())?;
     // Every other type's group keys (`query::group_key`) are in its index
     // order; JSON has no index order of its own.
-    lead.iter().all(|p| {
+    let serves = lead.iter().all(|p| {
         p.prefix.is_none() && group_cols.contains(&p.col) && !matches!(t.def.columns[p.col].ty, SqlType::Json)
-    }) && group_cols.iter().all(|c| lead.iter().any(|p| p.col == *c))
+    }) && group_cols.iter().all(|c| lead.iter().any(|p| p.col == *c));
+    serves.then_some(skip + group_cols.len())
 }
 
 /// For a GROUP BY read of one table by a full scan (`a`): a secondary
@@ -662,11 +673,20 @@ thread_local! {
     /// Primary-key lookups made for rows read through a secondary index on
     /// this thread (one add per row): tests observe covering reads by it.
     static PK_LOOKUPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Entries `for_each_key_run` counted into a run without building
+    /// their rows, on this thread: tests observe the shortcut by it.
+    static RUN_ROWS_SKIPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The primary-key lookups `for_each_row` made on this thread so far.
 pub fn pk_lookups() -> u64 {
     PK_LOOKUPS.with(|c| c.get())
+}
+
+/// The index entries GROUP BY counted without building their rows
+/// (`for_each_key_run`) on this thread so far.
+pub fn run_rows_skipped() -> u64 {
+    RUN_ROWS_SKIPPED.with(|c| c.get())
 }
 
 /// Calls `f(pk, row)` for each row the access path reads, in its index's
@@ -743,36 +763,126 @@ fn read_range(
             }
         }
         Some(i) => {
-            let ix = &t.def.indexes[i];
             let d = t.sec[i].as_ref().expect("secondary dictionary");
             let mut r = txn.range(d, lo, hi, a.reverse);
             while let Some(kv) = r.next_ref() {
                 let (k, v) = kv?;
                 crate::progress::examined();
-                let go = if a.covering {
-                    f(v, row_from_entry(t, ix, k, v)?)?
-                } else if ix.clustering {
-                    // The primary key from the whole row, then the columns
-                    // the reader uses.
-                    let row = t.decode_row(v)?;
-                    let pk = t.pk(&row, None)?;
-                    let row = match needed {
-                        Some(_) => t.decode_row_some(v, needed)?,
-                        None => row,
-                    };
-                    f(&pk, row)?
-                } else {
-                    PK_LOOKUPS.with(|c| c.set(c.get() + 1));
-                    match txn.get(&t.main, v)? {
-                        Some(r) => f(v, t.decode_row_some(&r, needed)?)?,
-                        None => return Err(crate::table::damaged()),
-                    }
-                };
-                if !go {
+                let (pk, row) = secondary_row(txn, t, a, i, k, v)?;
+                if !f(&pk, row)? {
                     return Ok(false);
                 }
             }
         }
     }
     Ok(true)
+}
+
+/// The primary key and the row of entry `k`, `v` of secondary index `i`
+/// read through `a`: from the entry alone when `a` covers, from the whole
+/// row a clustering index holds, else by a lookup in the main dictionary.
+fn secondary_row<'e>(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    a: &Access,
+    i: usize,
+    k: &[u8],
+    v: &'e [u8],
+) -> crate::SqlResult<(std::borrow::Cow<'e, [u8]>, Vec<Value>)> {
+    let ix = &t.def.indexes[i];
+    let needed = a.needed.as_deref();
+    if a.covering {
+        return Ok((v.into(), row_from_entry(t, ix, k, v)?));
+    }
+    if ix.clustering {
+        // The primary key from the whole row, then the columns the
+        // reader uses.
+        let row = t.decode_row(v)?;
+        let pk = t.pk(&row, None)?;
+        let row = match needed {
+            Some(_) => t.decode_row_some(v, needed)?,
+            None => row,
+        };
+        return Ok((pk.into(), row));
+    }
+    PK_LOOKUPS.with(|c| c.set(c.get() + 1));
+    match txn.get(&t.main, v)? {
+        Some(r) => Ok((v.into(), t.decode_row_some(&r, needed)?)),
+        None => Err(crate::table::damaged()),
+    }
+}
+
+/// How many bytes of `k` the key parts `parts` take.
+fn prefix_len(t: &Table, parts: &[crate::catalog::IndexPart], k: &[u8]) -> crate::SqlResult<usize> {
+    let mut rest = k;
+    for p in parts {
+        crate::keycodec::skip_part(&mut rest, &t.def.columns[p.col].ty, p.desc)?;
+    }
+    Ok(k.len() - rest.len())
+}
+
+/// GROUP BY's reading when every aggregate only counts rows
+/// (`group::Grouper::counts_rows_only`) and `a` hands out the groups in
+/// its order over the first `parts` parts of its keys
+/// (`group_key_parts`): entries whose first `parts` key parts are equal
+/// byte for byte are one run, of which only the first is decoded; `f`
+/// gets that row and the run's length. No other row is built, which is
+/// most of a grouped scan's work. Byte-equal parts are one group by
+/// `group_key_parts`'s rule; the grouper still compares each run's
+/// group key, so two runs of one group land together. One key range
+/// (`a.ranges` empty). Stops with 1317 when `killed` is set.
+pub fn for_each_key_run(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    a: &Access,
+    parts: usize,
+    killed: &std::sync::atomic::AtomicBool,
+    mut f: impl FnMut(Vec<Value>, u64) -> crate::SqlResult<()>,
+) -> crate::SqlResult<()> {
+    debug_assert!(a.ranges.is_empty(), "one key range");
+    t.check_snapshot(txn)?;
+    let index = a.index.or(t.def.primary).ok_or_else(crate::table::damaged)?;
+    let key_parts = &t.def.indexes[index].parts;
+    let key_parts = key_parts.get(..parts).ok_or_else(crate::table::damaged)?;
+    let secondary = a.index.filter(|i| t.def.indexes[*i].kind != IndexKind::Primary);
+    let dict = match secondary {
+        Some(i) => t.sec[i].as_ref().expect("secondary dictionary"),
+        None => &t.main,
+    };
+    // The run being read: its key prefix, first row and length.
+    let mut run: Option<(Vec<u8>, Vec<Value>, u64)> = None;
+    let (mut seen, mut skipped) = (0u64, 0u64);
+    let mut r = txn.range(dict, a.lo.as_deref(), a.hi.as_deref(), a.reverse);
+    while let Some(kv) = r.next_ref() {
+        let (k, v) = kv?;
+        crate::progress::examined();
+        seen += 1;
+        if seen.is_multiple_of(1024) && killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return Err(crate::SqlError::interrupted());
+        }
+        // The run's parts begin this key only if they are its first
+        // parts: every part is self-delimiting and no part's code is a
+        // prefix of another's (`keycodec`), so a key starting with whole
+        // parts holds exactly those parts there. Only a new run's key is
+        // parsed.
+        if let Some((key, _, n)) = run.as_mut().filter(|(key, _, _)| k.starts_with(key)) {
+            debug_assert_eq!(prefix_len(t, key_parts, k).ok(), Some(key.len()));
+            *n += 1;
+            skipped += 1;
+            continue;
+        }
+        let prefix = &k[..prefix_len(t, key_parts, k)?];
+        let row = match secondary {
+            Some(i) => secondary_row(txn, t, a, i, k, v)?.1,
+            None => t.decode_row_some(v, a.needed.as_deref())?,
+        };
+        if let Some((_, first, n)) = run.replace((prefix.to_vec(), row, 1)) {
+            f(first, n)?;
+        }
+    }
+    RUN_ROWS_SKIPPED.with(|c| c.set(c.get() + skipped));
+    if let Some((_, first, n)) = run {
+        f(first, n)?;
+    }
+    Ok(())
 }

@@ -530,10 +530,20 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 let killed = &s.killed;
                 let access =
                     group_access(txn, &t.table, filter.as_ref(), needed_one.as_deref(), &group_cols, &mut cx);
-                g.set_contiguous(crate::plan::serves_groups(&t.table, &access, &group_cols));
-                scan_each(txn, &t.table, &access, filter.as_ref(), &mut cx, killed, |row, cx| {
-                    g.add(&row, cx)
-                })?;
+                let key_parts = crate::plan::group_key_parts(&t.table, &access, &group_cols);
+                g.set_contiguous(key_parts.is_some());
+                match key_parts {
+                    // Groups in key order and only rows counted: read runs
+                    // of equal group key parts, not rows.
+                    Some(parts) if filter.is_none() && access.ranges.is_empty() && g.counts_rows_only() => {
+                        crate::plan::for_each_key_run(txn, &t.table, &access, parts, killed, |row, n| {
+                            g.add_run(&row, n, &mut cx)
+                        })?
+                    }
+                    _ => scan_each(txn, &t.table, &access, filter.as_ref(), &mut cx, killed, |row, cx| {
+                        g.add(&row, cx)
+                    })?,
+                }
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() && stream => {
