@@ -99,7 +99,22 @@ pub(crate) struct Batch {
     ends: Vec<(u32, u32)>,
     pub lo: KeyBound,
     pub hi: KeyBound,
+    /// The spills the last batch merged, decoded, kept for the next.
+    spills: SpillCache,
 }
+
+/// The decoded spills on the path of a cursor's last batch, by their
+/// entries' ids (`node::Spill::id`). Every batch merges every spill on its
+/// path, and a scan's batches, one basement each, share their path for a
+/// whole leaf: without this each batch read and decoded them all again
+/// (up to `SPILL_NODES` node sizes a child; docs/benchmarks-sql.md has a
+/// scan right after a large `INSERT ... SELECT` measured with and
+/// without). Spills are immutable and an id names one spill's
+/// messages, so a kept one is what a read would give. It holds only the
+/// last path's spills: at most `SPILL_NODES` node sizes of messages per
+/// level, dropped when the next batch's path has others or the cursor goes.
+#[derive(Default)]
+struct SpillCache(Vec<(u64, Arc<super::buffer::MsgBuffer>)>);
 
 impl Batch {
     fn clear(&mut self) {
@@ -285,7 +300,7 @@ impl Tree {
     ) -> Result<Option<KeyBound>> {
         let cmp = self.cmp;
         let basement = leaf.basements()[i].as_ref().expect("checked by caller");
-        let spills = self.path_spills(path)?;
+        let spills = self.path_spills(path, &mut out.spills)?;
         // Each buffer on the path decodes its messages in this batch's range
         // (keys stay borrowed from the buffers).
         let bufs: Vec<&super::buffer::MsgBuffer> = path
@@ -362,12 +377,19 @@ impl Tree {
     fn path_spills(
         &self,
         path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
+        cache: &mut SpillCache,
     ) -> Result<Vec<Arc<super::buffer::MsgBuffer>>> {
         let mut spills = Vec::new();
+        let mut kept = Vec::new();
         for (i, (g, c)) in path.iter().enumerate() {
             let child = &g.children()[*c];
             for sp in &child.spills {
-                spills.push(self.read_spill(sp.bn)?);
+                let buf = match cache.0.iter().find(|(id, _)| *id == sp.id) {
+                    Some((_, buf)) => Arc::clone(buf),
+                    None => self.read_spill(sp.bn)?,
+                };
+                kept.push((sp.id, Arc::clone(&buf)));
+                spills.push(buf);
             }
             if !child.spills.is_empty() {
                 // Guards do not carry block numbers: the node at depth `i`
@@ -377,6 +399,7 @@ impl Tree {
                 self.queue_merge(parent_bn, child.bn);
             }
         }
+        cache.0 = kept;
         Ok(spills)
     }
 

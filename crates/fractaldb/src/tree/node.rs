@@ -36,7 +36,7 @@ pub(crate) struct PartInfo {
 /// Messages for one child written out to a block of their own (a *spill*)
 /// instead of into the child: see `flush.rs`, Spills. The block holds a
 /// serialized `MsgBuffer` (`serialize::encode_spill`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Spill {
     pub bn: BlockNum,
     /// Bytes of the serialized buffer before compression.
@@ -46,9 +46,34 @@ pub(crate) struct Spill {
     /// A Bloom filter over its keys (`bloom.rs`); empty: none, read it
     /// for every key.
     pub bloom: Box<[u8]>,
+    /// This process's name for the spill's messages, never stored: given
+    /// when the entry is made (`Spill::new`) or read from its parent's
+    /// block, kept by copies of the entry. Entries with one id hold one
+    /// block's messages, so a cursor may reuse what it decoded for one of
+    /// them (`cursor.rs`, `SpillCache`). The block number is not such a
+    /// name: a merged spill's number is freed and may be taken by a later
+    /// spill.
+    pub id: u64,
 }
 
+/// Two entries are equal when they name the same block with the same
+/// contents; `id` is the process's, not the spill's.
+impl PartialEq for Spill {
+    fn eq(&self, other: &Spill) -> bool {
+        (self.bn, self.raw_len, self.count, &self.bloom)
+            == (other.bn, other.raw_len, other.count, &other.bloom)
+    }
+}
+
+impl Eq for Spill {}
+
 impl Spill {
+    pub(crate) fn new(bn: BlockNum, raw_len: u32, count: u32, bloom: Box<[u8]>) -> Spill {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Spill { bn, raw_len, count, bloom, id }
+    }
+
     /// False only if the spill certainly holds no message for `key`.
     pub(crate) fn may_contain(&self, key: &[u8]) -> bool {
         super::bloom::may_contain(&self.bloom, key)

@@ -240,12 +240,10 @@ pub(crate) fn parse_header(bytes: &[u8], block_len: u32) -> Result<Header, Heade
             }
             let mut list = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                list.push(Spill {
-                    bn: r.u64().map_err(c)?,
-                    raw_len: r.u32().map_err(c)?,
-                    count: r.u32().map_err(c)?,
-                    bloom: r.bytes().map_err(c)?.into(),
-                });
+                let bn = r.u64().map_err(c)?;
+                let raw_len = r.u32().map_err(c)?;
+                let count = r.u32().map_err(c)?;
+                list.push(Spill::new(bn, raw_len, count, r.bytes().map_err(c)?.into()));
             }
             spills.push(list);
         }
@@ -397,12 +395,21 @@ mod tests {
             assert_eq!(buf.len(), 100);
         }
         // Spill lists round-trip through the header.
-        let spill = Spill { bn: 41, raw_len: 5000, count: 77, bloom: vec![1, 2, 3].into() };
-        let other = Spill { bn: 3, bloom: Box::new([]), ..spill.clone() };
+        let spill = Spill::new(41, 5000, 77, vec![1, 2, 3].into());
+        let other = Spill::new(3, 5000, 77, Box::new([]));
         internal.children_mut()[1].spills = vec![spill.clone(), other.clone()];
         let s = serialize(&internal, Codec::Zstd, 0).unwrap();
         let header = parse_header(&s.bytes[..s.header_len as usize], s.bytes.len() as u32).unwrap();
-        assert_eq!(header.spills, vec![vec![], vec![spill, other]]);
+        assert_eq!(header.spills, vec![vec![], vec![spill.clone(), other.clone()]]);
+        // Ids name one entry's messages in this process: a copy keeps its
+        // id, an entry read back or made anew for the same block number
+        // (a freed spill's number taken again) gets a new one, so a
+        // cursor's decoded spill is never taken for another's
+        // (`cursor.rs`, `SpillCache`).
+        assert_eq!(spill.clone().id, spill.id);
+        assert_ne!(header.spills[1][0].id, spill.id);
+        assert_ne!(Spill::new(41, 5000, 77, vec![1, 2, 3].into()).id, spill.id);
+        assert_ne!(spill.id, other.id);
         // A leaf keeps the dictionary's codec.
         let mut leaf = Node::new_leaf();
         leaf.dirty = true;

@@ -57,7 +57,7 @@ impl Tree {
         if self.ctx.spill_writer {
             self.ctx.wake_spill_writer();
         }
-        node::Spill { bn, raw_len, count, bloom }
+        node::Spill::new(bn, raw_len, count, bloom)
     }
 
     /// Writes up to `max` waiting spills, oldest first; returns how many.
