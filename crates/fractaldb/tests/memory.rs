@@ -59,7 +59,11 @@ fn resident_memory_stays_within_the_cache_budget() {
 /// of margin: the live heap peaked at 23-26 MiB in most runs and at 29
 /// MiB in two of about a dozen (one of them in CI, against a bound of
 /// 28 MiB that had only the first 4). For resident memory, what the
-/// checkpoint thread's glibc arena keeps of the copies it frees (8 MiB).
+/// glibc arenas of the checkpoint thread and the spill writer keep of the
+/// copies they free (12 MiB): resident growth reached 54-56 MiB against
+/// the 61 allowed with 8 MiB here, in passing runs with 16 and 8 KiB
+/// basements, and a test binary uses glibc's malloc, not the server's
+/// jemalloc.
 /// At this size the live heap cannot tell charged copies from uncharged
 /// ones (uncharged, it peaked at 25-29 MiB; charged, 23-29); the
 /// charge's effect shows at a 1 GiB cache (docs/benchmarks.md). What this
@@ -69,7 +73,7 @@ fn resident_memory_stays_within_the_cache_budget() {
 #[test]
 fn checkpoint_copies_are_within_the_cache_budget() {
     let (node, budget) = (512 << 10, 16 << 20);
-    let stats = load_within_budget(Some(8 << 20), 8 * node, 2 * node + (8 << 20));
+    let stats = load_within_budget(Some(8 << 20), 8 * node, 2 * node + (12 << 20));
     eprintln!(
         "copies {} peak copy bytes {} KiB",
         stats.checkpoint_copies,
