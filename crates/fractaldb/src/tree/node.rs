@@ -222,6 +222,9 @@ impl Node {
         (l, h)
     }
 
+    // These four panic on the other kind of node; `track_caller` makes the
+    // panic name the line that misused them.
+    #[track_caller]
     pub(crate) fn children(&self) -> &[Child] {
         match &self.body {
             Body::Internal(c) => c,
@@ -229,6 +232,7 @@ impl Node {
         }
     }
 
+    #[track_caller]
     pub(crate) fn children_mut(&mut self) -> &mut Vec<Child> {
         match &mut self.body {
             Body::Internal(c) => c,
@@ -236,6 +240,7 @@ impl Node {
         }
     }
 
+    #[track_caller]
     pub(crate) fn basements(&self) -> &[Option<Basement>] {
         match &self.body {
             Body::Leaf(b) => b,
@@ -243,6 +248,7 @@ impl Node {
         }
     }
 
+    #[track_caller]
     pub(crate) fn basements_mut(&mut self) -> &mut Vec<Option<Basement>> {
         match &mut self.body {
             Body::Leaf(b) => b,
