@@ -851,15 +851,13 @@ pub fn for_each_key_run(
     };
     // The run being read: its key prefix, first row and length.
     let mut run: Option<(Vec<u8>, Vec<Value>, u64)> = None;
-    let (mut seen, mut skipped) = (0u64, 0u64);
+    let mut poll = crate::progress::KillPoll::new(killed);
+    let mut skipped = 0u64;
     let mut r = txn.range(dict, a.lo.as_deref(), a.hi.as_deref(), a.reverse);
     while let Some(kv) = r.next_ref() {
         let (k, v) = kv?;
         crate::progress::examined();
-        seen += 1;
-        if seen.is_multiple_of(1024) && killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            return Err(crate::SqlError::interrupted());
-        }
+        poll.row()?;
         // The run's parts begin this key only if they are its first
         // parts: every part is self-delimiting and no part's code is a
         // prefix of another's (`keycodec`), so a key starting with whole

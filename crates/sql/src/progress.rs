@@ -211,3 +211,27 @@ pub(crate) fn changed(stage: Stage, n: u64) {
         p.changed.fetch_add(n, Ordering::Relaxed);
     })
 }
+
+/// A row loop's look at its statement's kill flag (KILL QUERY): every
+/// 1,024 rows, so the atomic swap stays off the per-row path; then the
+/// loop fails with 1317 and the flag is cleared for the session's next
+/// statement.
+pub(crate) struct KillPoll<'a> {
+    killed: &'a std::sync::atomic::AtomicBool,
+    rows: u64,
+}
+
+impl<'a> KillPoll<'a> {
+    pub(crate) fn new(killed: &'a std::sync::atomic::AtomicBool) -> KillPoll<'a> {
+        KillPoll { killed, rows: 0 }
+    }
+
+    /// One more row; 1317 if the statement was killed.
+    pub(crate) fn row(&mut self) -> crate::SqlResult<()> {
+        self.rows += 1;
+        if self.rows.is_multiple_of(1024) && self.killed.swap(false, Ordering::SeqCst) {
+            return Err(crate::SqlError::interrupted());
+        }
+        Ok(())
+    }
+}

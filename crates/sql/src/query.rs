@@ -1163,12 +1163,9 @@ fn scan_each(
     killed: &std::sync::atomic::AtomicBool,
     mut f: impl FnMut(Vec<Value>, &mut crate::expr::EvalCtx) -> SqlResult<()>,
 ) -> SqlResult<()> {
-    let mut n = 0u64;
+    let mut poll = crate::progress::KillPoll::new(killed);
     crate::plan::for_each_row(txn, t, access, |_, row| {
-        n += 1;
-        if n.is_multiple_of(1024) && killed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            return Err(SqlError::interrupted());
-        }
+        poll.row()?;
         if let Some(p) = filter {
             if p.eval(&row, cx)?.truth() != Some(true) {
                 return Ok(true);

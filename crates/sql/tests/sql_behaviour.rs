@@ -1296,6 +1296,59 @@ fn group_by_returns_groups_in_the_order_of_their_values() {
     assert_eq!(total, 2000 - 2000 / 11);
 }
 
+/// KILL QUERY stops a grouped scan, whether it counts runs of equal keys
+/// (`plan::for_each_key_run`) or builds each row (`scan_each`): 1317, and
+/// the session goes on. A statement can end before the kill lands, so
+/// each is tried until one is interrupted.
+#[test]
+fn kill_stops_a_grouped_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, k INT, KEY k (k))");
+    let values: Vec<String> = (0..1000).map(|i| format!("({i}, {})", i % 97)).collect();
+    ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+    for shift in 0..7 {
+        ok(&mut s, &format!("INSERT INTO t SELECT id + {}, k FROM t", 1000 << shift));
+    }
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "128000");
+    for (q, by_runs) in
+        [("SELECT k, COUNT(*) FROM t GROUP BY k", true), ("SELECT k, COUNT(*) FROM t GROUP BY k + 0", false)]
+    {
+        let skipped = fractaldb_sql::run_rows_skipped();
+        let whole = rows(&mut s, q);
+        assert_eq!(whole.len(), 97);
+        assert_eq!(fractaldb_sql::run_rows_skipped() > skipped, by_runs, "{q}");
+        let mut interrupted = false;
+        for _ in 0..50 {
+            let (h, kill) = (s.progress_handle(), s.kill_handle());
+            let runner = std::thread::spawn(move || {
+                let r = s.execute(q.as_bytes()).map(|_| ()).map_err(|e| e.code);
+                (s, r)
+            });
+            while !runner.is_finished() {
+                if h.state().is_some_and(|st| st.starts_with("Queried about") && st != "Queried about 0 rows")
+                {
+                    kill.kill();
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            let (back, r) = runner.join().unwrap();
+            s = back;
+            if r == Err(1317) {
+                interrupted = true;
+                break;
+            }
+            assert_eq!(r, Ok(()), "{q}");
+        }
+        assert!(interrupted, "no {q} was interrupted by KILL");
+        assert_eq!(rows(&mut s, "SELECT COUNT(DISTINCT k) FROM t"), [["97"]]);
+    }
+}
+
 /// An IN list of eight or more string constants is one lookup of the
 /// value's collation key (`expr::InSet`): under every collation it finds
 /// exactly the rows the same items compared one by one find, IN and NOT
