@@ -90,6 +90,10 @@ fn a_custom_comparator_orders_keys_and_must_be_registered_to_reopen() {
     let env = Env::open(dir.path(), opts()).unwrap();
     let d = env.open_dictionary("r").unwrap();
     assert_eq!(d.range(None, None, true).next().unwrap().unwrap().0, key(0));
+    // What it was created with comes back from its file, whatever the
+    // defaults are (the SQL layer's per-table block sizes rely on it).
+    assert_eq!(d.options(), DictOptions { comparator: Some("reverse".into()), ..small() });
+    assert_ne!(small().basement_size_bytes, DictOptions::default().basement_size_bytes);
 }
 
 #[test]

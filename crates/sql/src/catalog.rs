@@ -185,6 +185,17 @@ pub struct TableDef {
     /// table is created with; older records' dictionaries are all zstd.
     #[serde(default = "crate::rowformat::old_records_codec")]
     pub codec: String,
+    /// The node size, basement size and fanout every dictionary of the
+    /// table is created with: `tokudb_block_size`, `tokudb_read_block_size`
+    /// and `tokudb_fanout` at CREATE TABLE, kept by rebuilds
+    /// (`rowformat::dict_options`). 0: the engine's default (records
+    /// written before tables had them).
+    #[serde(default, skip_serializing_if = "crate::rowformat::is_zero")]
+    pub node_bytes: u32,
+    #[serde(default, skip_serializing_if = "crate::rowformat::is_zero")]
+    pub basement_bytes: u32,
+    #[serde(default, skip_serializing_if = "crate::rowformat::is_zero")]
+    pub fanout: u32,
     /// How to read rows of older schema versions left by instant column
     /// changes (`instant.rs`); empty after a rebuild. Older records have none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

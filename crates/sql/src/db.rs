@@ -237,6 +237,13 @@ impl Database {
         Ok(self.inner.env.open_dictionary(name)?.codec())
     }
 
+    /// The settings engine dictionary `name` was created with, as the
+    /// engine reports them (tests check the block-size variables through
+    /// it).
+    pub fn dictionary_options(&self, name: &str) -> SqlResult<fractaldb::DictOptions> {
+        Ok(self.inner.env.open_dictionary(name)?.options())
+    }
+
     /// Every entry of index `index` of `db`.`table` (its key and value, the
     /// newest committed versions), read from its dictionary: tests compare
     /// indexes built different ways through it.

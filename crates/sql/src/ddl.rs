@@ -537,6 +537,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
         foreign_keys: Vec::new(),
         row_format,
         codec: codec.name().to_string(),
+        node_bytes: s.block_size_var("tokudb_block_size"),
+        basement_bytes: s.block_size_var("tokudb_read_block_size"),
+        fanout: s.block_size_var("tokudb_fanout"),
         layouts: Vec::new(),
     };
     for d in fks {

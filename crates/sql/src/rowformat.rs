@@ -19,6 +19,14 @@
 //!   DYNAMIC, COMPACT, REDUNDANT, FIXED, PAGE take `tokudb_row_format`'s
 //!   codec, as DEFAULT and no ROW_FORMAT do.
 //!
+//! Block sizes: `tokudb_block_size` (the node size), `tokudb_read_block_size`
+//! (the basement: what a point read of an evicted leaf reads and
+//! decompresses; larger ones compress better) and `tokudb_fanout`, as the
+//! session has them at CREATE TABLE, are the table's (`TableDef::node_bytes`,
+//! `basement_bytes`, `fanout`) for every dictionary it ever gets, as the
+//! codec is. TokuDB read them at every dictionary's creation; its defaults
+//! were 4 MiB and 64 KiB, the engine's are 1 MiB and 8 KiB.
+//!
 //! What is shown: SHOW CREATE TABLE and Create_options give the name as it
 //! was declared (upper case; nothing for DEFAULT, as MariaDB), Row_format
 //! the codec in use as TokuDB's name (`tokudb_zstd`, ...).
@@ -133,9 +141,25 @@ pub fn codec(def: &TableDef) -> Codec {
     c.unwrap_or(Codec::Zstd)
 }
 
-/// The settings every dictionary of `def` is created with.
+/// The settings every dictionary of `def` is created with: its codec and
+/// block sizes (the engine's defaults where the record has none). A
+/// basement larger than the node is the node: TokuDB took any pair.
 pub fn dict_options(def: &TableDef) -> DictOptions {
-    DictOptions { codec: codec(def), ..DictOptions::default() }
+    let d = DictOptions::default();
+    let or_default = |v: u32, dflt: usize| if v == 0 { dflt } else { v as usize };
+    let node_size_bytes = or_default(def.node_bytes, d.node_size_bytes);
+    DictOptions {
+        codec: codec(def),
+        node_size_bytes,
+        basement_size_bytes: or_default(def.basement_bytes, d.basement_size_bytes).min(node_size_bytes),
+        fanout: or_default(def.fanout, d.fanout),
+        ..d
+    }
+}
+
+/// `serde`'s test for the block sizes a record leaves out.
+pub(crate) fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// The codec as Row_format shows it: TokuDB's name for it.
@@ -193,5 +217,31 @@ mod tests {
         let def: TableDef = serde_json::from_str(rec).unwrap();
         assert_eq!(def.row_format, "");
         assert_eq!(codec(&def), Codec::Zstd);
+        // No block sizes: the engine's defaults.
+        assert_eq!((def.node_bytes, def.basement_bytes, def.fanout), (0, 0, 0));
+        assert_eq!(dict_options(&def), DictOptions::default());
+        assert!(!serde_json::to_string(&def).unwrap().contains("fanout"));
+    }
+
+    /// The block-size variables' defaults are the engine's, so a table
+    /// created with them gets what the engine would pick, and their bounds
+    /// are within the engine's.
+    #[test]
+    fn block_size_variables_match_the_engine() {
+        let d = DictOptions::default();
+        let var = |name: &str| crate::sysvars::def(name).unwrap();
+        for (name, engine) in [
+            ("tokudb_block_size", d.node_size_bytes),
+            ("tokudb_read_block_size", d.basement_size_bytes),
+            ("tokudb_fanout", d.fanout),
+        ] {
+            assert_eq!(var(name).default, engine.to_string(), "{name}");
+        }
+        let crate::sysvars::Kind::Int(lo, hi) = var("tokudb_block_size").kind else { panic!() };
+        assert!(lo as usize >= fractaldb::MIN_NODE_BYTES && hi as usize <= fractaldb::MAX_NODE_BYTES);
+        let crate::sysvars::Kind::Int(lo, _) = var("tokudb_read_block_size").kind else { panic!() };
+        assert!(lo as usize >= fractaldb::MIN_BASEMENT_BYTES);
+        let crate::sysvars::Kind::Int(lo, hi) = var("tokudb_fanout").kind else { panic!() };
+        assert!(lo as usize >= fractaldb::MIN_FANOUT && hi as usize <= fractaldb::MAX_FANOUT);
     }
 }

@@ -1240,6 +1240,14 @@ impl Session {
         crate::rowformat::var_codec(v.as_deref().unwrap_or(crate::rowformat::VAR_DEFAULT))
     }
 
+    /// A block-size variable of new tables (`rowformat.rs`), within the
+    /// engine's bounds by its definition (`sysvars.rs`).
+    pub(crate) fn block_size_var(&self, name: &'static str) -> u32 {
+        let v = self.session_var(name).and_then(|v| v.render().parse::<u64>().ok());
+        let v = v.or_else(|| crate::sysvars::def(name).and_then(|d| d.default.parse().ok()));
+        u32::try_from(v.unwrap_or(0)).unwrap_or(u32::MAX)
+    }
+
     fn begin_implicit(&mut self) -> SqlResult<()> {
         let iso = self.next_isolation.take().unwrap_or(self.isolation);
         self.txn = Some(self.inner.env.begin_with(self.txn_options(iso))?);

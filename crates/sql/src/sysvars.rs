@@ -174,15 +174,21 @@ pub static DEFS: &[Def] = &[
     d("tokudb_backup_last_error", Both, true, Int(0, U32), "0"),
     d("tokudb_backup_last_error_string", Both, true, Str, ""),
     d("tokudb_backup_throttle", Both, true, Int(0, u64::MAX), "18446744073709551615"),
+    // Node size, basement size and fanout of new tables (`rowformat.rs`,
+    // "Block sizes"): TokuDB's variables with the engine's defaults and
+    // bounds (`fractaldb::DictOptions`), not TokuDB's 4 MiB / 64 KiB.
+    d("tokudb_block_size", Both, true, Int(4096, 128 << 20), "1048576"),
     d("tokudb_cache_size", G, false, Int(0, u64::MAX), "67108864"),
     d("tokudb_checkpointing_period", G, false, Int(0, U32), "60"),
     d("tokudb_commit_sync", G, false, Bool, "1"),
     d("tokudb_directio", G, false, Bool, "1"),
     d("tokudb_enable_fast_update", Both, true, Bool, "0"),
     d("tokudb_enable_fast_upsert", Both, true, Bool, "0"),
+    d("tokudb_fanout", Both, true, Int(2, 1024), "16"),
     d("tokudb_fsync_log_period", G, false, Int(0, U32), "1000"),
     d("tokudb_loader_memory_size", Both, true, Int(0, u64::MAX), "100000000"),
     d("tokudb_lock_timeout", Both, true, Int(0, U32), "4000"),
+    d("tokudb_read_block_size", Both, true, Int(4096, U32), "8192"),
     // The codec of new tables without a ROW_FORMAT (rowformat.rs).
     d("tokudb_row_format", Both, true, Str, crate::rowformat::VAR_DEFAULT),
     d("transaction_isolation", Both, true, Str, "REPEATABLE-READ"),

@@ -183,6 +183,76 @@ fn tokudb_row_format_picks_the_codec_of_new_tables() {
     assert_eq!(db.global_var("tokudb_row_format").unwrap().render(), "tokudb_uncompressed");
 }
 
+/// `tokudb_block_size`, `tokudb_read_block_size` and `tokudb_fanout` as
+/// the session has them at CREATE TABLE are the table's: every dictionary
+/// it gets later (a rebuild, TRUNCATE, a new index, CREATE TABLE LIKE) has
+/// them too, whatever the session says then. Out-of-range values are
+/// clamped with warning 1292, as MariaDB clamps any integer variable.
+#[test]
+fn block_size_variables_are_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    let sizes = |db: &Database, t: &str| -> Vec<(usize, usize, usize)> {
+        db.table_dictionaries("d", t)
+            .unwrap()
+            .iter()
+            .map(|n| {
+                let o = db.dictionary_options(n).unwrap();
+                (o.node_size_bytes, o.basement_size_bytes, o.fanout)
+            })
+            .collect()
+    };
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    let d = fractaldb::DictOptions::default();
+    let engine = (d.node_size_bytes, d.basement_size_bytes, d.fanout);
+    assert_eq!(
+        rows(&mut s, "SELECT @@tokudb_block_size, @@tokudb_read_block_size, @@tokudb_fanout"),
+        [[engine.0.to_string(), engine.1.to_string(), engine.2.to_string()]]
+    );
+    ok(&mut s, "CREATE TABLE plain (a INT PRIMARY KEY, b INT, KEY (b))");
+    assert_eq!(sizes(&db, "plain"), vec![engine; 3]);
+
+    ok(&mut s, "SET tokudb_block_size = 4194304, tokudb_read_block_size = 65536, tokudb_fanout = 8");
+    assert_eq!(one(&mut s, "SELECT @@global.tokudb_read_block_size"), engine.1.to_string());
+    ok(&mut s, "CREATE TABLE big (a INT PRIMARY KEY, b INT, KEY (b))");
+    let big = (4 << 20, 64 << 10, 8);
+    assert_eq!(sizes(&db, "big"), vec![big; 3]);
+    ok(&mut s, "INSERT INTO big VALUES (1, 1), (2, 2)");
+    ok(&mut s, "SET tokudb_block_size = DEFAULT, tokudb_read_block_size = DEFAULT, tokudb_fanout = DEFAULT");
+    ok(&mut s, "ALTER TABLE big ADD COLUMN c INT FIRST");
+    ok(&mut s, "CREATE INDEX c ON big (c)");
+    assert_eq!(sizes(&db, "big"), vec![big; 4]);
+    ok(&mut s, "TRUNCATE TABLE big");
+    assert_eq!(sizes(&db, "big"), vec![big; 4]);
+    ok(&mut s, "CREATE TABLE big2 LIKE big");
+    assert_eq!(sizes(&db, "big2"), vec![big; 4]);
+    // The table's sizes survive a restart with their catalog record.
+    drop(s);
+    drop(db);
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    ok(&mut s, "ALTER TABLE big DROP COLUMN c");
+    assert_eq!(sizes(&db, "big"), vec![big; 3]);
+    assert_eq!(sizes(&db, "plain"), vec![engine; 3]);
+
+    // Clamped to the engine's bounds with 1292; a basement larger than
+    // the node is the node.
+    ok(&mut s, "SET tokudb_fanout = 5000");
+    assert_eq!(rows(&mut s, "SHOW WARNINGS")[0][1], "1292");
+    assert_eq!(one(&mut s, "SELECT @@tokudb_fanout"), "1024");
+    ok(&mut s, "SET tokudb_block_size = 1");
+    assert_eq!(one(&mut s, "SELECT @@tokudb_block_size"), "4096");
+    ok(&mut s, "SET tokudb_read_block_size = 1048576");
+    ok(&mut s, "CREATE TABLE tiny (a INT)");
+    assert_eq!(sizes(&db, "tiny"), vec![(4096, 4096, 1024); 2]);
+    assert_eq!(err(&mut s, "SET tokudb_fanout = 'x'"), 1232);
+    ok(&mut s, "INSERT INTO tiny VALUES (1), (2), (3)");
+    assert_eq!(one(&mut s, "SELECT SUM(a) FROM tiny"), "6");
+}
+
 /// ALTER TABLE ... ROW_FORMAT= writes every row again with the new codec:
 /// new dictionaries, the same rows, index entries and count, and fewer
 /// bytes on disk for compressible rows.

@@ -126,6 +126,20 @@ impl Dictionary {
         self.tree.settings.codec
     }
 
+    /// The settings the dictionary was created with, read back from its
+    /// file at open: those of `DictOptions` it was created with, whatever
+    /// the defaults are now.
+    pub fn options(&self) -> crate::DictOptions {
+        let s = &self.tree.settings;
+        crate::DictOptions {
+            node_size_bytes: s.node_size_bytes,
+            basement_size_bytes: s.basement_size_bytes,
+            fanout: s.fanout,
+            codec: s.codec,
+            comparator: s.comparator.clone(),
+        }
+    }
+
     /// The path of the dictionary's file.
     pub fn file_path(&self) -> &Path {
         self.tree.path()

@@ -153,7 +153,7 @@ impl Default for EnvOptions {
 
 /// Settings of one dictionary, fixed when it is created. Each has bounds
 /// (`Env::create_dictionary` refuses others with `Error::InvalidArgument`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DictOptions {
     /// Target size of a node: a leaf splits past it, and an internal node
     /// flushes once its buffers hold this much. From
