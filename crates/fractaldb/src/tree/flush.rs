@@ -997,7 +997,7 @@ impl Tree {
         flush_buffer(self, g, 0, &mut child, child_bn)?;
         g.height = child.height;
         g.pivots = std::mem::take(&mut child.pivots);
-        g.body = std::mem::replace(&mut child.body, Body::Leaf(Vec::new()));
+        g.body = child.retire();
         g.max_msn = child.max_msn;
         g.dirty = true;
         g.disk = None;
@@ -1045,7 +1045,7 @@ impl Tree {
         let (left, right): (&mut Node, &mut Node) = if s > c { (child, &mut sib) } else { (&mut sib, child) };
         left.pivots.push(sep);
         left.pivots.append(&mut right.pivots);
-        match (&mut left.body, std::mem::replace(&mut right.body, Body::Leaf(Vec::new()))) {
+        match (&mut left.body, right.retire()) {
             (Body::Leaf(lb), Body::Leaf(rb)) => lb.extend(rb),
             (Body::Internal(lc), Body::Internal(rc)) => lc.extend(rc),
             _ => panic!("merging nodes of different heights"),

@@ -205,7 +205,26 @@ impl Node {
     }
 
     pub(crate) fn is_leaf(&self) -> bool {
+        // Height and body agree (`retire`), so a check of `is_leaf` makes
+        // `children()` safe.
+        debug_assert!(
+            self.height == 0 || matches!(self.body, Body::Internal(_)),
+            "a leaf's body at height > 0"
+        );
         self.height == 0
+    }
+
+    /// Takes the body of a node that leaves the tree (merged into its
+    /// sibling, or collapsed into the root) and makes it an empty leaf,
+    /// height 0 included. A thread that pinned the node before it went and
+    /// locks it after (a queued flush or merge, a writer helping the
+    /// cleaner) then sees a leaf with nothing in it and lets it be, as
+    /// every such path checks `is_leaf` first. With only the body replaced
+    /// it saw an internal node without children: "children() on a leaf"
+    /// in `merge_step`.
+    pub(crate) fn retire(&mut self) -> Body {
+        self.height = 0;
+        std::mem::replace(&mut self.body, Body::Leaf(Vec::new()))
     }
 
     /// Number of children (internal) or basements (leaf).
@@ -372,5 +391,22 @@ mod tests {
         assert!(leaf.mem_bytes() >= empty + 2 * ALLOC_OVERHEAD_BYTES);
         assert_eq!(heap_chunk(8), 32);
         assert_eq!(heap_chunk(40), 48);
+    }
+
+    /// A node merged or collapsed away is an empty leaf in every respect:
+    /// `is_leaf` (what the paths that find it later check) says so, and it
+    /// has no parts.
+    #[test]
+    fn a_retired_node_is_an_empty_leaf() {
+        let mut n = Node::new_leaf();
+        n.height = 2;
+        n.body = Body::Internal(vec![Child::new(7), Child::new(8)]);
+        n.pivots = vec![b"m".to_vec().into_boxed_slice()];
+        assert!(!n.is_leaf());
+        let body = n.retire();
+        assert!(matches!(body, Body::Internal(ref c) if c.len() == 2));
+        assert!(n.is_leaf());
+        assert_eq!(n.n_parts(), 0);
+        assert!(n.basements().is_empty());
     }
 }
