@@ -112,7 +112,7 @@ fn variants(kind: Option<ServerKind>) -> Vec<(String, String, Vec<String>)> {
             // is 8 KiB): what a table tuned for compression, as a log table
             // is, gets with `tokudb_read_block_size`.
             v.push((
-                format!("TOKUDB_ZSTD, {LARGE_READ_BLOCK}"),
+                format!("TOKUDB_ZSTD {LARGE_READ_BLOCK}"),
                 " ROW_FORMAT=TOKUDB_ZSTD".into(),
                 vec![format!("--{}", LARGE_READ_BLOCK.replace('_', "-"))],
             ));

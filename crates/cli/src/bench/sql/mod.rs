@@ -384,6 +384,8 @@ fn write_report(
                         opt(i.max_ms)
                     );
                 }
+                // Fields go in unquoted: names carry no comma.
+                debug_assert!(!r.variant.contains(','), "variant {:?} in summary.csv", r.variant);
                 let _ = writeln!(
                     sum,
                     "{},{},{},{},{},{},{:.3},{:.1},{},{},{:.3},{:.3},{},{},{},{},{},{}",
