@@ -1241,11 +1241,10 @@ impl Session {
     }
 
     /// A block-size variable of new tables (`rowformat.rs`), within the
-    /// engine's bounds by its definition (`sysvars.rs`).
+    /// engine's bounds by its definition (`sysvars.rs`); 0, the engine's
+    /// default, if it has no value.
     pub(crate) fn block_size_var(&self, name: &'static str) -> u32 {
-        let v = self.session_var(name).and_then(|v| v.render().parse::<u64>().ok());
-        let v = v.or_else(|| crate::sysvars::def(name).and_then(|d| d.default.parse().ok()));
-        u32::try_from(v.unwrap_or(0)).unwrap_or(u32::MAX)
+        self.session_var(name).and_then(|v| v.to_i64()).and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
     }
 
     fn begin_implicit(&mut self) -> SqlResult<()> {

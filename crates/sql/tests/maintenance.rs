@@ -6,7 +6,7 @@ use fractaldb_sql::{Database, Session};
 
 mod support;
 use support::crash::{last_number, CrashChild};
-use support::embedded::{ok, one, rows, test_opts as opts};
+use support::embedded::{kill_while_running, ok, one, rows, test_opts as opts};
 
 /// Table `d.t` with a secondary index, `n` rows inserted, every other one
 /// deleted and every third updated: messages wait in buffers at every level.
@@ -94,28 +94,8 @@ fn optimize_keeps_every_row_reports_progress_and_is_killable() {
     // Killed while it runs (as soon as it reports progress): 1317, no row
     // changed, and the session goes on. An OPTIMIZE can end before the
     // kill lands, so it is tried again until one is interrupted.
-    let mut interrupted = false;
-    for _ in 0..50 {
-        let (h, kill) = (s.progress_handle(), s.kill_handle());
-        let runner = std::thread::spawn(move || {
-            let r = s.execute(b"OPTIMIZE TABLE t").map(|_| ()).map_err(|e| e.code);
-            (s, r)
-        });
-        while !runner.is_finished() {
-            if h.state().is_some_and(|st| st.starts_with("Optimization")) {
-                kill.kill();
-                break;
-            }
-            std::thread::yield_now();
-        }
-        let (back, r) = runner.join().unwrap();
-        s = back;
-        if r == Err(1317) {
-            interrupted = true;
-            break;
-        }
-        assert_eq!(r, Ok(()));
-    }
+    let (back, interrupted) = kill_while_running(s, "OPTIMIZE TABLE t", |st| st.starts_with("Optimization"));
+    s = back;
     assert!(interrupted, "no OPTIMIZE was interrupted by KILL");
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "50");
     assert_eq!(rows(&mut s, "CHECK TABLE t"), [status("d.t", "check", "status", "OK")]);

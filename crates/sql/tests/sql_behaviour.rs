@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 
 mod support;
 use support::crash::{last_number, CrashChild};
-use support::embedded::{affected, err, ok, one, rows, test_opts as opts};
+use support::embedded::{affected, err, kill_while_running, ok, one, rows, test_opts as opts};
 
 #[test]
 fn a_failing_statement_in_a_transaction_undoes_only_itself() {
@@ -1321,29 +1321,9 @@ fn kill_stops_a_grouped_scan() {
         let whole = rows(&mut s, q);
         assert_eq!(whole.len(), 97);
         assert_eq!(fractaldb_sql::run_rows_skipped() > skipped, by_runs, "{q}");
-        let mut interrupted = false;
-        for _ in 0..50 {
-            let (h, kill) = (s.progress_handle(), s.kill_handle());
-            let runner = std::thread::spawn(move || {
-                let r = s.execute(q.as_bytes()).map(|_| ()).map_err(|e| e.code);
-                (s, r)
-            });
-            while !runner.is_finished() {
-                if h.state().is_some_and(|st| st.starts_with("Queried about") && st != "Queried about 0 rows")
-                {
-                    kill.kill();
-                    break;
-                }
-                std::thread::yield_now();
-            }
-            let (back, r) = runner.join().unwrap();
-            s = back;
-            if r == Err(1317) {
-                interrupted = true;
-                break;
-            }
-            assert_eq!(r, Ok(()), "{q}");
-        }
+        let (back, interrupted) =
+            kill_while_running(s, q, |st| st.starts_with("Queried about") && st != "Queried about 0 rows");
+        s = back;
         assert!(interrupted, "no {q} was interrupted by KILL");
         assert_eq!(rows(&mut s, "SELECT COUNT(DISTINCT k) FROM t"), [["97"]]);
     }

@@ -130,14 +130,7 @@ impl Dictionary {
     /// file at open: those of `DictOptions` it was created with, whatever
     /// the defaults are now.
     pub fn options(&self) -> crate::DictOptions {
-        let s = &self.tree.settings;
-        crate::DictOptions {
-            node_size_bytes: s.node_size_bytes,
-            basement_size_bytes: s.basement_size_bytes,
-            fanout: s.fanout,
-            codec: s.codec,
-            comparator: s.comparator.clone(),
-        }
+        (&self.tree.settings).into()
     }
 
     /// The path of the dictionary's file.

@@ -38,6 +38,19 @@ impl From<&crate::DictOptions> for Settings {
     }
 }
 
+impl From<&Settings> for crate::DictOptions {
+    /// What a dictionary was created with, as `Dictionary::options` tells it.
+    fn from(s: &Settings) -> crate::DictOptions {
+        crate::DictOptions {
+            node_size_bytes: s.node_size_bytes,
+            basement_size_bytes: s.basement_size_bytes,
+            fanout: s.fanout,
+            codec: s.codec,
+            comparator: s.comparator.clone(),
+        }
+    }
+}
+
 /// What a checkpoint records about a tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Meta {

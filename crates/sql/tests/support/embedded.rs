@@ -52,3 +52,33 @@ pub fn err_msg(s: &mut Session, sql: &str) -> (u16, String) {
         Err(e) => (e.code, e.message),
     }
 }
+
+/// Runs `sql` on another thread until a run is killed in the middle: KILL
+/// (the session's kill handle) as soon as its progress state satisfies
+/// `running`. A run can end before the kill lands, so one that succeeds is
+/// tried again, up to 50 times; any error but 1317 fails the test. Returns
+/// the session and whether a run was interrupted with 1317.
+pub fn kill_while_running(mut s: Session, sql: &str, running: impl Fn(&str) -> bool) -> (Session, bool) {
+    for _ in 0..50 {
+        let (h, kill) = (s.progress_handle(), s.kill_handle());
+        let q = sql.to_string();
+        let runner = std::thread::spawn(move || {
+            let r = s.execute(q.as_bytes()).map(|_| ()).map_err(|e| e.code);
+            (s, r)
+        });
+        while !runner.is_finished() {
+            if h.state().is_some_and(|st| running(&st)) {
+                kill.kill();
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let (back, r) = runner.join().unwrap();
+        s = back;
+        if r == Err(1317) {
+            return (s, true);
+        }
+        assert_eq!(r, Ok(()), "{sql}");
+    }
+    (s, false)
+}
