@@ -20,7 +20,10 @@
 //! test fails at the end listing them with the seed and op number.
 //!
 //! `FRACTALDB_SEED=<s>` replays a run, `FRACTALDB_FUZZ_OPS=<n>` runs longer
-//! (default 1500 ops), `FRACTALDB_FUZZ_GIANT=0` skips the 1 GiB value.
+//! (default 1500 ops), `FRACTALDB_FUZZ_GIANT=0` skips the 1 GiB value,
+//! `FRACTALDB_FUZZ_VERBOSE=1` prints each operation's number and kind (and
+//! each reopen's variant) to stderr, to find where a failing seed went wrong
+//! (with `-- --nocapture`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -71,6 +74,12 @@ fn update_fns() -> Vec<(u8, UpdateFn)> {
     });
     let erase: UpdateFn = Arc::new(|_k: &[u8], _old: Option<&[u8]>, _arg: &[u8]| None);
     vec![(APPEND, append), (ERASE, erase)]
+}
+
+/// `FRACTALDB_FUZZ_VERBOSE` is set: trace each operation.
+fn verbose() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("FRACTALDB_FUZZ_VERBOSE").is_some())
 }
 
 fn apply_update(fn_id: u8, old: Option<&Vec<u8>>, arg: &[u8]) -> Option<Vec<u8>> {
@@ -246,6 +255,9 @@ impl Fuzz {
 
     /// Runs `f` under `catch_unwind`; a panic is a failure named `op`.
     fn guard<T>(&mut self, op: &str, f: impl FnOnce(&mut Fuzz) -> T) -> Option<T> {
+        if verbose() {
+            eprintln!("op {}: {op}", self.op);
+        }
         match catch_unwind(AssertUnwindSafe(|| f(self))) {
             Ok(t) => Some(t),
             Err(p) => {
@@ -1380,7 +1392,7 @@ impl Fuzz {
         let mut o = self.env_opts();
         let variant = self.rng.gen_range(0..12);
         let mut hostile = true;
-        if std::env::var("FRACTALDB_FUZZ_VERBOSE").is_ok() {
+        if verbose() {
             eprintln!(
                 "op {}: reopen after {}, variant {variant}",
                 self.op,
