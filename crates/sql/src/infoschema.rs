@@ -711,6 +711,9 @@ pub fn status(s: &Session, global: bool) -> Vec<(String, String)> {
     add("Fractaldb_CHECKPOINT_COPIES", stats.checkpoint_copies.to_string());
     add("Fractaldb_CHECKPOINT_COPY_BYTES", stats.checkpoint_copy_bytes.to_string());
     add("Fractaldb_CHECKPOINT_COPY_BYTES_PEAK", stats.checkpoint_copy_bytes_peak.to_string());
+    add("Fractaldb_SPILLS_WRITTEN_BACK", stats.write_back_spills.to_string());
+    add("Fractaldb_SPILL_READS", stats.spill_reads.to_string());
+    add("Fractaldb_SPILL_READ_BYTES", stats.spill_read_bytes.to_string());
     add("Fractaldb_LOGGER_WRITES", stats.log.records.to_string());
     add("Fractaldb_LOGGER_WRITES_BYTES", stats.log.bytes.to_string());
     add("Fractaldb_LOGGER_FSYNCS", stats.log.fsyncs.to_string());

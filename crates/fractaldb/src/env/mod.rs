@@ -339,6 +339,7 @@ impl Env {
             let _exclusive = inner.ctx.checkpoint_lock.write();
             tree.dropped.store(true, Ordering::Relaxed);
             inner.ctx.cache.remove_dict(tree.dict);
+            inner.ctx.spill_memo.forget_dict(tree.dict, &inner.ctx.cache);
             // The space goes back now, not when the last handle of the
             // file closes (a background thread may hold the tree a while).
             let _ = tree.file.discard();
@@ -489,6 +490,9 @@ fn new_context(opts: &EnvOptions, path: &Path, cache: Arc<Cache>, vfs: Arc<dyn V
         checkpoint_copy_bytes: AtomicU64::new(0),
         checkpoint_copy_bytes_peak: AtomicU64::new(0),
         write_back_spills: AtomicU64::new(0),
+        spill_reads: AtomicU64::new(0),
+        spill_memo: crate::tree::SpillMemo::new(cache.stats().budget_bytes),
+        spill_read_bytes: AtomicU64::new(0),
         space_short: AtomicBool::new(false),
         epoch: Instant::now(),
         dir: path.to_path_buf(),
@@ -556,6 +560,7 @@ impl Inner {
         for t in self.trees() {
             self.ctx.cache.remove_dict(t.dict);
         }
+        self.ctx.spill_memo.clear(&self.ctx.cache);
         self.open.lock().trees.clear();
         result
     }

@@ -63,6 +63,11 @@ pub struct EnvStats {
     /// Buffers the evictor moved to spills before writing their internal
     /// node back, rather than writing them with it (`flush.rs`).
     pub write_back_spills: u64,
+    /// Spills read from disk by readers (point reads, cursors, checks,
+    /// merges), and their bytes: each is a whole spill block read and
+    /// decoded for the messages it holds.
+    pub spill_reads: u64,
+    pub spill_read_bytes: u64,
     /// The lock tree: locks held, bytes, waits, timeouts, deadlocks.
     pub locks: LockStats,
     /// Transactions begun and not yet finished.
@@ -146,6 +151,8 @@ impl Env {
             checkpoint_copy_bytes: self.inner.ctx.checkpoint_copy_bytes.load(Ordering::Relaxed),
             checkpoint_copy_bytes_peak: self.inner.ctx.checkpoint_copy_bytes_peak.load(Ordering::Relaxed),
             write_back_spills: self.inner.ctx.write_back_spills.load(Ordering::Relaxed),
+            spill_reads: self.inner.ctx.spill_reads.load(Ordering::Relaxed),
+            spill_read_bytes: self.inner.ctx.spill_read_bytes.load(Ordering::Relaxed),
             locks: self.inner.txns.locks.stats(),
             open_transactions: self.inner.txns.unfinished(),
             recovery: *self.inner.recovery.lock(),

@@ -386,7 +386,7 @@ impl Tree {
             for sp in &child.spills {
                 let buf = match cache.0.iter().find(|(id, _)| *id == sp.id) {
                     Some((_, buf)) => Arc::clone(buf),
-                    None => self.read_spill(sp.bn)?,
+                    None => self.read_spill_kept(sp)?,
                 };
                 kept.push((sp.id, Arc::clone(&buf)));
                 spills.push(buf);

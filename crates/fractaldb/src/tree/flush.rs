@@ -420,7 +420,7 @@ fn flush_buffer(
         let raw: usize = spills.iter().map(|s| s.raw_len as usize).sum();
         let mut merger = Merger::with_capacity(raw + buf.mem_bytes());
         for sp in &spills {
-            match tree.read_spill(sp.bn) {
+            match tree.read_spill_taken(sp) {
                 Ok(b) => {
                     held.add(b.mem_bytes());
                     merger.add(&b);
@@ -437,7 +437,7 @@ fn flush_buffer(
     parent.dirty = true;
     child.dirty = true;
     for sp in spills {
-        tree.free_spill(sp.bn);
+        tree.free_spill(&sp);
     }
     if taken.len() == 0 {
         return Ok(());

@@ -39,6 +39,7 @@ mod poison;
 mod read;
 pub(crate) mod serialize;
 mod spill;
+pub(crate) use spill::SpillMemo;
 mod write;
 
 use std::cmp::Ordering;
@@ -167,6 +168,13 @@ pub(crate) struct Context {
     pub checkpoint_copy_bytes_peak: AtomicU64,
     /// Buffers moved to spills before their node's write-back (`flush.rs`).
     pub write_back_spills: AtomicU64,
+    /// Spills a reader read from their blocks (`Tree::read_spill`; not
+    /// those still in memory, waiting for the spill writer), and their
+    /// bytes on disk.
+    pub spill_reads: AtomicU64,
+    /// Spills readers decoded lately (`spill.rs`).
+    pub spill_memo: SpillMemo,
+    pub spill_read_bytes: AtomicU64,
     /// Bytes of records written since free space was last looked at.
     pub space_written: AtomicU64,
     pub space_short: AtomicBool,

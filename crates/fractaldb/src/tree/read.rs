@@ -111,7 +111,7 @@ impl Tree {
                     // positive: a merge costs a rewrite of the child).
                     let mut found = false;
                     for sp in child.spills.iter().filter(|sp| sp.may_contain(key)) {
-                        let buf = self.read_spill(sp.bn)?;
+                        let buf = self.read_spill_kept(sp)?;
                         let before = msgs.len();
                         msgs.extend(buf.for_key(key, self.order));
                         found |= msgs.len() > before;
