@@ -1373,3 +1373,82 @@ fn long_string_in_lists_match_item_by_item_comparison() {
         assert_eq!(by_set, by_items, "{}", coll.name());
     }
 }
+
+/// A secondary index range over a table larger than the cache fetches its
+/// rows ahead, a window at a time (`prefetched` counts the keys), once its
+/// first lookups read from disk; the answers are the full scan's, for
+/// SELECT, a LIMIT, a join's probe, UPDATE and DELETE. A table the cache
+/// holds is read one row at a time, as before.
+#[test]
+fn a_secondary_range_over_a_large_table_fetches_its_rows_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE o (id INT PRIMARY KEY, c INT NOT NULL, pad CHAR(200) NOT NULL, KEY kc (c))");
+    let mut rng = SmallRng::seed_from_u64(5);
+    for chunk in 0..20 {
+        let values: Vec<String> = (0..1000)
+            .map(|j| {
+                let pad: String = (0..200).map(|_| char::from(b'a' + rng.gen_range(0..26u8))).collect();
+                format!("({}, {}, '{pad}')", chunk * 1000 + j, rng.gen_range(0..20_000))
+            })
+            .collect();
+        ok(&mut s, &format!("INSERT INTO o VALUES {}", values.join(",")));
+    }
+    // Reopened with a cache of a quarter of the table: the rows are on disk.
+    drop(s);
+    drop(db);
+    let small = fractaldb_sql::DbOptions { cache_size_bytes: 1 << 20, ..opts() };
+    let db = Database::open(dir.path(), small).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    let q = "SELECT COUNT(*), SUM(id), SUM(CRC32(pad)) FROM o {} WHERE c BETWEEN 1000 AND 2999";
+    let by_index = q.replace("{}", "FORCE INDEX (kc)");
+    let scanned = q.replace("{}", "IGNORE INDEX (kc)");
+    let before = fractaldb_sql::prefetched();
+    assert_eq!(rows(&mut s, &format!("EXPLAIN {by_index}"))[0][3], "range");
+    let got = rows(&mut s, &by_index);
+    let ahead = fractaldb_sql::prefetched() - before;
+    assert_eq!(got, rows(&mut s, &scanned));
+    assert!(got[0][0].parse::<u64>().unwrap() > 1800, "{got:?}");
+    assert!(ahead > 1000, "rows fetched ahead: {ahead}");
+    // A LIMIT's few rows and ORDER BY in index order.
+    let first = "SELECT id, c FROM o {} WHERE c >= 500 ORDER BY c, id LIMIT 5";
+    assert_eq!(
+        rows(&mut s, &first.replace("{}", "FORCE INDEX (kc)")),
+        rows(&mut s, &first.replace("{}", "IGNORE INDEX (kc)"))
+    );
+    // A join's probe of the index.
+    ok(&mut s, "CREATE TABLE k (c INT PRIMARY KEY)");
+    ok(&mut s, "INSERT INTO k SELECT DISTINCT c FROM o WHERE c < 6000");
+    let j = "SELECT COUNT(*), SUM(CRC32(o.pad)) FROM k JOIN o {} ON o.c = k.c";
+    assert_eq!(
+        rows(&mut s, &j.replace("{}", "FORCE INDEX (kc)")),
+        rows(&mut s, &j.replace("{}", "IGNORE INDEX (kc)"))
+    );
+    // UPDATE and DELETE through the index.
+    let total = one(&mut s, "SELECT COUNT(*) FROM o WHERE c BETWEEN 2000 AND 3999");
+    let before = fractaldb_sql::prefetched();
+    let n = affected(&mut s, "UPDATE o SET pad = 'x' WHERE c BETWEEN 2000 AND 3999");
+    // Its rows are picked from the index alone, then re-read, ahead.
+    assert!(fractaldb_sql::prefetched() - before > 1000, "UPDATE fetched too few rows ahead");
+    assert_eq!(n.to_string(), total);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM o IGNORE INDEX (kc) WHERE pad = 'x'"), total);
+    let gone = affected(&mut s, "DELETE FROM o WHERE c BETWEEN 4000 AND 5999");
+    assert!(gone > 1800, "{gone}");
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM o").parse::<u64>().unwrap(), 20_000 - gone);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM o WHERE c BETWEEN 4000 AND 5999"), "0");
+    drop(s);
+    drop(db);
+    // The same table in a cache that holds it: read twice, the second
+    // time nothing is fetched ahead.
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    let warm = rows(&mut s, &by_index);
+    let before = fractaldb_sql::prefetched();
+    assert_eq!(rows(&mut s, &by_index), warm);
+    assert_eq!(fractaldb_sql::prefetched() - before, 0);
+}
