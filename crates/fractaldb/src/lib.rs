@@ -51,7 +51,7 @@ pub use env::{
 };
 pub use error::{Error, Result};
 pub use file::sim::{SimFileInfo, SimStats, SimVfs};
-pub use file::{reads_by_this_thread, Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};
+pub use file::{Codec, OpenMode, OsVfs, SpaceStats, Vfs, VfsFile};
 pub use limits::{
     BATCH_BYTES_PER_CHANGE, MAX_BATCH_BYTES, MAX_FANOUT, MAX_KEY_BYTES, MAX_NODE_BYTES, MAX_VALUE_BYTES,
     MIN_BASEMENT_BYTES, MIN_FANOUT, MIN_NODE_BYTES,

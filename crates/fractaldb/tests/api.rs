@@ -374,37 +374,3 @@ fn range_estimates_are_near_the_true_counts() {
     check(&env.open_dictionary("d").unwrap());
     env.close().unwrap();
 }
-
-/// `prefetch` brings what reads of its keys need into the cache: the reads
-/// that follow find nearly all of it there (the evictor may take a little
-/// back meanwhile); a second prefetch of them reads next to nothing; keys
-/// past the limit, and no keys, are no error.
-#[test]
-fn prefetch_reads_ahead_what_gets_will_need() {
-    let dir = tempfile::tempdir().unwrap();
-    let env = Env::open(dir.path(), EnvOptions { direct_io: false, ..opts() }).unwrap();
-    let d = env.create_dictionary("p", small()).unwrap();
-    let value = vec![7u8; 200];
-    for i in 0..20_000 {
-        d.put(&key(i), &value).unwrap();
-    }
-    env.checkpoint().unwrap();
-    // Far more data than the 1 MiB cache: spread keys are on disk.
-    let keys: Vec<Vec<u8>> = (0..20_000).step_by(157).map(key).collect();
-    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
-    let read = d.prefetch(&refs[..64]);
-    assert!(read >= 32, "prefetch read {read} blocks for 64 spread keys");
-    let before = fractaldb::reads_by_this_thread();
-    for k in &refs[..64] {
-        assert_eq!(d.get(k).unwrap().as_deref(), Some(&value[..]));
-    }
-    let again = fractaldb::reads_by_this_thread() - before;
-    assert!(again <= read / 4, "the gets read {again} blocks after a prefetch that read {read}");
-    let second = d.prefetch(&refs[..64]);
-    assert!(second <= read / 4, "a second prefetch read {second} blocks (the first {read})");
-    let huge = vec![1u8; fractaldb::MAX_KEY_BYTES + 1];
-    assert_eq!(d.prefetch(&[&huge[..]]), 0);
-    assert_eq!(d.prefetch(&[]), 0);
-    drop(d);
-    env.close().unwrap();
-}

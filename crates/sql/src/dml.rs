@@ -820,25 +820,18 @@ fn matching(
     {
         let mut cx = s.eval_ctx(&mut w);
         cx.sub = Some(&mut runner);
-        // Rows of a table larger than the cache are fetched ahead.
-        let pks: Vec<&[u8]> = out.iter().map(|(k, _)| k.as_slice()).collect();
-        let mut ahead = crate::plan::ReadAhead::default();
-        for (at, (k, seen)) in out.iter().enumerate() {
-            ahead.next(t, &pks, at);
-            let reads = fractaldb::reads_by_this_thread();
-            let fetched = table::fetch(t, txn, k, true)?;
-            ahead.looked(reads);
-            let Some(row) = fetched else { continue };
+        for (k, seen) in out {
+            let Some(row) = table::fetch(t, txn, &k, true)? else { continue };
             let moved = match &read {
-                Some(cols) => row.iter().zip(seen).zip(cols).any(|((a, b), c)| *c && !same_value(a, b)),
-                None => changed(&row, seen),
+                Some(cols) => row.iter().zip(&seen).zip(cols).any(|((a, b), c)| *c && !same_value(a, b)),
+                None => changed(&row, &seen),
             };
             let keep = match &filter {
                 Some(f) if moved => f.eval(&row, &mut cx)?.truth() == Some(true),
                 _ => true,
             };
             if keep {
-                locked.push((k.clone(), row));
+                locked.push((k, row));
             }
         }
     }

@@ -676,15 +676,6 @@ thread_local! {
     /// Entries `for_each_key_run` counted into a run without building
     /// their rows, on this thread: tests observe the shortcut by it.
     static RUN_ROWS_SKIPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// Primary keys `join_back` fetched ahead (`Dictionary::prefetch`) on
-    /// this thread: tests observe the read-ahead by it.
-    static PREFETCHED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// The primary keys fetched ahead for secondary index ranges on this
-/// thread so far.
-pub fn prefetched() -> u64 {
-    PREFETCHED.with(|c| c.get())
 }
 
 /// The primary-key lookups `for_each_row` made on this thread so far.
@@ -774,143 +765,17 @@ fn read_range(
         Some(i) => {
             let d = t.sec[i].as_ref().expect("secondary dictionary");
             let mut r = txn.range(d, lo, hi, a.reverse);
-            if a.covering || t.def.indexes[i].clustering {
-                while let Some(kv) = r.next_ref() {
-                    let (k, v) = kv?;
-                    crate::progress::examined();
-                    let (pk, row) = secondary_row(txn, t, a, i, k, v)?;
-                    if !f(&pk, row)? {
-                        return Ok(false);
-                    }
-                }
-            } else {
-                return join_back(txn, t, a, i, &mut r, f);
-            }
-        }
-    }
-    Ok(true)
-}
-
-/// Entries read one by one before `join_back` judges whether their rows
-/// come from disk.
-const JOIN_PROBE: usize = 32;
-/// Of those, how many must have read from disk for the next entries' rows
-/// to be fetched ahead.
-const JOIN_PROBE_MISSES: usize = 8;
-/// Entries whose rows are fetched ahead at once.
-const JOIN_WINDOW: usize = 128;
-
-/// `join_back`'s read-ahead for primary keys known in advance (the rows
-/// UPDATE and DELETE re-read, `dml::matching`): the same probe of
-/// `JOIN_PROBE` lookups, then windows of `JOIN_WINDOW` keys prefetched
-/// while they find rows on disk. Call `next` before looking up the key at
-/// `at` (in order, from 0), `looked` after, with the thread's read count
-/// from before the lookup.
-#[derive(Default)]
-pub(crate) struct ReadAhead {
-    /// Lookups probed and how many read from disk.
-    probed: usize,
-    misses: usize,
-    /// In a window: where it ends, and whether its prefetch read enough
-    /// for the next one to be fetched too.
-    window_end: Option<usize>,
-    worth_it: bool,
-}
-
-impl ReadAhead {
-    pub(crate) fn next(&mut self, t: &Table, pks: &[&[u8]], at: usize) {
-        let start = match self.window_end {
-            Some(end) if at < end => return,
-            Some(_) if self.worth_it => true,
-            Some(_) => {
-                self.window_end = None;
-                false
-            }
-            None => self.probed >= JOIN_PROBE && self.misses >= JOIN_PROBE_MISSES,
-        };
-        if self.window_end.is_none() && self.probed >= JOIN_PROBE && !start {
-            (self.probed, self.misses) = (0, 0);
-        }
-        if start {
-            let end = (at + JOIN_WINDOW).min(pks.len());
-            let read = t.main.prefetch(&pks[at..end]);
-            PREFETCHED.with(|c| c.set(c.get() + (end - at) as u64));
-            self.window_end = Some(end);
-            self.worth_it = (read as usize) >= (end - at) / 8;
-            (self.probed, self.misses) = (0, 0);
-        }
-    }
-
-    pub(crate) fn looked(&mut self, reads_before: u64) {
-        if self.window_end.is_none() {
-            self.probed += 1;
-            self.misses += usize::from(fractaldb::reads_by_this_thread() > reads_before);
-        }
-    }
-}
-
-/// The rows of a secondary index range's entries, each from the primary
-/// dictionary by the primary key its entry holds. One by one, each is a
-/// random read that waits for the disk when the table is larger than the
-/// cache; so when the first `JOIN_PROBE` lookups show that (at least
-/// `JOIN_PROBE_MISSES` read from disk), the next entries are read
-/// `JOIN_WINDOW` at a time and their rows brought into the cache
-/// together (`Dictionary::prefetch`, several reads in flight) before they
-/// are looked up in order. A window whose prefetch read little goes back
-/// to probing. In memory, and for the few rows of a LIMIT, nothing is read
-/// ahead: the index is read ahead only in windows, after a probe.
-fn join_back(
-    txn: &fractaldb::Txn,
-    t: &Table,
-    a: &Access,
-    i: usize,
-    r: &mut fractaldb::Range,
-    f: &mut RowFn<'_>,
-) -> crate::SqlResult<bool> {
-    let mut window: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    loop {
-        // Probe: one by one, counting the lookups that read from disk.
-        let mut misses = 0;
-        for _ in 0..JOIN_PROBE {
-            let Some(kv) = r.next_ref() else { return Ok(true) };
-            let (k, v) = kv?;
-            crate::progress::examined();
-            let before = fractaldb::reads_by_this_thread();
-            let (pk, row) = secondary_row(txn, t, a, i, k, v)?;
-            misses += usize::from(fractaldb::reads_by_this_thread() > before);
-            if !f(&pk, row)? {
-                return Ok(false);
-            }
-        }
-        if misses < JOIN_PROBE_MISSES {
-            continue;
-        }
-        // Windows fetched ahead, while they find rows on disk.
-        loop {
-            window.clear();
-            while window.len() < JOIN_WINDOW {
-                let Some(kv) = r.next_ref() else { break };
+            while let Some(kv) = r.next_ref() {
                 let (k, v) = kv?;
-                window.push((k.to_vec(), v.to_vec()));
-            }
-            if window.is_empty() {
-                return Ok(true);
-            }
-            let pks: Vec<&[u8]> = window.iter().map(|(_, v)| v.as_slice()).collect();
-            let read = t.main.prefetch(&pks);
-            PREFETCHED.with(|c| c.set(c.get() + pks.len() as u64));
-            for (k, v) in &window {
                 crate::progress::examined();
                 let (pk, row) = secondary_row(txn, t, a, i, k, v)?;
                 if !f(&pk, row)? {
                     return Ok(false);
                 }
             }
-            if (read as usize) < window.len() / 8 {
-                break;
-            }
         }
     }
+    Ok(true)
 }
 
 /// The primary key and the row of entry `k`, `v` of secondary index `i`

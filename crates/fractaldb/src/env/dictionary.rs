@@ -3,10 +3,6 @@
 
 use super::*;
 
-/// Threads `Dictionary::prefetch` reads with: the disk's queue they keep
-/// busy at once.
-const PREFETCH_THREADS: usize = 8;
-
 /// A handle to one dictionary: an ordered map from byte strings to byte
 /// strings. Cheap to clone; every clone refers to the same dictionary.
 #[derive(Clone)]
@@ -89,43 +85,6 @@ impl Dictionary {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         limits::check_key(key)?;
         self.txns.read_latest(&self.tree, key)
-    }
-
-    /// Brings into the cache, `PREFETCH_THREADS` keys at a time, what
-    /// reads of `keys` will need: the nodes on each key's path and the
-    /// basement that holds it. A hint for a reader about to read many keys
-    /// scattered over a dictionary larger than the cache (a secondary
-    /// index range joining back to its table): its reads then wait for one
-    /// disk at a time no longer, but find the blocks cached. Returns when
-    /// every key's read is done; returns how many blocks and partitions it
-    /// read from disk (0: all were cached, so asking again is no help).
-    /// Nothing is read for keys past the key limit, and errors are not
-    /// reported: the reads that follow meet them.
-    pub fn prefetch(&self, keys: &[&[u8]]) -> u64 {
-        let keys: Vec<&[u8]> = keys.iter().copied().filter(|k| limits::check_key(k).is_ok()).collect();
-        if keys.is_empty() || self.tree.check_open().is_err() {
-            return 0;
-        }
-        let threads = PREFETCH_THREADS.min(keys.len());
-        let tree = &self.tree;
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|t| {
-                    let keys = &keys;
-                    s.spawn(move || {
-                        let before = crate::reads_by_this_thread();
-                        for k in keys.iter().skip(t).step_by(threads) {
-                            if tree.warm(k).is_err() {
-                                break;
-                            }
-                        }
-                        crate::reads_by_this_thread() - before
-                    })
-                })
-                .collect();
-            // A worker that panicked read something; its count is lost.
-            workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
-        })
     }
 
     /// A cursor, not yet positioned, reading the newest committed versions.

@@ -39,20 +39,6 @@ pub struct SpaceStats {
 /// reused by first-fit allocation.
 const PUNCH_MIN_BYTES: u64 = 64 << 10;
 
-thread_local! {
-    /// Block reads (`BlockFile::read_range`) this thread made: whoever
-    /// wants to know whether its reads came from disk compares it before
-    /// and after ([`reads_by_this_thread`]).
-    static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// How many block reads (a node, a partition, a spill) the calling thread
-/// has made from disk, in any environment: compared before and after a
-/// read, it says whether the read found everything in the cache.
-pub fn reads_by_this_thread() -> u64 {
-    READS.with(|r| r.get())
-}
-
 /// One dictionary's data file: blocks addressed by number through a translation
 /// table, written copy-on-write, and made durable as a whole by [`checkpoint`].
 /// Safe to share between threads: the bookkeeping sits behind a mutex that is never
@@ -381,7 +367,6 @@ impl BlockFile {
     /// An extent past the end of the file is Corrupt(Some(bn)) "truncated". The caller
     /// keeps `ext` current: once bn is rewritten its old extent may be reused.
     pub fn read_range(&self, bn: BlockNum, ext: Extent, off: u32, len: u32) -> Result<Vec<u8>> {
-        READS.with(|r| r.set(r.get() + 1));
         if u64::from(off) + u64::from(len) > u64::from(ext.len) {
             let why = format!("range {off}+{len} lies outside the block's {} bytes", ext.len);
             return Err(Error::corrupt(self.path(), Some(bn), why));

@@ -15,7 +15,7 @@ pub mod sim;
 mod translation;
 pub mod vfs;
 
-pub use blockfile::{reads_by_this_thread, BlockFile, SpaceStats};
+pub use blockfile::{BlockFile, SpaceStats};
 pub use codec::Codec;
 pub(crate) use io::{direct_read_span, AlignedBuf, PAGE};
 pub(crate) use translation::BlockNum;

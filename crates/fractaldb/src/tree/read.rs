@@ -29,12 +29,6 @@ impl Tree {
         Err(self.unknown_txn(key))
     }
 
-    /// Reads into the cache what a point read of `key` needs (its path and
-    /// its basement), reading nothing else (`Dictionary::prefetch`).
-    pub(crate) fn warm(&self, key: &[u8]) -> Result<()> {
-        self.guarded_read(|| self.collect(key).map(drop))
-    }
-
     /// The txid of the newest committed version of `key` (0: older than
     /// every snapshot), for write-conflict checks.
     pub(crate) fn newest_committed_txid(&self, key: &[u8], states: &dyn TxnStates) -> Result<Option<u64>> {
