@@ -267,15 +267,11 @@ mod tests {
 
     use rand::{Rng, SeedableRng};
 
-    use crate::{DictOptions, Env, EnvOptions, SimVfs};
+    use crate::{DictOptions, Dictionary, Env, EnvOptions, SimVfs};
 
-    /// A point read whose key a spill holds reads the spill's block once:
-    /// the next read of it comes from the memo, which charges the cache
-    /// for it; a merge that takes the spill forgets it, dropping the
-    /// dictionary forgets the rest, and every read matches a model.
-    #[test]
-    fn a_spill_read_from_disk_is_kept_until_merged_or_dropped() {
-        let sim = SimVfs::new(3);
+    /// A dictionary of small nodes in a 512 KiB cache, without background
+    /// threads: a few tens of thousands of puts leave spills on disk.
+    fn small_tree(sim: &SimVfs) -> (Env, Dictionary) {
         let opts = EnvOptions {
             vfs: sim.boot(),
             direct_io: false,
@@ -287,6 +283,17 @@ mod tests {
         let dopts =
             DictOptions { node_size_bytes: 4096, basement_size_bytes: 1024, fanout: 4, ..Default::default() };
         let d = env.create_dictionary("d", dopts).unwrap();
+        (env, d)
+    }
+
+    /// A point read whose key a spill holds reads the spill's block once:
+    /// the next read of it comes from the memo, which charges the cache
+    /// for it; merges that take every spill forget them all, and every
+    /// read matches a model.
+    #[test]
+    fn a_spill_read_from_disk_is_kept_until_merged() {
+        let sim = SimVfs::new(3);
+        let (env, d) = small_tree(&sim);
         let mut model = BTreeMap::new();
         let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
         for i in 0..40_000u32 {
@@ -338,17 +345,7 @@ mod tests {
     #[test]
     fn a_dropped_dictionarys_spills_are_forgotten() {
         let sim = SimVfs::new(4);
-        let opts = EnvOptions {
-            vfs: sim.boot(),
-            direct_io: false,
-            background_threads: false,
-            cache_size_bytes: 512 << 10,
-            ..Default::default()
-        };
-        let env = Env::open("/memo", opts).unwrap();
-        let dopts =
-            DictOptions { node_size_bytes: 4096, basement_size_bytes: 1024, fanout: 4, ..Default::default() };
-        let d = env.create_dictionary("d", dopts).unwrap();
+        let (env, d) = small_tree(&sim);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(10);
         let keys: Vec<[u8; 4]> = (0..40_000).map(|_| rng.gen::<u32>().to_be_bytes()).collect();
         for k in &keys {
