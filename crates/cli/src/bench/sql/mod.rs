@@ -233,16 +233,28 @@ pub fn run(args: SqlBenchArgs) -> Result<()> {
                 // Fresh servers of its own, in a folder of its own (the smoke
                 // run's kept server stays up beside them).
                 let dir = args.dir.join(format!("{label}-{}", w.name()));
+                // The report names the first server's settings and version
+                // (later ones add the workload's own settings, e.g. sync off).
+                let first = std::cell::RefCell::new(None::<(Vec<String>, String)>);
                 let fresh = |extra: &[String]| -> Result<Server> {
-                    match (kind, &ep) {
-                        (Some(k), _) => Server::start_with(k, &dir, args.cache_mb, extra),
-                        (None, Some(ep)) => Ok(Server::external(&label, ep.clone())),
+                    let server = match (kind, &ep) {
+                        (Some(k), _) => Server::start_with(k, &dir, args.cache_mb, extra)?,
+                        (None, Some(ep)) => Server::external(&label, ep.clone()),
                         _ => unreachable!("every target is a kind or an endpoint"),
+                    };
+                    if first.borrow().is_none() {
+                        let mut c = client::connect(&server.endpoint, None)?;
+                        let version = client::scalar(&mut c, "SELECT VERSION()")?.unwrap_or_default();
+                        *first.borrow_mut() = Some((server.settings.clone(), version));
                     }
+                    Ok(server)
                 };
                 eprintln!("{label}: {} ...", w.name());
                 let tag = format!("{label} {}", w.name());
                 let result = workloads::run_own(w, kind, &fresh, &p, &|line| eprintln!("  {tag}: {line}"))?;
+                if let (true, Some((settings, version))) = (runs.settings.is_empty(), first.into_inner()) {
+                    (runs.settings, runs.version) = (settings, version);
+                }
                 runs.results.push((w, result, None, None));
                 continue;
             }
