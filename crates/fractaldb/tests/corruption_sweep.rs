@@ -191,6 +191,36 @@ fn read_all(sim: &SimVfs, model: &Model, tail: Option<&History>) -> Result<Resul
     }
 }
 
+/// Whether zeroing bytes `from..to` of the newest log file `bytes` (format
+/// version 2, ARCHITECTURE.md) leaves what a crash could: no whole record
+/// after the damage vouches (its `synced`) for the first record it
+/// touches. Such records were in the last group commits before the crash,
+/// whose pages may land in any order, and recovery rightly ends the log at
+/// them. (The file ends with zeros written ahead of its records, so damage
+/// reaching its end is not the only such case.)
+fn unvouched(bytes: &[u8], from: usize, to: usize) -> bool {
+    // (offset, frame length, lsn, synced) of each record, in order.
+    let mut frames = Vec::new();
+    let mut off = 24;
+    while off + 24 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+        let lsn = u64::from_le_bytes(bytes[off + 8..off + 16].try_into().unwrap());
+        let synced = u64::from_le_bytes(bytes[off + 16..off + 24].try_into().unwrap());
+        if lsn == 0 || off + 24 + len > bytes.len() {
+            break;
+        }
+        frames.push((off, 24 + len, lsn, synced));
+        off += 24 + len;
+    }
+    if from < 24 {
+        return false; // the file's header: damage, never a crash's
+    }
+    let Some(&(_, _, hit, _)) = frames.iter().find(|&&(o, l, _, _)| o < to && from < o + l) else {
+        return true; // only zeros after the records
+    };
+    !frames.iter().any(|&(o, _, _, synced)| o >= to && synced >= hit)
+}
+
 /// Every dictionary `model` names, as an environment opened on `sim` reads
 /// it (None if anything fails).
 fn read_state(sim: &SimVfs, model: &Model) -> Option<Model> {
@@ -388,7 +418,7 @@ fn sweep(label: &str, files: &Files, model: &Model, history: &History) -> BTreeM
             let tail_loss = newest_log
                 && match damage {
                     Damage::Truncate { .. } | Damage::Remove => true,
-                    Damage::Zero { at, len } => at + len >= bytes.len(),
+                    Damage::Zero { at, len } => unvouched(bytes, at, at + len),
                     Damage::Flip { .. } => false,
                 };
             let tail = tail_loss.then_some(history);

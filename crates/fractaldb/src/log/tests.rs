@@ -131,15 +131,18 @@ fn a_torn_tail_is_cut_and_the_log_goes_on() {
     drop(log);
     let path = tmp.path().join(file_name(1));
     let full = std::fs::read(&path).unwrap();
+    // The records, then the zeros written ahead of them (`zero_ahead`).
+    let end = FILE_HEADER_LEN + (1..=10).map(|i| RECORD_HEADER_LEN + payload(i).len()).sum::<usize>();
+    assert!(full.len() > end && full[end..].iter().all(|&b| b == 0), "{} bytes", full.len());
     // Cut the last record in half.
     let last_len = RECORD_HEADER_LEN + payload(10).len();
-    std::fs::write(&path, &full[..full.len() - last_len / 2]).unwrap();
+    std::fs::write(&path, &full[..end - last_len / 2]).unwrap();
     let (log, recs) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
     assert_eq!(recs.len(), 9);
     // Cut when recovery is finished, not before.
-    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full.len() - last_len / 2);
+    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, end - last_len / 2);
     log.finish_recovery().unwrap();
-    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full.len() - last_len);
+    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, end - last_len);
     assert_eq!(log.append(b"ten again").unwrap(), 10);
     log.sync_all().unwrap();
     drop(log);
@@ -914,4 +917,49 @@ fn a_crash_at_any_step_of_a_trim_leaves_a_log_that_opens() {
         let v: Arc<dyn Vfs> = sim.boot();
         assert!(!v.list(dir()).unwrap().iter().any(|f| f.ends_with(".tmp")), "crash before op {n}");
     }
+}
+
+#[test]
+fn commits_write_into_zeros_written_ahead_and_a_roll_cuts_them() {
+    buffered_and_direct(|| {
+        let sim = SimVfs::new(17);
+        let size = 3 * ZERO_AHEAD;
+        let (log, _) = open(&sim, size, 1).unwrap();
+        let big = |i: u64| [payload(i), vec![b'y'; 900]].concat();
+        let mut lens = Vec::new();
+        let mut lsn = 0;
+        while log_files(&sim).len() == 1 {
+            lsn = log.append(&big(lsn + 1)).unwrap();
+            log.sync_to(lsn).unwrap();
+            let f = log.files.lock();
+            let on_disk = f.current.len().unwrap();
+            assert_eq!(on_disk, f.disk_len, "record {lsn}");
+            if f.first_lsns.len() == 1 {
+                // The records are followed by zeros: half a chunk at least,
+                // or up to where the file rolls.
+                let ahead = (ZERO_AHEAD / 2).min(size.next_multiple_of(PAGE).saturating_sub(f.current_len));
+                assert!(on_disk >= f.current_len + ahead, "record {lsn}: {on_disk} bytes on disk");
+                if lens.last() != Some(&on_disk) {
+                    lens.push(on_disk);
+                }
+            }
+        }
+        // Thousands of commits, and the file grew only a chunk at a time
+        // (so only those commits' fsyncs carried a new size).
+        assert!(lsn > 3000, "{lsn} records");
+        assert!(lens.len() as u64 <= size / ZERO_AHEAD + 1, "the file grew {} times: {lens:?}", lens.len());
+        // The roll cut the zeros: the older file ends with its last record.
+        let bytes = bytes_of(&sim, &path_of(1));
+        let frames = frames_of(&bytes);
+        let &(last, off, len, _) = frames.last().unwrap();
+        assert_eq!((last, off + len), (lsn - 1, bytes.len()));
+        // A power failure: every record back, the zeros after the newest
+        // file's last one read as its end.
+        drop(log);
+        sim.crash();
+        let (log, recs) = open(&sim, size, 1).unwrap();
+        assert_eq!(recs.len() as u64, lsn);
+        assert!(recs.iter().all(|(i, p)| *p == big(*i)));
+        assert_eq!(log.append(b"next").unwrap(), lsn + 1);
+    });
 }
