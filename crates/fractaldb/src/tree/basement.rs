@@ -306,6 +306,17 @@ impl Basement {
             Staged::Replace(b) => *self = b,
             Staged::Splice { idx, present, keep, start, old_len, entry } => {
                 let delta = entry.len() as i64 - old_len as i64;
+                // Grow by an eighth at least, not Vec's doubling: `compact`
+                // (after every application, `rebalance_basements`) shrinks a
+                // basement whose capacity passes a quarter over its length,
+                // and a doubled one would be shrunk and grown again, a copy of
+                // the basement each way, at the next insert.
+                if delta > 0 && self.data.capacity() < self.data.len() + delta as usize {
+                    self.data.reserve_exact(delta as usize + self.data.len() / 8);
+                }
+                if !present && keep && self.offs.len() == self.offs.capacity() {
+                    self.offs.reserve_exact(1 + self.offs.len() / 8);
+                }
                 self.data.splice(start..start + old_len, entry);
                 match (present, keep) {
                     (true, true) => {}
