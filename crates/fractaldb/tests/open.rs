@@ -602,3 +602,43 @@ impl VfsFile for HookFile {
         self.inner.punch_hole(off, len)
     }
 }
+
+/// Messages already in a tree that name an update function the environment
+/// was not opened with are the caller's set-up, not damage: the flush that
+/// meets them is refused with `InvalidArgument` naming the function, never
+/// reported as a corrupt block; nothing is lost, and opened again with the
+/// function, they apply.
+#[test]
+fn buffered_updates_without_their_function_are_refused_not_called_corrupt() {
+    let sim = SimVfs::new(5);
+    let env = Env::open(DIR, sim_opts(&sim, &[ADD], false)).unwrap();
+    let d = env.create_dictionary("c", small_dict()).unwrap();
+    for i in 0..400u32 {
+        d.put(format!("k{i:05}").as_bytes(), &[7; 40]).unwrap();
+    }
+    for _ in 0..30 {
+        d.update(b"n", ADD, &1u64.to_le_bytes()).unwrap();
+    }
+    drop(d);
+    env.close().unwrap();
+
+    let env = Env::open(DIR, sim_opts(&sim, &[], false)).unwrap();
+    let d = env.open_dictionary("c").unwrap();
+    let err = env.optimize(&d, &mut |_| true).expect_err("a flush of updates without their function");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("update function 1 is not registered")),
+        "{err:?}"
+    );
+    drop(d);
+    let _ = env.close();
+
+    let env = Env::open(DIR, sim_opts(&sim, &[ADD], false)).unwrap();
+    let d = env.open_dictionary("c").unwrap();
+    assert_eq!(counter(d.get(b"n").unwrap()), 30);
+    assert!(env.optimize(&d, &mut |_| true).unwrap());
+    assert_eq!(counter(d.get(b"n").unwrap()), 30);
+    assert_eq!(d.range(None, None, false).count(), 401);
+    d.check().unwrap();
+    drop(d);
+    env.close().unwrap();
+}

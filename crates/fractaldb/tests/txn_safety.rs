@@ -368,3 +368,27 @@ fn another_transactions_savepoint_is_refused() {
     a.commit().unwrap();
     assert_eq!(d.get(b"k").unwrap().as_deref(), Some(&b"b's write"[..]));
 }
+
+/// Transaction ids are unique only within one environment: two
+/// environments (or one reopened after a crash, which hands out again the
+/// ids of transactions that left nothing in the log) give out the same
+/// ids. A savepoint of one environment's transaction handed to the other's
+/// transaction with the same id and the same stack must still be refused.
+#[test]
+fn a_savepoint_of_another_environments_transaction_with_the_same_id_is_refused() {
+    let (_d1, env1, _x1) = env_with(0);
+    let (_d2, env2, y) = env_with(0);
+    let a = env1.begin(Isolation::RepeatableRead).unwrap();
+    let b = env2.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(a.id(), b.id(), "both environments count transactions from the same start");
+    let sp_a = a.savepoint().unwrap();
+    let _sp_b = b.savepoint().unwrap();
+    b.put(&y, b"k", b"b's write").unwrap();
+    let e = b.rollback_to(sp_a).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("belongs to transaction")), "{e}");
+    assert!(matches!(b.release(sp_a), Err(Error::InvalidArgument(_))));
+    assert_eq!(b.get(&y, b"k").unwrap().as_deref(), Some(&b"b's write"[..]));
+    b.commit().unwrap();
+    a.commit().unwrap();
+    assert_eq!(y.get(b"k").unwrap().as_deref(), Some(&b"b's write"[..]));
+}

@@ -14,7 +14,7 @@
 use std::cmp::Ordering;
 
 use super::leafentry::{self, encode_value, Entry};
-use super::message::{apply_to_value, MsgBody, MsgKind, UpdateFns};
+use super::message::{apply_to_value, ApplyError, MsgBody, MsgKind, UpdateFns};
 use super::Comparator;
 use crate::encoding::{put_varint, DecodeResult, Reader};
 
@@ -237,7 +237,7 @@ impl Basement {
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         let staged = self.stage_sorted(msgs, cmp, fns, horizon)?;
         self.commit(staged);
         Ok(())
@@ -254,7 +254,7 @@ impl Basement {
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
-    ) -> Result<Staged, String> {
+    ) -> Result<Staged, ApplyError> {
         if msgs.is_empty() {
             return Ok(Staged::Unchanged);
         }
@@ -347,7 +347,7 @@ impl Basement {
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         let staged = self.stage_one(key, body, cmp, fns, horizon)?;
         self.commit(staged);
         Ok(())
@@ -361,7 +361,7 @@ impl Basement {
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
-    ) -> Result<Staged, String> {
+    ) -> Result<Staged, ApplyError> {
         let (idx, present) = match self.search(key, cmp) {
             Ok(i) => (i, true),
             Err(i) => (i, false),
@@ -381,7 +381,7 @@ impl Basement {
         }
         let new_len = self.data.len() - old_len + entry.len();
         if new_len > MAX_PACKED_BYTES {
-            return Err(too_large(new_len));
+            return Err(too_large(new_len).into());
         }
         if !present && !keep {
             return Ok(Staged::Unchanged);
@@ -400,7 +400,7 @@ impl Basement {
         cmp: Comparator,
         fns: &UpdateFns,
         horizon: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         debug_assert!(body.is_wide());
         let (start, end) = if body.kind != MsgKind::Broadcast {
             let (lo, hi) = body.range_bounds();
@@ -499,7 +499,7 @@ pub(crate) fn merge_key<'m, V: AsRef<[u8]> + 'm>(
     fns: &UpdateFns,
     horizon: u64,
     out: &mut Vec<u8>,
-) -> Result<bool, String> {
+) -> Result<bool, ApplyError> {
     // The common case, without building an `Entry`: a single visible value
     // and committed writes every snapshot sees (a provisional write with its
     // commit folded in is one: there is no provisional version it could

@@ -460,7 +460,9 @@ impl Tree {
                     _ => Ok(()),
                 }
             };
-            applied.map_err(Error::InvalidArgument)?;
+            // A damaged message may come from any buffer on the path: the
+            // file is named, not a block.
+            applied.map_err(|e| e.into_error(|r| Error::corrupt(self.path(), None, r)))?;
         }
         Ok(e)
     }

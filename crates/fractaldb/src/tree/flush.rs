@@ -137,7 +137,7 @@ pub(crate) fn apply_to_leaf<V: AsRef<[u8]>>(
     tree: &Tree,
     leaf: &mut Node,
     msgs: &mut [PointMsg<V>],
-) -> Result<(), String> {
+) -> Result<(), super::message::ApplyError> {
     assert!(leaf.all_loaded(), "applying messages to a leaf with evicted basements");
     if msgs.is_empty() {
         return Ok(());
@@ -204,7 +204,7 @@ fn apply_points<V: AsRef<[u8]>>(
     leaf: &mut Node,
     seg: &[(&[u8], &MsgBody<V>)],
     horizon: u64,
-) -> Result<(), String> {
+) -> Result<(), super::message::ApplyError> {
     let cmp = tree.cmp;
     let n = leaf.n_parts();
     let mut start = 0;
@@ -495,7 +495,7 @@ fn flush_buffer(
             drop(broadcasts);
             drop(decoded);
             parent.children_mut()[c].buf = taken;
-            let err = tree.corrupt(child_bn, reason);
+            let err = reason.into_error(|r| tree.corrupt(child_bn, r));
             tree.fail(format!("applying messages to a leaf failed: {err}"));
             return Err(err);
         }

@@ -32,7 +32,7 @@
 //! bottom, so an entry no snapshot needs the history of is again `0x01`.
 
 use crate::encoding::{put_varint, DecodeResult, Reader};
-use crate::tree::message::{apply_to_value, MsgBody, MsgKind, UpdateFns};
+use crate::tree::message::{apply_to_value, ApplyError, MsgBody, MsgKind, UpdateFns};
 
 pub(crate) const LE_VALUE: u8 = 0x01;
 pub(crate) const LE_MVCC: u8 = 0x02;
@@ -238,7 +238,7 @@ impl Entry {
         key: &[u8],
         body: &MsgBody<V>,
         fns: &UpdateFns,
-    ) -> Result<(), String> {
+    ) -> Result<(), ApplyError> {
         match body.kind {
             // A range delete reaches only the keys it covers (its callers
             // check `MsgBody::covers`), where it is a delete.

@@ -520,19 +520,19 @@ pub(crate) fn apply_to_value<V: AsRef<[u8]>>(
     old: Option<&[u8]>,
     body: &MsgBody<V>,
     fns: &UpdateFns,
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, ApplyError> {
     match body.kind {
         MsgKind::Insert => Ok(Some(body.val.as_ref().to_vec())),
         MsgKind::Delete => Ok(None),
         MsgKind::Update => {
-            let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
+            let f = fns.get(&body.fn_id).ok_or(ApplyError::MissingFn(body.fn_id))?;
             Ok(call_update_fn(f, body.fn_id, key, old, body.val.as_ref()))
         }
         // A broadcast changes only keys that exist.
         MsgKind::Broadcast => match old {
             None => Ok(None),
             Some(old) => {
-                let f = fns.get(&body.fn_id).ok_or_else(|| missing_fn(body.fn_id))?;
+                let f = fns.get(&body.fn_id).ok_or(ApplyError::MissingFn(body.fn_id))?;
                 Ok(call_update_fn(f, body.fn_id, key, Some(old), body.val.as_ref()))
             }
         },
@@ -566,6 +566,44 @@ fn call_update_fn(f: &UpdateFn, fn_id: u8, key: &[u8], old: Option<&[u8]>, arg: 
             fn_id,
             message: crate::tree::panic_message(&*p),
         })),
+    }
+}
+
+/// Why applying messages to a value, an entry or a leaf failed.
+#[derive(Debug)]
+pub(crate) enum ApplyError {
+    /// An update or a broadcast names a function this environment was not
+    /// opened with: the caller's set-up, not damage (`InvalidArgument`);
+    /// opened again with it, the same messages apply.
+    MissingFn(u8),
+    /// A damaged entry, or a basement that would pass its size limit.
+    Other(String),
+}
+
+impl From<String> for ApplyError {
+    fn from(s: String) -> Self {
+        ApplyError::Other(s)
+    }
+}
+
+impl std::fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApplyError::MissingFn(id) => f.write_str(&missing_fn(*id)),
+            ApplyError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl ApplyError {
+    /// The error to return: a missing function is the caller's
+    /// (`InvalidArgument`), anything else what `other` makes of its reason
+    /// (a corrupt block, naming it).
+    pub(crate) fn into_error(self, other: impl FnOnce(String) -> crate::Error) -> crate::Error {
+        match self {
+            ApplyError::MissingFn(id) => crate::Error::invalid(missing_fn(id)),
+            ApplyError::Other(s) => other(s),
+        }
     }
 }
 

@@ -68,7 +68,10 @@ impl Tree {
             None => LeEntry::default(),
         };
         for (_, body) in msgs {
-            e.apply(key, body, &self.ctx.fns).map_err(Error::InvalidArgument)?;
+            // A damaged message may come from any buffer on the path: the
+            // file is named, not a block.
+            e.apply(key, body, &self.ctx.fns)
+                .map_err(|e| e.into_error(|r| Error::corrupt(self.path(), None, r)))?;
         }
         Ok(e)
     }

@@ -47,7 +47,7 @@ pub(crate) mod locktree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,9 +100,14 @@ pub struct TxnOptions {
 /// A savepoint inside a transaction (see [`Txn::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Savepoint {
-    /// The transaction that made it: serials restart in every transaction,
-    /// so without it another transaction's savepoint at the same depth
-    /// would name one of this transaction's.
+    /// The `Txn` object that made it (`Shared::instance`): serials restart
+    /// in every transaction, so without it another transaction's savepoint
+    /// at the same depth would name one of this transaction's. Not the
+    /// txid: a txid is unique only within one environment's life (one that
+    /// left nothing in the log is handed out again after a crash, and two
+    /// environments count independently).
+    owner: u64,
+    /// The making transaction's id, for the error message.
     txid: u64,
     /// Index in the transaction's savepoint stack.
     depth: usize,
@@ -353,6 +358,7 @@ impl TxnManager {
         let shared = Arc::new(Shared {
             mgr: self.clone(),
             txid,
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             opts: TxnOptions::default(),
             snapshot: None,
             end: AtomicU8::new(LIVE),
@@ -682,6 +688,9 @@ const RELEASED: u8 = 2;
 struct Shared {
     mgr: Arc<TxnManager>,
     txid: u64,
+    /// Unique among every `Txn` this process makes (`NEXT_INSTANCE`): names
+    /// the owner of a [`Savepoint`].
+    instance: u64,
     opts: TxnOptions,
     snapshot: Option<Arc<Snapshot>>,
     /// `LIVE`, then `ENDED` when the commit or abort begins, then
@@ -691,6 +700,9 @@ struct Shared {
     /// `RELEASED` it releases itself (see `Txn::cursor`).
     end: AtomicU8,
 }
+
+/// The next `Shared::instance`.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
     fn check_live(&self) -> Result<()> {
@@ -717,7 +729,14 @@ impl Txn {
     pub(crate) fn begin(mgr: Arc<TxnManager>, opts: TxnOptions) -> Txn {
         let (txid, snapshot) = mgr.begin(opts.isolation == Isolation::RepeatableRead, opts.client_id);
         Txn {
-            shared: Arc::new(Shared { mgr, txid, opts, snapshot, end: AtomicU8::new(LIVE) }),
+            shared: Arc::new(Shared {
+                mgr,
+                txid,
+                instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+                opts,
+                snapshot,
+                end: AtomicU8::new(LIVE),
+            }),
             st: Mutex::new(Work::new()),
         }
     }
@@ -1120,13 +1139,13 @@ impl Txn {
         st.next_serial += 1;
         let pos = st.undo.len();
         st.savepoints.push((id, pos, serial));
-        Ok(Savepoint { txid: self.id(), depth: st.savepoints.len() - 1, serial })
+        Ok(Savepoint { owner: self.shared.instance, txid: self.id(), depth: st.savepoints.len() - 1, serial })
     }
 
     fn find(&self, st: &Work, sp: Savepoint) -> Result<usize> {
-        if sp.txid != self.id() {
+        if sp.owner != self.shared.instance {
             return Err(Error::invalid(format!(
-                "that savepoint belongs to transaction {}, not to transaction {}",
+                "that savepoint belongs to transaction {} (another transaction object), not to transaction {}",
                 sp.txid,
                 self.id()
             )));
