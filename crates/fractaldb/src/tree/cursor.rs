@@ -34,7 +34,7 @@ use super::message::MsgBody;
 use super::node::Node;
 use super::{Tree, RETRIES};
 use crate::cache::Entry;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Where to position a batch load.
 #[derive(Clone, Copy)]
@@ -460,9 +460,7 @@ impl Tree {
                     _ => Ok(()),
                 }
             };
-            // A damaged message may come from any buffer on the path: the
-            // file is named, not a block.
-            applied.map_err(|e| e.into_error(|r| Error::corrupt(self.path(), None, r)))?;
+            applied.map_err(|e| self.apply_error(e, None))?;
         }
         Ok(e)
     }

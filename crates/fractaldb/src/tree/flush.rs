@@ -495,7 +495,7 @@ fn flush_buffer(
             drop(broadcasts);
             drop(decoded);
             parent.children_mut()[c].buf = taken;
-            let err = reason.into_error(|r| tree.corrupt(child_bn, r));
+            let err = tree.apply_error(reason, Some(child_bn));
             tree.fail(format!("applying messages to a leaf failed: {err}"));
             return Err(err);
         }

@@ -453,6 +453,14 @@ impl Tree {
         Error::corrupt(self.file.path(), Some(bn), reason)
     }
 
+    /// The error for messages that could not be applied (`ApplyError`): a
+    /// missing update function is the caller's (`InvalidArgument`), anything
+    /// else corruption, of block `bn` if known (a read merges messages from
+    /// every buffer on its path, so it names only the file).
+    pub(crate) fn apply_error(&self, e: message::ApplyError, bn: Option<BlockNum>) -> Error {
+        e.into_error(|r| Error::corrupt(self.file.path(), bn, r))
+    }
+
     /// Fails once the environment is closed or the dictionary dropped.
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.ctx.closed.load(AtomicOrdering::Relaxed) {

@@ -68,10 +68,7 @@ impl Tree {
             None => LeEntry::default(),
         };
         for (_, body) in msgs {
-            // A damaged message may come from any buffer on the path: the
-            // file is named, not a block.
-            e.apply(key, body, &self.ctx.fns)
-                .map_err(|e| e.into_error(|r| Error::corrupt(self.path(), None, r)))?;
+            e.apply(key, body, &self.ctx.fns).map_err(|e| self.apply_error(e, None))?;
         }
         Ok(e)
     }

@@ -166,7 +166,7 @@ impl Tree {
         // checkpoint; a restart replays the log.
         if let Err(r) = flush::apply_to_leaf(self, g, &mut sorted) {
             self.fail(format!("applying a write to the root leaf failed: {r}"));
-            return Err(r.into_error(|r| self.corrupt(root_bn, r)));
+            return Err(self.apply_error(r, Some(root_bn)));
         }
         self.root_pressure_bytes.store(g.leaf_bytes(), AtomicOrdering::Relaxed);
         Ok(())
