@@ -106,15 +106,25 @@
 //! thread the leader: it takes everything appended so far, writes it and
 //! fsyncs once, while the others wait; whoever still needs more when it is
 //! done becomes the next leader. So N concurrent committers share about one
-//! fsync, and a committer never waits for more than two. Waiters sleep by
-//! round: the end of a round wakes its members and a single waiter of the
-//! next round, to lead it, not everyone.
+//! fsync, and a committer never waits for more than two. Waiters park
+//! (`parking_lot_core`) with the number of the round they need as their
+//! token: the end of a round wakes one waiter of the next round first, to
+//! lead it, then its own members, and no one else. A woken member returns
+//! on reading the atomic `durable` mirror, without taking `mem` again: with
+//! a condition variable every member had to retake the mutex to return,
+//! one after another, each waiting for a core.
+//!
+//! `mem` is the only lock of the append path. The values other threads
+//! read often (the next LSN, the bytes buffered, the durable LSN, whether a
+//! round is in flight, whether the log failed) are mirrored in atomics,
+//! written under `mem` and read without it; each reader is right with an
+//! older value (see `Mirror`).
 
 pub(crate) mod record;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -383,6 +393,27 @@ struct Mem {
     failed: Option<String>,
 }
 
+/// Copies of `Mem`'s fields, each stored under `mem` right after the field
+/// changes and loaded without it. A load may see an older value; every
+/// reader is right with one:
+/// - `next_lsn`: `last_lsn` is a lower bound for the first LSN of a
+///   transaction's first record (`note_first_write`: lower keeps more log),
+///   and `sync_all` covers every record whose append returned before it
+///   was called (the append's store happens before that call).
+/// - `buffered`: the 4 MiB bound on what a writer leaves buffered is
+///   approximate anyway.
+/// - `durable`: only grows, and a record at or below it is durable.
+/// - `leading`, `failed`: read by a committer about to park, under the
+///   parking lot's own lock, against a leader that stores them before it
+///   unparks (`Log::park_for`).
+struct Mirror {
+    next_lsn: AtomicU64,
+    buffered: AtomicUsize,
+    durable: AtomicU64,
+    leading: AtomicBool,
+    failed: AtomicBool,
+}
+
 /// The file being written; only the leader (or `trim`) holds it.
 struct Files {
     current: Arc<dyn VfsFile>,
@@ -419,10 +450,14 @@ pub(crate) struct Log {
     dir: PathBuf,
     opts: LogOptions,
     mem: Mutex<Mem>,
-    /// Where waiters sleep, by the parity of the group commit they wait
-    /// for (`Log::round_done`): a round's end wakes its own members and
-    /// one waiter of the next round, who leads it.
-    synced: [Condvar; 2],
+    /// `Mem`'s fields other threads read without taking `mem`.
+    mirror: Mirror,
+    /// The address committers park on (`Log::park_for`), with their
+    /// round as the token; only its address is used.
+    park_key: u8,
+    /// Notified at each round's end, for those who wait under `mem` for
+    /// no round to be in flight (`roll`, `backup_point`).
+    idle: Condvar,
     files: Mutex<Files>,
     records: AtomicU64,
     bytes: AtomicU64,
@@ -557,7 +592,15 @@ impl Log {
                 round: 0,
                 failed: None,
             }),
-            synced: [Condvar::new(), Condvar::new()],
+            mirror: Mirror {
+                next_lsn: AtomicU64::new(next_lsn),
+                buffered: AtomicUsize::new(0),
+                durable: AtomicU64::new(next_lsn - 1),
+                leading: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
+            },
+            park_key: 0,
+            idle: Condvar::new(),
             files: Mutex::new(files),
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -588,7 +631,7 @@ impl Log {
         let mut f = self.files.lock();
         let res = self.finish_pending(&mut f, next);
         if let Err(e) = &res {
-            self.mem.lock().failed = Some(format!("the log failed: {e}"));
+            self.fail(&mut self.mem.lock(), format!("the log failed: {e}"));
         }
         res
     }
@@ -659,18 +702,22 @@ impl Log {
         // module's "Recovery"), at no cost beyond 8 bytes.
         let synced = m.durable_lsn;
         frame(&mut m.buf, lsn, synced, payload);
+        self.mirror.next_lsn.store(m.next_lsn, Ordering::Release);
+        self.mirror.buffered.store(m.buf.len(), Ordering::Relaxed);
         self.records.fetch_add(1, Ordering::Relaxed);
         Ok(lsn)
     }
 
-    /// Bytes appended and not yet taken by a leader to write.
+    /// Bytes appended and not yet taken by a leader to write (maybe a
+    /// moment old: `Mirror`).
     pub(crate) fn buffered_bytes(&self) -> usize {
-        self.mem.lock().buf.len()
+        self.mirror.buffered.load(Ordering::Relaxed)
     }
 
-    /// The LSN of the last record appended (0 if none ever was).
+    /// The LSN of the last record appended (0 if none ever was); at least
+    /// that of every append that returned before this call (`Mirror`).
     pub(crate) fn last_lsn(&self) -> u64 {
-        self.mem.lock().next_lsn - 1
+        self.mirror.next_lsn.load(Ordering::Acquire) - 1
     }
 
     /// Every record up to this LSN is durable.
@@ -687,30 +734,84 @@ impl Log {
 
     /// Returns once record `lsn` (and every one before it) is durable.
     pub(crate) fn sync_to(&self, lsn: u64) -> Result<()> {
-        let mut m = self.mem.lock();
-        debug_assert!(lsn < m.next_lsn, "sync_to({lsn}) of a record never appended");
-        if m.durable_lsn >= lsn {
+        if self.mirror.durable.load(Ordering::Acquire) >= lsn {
             return Ok(());
         }
         // Waiting for (or doing) the fsync: a server's thread pool runs
         // another connection meanwhile.
         let _blocked = crate::wait::blocking();
         loop {
+            let m = self.mem.lock();
+            debug_assert!(lsn < m.next_lsn, "sync_to({lsn}) of a record never appended");
+            // Under `mem`, every mirror equals what it copies.
+            debug_assert_eq!(self.mirror.durable.load(Ordering::Relaxed), m.durable_lsn);
+            debug_assert_eq!(self.mirror.next_lsn.load(Ordering::Relaxed), m.next_lsn);
+            debug_assert_eq!(self.mirror.leading.load(Ordering::Relaxed), m.leader);
             if m.durable_lsn >= lsn {
                 return Ok(());
             }
             if let Some(why) = &m.failed {
                 return Err(Error::ReadOnly(why.clone()));
             }
-            if m.leader {
-                // A member of the round in flight, or (appended after its
-                // leader took the buffer) of the next one.
-                let round = m.round + u64::from(lsn >= m.buf_first_lsn);
-                self.round_done(round).wait(&mut m);
-                continue;
+            if !m.leader {
+                // Leading takes every record appended, `lsn`'s included.
+                // Its failure is reported as every waiter sees it.
+                return self.lead(m, |_| Ok(())).map_err(|e| Error::ReadOnly(format!("the log failed: {e}")));
             }
-            m = self.lead(m, |_| Ok(())).0;
+            // A member of the round in flight, or (appended after its
+            // leader took the buffer) of the next one.
+            let round = m.round + u64::from(lsn >= m.buf_first_lsn);
+            drop(m);
+            self.park_for(round, lsn);
+            // Woken as a member (durable now), to lead the next round, or
+            // by a failure: the loop tells which.
+            if self.mirror.durable.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
         }
+    }
+
+    /// Sleeps until round `round`'s end wakes this thread, unless record
+    /// `lsn` is durable already, no round is in flight (the caller then
+    /// leads) or the log failed. Spurious returns are allowed: the caller
+    /// looks again.
+    ///
+    /// No lost wake-up: the check runs under the parking lot's lock for
+    /// `park_key`, and a leader stores `durable`, `leading` and `failed`
+    /// before it takes that lock to unpark (`end_round`). So either the
+    /// check sees the round over, or this thread is queued before the
+    /// leader looks for whom to wake.
+    fn park_for(&self, round: u64, lsn: u64) {
+        let key = self.key();
+        let still = || {
+            self.mirror.durable.load(Ordering::SeqCst) < lsn
+                && self.mirror.leading.load(Ordering::SeqCst)
+                && !self.mirror.failed.load(Ordering::SeqCst)
+        };
+        // SAFETY: `key` is the address of a field of this log, which
+        // outlives the call, and is used for nothing else; the callbacks
+        // neither panic nor call into the parking lot.
+        unsafe {
+            parking_lot_core::park(
+                key,
+                still,
+                || {},
+                |_, _| {},
+                parking_lot_core::ParkToken(round as usize),
+                None,
+            );
+        }
+    }
+
+    /// The parking lot key of this log's committers.
+    fn key(&self) -> usize {
+        &self.park_key as *const u8 as usize
+    }
+
+    /// Marks the log failed (under `mem`); every waiter then wakes to see it.
+    fn fail(&self, m: &mut Mem, why: String) {
+        m.failed = Some(why);
+        self.mirror.failed.store(true, Ordering::SeqCst);
     }
 
     /// Makes every record appended so far durable and, if the current file
@@ -722,8 +823,7 @@ impl Log {
     pub(crate) fn roll(&self, min_bytes: u64) -> Result<()> {
         let mut m = self.mem.lock();
         while m.leader && m.failed.is_none() {
-            let round = m.round;
-            self.round_done(round).wait(&mut m);
+            self.idle.wait(&mut m);
         }
         if let Some(why) = &m.failed {
             return Err(Error::ReadOnly(why.clone()));
@@ -737,23 +837,24 @@ impl Log {
             // before `next`: the invariant of every roll.
             self.start_file(&mut f, next)
         })
-        .1
     }
 
     /// Leads one group commit (the caller saw no leader): takes everything
     /// appended so far, for all waiters, writes and syncs it with no lock
     /// held, then runs `then` with the LSN after it (still the only writer
-    /// of the files), and publishes the outcome. Returns the relocked state
-    /// and the outcome.
+    /// of the files), publishes the outcome and wakes whom it concerns
+    /// (`end_round`). Returns the outcome.
     fn lead<'a>(
         &'a self,
         mut m: parking_lot::MutexGuard<'a, Mem>,
         then: impl FnOnce(u64) -> Result<()>,
-    ) -> (parking_lot::MutexGuard<'a, Mem>, Result<()>) {
+    ) -> Result<()> {
         debug_assert!(!m.leader && m.failed.is_none());
         m.leader = true;
+        self.mirror.leading.store(true, Ordering::SeqCst);
         m.round += 1;
         let buf = std::mem::take(&mut m.buf);
+        self.mirror.buffered.store(0, Ordering::Relaxed);
         let first = m.buf_first_lsn;
         let next = m.next_lsn;
         m.buf_first_lsn = next;
@@ -765,27 +866,56 @@ impl Log {
             Ok(()) => {
                 debug_assert!(next > m.durable_lsn);
                 m.durable_lsn = next - 1;
+                self.mirror.durable.store(next - 1, Ordering::SeqCst);
             }
-            Err(e) => m.failed = Some(format!("the log failed: {e}")),
+            Err(e) => self.fail(&mut m, format!("the log failed: {e}")),
         }
-        // Wake this round's waiters (all done), and of those who need the
-        // next round one, to lead it: the others sleep on until it ends
-        // (a woken waiter that finds its record still not durable costs a
-        // context switch both ways, two per commit at 32 committers).
-        // After a failure everyone wakes, to see it.
+        self.mirror.leading.store(false, Ordering::SeqCst);
         let round = m.round;
-        self.round_done(round).notify_all();
-        if m.failed.is_some() {
-            self.round_done(round + 1).notify_all();
-        } else {
-            self.round_done(round + 1).notify_one();
-        }
-        (m, res)
+        let failed = m.failed.is_some();
+        drop(m);
+        self.idle.notify_all();
+        self.end_round(round, failed);
+        res
     }
 
-    /// The condition variable of group commit number `round`'s end.
-    fn round_done(&self, round: u64) -> &Condvar {
-        &self.synced[(round % 2) as usize]
+    /// Wakes, after round `round` ended (its outcome published), one
+    /// waiter of the next round first, to lead it, then every member of
+    /// this round and of any before it; after a failure, everyone, to see
+    /// it. The others sleep on: a woken waiter whose record is still not
+    /// durable costs a context switch both ways (two per commit at 32
+    /// committers when every round's end woke everyone).
+    fn end_round(&self, round: u64, failed: bool) {
+        let key = self.key();
+        let token = |t: parking_lot_core::ParkToken| t.0 as u64;
+        // SAFETY: as in `park_for`; the filters only read the token.
+        unsafe {
+            if failed {
+                parking_lot_core::unpark_all(key, parking_lot_core::DEFAULT_UNPARK_TOKEN);
+                return;
+            }
+            let mut leader_found = false;
+            parking_lot_core::unpark_filter(
+                key,
+                |t| match (leader_found, token(t) == round + 1) {
+                    (true, _) => parking_lot_core::FilterOp::Stop,
+                    (false, true) => {
+                        leader_found = true;
+                        parking_lot_core::FilterOp::Unpark
+                    }
+                    (false, false) => parking_lot_core::FilterOp::Skip,
+                },
+                |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
+            );
+            parking_lot_core::unpark_filter(
+                key,
+                |t| match token(t) <= round {
+                    true => parking_lot_core::FilterOp::Unpark,
+                    false => parking_lot_core::FilterOp::Skip,
+                },
+                |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
+            );
+        }
     }
 
     /// Makes a new file, with a durable header and name, the current one;
@@ -923,8 +1053,7 @@ impl Log {
                 });
             }
             drop(f);
-            let round = m.round;
-            self.round_done(round).wait(&mut m);
+            self.idle.wait(&mut m);
         }
     }
 

@@ -249,6 +249,130 @@ fn concurrent_committers_share_fsyncs() {
     assert_eq!(recs.len(), 1600);
 }
 
+/// Runs `f` on a thread of its own and fails if it has not returned in
+/// `secs` seconds (a committer parked with no one left to wake it).
+fn within(secs: u64, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(()) => t.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => t.join().unwrap(),
+        Err(_) => panic!("hung: a committer was never woken"),
+    }
+}
+
+/// Committers that come and go at random moments, on real files, with
+/// rolls in between: every `sync_to` returns (no lost wake-up when the
+/// leader of a round finds no waiter of the next one yet), its record
+/// durable, and every record comes back.
+#[test]
+fn committers_arriving_at_any_moment_are_all_woken() {
+    let tmp = tempfile::tempdir().unwrap();
+    let vfs = OsVfs::shared();
+    let opts = LogOptions { file_size_bytes: 1 << 20, direct_io: false };
+    let (log, _) = recover(vfs.clone(), tmp.path(), opts, 1).unwrap();
+    let log = Arc::new(log);
+    let l2 = log.clone();
+    within(120, move || {
+        let threads: Vec<_> = (0..16u64)
+            .map(|t| {
+                let log = l2.clone();
+                std::thread::spawn(move || {
+                    for i in 0..300u64 {
+                        let lsn = log.append(&payload(t * 1000 + i)).unwrap();
+                        if (i + t) % 7 == 0 {
+                            // Some leave without waiting, like a
+                            // transaction's writes before its commit.
+                            continue;
+                        }
+                        if i % 50 == t {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                        log.sync_to(lsn).unwrap();
+                        assert!(log.durable_lsn() >= lsn);
+                        assert!(log.last_lsn() >= lsn);
+                        if t == 0 && i % 60 == 0 {
+                            log.roll(0).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        // Episodes of three committers with one record each: the one who
+        // needs the round after the one in flight has no later commit of
+        // the leader's own thread to carry its record, only the wake-up.
+        for e in 0..300u64 {
+            let threads: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let log = l2.clone();
+                    std::thread::spawn(move || {
+                        let lsn = log.append(&payload(e * 3 + t)).unwrap();
+                        log.sync_to(lsn).unwrap();
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        l2.sync_all().unwrap();
+    });
+    assert_eq!(log.buffered_bytes(), 0);
+    assert_eq!(log.stats().records, 16 * 300 + 900);
+    drop(log);
+    let (_, recs) = recover(vfs, tmp.path(), opts, 1).unwrap();
+    assert_eq!(recs.len(), 16 * 300 + 900);
+    assert!(recs.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+}
+
+/// An fsync that fails while many committers wait: every one of them
+/// wakes with the log's error, none hangs, and nothing is appended after.
+#[test]
+fn a_failed_fsync_wakes_every_waiting_committer() {
+    let sim = SimVfs::new(12);
+    let (log, _) = open(&sim, 1 << 20, 1).unwrap();
+    let log = Arc::new(log);
+    for i in 0..5 {
+        let lsn = log.append(&payload(i)).unwrap();
+        log.sync_to(lsn).unwrap();
+    }
+    sim.fail_syncs_randomly(0.05, Some(".fdl"));
+    let l2 = log.clone();
+    within(120, move || {
+        let threads: Vec<_> = (0..12u64)
+            .map(|t| {
+                let log = l2.clone();
+                std::thread::spawn(move || {
+                    for i in 0..2000u64 {
+                        let lsn = match log.append(&payload(t * 10_000 + i)) {
+                            Ok(lsn) => lsn,
+                            Err(e) => {
+                                assert!(matches!(e, Error::ReadOnly(_)), "{e}");
+                                return;
+                            }
+                        };
+                        if let Err(e) = log.sync_to(lsn) {
+                            assert!(matches!(e, Error::ReadOnly(_)), "{e}");
+                            assert!(e.to_string().contains("the log failed"), "{e}");
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+    assert!(log.append(b"after").is_err(), "some fsync failed in 24,000 tries");
+}
+
 #[test]
 fn a_failed_fsync_poisons_the_log_and_keeps_what_was_durable() {
     let sim = SimVfs::new(8);
