@@ -181,19 +181,86 @@ fn idle_buffers_drain_into_the_leaves() {
         assert!(read >= 4096.0 && read <= largest_read, "{read} {r:?}");
     }
 
-    // The background cleaner does the same by itself once writes stop.
+    // The background cleaner does the same by itself once writes stop,
+    // and then has the periodic thread take a checkpoint (to free the
+    // blocks the drain superseded). Paced, but no write comes in while it
+    // runs, so it never sleeps.
     let dir = tempfile::tempdir().unwrap();
     let env = Env::open(dir.path(), opts()).unwrap();
     let d = env.create_dictionary("d", small()).unwrap();
     for i in 0..6000u32 {
         d.put(&key(i * 7919 % 6000), b"v").unwrap();
     }
+    let checkpoints = env.checkpoint_timings().len();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while d.check().unwrap().buffered_messages > 0 {
         assert!(std::time::Instant::now() < deadline, "buffers not drained a minute after the last write");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert_eq!(d.range(None, None, false).count(), 6000);
+    while env.checkpoint_timings().len() == checkpoints {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint a minute after the drain");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let after_drain = *env.checkpoint_timings().last().unwrap();
+    assert_eq!(after_drain.paced, std::time::Duration::ZERO, "{after_drain:?}");
+}
+
+/// A periodic checkpoint paces its writes (sleeps while ahead of
+/// schedule) only while writes come in: it spares writers, and with none
+/// it would only keep superseded blocks allocated longer.
+#[test]
+fn periodic_checkpoints_sleep_only_while_writes_come_in() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::open(dir.path(), EnvOptions { checkpoint_period: Some(Duration::from_secs(3)), ..opts() })
+        .unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    // Writes going on across a few checkpoints: at least one of them
+    // found itself ahead of schedule and slept.
+    let start = Instant::now();
+    let mut i = 0u32;
+    while env.checkpoint_timings().len() < 3 || start.elapsed() < Duration::from_secs(7) {
+        assert!(start.elapsed() < Duration::from_secs(120), "{:?}", env.checkpoint_timings());
+        for _ in 0..200 {
+            d.put(&key(i % 60_000), &[b'v'; 40]).unwrap();
+            i += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let busy = env.checkpoint_timings();
+    assert!(busy.iter().any(|t| t.paced > Duration::ZERO), "{busy:?}");
+    assert_eq!(d.range(None, None, false).count() as u32, i.min(60_000));
+    drop(d);
+    env.close().unwrap();
+
+    // A checkpoint that begins once writes have stopped (here the log grew
+    // past `checkpoint_log_bytes` with the last write) writes at full
+    // speed, though by time it is far ahead of its schedule (a 60 s
+    // period): paced only by time it slept for most of 30 s.
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 256 << 10;
+    let o = EnvOptions {
+        checkpoint_period: Some(Duration::from_secs(60)),
+        checkpoint_log_bytes: Some(budget),
+        ..opts()
+    };
+    let env = Env::open(dir.path(), o).unwrap();
+    let d = env.create_dictionary("d", small()).unwrap();
+    assert!(env.checkpoint_timings().is_empty(), "{:?}", env.checkpoint_timings());
+    let mut i = 0u32;
+    while env.stats().log.bytes < budget {
+        d.put(&key(i % 60_000), &[b'v'; 40]).unwrap();
+        i += 1;
+    }
+    let start = Instant::now();
+    while env.checkpoint_timings().is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no checkpoint after the log grew");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t = env.checkpoint_timings()[0];
+    assert_eq!(t.paced, Duration::ZERO, "{t:?}");
+    assert_eq!(d.range(None, None, false).count() as u32, i.min(60_000));
 }
 
 /// The log files in `dir`, and their bytes.

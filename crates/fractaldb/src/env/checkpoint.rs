@@ -87,19 +87,8 @@ impl Inner {
         one
     }
 
-    /// A checkpoint, unless one is running or a backup holds checkpoints
-    /// off: then nothing (the cleaners' checkpoints after a drain; the
-    /// next drain tries again). Not paced: a cleaner waiting would stop
-    /// flushing.
-    pub(super) fn checkpoint_unless_busy(&self) -> Result<()> {
-        match self.checkpointing.try_lock() {
-            Some(one) => self.checkpoint_held(one, false),
-            None => Ok(()),
-        }
-    }
-
-    /// The periodic thread's checkpoint (by time, by log bytes, or the
-    /// one after a recovery), paced (`Pacer`) if `paced`, unless one is
+    /// The periodic thread's checkpoint (by time, by log bytes, after a
+    /// cleaner's drain, or the one after a recovery), paced (`Pacer`) if `paced`, unless one is
     /// running or a backup holds checkpoints off (the next period tries
     /// again).
     pub(super) fn checkpoint_periodic_unless_busy(&self, paced: bool) -> Result<()> {
@@ -114,6 +103,7 @@ impl Inner {
     fn checkpoint_held(&self, _one: parking_lot::MutexGuard<'_, ()>, paced: bool) -> Result<()> {
         let start = Instant::now();
         self.checkpoint_due.store(false, Ordering::SeqCst);
+        self.checkpoint_after_drain.store(false, Ordering::SeqCst);
         let log = self.ctx.log.get();
         if let Some(log) = log {
             // Before the roll, which writes what is buffered: a checkpoint
@@ -160,6 +150,8 @@ impl Inner {
             done: 0,
             log_at_begin: log.map_or(0, |l| l.stats().bytes),
             slept: Duration::ZERO,
+            msn: self.ctx.msn.load(Ordering::Relaxed),
+            write_seen: None,
         };
         for (tree, c) in ckpts {
             let r = match first_err {
@@ -223,8 +215,12 @@ const CHECKPOINT_PACE_TARGET: f64 = 0.5;
 /// nodes visited above the share of the interval gone by, in time
 /// (`checkpoint_period`) or in log bytes (`checkpoint_log_bytes`), each
 /// scaled by `CHECKPOINT_PACE_TARGET` (as PostgreSQL's
-/// checkpoint_completion_target). Behind schedule it writes at full speed.
-/// Not paced: close, `Env::checkpoint`, the cleaners' checkpoints, the one
+/// checkpoint_completion_target). Behind schedule it writes at full speed,
+/// and so it does while no write comes in (`WRITERS_GONE_AFTER`): pacing
+/// spares writers, and with none it only keeps the superseded blocks
+/// allocated longer (the checkpoint a cleaner asks for after draining an
+/// idle environment runs at full speed until writes start again).
+/// Not paced: close, `Env::checkpoint`, the one
 /// after a recovery (`checkpoint_due`); a paced
 /// one stops sleeping when one of those waits for it (`Inner::hurry`) or
 /// the environment shuts down. Sleeping holds no lock: writers go on, and
@@ -238,7 +234,15 @@ struct Pacer<'a> {
     done: usize,
     log_at_begin: u64,
     slept: Duration,
+    /// The MSN when last looked at (every write advances it), and when it
+    /// was last seen to move since the checkpoint began.
+    msn: u64,
+    write_seen: Option<Instant>,
 }
+
+/// A paced checkpoint stops sleeping once no write has come in for this
+/// long (and sleeps again when one does).
+const WRITERS_GONE_AFTER: Duration = Duration::from_millis(200);
 
 impl Pacer<'_> {
     fn pace(&mut self, visited: usize) {
@@ -250,6 +254,13 @@ impl Pacer<'_> {
         let inner = self.inner;
         loop {
             if inner.hurry.load(Ordering::Relaxed) || inner.shutdown.load(Ordering::Relaxed) {
+                return;
+            }
+            let msn = inner.ctx.msn.load(Ordering::Relaxed);
+            if msn != self.msn {
+                (self.msn, self.write_seen) = (msn, Some(Instant::now()));
+            }
+            if self.write_seen.is_none_or(|t| t.elapsed() >= WRITERS_GONE_AFTER) {
                 return;
             }
             let progress = self.done as f64 / self.nodes as f64;

@@ -91,8 +91,8 @@ struct Inner {
     /// Serialises checkpoints (the periodic thread, `Env::checkpoint`, close).
     /// A backup holds it for its whole copy (`env/backup.rs`): no checkpoint
     /// may reuse the extents the copied checkpoint names or trim the log
-    /// meanwhile. The background threads' checkpoints skip while it is
-    /// held (`checkpoint_unless_busy`) rather than stall the cleaners.
+    /// meanwhile. The periodic thread's checkpoints skip while it is held
+    /// (`checkpoint_periodic_unless_busy`); the next period tries again.
     checkpointing: Mutex<()>,
     /// Lengths of the checkpoints taken, for benchmarks.
     checkpoint_log: Mutex<Vec<CheckpointTiming>>,
@@ -107,6 +107,11 @@ struct Inner {
     /// Set by a recovery that replayed something: the periodic thread
     /// checkpoints at once (the open did not wait for it).
     checkpoint_due: AtomicBool,
+    /// Set by a cleaner whose drain flushed something and left every
+    /// dictionary clean: the periodic thread checkpoints soon (paced), so
+    /// the blocks the drain superseded are freed without waiting a period.
+    /// Any checkpoint clears it.
+    checkpoint_after_drain: AtomicBool,
     /// Someone waits for a checkpoint (`Inner::checkpoint`: close,
     /// `Env::checkpoint`, a backup): a paced one running stops sleeping.
     hurry: AtomicBool,
@@ -163,6 +168,7 @@ impl Env {
             log_bytes_at_checkpoint: AtomicU64::new(0),
             checkpoint_period: opts.checkpoint_period.filter(|p| !p.is_zero()),
             checkpoint_due: AtomicBool::new(false),
+            checkpoint_after_drain: AtomicBool::new(false),
             hurry: AtomicBool::new(false),
             recovery: Mutex::new(RecoveryStats::default()),
             _lock: lock,
@@ -173,9 +179,9 @@ impl Env {
         // tree would make the next recovery apply records twice). Only the
         // evictor runs meanwhile, so the replay keeps to the cache budget:
         // its write-backs go to blocks no durable header names. The
-        // cleaners (which checkpoint after a drain) and the spill writer
-        // start after recovery, and `Inner::close` checkpoints only once
-        // `opened` is set, at the end of a successful open.
+        // cleaners, the spill writer and the periodic checkpointer start
+        // after recovery, and `Inner::close` checkpoints only once `opened`
+        // is set, at the end of a successful open.
         if opts.background_threads {
             inner.threads.lock().push(spawn_evictor(cache));
         }

@@ -50,7 +50,11 @@ impl Env {
                 "fractaldb-checkpointer",
                 period,
                 weak,
-                |inner| inner.checkpoint_due.load(Ordering::Relaxed) || inner.log_grown(),
+                |inner| {
+                    inner.checkpoint_due.load(Ordering::Relaxed)
+                        || inner.checkpoint_after_drain.load(Ordering::Relaxed)
+                        || inner.log_grown()
+                },
                 |inner| {
                     // The checkpoint after a recovery is not paced: until
                     // it is done the log keeps everything replayed.
@@ -89,10 +93,14 @@ const DRAIN_AFTER_IDLE: Duration = Duration::from_secs(1);
 /// is work, then sleeps until woken or 100 ms pass.
 ///
 /// `checkpoints`: periodic checkpoints are on. Then a drain that flushed
-/// anything ends with a checkpoint: a drain rewrites most leaves once, and
-/// the blocks it superseded stay allocated until a checkpoint no longer
+/// anything ends by asking the periodic thread for a checkpoint
+/// (`Inner::checkpoint_after_drain`): a drain rewrites most leaves once,
+/// and the blocks it superseded stay allocated until a checkpoint no longer
 /// needs them, so without one the file would hold every drained leaf twice
-/// for up to a checkpoint period.
+/// for up to a checkpoint period. That thread paces it like any periodic
+/// one (`Pacer`: full speed while no write comes in), and the cleaner goes
+/// on flushing meanwhile; taken here, unpaced, it was a burst of the
+/// drained leaves' writes just when writes may start again.
 fn cleaner_loop(
     inner: std::sync::Weak<Inner>,
     ctx: Arc<Context>,
@@ -169,9 +177,7 @@ fn cleaner_steps(inner: std::sync::Weak<Inner>, ctx: &Context, shutdown: Arc<Ato
             if drained && checkpoints && trees.iter().all(|t| clean.contains(&t.file_id)) {
                 drained = false;
                 let Some(env) = inner.upgrade() else { return };
-                if let Err(e) = env.checkpoint_unless_busy() {
-                    eprintln!("fractaldb: checkpoint after draining {} failed: {e}", env.path.display());
-                }
+                env.checkpoint_after_drain.store(true, Ordering::SeqCst);
             }
         }
         if !busy {
