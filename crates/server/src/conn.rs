@@ -1630,6 +1630,9 @@ fn greeting_version() -> String {
 /// `KILL [CONNECTION | QUERY] id`: the SQL layer has no connections to
 /// kill, so the server answers it. `None` when the text is not one.
 fn parse_kill(sql: &[u8]) -> Option<(u64, bool)> {
+    if !starts_with_word(sql, b"kill") {
+        return None;
+    }
     let text = std::str::from_utf8(sql).ok()?;
     let text = text.trim().trim_end_matches(';').trim_end();
     let mut words = text.split_ascii_whitespace();
@@ -1651,9 +1654,23 @@ fn parse_kill(sql: &[u8]) -> Option<(u64, bool)> {
     words.next().is_none().then_some((id, connection))
 }
 
+/// Whether `sql`'s first word (after ASCII spaces) is `word` (lower
+/// case), in any case: the check every statement pays before the full
+/// parse of KILL and SHUTDOWN, without allocating.
+fn starts_with_word(sql: &[u8], word: &[u8]) -> bool {
+    let start = sql.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(sql.len());
+    let rest = &sql[start..];
+    rest.len() >= word.len()
+        && rest[..word.len()].eq_ignore_ascii_case(word)
+        && rest.get(word.len()).is_none_or(|b| b.is_ascii_whitespace() || *b == b';')
+}
+
 /// `SHUTDOWN` (MariaDB's `SHUTDOWN [WAIT FOR ALL SLAVES]`): the server
 /// answers it, as KILL.
 fn is_shutdown(sql: &[u8]) -> bool {
+    if !starts_with_word(sql, b"shutdown") {
+        return false;
+    }
     let Ok(text) = std::str::from_utf8(sql) else { return false };
     let words: Vec<String> =
         text.trim().trim_end_matches(';').split_ascii_whitespace().map(|w| w.to_ascii_uppercase()).collect();
@@ -1693,6 +1710,10 @@ mod tests {
         assert!(is_shutdown(b"SHUTDOWN WAIT FOR ALL SLAVES"));
         assert!(!is_shutdown(b"SHUTDOWN NOW"));
         assert!(!is_shutdown(b"SELECT 'SHUTDOWN'"));
+        assert!(!is_shutdown(b"SHUTDOWNX"));
+        assert!(is_shutdown(b"\n\tShutdown;"));
+        assert_eq!(parse_kill(b"\tkill\n3;"), Some((3, true)));
+        assert_eq!(parse_kill(b"KILLED 3"), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ use crate::proto::{
 const MARIADB_ORDER: [&str; 5] =
     ["autocommit", "character_set_connection", "character_set_client", "time_zone", "character_set_results"];
 
+#[derive(Clone)]
 pub struct Tracker {
     /// `session_track_system_variables` as last seen.
     list: String,
@@ -40,7 +41,15 @@ pub struct Tracker {
     /// Every session variable's value, kept while
     /// `session_track_state_change` is on (`None` while it is off).
     all: Option<Vec<(&'static str, String)>>,
+    /// `Session::state_gen` when the baseline was last brought up to date.
+    gen: u64,
+    /// `follows_gen` of the baseline (recomputed when it is rebuilt).
+    follows: bool,
 }
+
+/// Session variables whose value is computed per statement, not stored:
+/// they change without `Session::state_gen` moving.
+const COMPUTED: [&str; 5] = ["timestamp", "last_insert_id", "identity", "warning_count", "error_count"];
 
 /// A variable's value as SHOW VARIABLES prints it (booleans ON/OFF).
 fn var_text(name: &str, v: &Value) -> String {
@@ -108,13 +117,54 @@ impl Tracker {
             })
             .collect();
         let all = flag(s, "session_track_state_change").then(|| snapshot_all(s));
-        Tracker { list, vars, schema: s.current_db().map(str::to_string), all }
+        let mut t = Tracker {
+            list,
+            vars,
+            schema: s.current_db().map(str::to_string),
+            all,
+            gen: s.state_gen(),
+            follows: false,
+        };
+        t.follows = t.follows_gen();
+        t
+    }
+
+    /// Whether every tracked value moves only with `Session::state_gen`:
+    /// no state-change tracking (it compares every variable, computed
+    /// ones too), no computed or GLOBAL-only variable in the list.
+    fn follows_gen(&self) -> bool {
+        self.all.is_none()
+            && self.vars.iter().all(|(n, _)| {
+                !COMPUTED.contains(&n.as_str())
+                    && fractaldb_sql::sysvars::def(n)
+                        .is_some_and(|d| d.scope != fractaldb_sql::sysvars::Scope::Global)
+            })
     }
 
     /// The changes since the last call (or since `new`), encoded as the
     /// entries of an OK packet's session state block; empty when nothing
     /// is to be reported. The baseline moves to the session as it is now.
+    ///
+    /// Every OK packet asks; almost every statement changes nothing, and
+    /// while the session's state generation stands still the comparison
+    /// (a lookup and a rendering per tracked variable) is skipped.
     pub fn changes(&mut self, s: &Session) -> Vec<u8> {
+        let gen = s.state_gen();
+        if gen == self.gen && self.follows {
+            debug_assert!(
+                self.clone().compare(s).is_empty(),
+                "session state changed without Session::state_gen moving"
+            );
+            return Vec::new();
+        }
+        self.gen = gen;
+        let out = self.compare(s);
+        self.follows = self.follows_gen();
+        out
+    }
+
+    /// What `changes` reports, found by comparing every tracked value.
+    fn compare(&mut self, s: &Session) -> Vec<u8> {
         let mut out = Vec::new();
         let mut changed = false;
         // System variables. A variable that begins to be tracked (the list

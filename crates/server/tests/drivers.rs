@@ -280,8 +280,11 @@ fn session_state_tracking_in_ok_packets() {
         ("USE trk2", "00000002400000000701050474726b32"),
         ("SET time_zone = '+01:00'", "00000002400000001300110974696d655f7a6f6e65062b30313a3030"),
         ("SET autocommit = 0", "000000004000000011000f0a6175746f636f6d6d6974034f4646"),
+        // Nothing changed: nothing to report (the tracker's fast path).
+        ("DO 1", "00000000000000"),
         // Not tracked by default.
         ("SET sql_mode = ''", "00000000000000"),
+        ("DO 2", "00000000000000"),
         (
             "SET character_set_results = latin1",
             "00000000400000001f001d156368617261637465725f7365745f726573756c7473066c6174696e31",

@@ -208,6 +208,7 @@ fn drop_database(s: &mut Session, name: &str, if_exists: bool) -> SqlResult<Outc
     txn.commit()?;
     s.inner.schema.write().dbs.remove(name);
     if s.db.as_deref() == Some(name) {
+        s.touch();
         s.db = None;
     }
     // MariaDB counts the views it dropped among the rows affected.

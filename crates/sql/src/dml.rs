@@ -314,7 +314,8 @@ fn write_rows(
             }
         }
     }
-    let now = now_value(s);
+    // NOW() for column defaults, evaluated once, when a default needs it.
+    let now = std::cell::OnceCell::new();
     let mut affected = 0u64;
     let mut delta = 0i64;
     let mut first_id: Option<u64> = None;
@@ -352,7 +353,11 @@ fn write_rows(
             let v = match row[i].take() {
                 Some(v) => v,
                 None if col.auto_increment => Value::Null,
-                None => match coerce::default_value(col, Some(now.clone()))? {
+                None => match coerce::default_value(
+                    col,
+                    matches!(col.default, crate::catalog::DefaultSpec::CurrentTimestamp)
+                        .then(|| now.get_or_init(|| now_value(s)).clone()),
+                )? {
                     Some(v) => v,
                     None => {
                         let e = SqlError::no_default(&col.name);

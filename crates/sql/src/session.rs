@@ -99,6 +99,9 @@ pub struct Session {
     pub(crate) next_isolation: Option<Isolation>,
     pub(crate) strict: bool,
     pub(crate) sql_mode: String,
+    /// What `sql_mode` says about reading text (kept with it: the server
+    /// asks before every statement).
+    pub(crate) lex: crate::lex::LexMode,
     pub(crate) time_zone: String,
     pub(crate) user_vars: HashMap<String, Value>,
     pub(crate) vars: HashMap<String, Value>,
@@ -153,6 +156,13 @@ pub struct Session {
     /// privileges of its account (`accounts.rs`).
     pub(crate) login: Option<Arc<crate::accounts::Login>>,
     pub(crate) privs: Option<crate::accounts::Privs>,
+    /// Moves (`touch`) whenever what a session variable stored here or the
+    /// current database reads as may have changed: every SET, USE, a drop
+    /// of the current database, a reset, what the server sets. The
+    /// server's session tracker skips its comparison while it stands still
+    /// (`Session::state_gen`). Invariant, checked by the tracker in debug
+    /// builds: between two equal readings no such value changed.
+    pub(crate) state_gen: u64,
 }
 
 /// What the server tells a session about itself and its connection:
@@ -212,6 +222,7 @@ impl Session {
             next_isolation: None,
             strict: true,
             sql_mode: DEFAULT_SQL_MODE.into(),
+            lex: crate::lex::LexMode::of_sql_mode(DEFAULT_SQL_MODE),
             time_zone: "SYSTEM".into(),
             user_vars: HashMap::new(),
             vars: HashMap::new(),
@@ -238,6 +249,7 @@ impl Session {
             server: Arc::default(),
             login: None,
             privs: None,
+            state_gen: 0,
         };
         s.apply_globals();
         s
@@ -247,6 +259,7 @@ impl Session {
     /// variables it keeps in fields (autocommit, sql_mode, time_zone,
     /// isolation); the others are read from `globals` when not SET.
     fn apply_globals(&mut self) {
+        self.touch();
         let g = self.globals.clone();
         let text = |n: &str| g.get(n).map(|v| v.render()).unwrap_or_default();
         self.autocommit = text("autocommit") != "0";
@@ -254,6 +267,7 @@ impl Session {
         self.strict = mode.contains("STRICT_TRANS_TABLES")
             || mode.contains("STRICT_ALL_TABLES")
             || mode.contains("TRADITIONAL");
+        self.lex = crate::lex::LexMode::of_sql_mode(&mode);
         self.sql_mode = mode;
         self.time_zone = text("time_zone");
         self.isolation = parse_isolation(&text("transaction_isolation")).unwrap_or(Isolation::RepeatableRead);
@@ -282,8 +296,24 @@ impl Session {
             return Err(crate::sysvars::global_only(name));
         }
         let (v, _) = crate::sysvars::check_set(d, &v)?;
+        self.touch();
         self.vars.insert(d.name.to_string(), v);
         Ok(())
+    }
+
+    /// A number that stands still while nothing this session keeps of its
+    /// variables (session values, the fields autocommit, sql_mode,
+    /// time_zone and isolation, what the server set) or its database
+    /// changes. Values computed per statement (`timestamp`,
+    /// `last_insert_id`, `warning_count`, ...) and GLOBAL-only variables
+    /// move without it.
+    pub fn state_gen(&self) -> u64 {
+        self.state_gen
+    }
+
+    /// Notes that session state may change (see `state_gen`).
+    pub(crate) fn touch(&mut self) {
+        self.state_gen = self.state_gen.wrapping_add(1);
     }
 
     /// A session for a query inside this session's statement (a
@@ -303,6 +333,7 @@ impl Session {
             next_isolation: None,
             strict: self.strict,
             sql_mode: self.sql_mode.clone(),
+            lex: self.lex,
             time_zone: self.time_zone.clone(),
             user_vars: self.user_vars.clone(),
             vars: self.vars.clone(),
@@ -329,6 +360,7 @@ impl Session {
             server: self.server.clone(),
             login: self.login.clone(),
             privs: self.privs.clone(),
+            state_gen: self.state_gen,
         }
     }
 
@@ -343,6 +375,7 @@ impl Session {
     /// Sets what the server tells the session (see [`ServerInfo`]); kept
     /// across `reset`.
     pub fn set_server_info(&mut self, info: ServerInfo) {
+        self.touch();
         self.server = Arc::new(info);
     }
 
@@ -354,7 +387,7 @@ impl Session {
         local: &mut dyn crate::loaddata::LocalInfile,
     ) -> SqlResult<Outcome> {
         let _progress = crate::progress::begin(&self.progress);
-        self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.set_stmt_text(sql);
         self.proc_start();
         self.count_statement(None);
         crate::lex::set_lex_mode(self.lex_mode());
@@ -378,7 +411,7 @@ impl Session {
     /// Runs one statement.
     pub fn execute(&mut self, sql: &[u8]) -> SqlResult<Outcome> {
         let _progress = crate::progress::begin(&self.progress);
-        self.stmt_text = String::from_utf8_lossy(sql).trim().to_string();
+        self.set_stmt_text(sql);
         self.proc_start();
         let r = self.execute_statement(sql);
         self.proc_end();
@@ -467,6 +500,17 @@ impl Session {
 
     /// Counts a statement: Questions (`None`, before parsing, so a syntax
     /// error counts too, as in MariaDB), then its Com_* kind.
+    /// The running statement's text, into the buffer the last one used
+    /// (no allocation per statement once it is large enough; a buffer a
+    /// large statement grew is not kept for the next).
+    fn set_stmt_text(&mut self, sql: &[u8]) {
+        if self.stmt_text.capacity() > 64 << 10 {
+            self.stmt_text = String::new();
+        }
+        self.stmt_text.clear();
+        self.stmt_text.push_str(String::from_utf8_lossy(sql).trim());
+    }
+
     fn count_statement(&self, parsed: Option<&Parsed>) {
         let stat = match parsed {
             None => Some(crate::sysvars::Stat::Questions),
@@ -564,7 +608,8 @@ impl Session {
     /// How the session's sql_mode has text read (NO_BACKSLASH_ESCAPES,
     /// ANSI_QUOTES): set on the thread before every parse and split.
     pub fn lex_mode(&self) -> crate::lex::LexMode {
-        crate::lex::LexMode::of_sql_mode(&self.sql_mode)
+        debug_assert_eq!(self.lex, crate::lex::LexMode::of_sql_mode(&self.sql_mode));
+        self.lex
     }
 
     /// The warnings of the last statement.
@@ -729,6 +774,7 @@ impl Session {
                     | ast::Use::Catalog(n) => crate::expr::ident_name(n).join("."),
                     _ => return Err(SqlError::syntax("'USE'")),
                 };
+                self.touch();
                 if crate::infoschema::is_schema(&name) {
                     self.db = Some(crate::infoschema::SCHEMA.to_string());
                     return Ok(Outcome::done(0));
@@ -861,6 +907,7 @@ impl Session {
     }
 
     fn set(&mut self, set: &ast::Set) -> SqlResult<Outcome> {
+        self.touch();
         match set {
             ast::Set::SingleAssignment { variable, values, scope, .. } => {
                 let name = crate::expr::ident_name(variable).join(".");
@@ -915,6 +962,7 @@ impl Session {
         character_set: bool,
     ) -> SqlResult<()> {
         use crate::types::{Charset, Collation};
+        self.touch();
         let unknown_cs = |n: &str| SqlError::new(1115, "42000", format!("Unknown character set: '{n}'"));
         let cs = match charset {
             Some(n) => Charset::by_name(&n.to_ascii_lowercase()).ok_or_else(|| unknown_cs(n))?,
@@ -1046,6 +1094,7 @@ impl Session {
                 self.strict = mode.contains("STRICT_TRANS_TABLES")
                     || mode.contains("STRICT_ALL_TABLES")
                     || mode.contains("TRADITIONAL");
+                self.lex = crate::lex::LexMode::of_sql_mode(&mode);
                 self.sql_mode = mode;
             }
             "time_zone" => {

@@ -61,8 +61,8 @@
 
 use std::cmp::Ordering;
 use std::collections::btree_map::{BTreeMap, Entry as BEntry};
-use std::collections::hash_map::{DefaultHasher, Entry, HashMap};
-use std::hash::BuildHasherDefault;
+use std::collections::hash_map::{Entry, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,8 +77,37 @@ use crate::tree::Comparator;
 /// constants", for the measurement.
 const LOCK_OVERHEAD: usize = 160;
 
-/// A fixed hasher, so runs are repeatable (as in the cache).
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<DefaultHasher>>;
+/// The maps of owners and dictionaries, keyed by the engine's own ids
+/// (transaction ids, file ids): a fixed hasher, so runs are repeatable,
+/// and a cheap one (`IdHasher`).
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Hashes a u64 id with one multiplication by 2^64 / phi (Fibonacci
+/// hashing): every bit of the id reaches the high bits the table's
+/// control bytes use, and consecutive ids spread over the low bits its
+/// buckets use. SipHash (the default) cost several times more on every
+/// lock and release, and guards against chosen keys, which engine ids are
+/// not. Anything but a u64 is folded in bytewise.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+const PHI64: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(PHI64);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(PHI64);
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LockMode {
@@ -652,7 +681,8 @@ impl LockManager {
         let deadline = Instant::now().checked_add(timeout);
         let mut st = self.state.lock();
         let mut slept = false;
-        let wake = Arc::new(Condvar::new());
+        // Made only if the request sleeps: most are granted at once.
+        let mut wake: Option<Arc<Condvar>> = None;
         // Autocommit writers without key locks are in this dictionary: none
         // may enter once this request is pending; wait for those inside.
         if st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
@@ -704,6 +734,7 @@ impl LockManager {
                         }
                         // A waiter woken and blocked again keeps its place in line.
                         let seq = st.next_seq;
+                        let wake = wake.get_or_insert_with(|| Arc::new(Condvar::new())).clone();
                         let waiter = st.waiting.entry(owner).or_insert_with(|| Waiter {
                             dict,
                             want: want.clone(),
