@@ -101,6 +101,8 @@ pub(crate) struct Conn {
     interactive: bool,
     /// The socket's read timeout now (wait_timeout between commands).
     read_timeout: Option<Duration>,
+    /// `Session::state_gen` when `read_timeout` was last worked out.
+    timeout_gen: Option<u64>,
     /// `io.bytes_in/out` already added to the session's counters.
     bytes_counted: (u64, u64),
     /// The database of this connection's last slow-log entry.
@@ -209,6 +211,7 @@ pub(crate) fn open(shared: &Arc<Shared>, stream: Stream, peer: String) -> Option
         broken: false,
         interactive: false,
         read_timeout: None,
+        timeout_gen: None,
         bytes_counted: (0, 0),
         slow_db: String::new(),
         quit: false,
@@ -697,6 +700,13 @@ impl Conn {
     /// (interactive_timeout for interactive clients, copied at login).
     /// Only between commands: a statement that runs longer is not cut.
     fn arm_wait_timeout(&mut self) {
+        // wait_timeout is a stored session variable: unchanged while the
+        // session's state generation stands still.
+        let gen = self.session.state_gen();
+        if self.timeout_gen == Some(gen) {
+            return;
+        }
+        self.timeout_gen = Some(gen);
         let secs = self.session.variable("wait_timeout").and_then(|v| v.to_f64()).unwrap_or(28800.0);
         let t = Some(Duration::from_secs(secs.clamp(1.0, 31_536_000.0) as u64));
         if t != self.read_timeout {

@@ -58,6 +58,10 @@ struct Entry {
 #[derive(Default)]
 struct State {
     tables: HashMap<Key, Entry>,
+    /// Per connection, the tables it holds shared (`release` visits only
+    /// these, not every table). Invariant: `owner` is in
+    /// `tables[k].shared` exactly when `k` is in `held[owner]`.
+    held: HashMap<u64, Vec<Key>>,
 }
 
 /// The metadata locks of a database (one per `Inner`).
@@ -145,7 +149,8 @@ impl Mdl {
         });
         match r {
             Ok(()) => {
-                st.tables.entry(k).or_default().shared.insert(owner);
+                st.tables.entry(k.clone()).or_default().shared.insert(owner);
+                st.held.entry(owner).or_default().push(k);
                 Ok(())
             }
             Err(e) => {
@@ -201,20 +206,25 @@ impl Mdl {
     pub fn release(&self, owner: u64) {
         let (m, cv) = &*self.inner;
         let mut st = m.lock();
-        let mut any = false;
-        st.tables.retain(|_, e| {
-            any |= e.shared.remove(&owner);
-            !(e.shared.is_empty() && e.exclusive.is_none() && e.pending == 0)
-        });
-        if any {
-            cv.notify_all();
+        let Some(keys) = st.held.remove(&owner) else { return };
+        for k in keys {
+            let e = st.tables.get_mut(&k).expect("a held table's entry");
+            let was = e.shared.remove(&owner);
+            debug_assert!(was, "held lists a table the owner does not hold");
+            if e.shared.is_empty() && e.exclusive.is_none() && e.pending == 0 {
+                st.tables.remove(&k);
+            }
         }
+        cv.notify_all();
     }
 
     /// True if connection `owner` holds a shared lock on anything.
     #[cfg(test)]
     fn holds(&self, owner: u64) -> bool {
-        self.inner.0.lock().tables.values().any(|e| e.shared.contains(&owner))
+        let st = self.inner.0.lock();
+        let holds = st.tables.values().any(|e| e.shared.contains(&owner));
+        assert_eq!(holds, st.held.contains_key(&owner), "tables and held disagree");
+        holds
     }
 }
 
@@ -264,6 +274,17 @@ mod tests {
         drop(x);
         m.shared(3, "d", "t", Duration::ZERO).unwrap();
         assert!(m.inner.0.lock().tables.len() == 1);
+        // A release frees every table the owner holds, and only its own.
+        m.shared(3, "d", "u", Duration::ZERO).unwrap();
+        m.shared(3, "d", "u", Duration::ZERO).unwrap();
+        m.shared(4, "d", "u", Duration::ZERO).unwrap();
+        m.release(3);
+        assert!(!m.holds(3) && m.holds(4));
+        assert_eq!(m.inner.0.lock().tables.len(), 1);
+        m.release(4);
+        m.release(4);
+        assert!(!m.holds(4));
+        assert!(m.inner.0.lock().tables.is_empty());
     }
 
     #[test]
