@@ -909,9 +909,12 @@ impl Log {
             );
             parking_lot_core::unpark_filter(
                 key,
-                |t| match token(t) <= round {
-                    true => parking_lot_core::FilterOp::Unpark,
-                    false => parking_lot_core::FilterOp::Skip,
+                |t| {
+                    if token(t) <= round {
+                        parking_lot_core::FilterOp::Unpark
+                    } else {
+                        parking_lot_core::FilterOp::Skip
+                    }
                 },
                 |_| parking_lot_core::DEFAULT_UNPARK_TOKEN,
             );

@@ -1301,6 +1301,23 @@ mod tests {
         assert!(st.dicts.is_empty() && st.held.is_empty() && st.waiting.is_empty());
     }
 
+    /// The id hasher spreads consecutive ids over the low bits (a table's
+    /// buckets) and the top seven (its control bytes).
+    #[test]
+    fn id_hasher_spreads_consecutive_ids() {
+        let hash = |id: u64| {
+            let mut h = IdHasher::default();
+            h.write_u64(id);
+            h.finish()
+        };
+        for base in [1u64, 1 << 32, u64::MAX - 4096] {
+            let low: std::collections::HashSet<u64> = (0..1024).map(|i| hash(base + i) & 1023).collect();
+            assert_eq!(low.len(), 1024, "low bits from {base}");
+            let top: std::collections::HashSet<u64> = (0..1024).map(|i| hash(base + i) >> 57).collect();
+            assert!(top.len() >= 100, "top bits from {base}: {}", top.len());
+        }
+    }
+
     #[test]
     fn send_and_sync() {
         fn check<T: Send + Sync>() {}
