@@ -62,6 +62,7 @@ pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
 pub use tree::message::UpdateFn;
 pub use tree::Comparator;
+pub use txn::counts::COUNTERS;
 pub use txn::locktree::{LockEnd, LockStats};
 pub use txn::{Isolation, Savepoint, Txn, TxnOptions};
 pub use wait::{

@@ -47,7 +47,7 @@ use crate::coerce::{self, StoreCtx};
 use crate::ddl::{build_column, index_parts, qualify, BuiltColumn};
 use crate::error::{SqlError, SqlResult, Warning};
 use crate::session::{Outcome, Session};
-use crate::table::{Table, ROWS_PREFIX};
+use crate::table::Table;
 use crate::types::{Charset, Collation, SqlType};
 use crate::value::Value;
 
@@ -1010,10 +1010,8 @@ pub(crate) fn swap_locked(
         };
         let newt = s.inner.open_table(def.clone())?;
         if plan.rows_change {
-            // The exact count, in slot 0 of the new status dictionary.
-            let mut key = ROWS_PREFIX.to_vec();
-            key.extend_from_slice(&0u32.to_be_bytes());
-            txn.put(&newt.status, &key, &(n as i64).to_le_bytes())?;
+            // The exact count, in the new status dictionary's counter.
+            newt.add_rows(&txn, n as i64)?;
         }
         for fk in &plan.check_fks {
             crate::fk::check_existing(s, &txn, &newt, fk)?;

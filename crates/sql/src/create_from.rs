@@ -203,7 +203,7 @@ pub fn fill(
         n += 1;
         s.check_killed()?;
     }
-    t.add_rows(txn, s.slot, n as i64)?;
+    t.add_rows(txn, n as i64)?;
     let nwarn = warnings.len();
     s.warnings.extend(warnings);
     Ok(Outcome::Done {

@@ -541,8 +541,8 @@ fn write_rows(
         s.check_killed()?;
     }
     batch.flush(txn, &t)?;
-    t.add_rows(txn, s.slot, delta)?;
-    t.add_uncertain(txn, s.slot, blind)?;
+    t.add_rows(txn, delta)?;
+    t.add_uncertain(txn, blind)?;
     s.count(crate::sysvars::Stat::FractaldbFastUpdates, blind as u64);
     if let Some(id) = first_id {
         s.last_insert_id = id;
@@ -1224,7 +1224,7 @@ pub fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool) -> Sq
         }
         s.check_killed()?;
     }
-    t.add_rows(txn, s.slot, -(n as i64))?;
+    t.add_rows(txn, -(n as i64))?;
     Ok(Outcome::done(n))
 }
 

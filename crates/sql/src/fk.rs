@@ -465,7 +465,7 @@ pub fn on_parent_delete(s: &Session, txn: &Txn, t: &Table, row: &[Value], depth:
                     FkAction::Cascade => {
                         on_parent_delete(s, txn, child, &crow, depth + 1)?;
                         child.remove(txn, &crow, &pk)?;
-                        child.add_rows(txn, s.slot, -1)?;
+                        child.add_rows(txn, -1)?;
                     }
                     FkAction::SetNull => set_child(s, txn, child, fk, &pk, &crow, None, depth)?,
                 }

@@ -446,7 +446,7 @@ pub(crate) fn delete(s: &mut Session, txn: &Txn, del: &ast::Delete, ignore: bool
             }
             Ok(())
         })();
-        t.add_rows(txn, s.slot, -(n as i64))?;
+        t.add_rows(txn, -(n as i64))?;
         res?;
         total += n;
     }

@@ -11,11 +11,16 @@
 //!   entries are the same engine key: the unique check is one locked point
 //!   read of the index it guards (`Txn::get_for_update`), which also keeps a
 //!   concurrent transaction from inserting the same value until this one ends.
-//! - status dictionary: `rows` + 4-byte slot → i64 row-count delta (LE);
-//!   the row count is the sum. Each session writes its own slot through an
-//!   upsert (`ADD_I64`), so concurrent writers of a table never lock the
-//!   same status key, and the count a snapshot sees is exact at any
-//!   isolation level (the deltas are versions like any other).
+//! - status dictionary: its engine counters ([`fractaldb::Txn::add_count`])
+//!   hold the row count ([`ROWS`]) and the blind upserts not yet settled
+//!   ([`UNCERTAIN`]): each statement adds its delta in its transaction,
+//!   with no tree write and no lock, and a snapshot sees exactly the
+//!   deltas of the transactions it sees. Older tables also hold
+//!   `rows` + 4-byte slot → i64 deltas (LE; upserts by `ADD_I64`, one
+//!   slot per session) and `unc` + slot → i64 keys, written before the
+//!   counters existed: they are still summed (a table's count is those
+//!   keys' sum plus the counter) and never written any more. The status
+//!   dictionary also holds ANALYZE's statistics (`maint.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -37,12 +42,19 @@ pub fn add_i64(_key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
     Some(get(old).wrapping_add(get(Some(arg))).to_le_bytes().to_vec())
 }
 
+/// The status dictionary's counter holding the row count.
+pub const ROWS: usize = 0;
+/// The status dictionary's counter holding the blind upserts
+/// (`fastupdate`) not yet settled into the row count (see
+/// [`Table::settle_count`]).
+pub const UNCERTAIN: usize = 1;
+const _: () = assert!(UNCERTAIN < fractaldb::COUNTERS);
+
+/// Keys of the row-count deltas tables written before the engine's
+/// counters (see the module comment): read, never written.
 pub const ROWS_PREFIX: &[u8] = b"rows";
-/// `unc` + 4-byte slot -> i64: blind upserts (`fastupdate`) not yet
-/// settled into the row count (see [`Table::settle_count`]).
+/// The same for the uncertain counter.
 pub const UNCERTAIN_PREFIX: &[u8] = b"unc";
-/// The slot [`Table::settle_count`] writes; sessions' slots count up from 0.
-pub const SETTLE_SLOT: u32 = u32::MAX;
 
 /// An open table: its definition and dictionaries.
 pub struct Table {
@@ -342,25 +354,15 @@ impl Table {
         crate::online::on_replace(self, txn, old, new, new_pk)
     }
 
-    /// Adds `delta` to the row count through `slot`.
-    pub fn add_rows(&self, txn: &Txn, slot: u32, delta: i64) -> SqlResult<()> {
-        if delta != 0 {
-            let mut key = ROWS_PREFIX.to_vec();
-            key.extend_from_slice(&slot.to_be_bytes());
-            txn.update(&self.status, &key, ADD_I64, &delta.to_le_bytes())?;
-        }
-        Ok(())
+    /// Adds `delta` to the row count.
+    pub fn add_rows(&self, txn: &Txn, delta: i64) -> SqlResult<()> {
+        Ok(txn.add_count(&self.status, ROWS, delta)?)
     }
 
-    /// Adds `n` blind upserts (`fastupdate`) to the uncertain counter
-    /// through `slot`: rows that may or may not have been inserted.
-    pub fn add_uncertain(&self, txn: &Txn, slot: u32, n: i64) -> SqlResult<()> {
-        if n != 0 {
-            let mut key = UNCERTAIN_PREFIX.to_vec();
-            key.extend_from_slice(&slot.to_be_bytes());
-            txn.update(&self.status, &key, ADD_I64, &n.to_le_bytes())?;
-        }
-        Ok(())
+    /// Adds `n` blind upserts (`fastupdate`) to the uncertain counter:
+    /// rows that may or may not have been inserted.
+    pub fn add_uncertain(&self, txn: &Txn, n: i64) -> SqlResult<()> {
+        Ok(txn.add_count(&self.status, UNCERTAIN, n)?)
     }
 
     fn sum_prefix(&self, txn: &Txn, prefix: &[u8]) -> SqlResult<i64> {
@@ -374,9 +376,12 @@ impl Table {
         Ok(n)
     }
 
-    /// The summed deltas and the uncertain counter as `txn` sees them.
+    /// The row count and the uncertain counter as `txn` sees them.
     fn counters(&self, txn: &Txn) -> SqlResult<(i64, i64)> {
-        Ok((self.sum_prefix(txn, ROWS_PREFIX)?, self.sum_prefix(txn, UNCERTAIN_PREFIX)?))
+        let rows = self.sum_prefix(txn, ROWS_PREFIX)?.wrapping_add(txn.count(&self.status, ROWS)?);
+        let uncertain =
+            self.sum_prefix(txn, UNCERTAIN_PREFIX)?.wrapping_add(txn.count(&self.status, UNCERTAIN)?);
+        Ok((rows, uncertain))
     }
 
     fn scan_count(&self, txn: &Txn) -> SqlResult<u64> {
@@ -413,7 +418,7 @@ impl Table {
     /// Makes the summed deltas exact again after blind upserts: in a
     /// transaction of its own (a snapshot), counts the rows, adds the
     /// difference from the summed deltas and subtracts the uncertain
-    /// counter, both through [`SETTLE_SLOT`], and commits.
+    /// counter, and commits.
     ///
     /// **Invariant:** after it commits, every later snapshot's sum is its
     /// row count: the counted snapshot's sum becomes its rows, and what
@@ -421,7 +426,7 @@ impl Table {
     /// uncertain ones (which make the count scan again). Settlers take
     /// turns (`settling`, try-lock: a busy one means one is running), each
     /// beginning after the previous committed, so no difference is added
-    /// twice; no session writes `SETTLE_SLOT`, so it never waits for a lock.
+    /// twice; counters take no lock, so it never waits for one.
     pub fn settle_count(&self, env: &fractaldb::Env) -> SqlResult<()> {
         let Some(_turn) = self.settling.try_lock() else { return Ok(()) };
         let txn = env.begin(fractaldb::Isolation::RepeatableRead)?;
@@ -431,8 +436,8 @@ impl Table {
             return Ok(());
         }
         let counted = self.scan_count(&txn)? as i64;
-        self.add_rows(&txn, SETTLE_SLOT, counted - n)?;
-        self.add_uncertain(&txn, SETTLE_SLOT, -uncertain)?;
+        self.add_rows(&txn, counted.wrapping_sub(n))?;
+        self.add_uncertain(&txn, uncertain.wrapping_neg())?;
         txn.commit()?;
         Ok(())
     }

@@ -34,8 +34,14 @@ impl Env {
         };
         let mut loader = Loader { inner: inner.clone(), name: name.to_string(), file_id, builder: None };
         let settings = Settings::from(&opts);
-        let empty =
-            Meta { root: crate::tree::meta::NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings };
+        let empty = Meta {
+            root: crate::tree::meta::NO_ROOT,
+            max_msn: 0,
+            ckpt_lsn: 0,
+            next_txid: 0,
+            settings,
+            counts: [0; crate::txn::counts::COUNTERS],
+        };
         let file = BlockFile::create(&*inner.ctx.vfs, &loader.path(), inner.direct_io, &empty.encode())?;
         let msn = inner.ctx.msn.load(Ordering::SeqCst);
         loader.builder = Some(crate::tree::load::TreeBuilder::new(file, empty.settings, cmp, msn)?);

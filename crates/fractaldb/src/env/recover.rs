@@ -3,7 +3,7 @@
 //! no one needs.
 
 use super::*;
-use crate::log::record::Msgs;
+use crate::log::record::{Counts as RecordCounts, Msgs};
 
 /// What the recovery at `Env::open` did (the server logs it).
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,9 +45,9 @@ impl Env {
         let mut replayed = 0u64;
         let mut txn_keys: HashMap<u64, Vec<UndoKey>> = HashMap::new();
         let mut progress = ReplayProgress::new(&*vfs, &inner.path, opts.notes.clone());
-        // Transactions with a prepare record: (xid, first LSN); an end
-        // record removes them.
-        let mut prepared: HashMap<u64, (Vec<u8>, u64)> = HashMap::new();
+        // Transactions with a prepare record: (xid, first LSN, counter
+        // deltas); an end record removes them.
+        let mut prepared: HashMap<u64, (Vec<u8>, u64, RecordCounts)> = HashMap::new();
         let log = Log::recover(vfs, &inner.path, log_opts, min_next_lsn, &mut |lsn, payload| {
             records_read += 1;
             bytes_read += payload.len() as u64;
@@ -55,13 +55,16 @@ impl Env {
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
             let (txid, body) = match rec {
-                Record::TxnCommit { txid } => (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([]))),
+                Record::TxnCommit { txid, counts } => {
+                    replayed += self.replay_counts(lsn, &counts, &ckpt_lsns)?;
+                    (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])))
+                }
                 Record::TxnAbort { txid, lo, hi } => {
                     (txid, MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(lo, hi)))
                 }
-                Record::TxnPrepare { txid, first_lsn, xid } => {
+                Record::TxnPrepare { txid, first_lsn, xid, counts } => {
                     next_txid = next_txid.max(txid.saturating_add(1));
-                    prepared.insert(txid, (xid, first_lsn.min(lsn)));
+                    prepared.insert(txid, (xid, first_lsn.min(lsn), counts));
                     return Ok(());
                 }
                 Record::Write { file_id, msgs } => {
@@ -139,12 +142,40 @@ impl Env {
         Ok(false)
     }
 
+    /// Adds a commit record's counter deltas (at `lsn`) to the
+    /// dictionaries whose checkpoint does not hold them yet (`lsn >=
+    /// ckpt_lsn`, as for writes); returns how many it changed. A
+    /// dictionary dropped since is skipped; one whose header cannot be
+    /// read is an error.
+    fn replay_counts(&self, lsn: u64, counts: &RecordCounts, ckpt_lsns: &CkptInfo) -> Result<u64> {
+        let mut changed = 0;
+        for (file_id, d) in counts {
+            let Some((name, info)) = ckpt_lsns.get(file_id) else { continue };
+            let ckpt_lsn = match info {
+                Ok((l, _)) => *l,
+                Err(e) => {
+                    return Err(Error::corrupt(
+                        &self.inner.path,
+                        None,
+                        format!("dictionary {name:?} is unreadable ({e}) and the log has counts for it"),
+                    ))
+                }
+            };
+            if lsn >= ckpt_lsn {
+                self.open_tree(name)?.counts.lock().replay(d);
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
     /// Restores the transactions with a prepare record and no end record
-    /// (`prepared`: txid -> (xid, first LSN)), still prepared, their written
-    /// keys taken out of `txn_keys`; returns how many.
+    /// (`prepared`: txid -> (xid, first LSN, counter deltas)), still
+    /// prepared, their written keys taken out of `txn_keys`; returns how
+    /// many.
     fn restore_prepared(
         &self,
-        prepared: HashMap<u64, (Vec<u8>, u64)>,
+        prepared: HashMap<u64, (Vec<u8>, u64, RecordCounts)>,
         txn_keys: &mut HashMap<u64, Vec<UndoKey>>,
         ckpt_lsns: &CkptInfo,
     ) -> Result<u64> {
@@ -152,11 +183,12 @@ impl Env {
         let mut replayed = 0;
         let mut restore: Vec<_> = prepared.into_iter().collect();
         restore.sort_by_key(|(t, _)| *t);
-        for (txid, (xid, first_lsn)) in restore {
+        for (txid, (xid, first_lsn, counts)) in restore {
             let keys = txn_keys.remove(&txid).unwrap_or_default();
             let mut trees = HashMap::new();
-            for (entry_id, _) in &keys {
-                let file_id = &(entry_id & !UNDO_RANGE);
+            let counted = counts.iter().map(|(file_id, _)| file_id);
+            for file_id in keys.iter().map(|(entry_id, _)| entry_id & !UNDO_RANGE).chain(counted.copied()) {
+                let file_id = &file_id;
                 if let (false, Some((name, info))) = (trees.contains_key(file_id), ckpt_lsns.get(file_id)) {
                     if let Err(e) = info {
                         return Err(Error::corrupt(
@@ -170,7 +202,10 @@ impl Env {
                     trees.insert(*file_id, self.open_tree(name)?);
                 }
             }
-            inner.txns.restore_prepared(txid, xid, first_lsn, keys, trees)?;
+            // Deltas for a dictionary dropped since have no tree: dropped.
+            let counts =
+                counts.into_iter().filter_map(|(id, d)| Some((trees.get(&id)?.clone(), d))).collect();
+            inner.txns.restore_prepared(txid, xid, first_lsn, keys, trees, counts)?;
             replayed += 1;
         }
         Ok(replayed)

@@ -21,7 +21,16 @@
 //! TxnCommit:       7 | txid varint
 //! TxnAbort:        8 | txid varint | lo varint | hi varint    (savepoints [lo, hi) rolled back; 0..u32::MAX: all)
 //! TxnPrepare:      9 | txid varint | first_lsn varint | xid (varint len + bytes, at most MAX_XID_BYTES)
+//! TxnCommit with counts:  10 | txid varint | counts
+//! TxnPrepare with counts: 11 | txid varint | first_lsn varint | xid | counts
+//!   counts: n varint (at least 1) | n × (file_id varint | COUNTERS u8 | COUNTERS × delta (zigzag varint))
 //! ```
+//!
+//! Counts: the deltas a transaction added to its dictionaries' counters
+//! (`txn/counts.rs`), carried by its commit record (and its prepare record,
+//! for a prepared transaction restored after a crash). Recovery adds a
+//! commit record's deltas to a dictionary iff `lsn >= ckpt_lsn`, as it
+//! replays writes.
 //!
 //! Two-phase commit: `TxnPrepare` (fsynced before `Txn::prepare` returns)
 //! says the transaction's writes so far are its whole work and it awaits a
@@ -53,6 +62,7 @@
 
 use crate::encoding::{put_bytes, put_varint, DecodeResult, Reader};
 use crate::tree::message::{KeyedMsg, MsgBody, MsgKind, Stamp};
+use crate::txn::counts::{Deltas, COUNTERS};
 
 /// The messages of one atomic write.
 pub(crate) type Msgs = Vec<(Box<[u8]>, MsgBody)>;
@@ -65,9 +75,47 @@ pub(crate) enum Record {
     RenameDict { file_id: u64, from: String, to: String },
     CheckpointBegin,
     CheckpointEnd { begin_lsn: u64 },
-    TxnCommit { txid: u64 },
+    TxnCommit { txid: u64, counts: Counts },
     TxnAbort { txid: u64, lo: u32, hi: u32 },
-    TxnPrepare { txid: u64, first_lsn: u64, xid: Vec<u8> },
+    TxnPrepare { txid: u64, first_lsn: u64, xid: Vec<u8>, counts: Counts },
+}
+
+/// A transaction's counter deltas, per dictionary file id.
+pub(crate) type Counts = Vec<(u64, Deltas)>;
+
+fn put_counts(out: &mut Vec<u8>, counts: &Counts) {
+    put_varint(out, counts.len() as u64);
+    for (file_id, d) in counts {
+        put_varint(out, *file_id);
+        out.push(COUNTERS as u8);
+        for &v in d {
+            // Zigzag: small negative deltas stay short.
+            put_varint(out, ((v << 1) ^ (v >> 63)) as u64);
+        }
+    }
+}
+
+fn get_counts(r: &mut Reader, len: usize) -> DecodeResult<Counts> {
+    let n = r.varint()?;
+    // Each takes at least 2 + COUNTERS bytes; none: the record would be kind 7 or 9.
+    if n == 0 || n > (len / (2 + COUNTERS)) as u64 {
+        return Err(format!("record claims {n} counted dictionaries in {len} bytes"));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let file_id = r.varint()?;
+        let k = r.u8()? as usize;
+        if k != COUNTERS {
+            return Err(format!("record has {k} counters per dictionary, not {COUNTERS}"));
+        }
+        let mut d = [0i64; COUNTERS];
+        for v in d.iter_mut() {
+            let z = r.varint()?;
+            *v = ((z >> 1) as i64) ^ -((z & 1) as i64);
+        }
+        out.push((file_id, d));
+    }
+    Ok(out)
 }
 
 /// The longest global transaction id `Txn::prepare` takes (X/Open's XID is
@@ -112,9 +160,12 @@ impl Record {
                 out.push(6);
                 put_varint(&mut out, *begin_lsn);
             }
-            Record::TxnCommit { txid } => {
-                out.push(7);
+            Record::TxnCommit { txid, counts } => {
+                out.push(if counts.is_empty() { 7 } else { 10 });
                 put_varint(&mut out, *txid);
+                if !counts.is_empty() {
+                    put_counts(&mut out, counts);
+                }
             }
             Record::TxnAbort { txid, lo, hi } => {
                 out.push(8);
@@ -122,11 +173,14 @@ impl Record {
                 put_varint(&mut out, *lo as u64);
                 put_varint(&mut out, *hi as u64);
             }
-            Record::TxnPrepare { txid, first_lsn, xid } => {
-                out.push(9);
+            Record::TxnPrepare { txid, first_lsn, xid, counts } => {
+                out.push(if counts.is_empty() { 9 } else { 11 });
                 put_varint(&mut out, *txid);
                 put_varint(&mut out, *first_lsn);
                 put_bytes(&mut out, xid);
+                if !counts.is_empty() {
+                    put_counts(&mut out, counts);
+                }
             }
         }
         out
@@ -172,7 +226,8 @@ impl Record {
             }
             5 => Record::CheckpointBegin,
             6 => Record::CheckpointEnd { begin_lsn: r.varint()? },
-            7 => Record::TxnCommit { txid: r.varint()? },
+            7 => Record::TxnCommit { txid: r.varint()?, counts: Vec::new() },
+            10 => Record::TxnCommit { txid: r.varint()?, counts: get_counts(&mut r, bytes.len())? },
             8 => {
                 let txid = r.varint()?;
                 let (lo, hi) = (r.varint()?, r.varint()?);
@@ -181,13 +236,14 @@ impl Record {
                     _ => return Err(format!("abort record with savepoint range {lo}..{hi}")),
                 }
             }
-            9 => {
+            k @ (9 | 11) => {
                 let (txid, first_lsn) = (r.varint()?, r.varint()?);
                 let xid = r.bytes()?.to_vec();
                 if xid.is_empty() || xid.len() > MAX_XID_BYTES {
                     return Err(format!("prepare record with a {}-byte xid", xid.len()));
                 }
-                Record::TxnPrepare { txid, first_lsn, xid }
+                let counts = if k == 11 { get_counts(&mut r, bytes.len())? } else { Vec::new() };
+                Record::TxnPrepare { txid, first_lsn, xid, counts }
             }
             k => return Err(format!("unknown log record kind {k}")),
         };
@@ -237,9 +293,16 @@ mod tests {
                     },
                 )],
             },
-            Record::TxnCommit { txid: 77 },
+            Record::TxnCommit { txid: 77, counts: Vec::new() },
+            Record::TxnCommit { txid: 77, counts: vec![(3, [1, -1]), (1 << 40, [i64::MIN, i64::MAX])] },
             Record::TxnAbort { txid: 78, lo: 2, hi: 9 },
-            Record::TxnPrepare { txid: 79, first_lsn: 1 << 33, xid: b"gtrid\0bqual".to_vec() },
+            Record::TxnPrepare {
+                txid: 79,
+                first_lsn: 1 << 33,
+                xid: b"gtrid\0bqual".to_vec(),
+                counts: Vec::new(),
+            },
+            Record::TxnPrepare { txid: 79, first_lsn: 5, xid: b"x".to_vec(), counts: vec![(2, [0, -300])] },
         ];
         for rec in recs {
             let bytes = rec.encode();
@@ -252,6 +315,9 @@ mod tests {
             assert!(Record::decode(&longer).is_err());
         }
         assert!(Record::decode(&[99]).is_err());
+        // Counted records name at least one dictionary, each with every counter.
+        assert!(Record::decode(&[10, 1, 0]).is_err());
+        assert!(Record::decode(&[10, 1, 1, 2, 1, 0, 0]).is_err());
         assert!(Record::decode(&[1, 1, 0xff, 0xff, 0xff, 0x0f]).is_err());
     }
 }

@@ -67,6 +67,9 @@ impl Tree {
             ckpt_lsn,
             next_txid: self.ctx.next_txid.load(AtomicOrdering::SeqCst),
             settings: self.settings.clone(),
+            // Under the checkpoint lock held exclusively: the totals of
+            // exactly the commits logged before `ckpt_lsn` (`txn/counts.rs`).
+            counts: self.counts.lock().total(),
         };
         // Spills still waiting to be written are named by this checkpoint's
         // nodes: it writes them before its table (`pending.rs`).

@@ -275,8 +275,14 @@ impl TreeBuilder {
         }
         self.stats.height = height;
         let root = level.first().map_or(NO_ROOT, |&(_, bn)| bn);
-        let meta =
-            Meta { root, max_msn: self.msn, ckpt_lsn: 0, next_txid: 0, settings: self.settings.clone() };
+        let meta = Meta {
+            root,
+            max_msn: self.msn,
+            ckpt_lsn: 0,
+            next_txid: 0,
+            settings: self.settings.clone(),
+            counts: [0; crate::txn::counts::COUNTERS],
+        };
         self.file.begin_checkpoint();
         self.file.finish_checkpoint(&meta.encode())?;
         // The writer thread is joined: this is the file's last handle once

@@ -1,17 +1,20 @@
 //! A dictionary's settings and root, kept in its file header's meta blob.
 //!
 //! ```text
-//! meta_version u8 (3) | root block u64 (u64::MAX: empty tree) | max_msn u64 | ckpt_lsn u64 |
+//! meta_version u8 (4) | root block u64 (u64::MAX: empty tree) | max_msn u64 | ckpt_lsn u64 |
 //! next_txid u64 | node_size_bytes u32 | basement_size_bytes u32 | fanout u32 | codec u8 |
-//! comparator name (varint len + UTF-8; empty: bytewise)
+//! comparator name (varint len + UTF-8; empty: bytewise) |
+//! counters u8 | counters × i64 (the committed totals of `txn/counts.rs` at `ckpt_lsn`)
 //! ```
 //!
-//! Version 2 lacks `next_txid` (read as 0: it predates transactions).
+//! Version 2 lacks `next_txid` (read as 0: it predates transactions);
+//! versions 2 and 3 lack the counters (read as 0: they predate them).
 
 use crate::encoding::{put_bytes, Reader};
 use crate::file::{BlockNum, Codec};
+use crate::txn::counts::{Deltas, COUNTERS};
 
-const META_VERSION: u8 = 3;
+const META_VERSION: u8 = 4;
 pub(crate) const NO_ROOT: BlockNum = u64::MAX;
 
 /// Per-dictionary settings, fixed at creation.
@@ -62,6 +65,8 @@ pub(crate) struct Meta {
     /// Every transaction id in the checkpointed tree is below this.
     pub next_txid: u64,
     pub settings: Settings,
+    /// The dictionary's counters as committed before `ckpt_lsn`.
+    pub counts: Deltas,
 }
 
 impl Meta {
@@ -82,13 +87,17 @@ impl Meta {
         out.extend_from_slice(&u32_of(s.fanout).to_le_bytes());
         out.push(s.codec as u8);
         put_bytes(&mut out, s.comparator.as_deref().unwrap_or("").as_bytes());
+        out.push(COUNTERS as u8);
+        for c in self.counts {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
         out
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<Meta, String> {
         let mut r = Reader::new(bytes);
         let v = r.u8()?;
-        if v != META_VERSION && v != 2 {
+        if !(2..=META_VERSION).contains(&v) {
             return Err(format!("unknown dictionary meta version {v}"));
         }
         let root = r.u64()?;
@@ -107,12 +116,23 @@ impl Meta {
         crate::limits::check_settings(node_size_bytes, basement_size_bytes, fanout)
             .map_err(|e| format!("impossible dictionary settings: {e}"))?;
         let comparator = if cmp.is_empty() { None } else { Some(cmp.to_string()) };
+        let mut counts = [0; COUNTERS];
+        if v >= 4 {
+            let n = r.u8()? as usize;
+            if n != COUNTERS {
+                return Err(format!("the header has {n} counters, not {COUNTERS}"));
+            }
+            for c in counts.iter_mut() {
+                *c = r.u64()? as i64;
+            }
+        }
         Ok(Meta {
             root,
             max_msn,
             ckpt_lsn,
             next_txid,
             settings: Settings { node_size_bytes, basement_size_bytes, fanout, codec, comparator },
+            counts,
         })
     }
 }
@@ -135,6 +155,7 @@ mod tests {
                 codec: Codec::Lz4,
                 comparator: Some("reverse".into()),
             },
+            counts: [7, -3],
         };
         assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
         let bytes = m.encode();

@@ -90,6 +90,7 @@ const LOG_BUFFER_BYTES: usize = 4 << 20;
 /// transaction the manager has just forgotten (its clean-up messages
 /// arrived meanwhile) before it calls the entry damaged.
 const RETRIES: usize = 10_000;
+use crate::txn::counts::{Counts, COUNTERS};
 use buffer::EMPTY_BUFFER_RAW_LEN;
 pub(crate) use gate::Gate;
 use meta::{Meta, Settings, NO_ROOT};
@@ -337,6 +338,10 @@ pub(crate) struct Tree {
     /// drain steps and write-back spills (which try it and skip the tree
     /// while a check holds it). See `check.rs` for why.
     pub(crate) check_lock: RwLock<()>,
+    /// The dictionary's counters (`txn/counts.rs`): changed only by
+    /// commits (under the manager's lock) and recovery, read by
+    /// transactions and by a checkpoint's begin.
+    pub(crate) counts: Mutex<Counts>,
 }
 
 impl Tree {
@@ -358,9 +363,10 @@ impl Tree {
             settings.fanout,
         )
         .map_err(Error::invalid)?;
-        let meta = Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings: settings.clone() };
+        let meta =
+            Meta { root: NO_ROOT, max_msn: 0, ckpt_lsn: 0, next_txid: 0, settings, counts: [0; COUNTERS] };
         let file = BlockFile::create(&*ctx.vfs, path, direct_io, &meta.encode())?;
-        let tree = Tree::new(dict, file_id, 0, file, settings, cmp, ctx);
+        let tree = Tree::new(dict, file_id, file, meta, cmp, ctx);
         tree.make_root()?;
         Ok(tree)
     }
@@ -386,31 +392,33 @@ impl Tree {
             })?,
         };
         ctx.msn.fetch_max(meta.max_msn, AtomicOrdering::SeqCst);
-        let tree = Tree::new(dict, file_id, meta.ckpt_lsn, file, meta.settings, cmp, ctx);
-        if meta.root == NO_ROOT {
+        let root = meta.root;
+        let tree = Tree::new(dict, file_id, file, meta, cmp, ctx);
+        if root == NO_ROOT {
             tree.make_root()?;
         } else {
-            *tree.root.lock() = meta.root;
+            *tree.root.lock() = root;
         }
         Ok(tree)
     }
 
+    /// The tree of `file`, whose header holds `meta` (its root is set by
+    /// the caller).
     fn new(
         dict: DictId,
         file_id: u64,
-        opened_ckpt_lsn: u64,
         file: BlockFile,
-        settings: Settings,
+        meta: Meta,
         cmp: Comparator,
         ctx: Arc<Context>,
     ) -> Arc<Tree> {
         Arc::new_cyclic(|me| Tree {
             dict,
             file_id,
-            opened_ckpt_lsn,
+            opened_ckpt_lsn: meta.ckpt_lsn,
             file,
-            order: KeyOrder { cmp, bytewise: settings.comparator.is_none() },
-            settings,
+            order: KeyOrder { cmp, bytewise: meta.settings.comparator.is_none() },
+            settings: meta.settings,
             cmp,
             root: Mutex::new(NO_ROOT),
             pending: pending::Pending::new(ctx.cache.clone()),
@@ -427,6 +435,7 @@ impl Tree {
             drain_flushed: AtomicBool::new(false),
             ckpt_clones: Mutex::new(Vec::new()),
             check_lock: RwLock::new(()),
+            counts: Mutex::new(Counts::new(meta.counts)),
         })
     }
 

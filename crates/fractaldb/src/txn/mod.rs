@@ -43,6 +43,7 @@
 //! whole dictionary instead, which key lock requests wait out
 //! (`LockManager::try_enter_bulk`).
 
+pub(crate) mod counts;
 pub(crate) mod locktree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -61,6 +62,7 @@ use crate::tree::cursor::{Cursor, CursorView};
 use crate::tree::leafentry::{ReadView, Snapshot, TxnState, TxnStates, ViewMode};
 use crate::tree::message::{KeyedMsg, MsgBody, MsgKind, Stamp};
 use crate::tree::{log_failed, Context, Logging, Tree};
+use counts::{Deltas, COUNTERS};
 use locktree::{LockError, LockKey, LockManager, LockMode};
 
 /// How much of a transaction's reads are protected from other transactions.
@@ -147,6 +149,8 @@ struct MgrState {
     active: BTreeSet<u64>,
     /// The `xmin`s of live snapshots, with counts.
     xmins: BTreeMap<u64, usize>,
+    /// The txids of the transactions with a live snapshot (`counts.rs`).
+    snaps: BTreeSet<u64>,
 }
 
 /// Transaction ids, states, snapshots and locks of one environment.
@@ -204,6 +208,7 @@ impl TxnManager {
         let xmin = snap.as_ref().map_or(u64::MAX, |sn| sn.live.first().copied().unwrap_or(txid).min(txid));
         if xmin != u64::MAX {
             *s.xmins.entry(xmin).or_default() += 1;
+            s.snaps.insert(txid);
         }
         s.active.insert(txid);
         s.txns.insert(txid, Info { state: TxnState::Active, first_lsn: None, xmin, client, started });
@@ -220,10 +225,21 @@ impl TxnManager {
     }
 
     /// Moves `txid` out of the active set (committed or aborted; its
-    /// clean-up follows) and drops its snapshot.
-    fn decide(&self, txid: u64, state: TxnState) {
+    /// clean-up follows) and drops its snapshot; if committed, adds its
+    /// counter deltas `counts` to their dictionaries, under the same lock,
+    /// so a snapshot sees them exactly when it sees the transaction
+    /// (`counts.rs`).
+    fn decide(&self, txid: u64, state: TxnState, counts: &[(Arc<Tree>, Deltas)]) {
         let mut s = self.state.lock();
         Self::leave_active(&mut s, txid, Some(state));
+        if state == TxnState::Committed && !counts.is_empty() {
+            // Every snapshot begun from here on has a txid at least `f`.
+            let f = self.ctx.next_txid.load(Ordering::SeqCst);
+            let snaps = s.snaps.first().copied().zip(s.snaps.last().copied());
+            for (tree, d) in counts {
+                tree.counts.lock().commit(f, d, snaps);
+            }
+        }
         self.update_horizon(&s);
     }
 
@@ -236,6 +252,9 @@ impl TxnManager {
             i.state = state;
         }
         let xmin = std::mem::replace(&mut i.xmin, u64::MAX);
+        if xmin != u64::MAX {
+            s.snaps.remove(&txid);
+        }
         if let Some(c) = s.xmins.get_mut(&xmin) {
             *c -= 1;
             if *c == 0 {
@@ -340,6 +359,7 @@ impl TxnManager {
         first_lsn: u64,
         keys: Vec<UndoKey>,
         trees: HashMap<u64, Arc<Tree>>,
+        counts: Vec<(Arc<Tree>, Deltas)>,
     ) -> Result<()> {
         {
             let mut s = self.state.lock();
@@ -366,6 +386,11 @@ impl TxnManager {
         let mut work = Work::new();
         work.prepared = true;
         work.detached = true;
+        for (tree, d) in counts {
+            for (idx, v) in d.into_iter().enumerate() {
+                work.counts.push((tree.clone(), idx, v));
+            }
+        }
         for (entry_id, key) in keys {
             let file_id = entry_id & !UNDO_RANGE;
             // A dictionary dropped since has no tree here: nothing to lock
@@ -642,8 +667,12 @@ impl Undo {
 /// A transaction's own state, behind its mutex.
 struct Work {
     undo: Undo,
-    /// Open savepoints: (id, undo length when opened, serial).
-    savepoints: Vec<(u32, u64, u64)>,
+    /// Open savepoints: (id, undo length when opened, serial, `counts`
+    /// length when opened).
+    savepoints: Vec<(u32, u64, u64, usize)>,
+    /// Counter deltas added (`Txn::add_count`): (tree, counter, delta),
+    /// in order, so a roll-back to a savepoint truncates them.
+    counts: Vec<(Arc<Tree>, usize, i64)>,
     next_sp: u32,
     next_serial: u64,
     /// Trees written, by file id.
@@ -666,6 +695,7 @@ impl Work {
         Work {
             undo: Undo { mem: Vec::new(), mem_bytes: 0, spilled: 0, file: None },
             savepoints: Vec::new(),
+            counts: Vec::new(),
             next_sp: 1,
             next_serial: 1,
             trees: HashMap::new(),
@@ -819,9 +849,12 @@ impl Txn {
         // nothing: the prepare record itself must survive checkpoints.
         m.note_first_write(self.id());
         let first_lsn = m.state.lock().txns.get(&self.id()).and_then(|i| i.first_lsn).unwrap_or(0);
+        let counts = Self::counts_by_dict(&st).into_iter().map(|(t, d)| (t.file_id, d)).collect();
         let logged = match m.ctx.log.get() {
             Some(log) => log
-                .append(&Record::TxnPrepare { txid: self.id(), first_lsn, xid: xid.to_vec() }.encode())
+                .append(
+                    &Record::TxnPrepare { txid: self.id(), first_lsn, xid: xid.to_vec(), counts }.encode(),
+                )
                 .and_then(|lsn| log.sync_to(lsn))
                 .map_err(log_failed),
             None => Ok(()),
@@ -1129,6 +1162,79 @@ impl Txn {
         self.write(d, key, MsgKind::Update, fn_id, arg)
     }
 
+    /// Adds `delta` to counter `counter` (below [`crate::COUNTERS`]) of
+    /// `d`, as part of this transaction: other transactions see it once
+    /// it commits (snapshots as they see its writes), a roll-back to a
+    /// savepoint opened before drops it, and it is durable with the commit.
+    /// No tree is written and no lock taken: counters commute, so
+    /// concurrent transactions never conflict on them. See `counts.rs`.
+    pub fn add_count(&self, d: &crate::Dictionary, counter: usize, delta: i64) -> Result<()> {
+        if counter >= COUNTERS {
+            return Err(Error::invalid(format!("counter {counter}: a dictionary has {COUNTERS}")));
+        }
+        if !Arc::ptr_eq(&d.tree.ctx, &self.shared.mgr.ctx) {
+            return Err(Error::invalid("the dictionary belongs to another environment"));
+        }
+        let mut st = self.st.lock();
+        Self::check_writable(&st)?;
+        d.tree.check_writable()?;
+        if delta == 0 {
+            return Ok(());
+        }
+        // Folded into the newest entry for the same counter unless a
+        // savepoint lies between them (a roll-back must find its mark).
+        let mark = st.savepoints.last().map_or(0, |s| s.3);
+        let len = st.counts.len();
+        match st.counts.last_mut() {
+            Some((t, c, v)) if len > mark && Arc::ptr_eq(t, &d.tree) && *c == counter => {
+                *v = v.wrapping_add(delta);
+            }
+            _ => st.counts.push((d.tree.clone(), counter, delta)),
+        }
+        Ok(())
+    }
+
+    /// Counter `counter` of `d` as this transaction sees it: what its
+    /// snapshot sees committed (repeatable read; other levels: everything
+    /// committed) plus its own deltas.
+    pub fn count(&self, d: &crate::Dictionary, counter: usize) -> Result<i64> {
+        if counter >= COUNTERS {
+            return Err(Error::invalid(format!("counter {counter}: a dictionary has {COUNTERS}")));
+        }
+        let st = self.st.lock();
+        Self::check_live(&st)?;
+        d.tree.check_readable()?;
+        let own = st
+            .counts
+            .iter()
+            .filter(|(t, c, _)| Arc::ptr_eq(t, &d.tree) && *c == counter)
+            .fold(0i64, |a, (_, _, v)| a.wrapping_add(*v));
+        let snap = match self.view_mode() {
+            ViewMode::Snapshot(s) => Some(s.txid),
+            ViewMode::Latest | ViewMode::Uncommitted => None,
+        };
+        Ok(d.tree.counts.lock().seen_by(snap)[counter].wrapping_add(own))
+    }
+
+    /// The transaction's counter deltas summed per dictionary (none all
+    /// zero), by file id: what its commit or prepare record carries.
+    fn counts_by_dict(st: &Work) -> Vec<(Arc<Tree>, Deltas)> {
+        let mut out: Vec<(Arc<Tree>, Deltas)> = Vec::new();
+        for (t, c, v) in &st.counts {
+            match out.iter_mut().find(|(o, _)| Arc::ptr_eq(o, t)) {
+                Some((_, d)) => d[*c] = d[*c].wrapping_add(*v),
+                None => {
+                    let mut d = [0; COUNTERS];
+                    d[*c] = *v;
+                    out.push((t.clone(), d));
+                }
+            }
+        }
+        out.retain(|(_, d)| d.iter().any(|&v| v != 0));
+        out.sort_by_key(|(t, _)| t.file_id);
+        out
+    }
+
     /// Opens a savepoint: [`Txn::rollback_to`] undoes what was written after it.
     pub fn savepoint(&self) -> Result<Savepoint> {
         let mut st = self.st.lock();
@@ -1138,7 +1244,8 @@ impl Txn {
         let serial = st.next_serial;
         st.next_serial += 1;
         let pos = st.undo.len();
-        st.savepoints.push((id, pos, serial));
+        let counted = st.counts.len();
+        st.savepoints.push((id, pos, serial, counted));
         Ok(Savepoint { owner: self.shared.instance, txid: self.id(), depth: st.savepoints.len() - 1, serial })
     }
 
@@ -1175,7 +1282,7 @@ impl Txn {
         let mut st = self.st.lock();
         Self::check_writable(&st)?;
         let i = self.find(&st, sp)?;
-        let (lo, pos, serial) = st.savepoints[i];
+        let (lo, pos, serial, counted) = st.savepoints[i];
         let hi = st.next_sp;
         if st.undo.len() > pos {
             // A failed log refuses the record: nothing has changed then.
@@ -1190,10 +1297,12 @@ impl Txn {
             }
         }
         st.savepoints.truncate(i);
+        // Counts live only in this `Txn` until the commit record: no record.
+        st.counts.truncate(counted);
         // A fresh id: a replay of this rollback must not touch later writes.
         let id = st.next_sp;
         st.next_sp += 1;
-        st.savepoints.push((id, pos, serial));
+        st.savepoints.push((id, pos, serial, counted));
         Ok(())
     }
 
@@ -1303,11 +1412,17 @@ impl Txn {
         let txid = self.id();
         let mut outcome = Ok(());
         let (mut state, mut lsn) = (TxnState::Aborted, None);
+        let counts = if commit { Self::counts_by_dict(st) } else { Vec::new() };
         // A prepared transaction logs its end even if it wrote nothing:
         // else recovery would restore it prepared from its prepare record.
-        if st.undo.len() > 0 || st.prepared {
+        if st.undo.len() > 0 || st.prepared || !counts.is_empty() {
+            // With counts: the record's append and their addition (in
+            // `decide`) on one side of any checkpoint's begin, which
+            // records the totals with the begin's LSN (`counts.rs`).
+            // Released before the clean-up, whose tree writes take it again.
+            let ckpt = (!counts.is_empty()).then(|| m.ctx.checkpoint_lock.read());
             let rec = if commit {
-                Record::TxnCommit { txid }
+                Record::TxnCommit { txid, counts: counts.iter().map(|(t, d)| (t.file_id, *d)).collect() }
             } else {
                 Record::TxnAbort { txid, lo: 0, hi: u32::MAX }
             };
@@ -1333,7 +1448,8 @@ impl Txn {
                     Err(e) if commit => outcome = Err(e),
                     Err(_) => {}
                 }
-                m.decide(txid, state);
+                m.decide(txid, state, &counts);
+                drop(ckpt);
                 let body = match state {
                     TxnState::Committed => MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])),
                     _ => MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX)),
