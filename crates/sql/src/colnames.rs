@@ -261,10 +261,32 @@ fn item_name(m: &SourceMap, e: &Expr, a: usize, b: usize) -> Option<String> {
         _ => {
             let start = leading_comment(m, a).unwrap_or(m.toks[a].start);
             let end = m.toks[b - 1].end.max(start);
-            strip_version_markers(&String::from_utf8_lossy(&m.s[start..end]))
+            strip_version_markers(&String::from_utf8_lossy(&unnumbered(m, a, b, start, end)))
         }
     };
     Some(cut(name.trim_start()))
+}
+
+/// The bytes `start..end` of the statement (tokens `a..b`) with each
+/// prepared statement's placeholder `?N` (`lex::number_placeholders`)
+/// written back as the client wrote it, `?`: `SELECT ? + ?` names its
+/// column `? + ?`, as MariaDB does.
+fn unnumbered(m: &SourceMap, a: usize, b: usize, start: usize, end: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(end - start);
+    let mut at = start;
+    for i in a..b.saturating_sub(1) {
+        let n = &m.toks[i + 1];
+        if m.punct(i) == Some(b'?')
+            && !n.gap
+            && n.k == K::Word
+            && m.s[n.start..n.end].iter().all(u8::is_ascii_digit)
+        {
+            out.extend_from_slice(&m.s[at..n.start]);
+            at = n.end;
+        }
+    }
+    out.extend_from_slice(&m.s[at..end]);
+    out
 }
 
 /// The name of a literal wrapped in any parentheses and unary pluses.

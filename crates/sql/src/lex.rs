@@ -527,6 +527,25 @@ pub enum Special {
     FastInsert(crate::fastinsert::FastInsert),
     /// `XA START|BEGIN|END|PREPARE|COMMIT|ROLLBACK|RECOVER` (`xa.rs`).
     Xa(crate::xa::XaStmt),
+    /// `PREPARE name FROM expr` (a string literal, a user variable or any
+    /// expression, as MariaDB takes): SQL-level prepared statements
+    /// (`sqlprepare.rs`).
+    Prepare {
+        name: String,
+        text: Expr,
+    },
+    /// `EXECUTE name [USING expr, ...]`
+    Execute {
+        name: String,
+        using: Vec<Expr>,
+    },
+    /// `EXECUTE IMMEDIATE expr [USING expr, ...]`
+    ExecuteImmediate {
+        text: Expr,
+        using: Vec<Expr>,
+    },
+    /// `{DEALLOCATE | DROP} PREPARE name`
+    Deallocate(String),
     /// A statement this server knows and refuses (error 1235 with this
     /// name): "LOAD XML", "partitioning",
     /// "CREATE TRIGGER", "CREATE PROCEDURE", "CREATE FUNCTION",
@@ -1510,6 +1529,14 @@ pub fn parse_general(stmt: &[u8]) -> SqlResult<Parsed> {
             return parse_load_data(&mut c).map(|l| Parsed::Special(Special::LoadData(Box::new(l))));
         }
         "DO" => return parse_do(stmt, &toks),
+        "PREPARE" => return parse_prepare(&mut c),
+        "EXECUTE" => return parse_execute(&mut c),
+        "DEALLOCATE" | "DROP" if c.is_kw_at(1, "PREPARE") => {
+            c.i = 2;
+            let name = c.ident()?;
+            c.expect_end()?;
+            return Ok(Parsed::Special(Special::Deallocate(name)));
+        }
         // MariaDB's grammar knows BACKUP only before STAGE and LOCK: its
         // error quotes what follows the word (MySQL 5's BACKUP TABLE).
         "BACKUP" if !(c.is_kw_at(1, "STAGE") || c.is_kw_at(1, "LOCK")) => {
@@ -1718,13 +1745,67 @@ fn parse_xa(c: &mut Cur) -> SqlResult<crate::xa::XaStmt> {
 }
 
 fn parse_do(stmt: &[u8], toks: &[Tok]) -> SqlResult<Parsed> {
-    if toks.len() < 2 {
-        return Err(syntax_at(stmt, stmt.len()));
+    Ok(Parsed::Special(Special::Do(parse_expr_list(stmt, &toks[1..])?)))
+}
+
+/// `PREPARE name FROM expr`
+fn parse_prepare(c: &mut Cur) -> SqlResult<Parsed> {
+    c.i = 1;
+    let name = c.ident()?;
+    if !c.kw("FROM") {
+        return Err(c.err());
     }
-    let mut t = vec![Tok::raw("SELECT", toks[1].start)];
-    t.extend_from_slice(&toks[1..]);
+    let mut text = parse_expr_list(c.s, &c.t[c.i..])?;
+    if text.len() != 1 {
+        return Err(c.err());
+    }
+    Ok(Parsed::Special(Special::Prepare { name, text: text.remove(0) }))
+}
+
+/// `EXECUTE name [USING expr, ...]` or `EXECUTE IMMEDIATE expr [USING expr, ...]`
+fn parse_execute(c: &mut Cur) -> SqlResult<Parsed> {
+    c.i = 1;
+    let immediate = c.is_kw_at(1, "IMMEDIATE") && c.t.len() > 2;
+    // USING at parenthesis depth 0 ends the statement's text or name.
+    let mut depth = 0i32;
+    let mut using = None;
+    for i in c.i..c.t.len() {
+        if c.punct_at(i, b'(') {
+            depth += 1;
+        } else if c.punct_at(i, b')') {
+            depth -= 1;
+        } else if depth == 0 && c.is_kw_at(i, "USING") {
+            using = Some(i);
+            break;
+        }
+    }
+    let end = using.unwrap_or(c.t.len());
+    let params = match using {
+        Some(u) => parse_expr_list(c.s, &c.t[u + 1..])?,
+        None => Vec::new(),
+    };
+    if immediate {
+        let mut text = parse_expr_list(c.s, &c.t[2..end])?;
+        if text.len() != 1 {
+            return Err(syntax_at(c.s, c.t[2].start));
+        }
+        return Ok(Parsed::Special(Special::ExecuteImmediate { text: text.remove(0), using: params }));
+    }
+    let name = c.ident()?;
+    if c.i != end {
+        return Err(c.err());
+    }
+    Ok(Parsed::Special(Special::Execute { name, using: params }))
+}
+
+/// A comma-separated list of expressions (as after SELECT or DO), parsed
+/// by sqlparser; none is a syntax error at the statement's end.
+fn parse_expr_list(stmt: &[u8], toks: &[Tok]) -> SqlResult<Vec<Expr>> {
+    let Some(first) = toks.first() else { return Err(syntax_at(stmt, stmt.len())) };
+    let mut t = vec![Tok::raw("SELECT", first.start)];
+    t.extend_from_slice(toks);
     let mut v = sqlparse(stmt, &t)?;
-    let bad = || syntax_at(stmt, toks[1].start);
+    let bad = || syntax_at(stmt, first.start);
     if v.len() != 1 {
         return Err(bad());
     }
@@ -1743,7 +1824,7 @@ fn parse_do(stmt: &[u8], toks: &[Tok]) -> SqlResult<Parsed> {
             _ => return Err(bad()),
         }
     }
-    Ok(Parsed::Special(Special::Do(exprs)))
+    Ok(exprs)
 }
 
 /// `LOCK TABLE[S] tbl [[AS] alias] READ [LOCAL] | [LOW_PRIORITY] WRITE, ...`

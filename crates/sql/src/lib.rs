@@ -71,6 +71,7 @@ mod seqengine;
 mod session;
 mod show;
 mod sort;
+mod sqlprepare;
 pub mod sysvars;
 mod table;
 pub mod temporal;

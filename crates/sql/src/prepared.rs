@@ -38,6 +38,20 @@ thread_local! {
 pub(crate) fn prepare(sql: &[u8]) -> SqlResult<PreparedStatement> {
     let (text, params) = crate::lex::number_placeholders(sql)?;
     let parsed = crate::lex::parse(&text)?;
+    use crate::lex::{Parsed, Special};
+    if let Parsed::Special(
+        Special::Prepare { .. }
+        | Special::Execute { .. }
+        | Special::ExecuteImmediate { .. }
+        | Special::Deallocate(_),
+    ) = parsed
+    {
+        return Err(SqlError::new(
+            1295,
+            "HY000",
+            "This command is not supported in the prepared statement protocol yet",
+        ));
+    }
     Ok(PreparedStatement { parsed, text: String::from_utf8_lossy(sql).trim().to_string(), params })
 }
 

@@ -104,6 +104,8 @@ pub struct Session {
     pub(crate) lex: crate::lex::LexMode,
     pub(crate) time_zone: String,
     pub(crate) user_vars: HashMap<String, Value>,
+    /// SQL-level prepared statements by lower-cased name (`sqlprepare.rs`).
+    pub(crate) sql_prepared: HashMap<String, crate::prepared::PreparedStatement>,
     pub(crate) vars: HashMap<String, Value>,
     pub(crate) last_insert_id: u64,
     pub(crate) conn_id: u64,
@@ -225,6 +227,7 @@ impl Session {
             lex: crate::lex::LexMode::of_sql_mode(DEFAULT_SQL_MODE),
             time_zone: "SYSTEM".into(),
             user_vars: HashMap::new(),
+            sql_prepared: HashMap::new(),
             vars: HashMap::new(),
             last_insert_id: 0,
             conn_id,
@@ -336,6 +339,7 @@ impl Session {
             lex: self.lex,
             time_zone: self.time_zone.clone(),
             user_vars: self.user_vars.clone(),
+            sql_prepared: HashMap::new(),
             vars: self.vars.clone(),
             last_insert_id: self.last_insert_id,
             conn_id: self.conn_id,
@@ -451,6 +455,18 @@ impl Session {
         self.proc_end();
         self.release_mdl_if_done();
         r
+    }
+
+    /// Runs `p` with `params` inside the statement running now (an SQL
+    /// EXECUTE: its processlist entry, counters and metadata locks are the
+    /// EXECUTE's).
+    pub(crate) fn run_prepared_inline(
+        &mut self,
+        p: &crate::prepared::PreparedStatement,
+        params: &[Value],
+    ) -> SqlResult<Outcome> {
+        let _params = crate::prepared::bind_params(params);
+        self.run_parsed(&p.parsed)
     }
 
     /// The columns a prepared statement's rows will have, without running
@@ -657,6 +673,7 @@ impl Session {
         self.globals = self.inner.globals.snapshot();
         self.apply_globals();
         self.user_vars.clear();
+        self.sql_prepared.clear();
         self.vars.clear();
         self.last_insert_id = 0;
         self.killed.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -902,6 +919,12 @@ impl Session {
                 Ok(Outcome::done(0))
             }
             Special::Xa(x) => crate::xa::execute(self, x),
+            Special::Prepare { name, text } => crate::sqlprepare::prepare(self, &name, &text),
+            Special::Execute { name, using } => crate::sqlprepare::execute(self, &name, &using),
+            Special::ExecuteImmediate { text, using } => {
+                crate::sqlprepare::execute_immediate(self, &text, &using)
+            }
+            Special::Deallocate(name) => crate::sqlprepare::deallocate(self, &name),
             Special::Unsupported(what) => Err(SqlError::unsupported(what)),
         }
     }
