@@ -188,10 +188,12 @@ impl Inner {
 pub(super) const CHECKPOINT_LOG_CACHE_MULTIPLE: u64 = 16;
 
 /// ... and at most this many. Recovery replays up to 1.5 times this (what
-/// is written while the next, paced, checkpoint runs comes on top): 96 MiB
-/// at the 13-15 MiB/s of replay measured in docs/benchmarks-durability.md
-/// section 3 is about 7 s, within the 10 s a restart may take.
-pub(super) const CHECKPOINT_LOG_MAX_BYTES: u64 = 64 << 20;
+/// is written while the next, paced, checkpoint runs comes on top): 192
+/// MiB at the 47-75 MiB/s of replay measured on a quiet machine
+/// (docs/benchmarks-durability.md sections 5 and 7) is 2.5-4 s, within
+/// the 10 s a restart may take. Lower, checkpoints run back to back under
+/// a fast load, each rewriting the dirty nodes of its moment (section 7).
+pub(super) const CHECKPOINT_LOG_MAX_BYTES: u64 = 128 << 20;
 
 /// A checkpoint starts a new log file before its begin record when the
 /// current one holds more than this (`Log::roll`), so the records it makes

@@ -62,7 +62,7 @@ pub struct EnvOptions {
     /// for recovery to replay (a restart replays at most about 1.5 times
     /// this). Each such checkpoint writes the dirty part of the cache, at
     /// most `cache_size_bytes`. `None` (the default): 16 times the cache,
-    /// at most 64 MiB (`resolved_checkpoint_log_bytes`). `Some(0)`: by
+    /// at most 128 MiB (`resolved_checkpoint_log_bytes`). `Some(0)`: by
     /// time alone. Needs `checkpoint_period` (the same thread runs both).
     pub checkpoint_log_bytes: Option<u64>,
     /// A log file is closed and a new one started once it passes this size.

@@ -78,6 +78,11 @@ pub struct CommonArgs {
     /// Tiny sizes and durations: the whole measurement in a few seconds (for tests).
     #[arg(long)]
     pub smoke: bool,
+
+    /// Log bytes since the last checkpoint that start the next one early
+    /// (EnvOptions::checkpoint_log_bytes), e.g. 128MiB [default: the engine's].
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub checkpoint_log: Option<u64>,
 }
 
 /// Which part of a measurement a child process performs.
@@ -129,6 +134,9 @@ pub struct DurabilityChildArgs {
     pub commit_sync: bool,
     #[arg(long)]
     pub checkpoint_period_ms: u64,
+    /// EnvOptions::checkpoint_log_bytes; 0: the engine's default.
+    #[arg(long, default_value_t = 0)]
+    pub checkpoint_log_bytes: u64,
     /// Raw row bytes to load before the tail (recovery-load).
     #[arg(long)]
     pub load_bytes: u64,
@@ -152,6 +160,7 @@ impl DurabilityChildArgs {
             batch_rows: 0,
             commit_sync: true,
             checkpoint_period_ms: 0,
+            checkpoint_log_bytes: common.checkpoint_log.unwrap_or(0),
             load_bytes: 0,
             verify_rows: 0,
         }
@@ -171,6 +180,7 @@ impl DurabilityChildArgs {
             format!("--batch-rows={}", self.batch_rows),
             format!("--commit-sync={}", self.commit_sync),
             format!("--checkpoint-period-ms={}", self.checkpoint_period_ms),
+            format!("--checkpoint-log-bytes={}", self.checkpoint_log_bytes),
             format!("--load-bytes={}", self.load_bytes),
             format!("--verify-rows={}", self.verify_rows),
         ]
@@ -187,6 +197,9 @@ impl DurabilityChildArgs {
         options.commit_sync = self.commit_sync;
         options.checkpoint_period =
             (self.checkpoint_period_ms > 0).then(|| Duration::from_millis(self.checkpoint_period_ms));
+        if self.checkpoint_log_bytes > 0 {
+            options.checkpoint_log_bytes = Some(self.checkpoint_log_bytes);
+        }
         Ok(options)
     }
 
@@ -617,6 +630,7 @@ mod tests {
             direct_io: false,
             seed: 3,
             smoke: false,
+            checkpoint_log: Some(10 << 20),
         };
         let mut child =
             DurabilityChildArgs::new(Job::RecoveryOpen, EngineKind::Fractaldb, "/a b".into(), &common);
