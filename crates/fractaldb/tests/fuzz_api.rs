@@ -7,6 +7,9 @@
 //! - Use after close/drop/commit/abort: handles of dropped dictionaries and
 //!   of closed environments, cursors and ranges of ended transactions,
 //!   savepoints of other (ended) transactions.
+//! - Counters (`Txn::add_count`, `Txn::count`): counter numbers past the
+//!   last, extreme deltas, savepoints, commits, aborts and crashes, each
+//!   dictionary's counters checked against the model at every reopen.
 //! - Invalid `DictOptions`, update ids never registered, reopen with missing
 //!   update functions or comparators, after a clean close or a power
 //!   failure (`SimVfs`), `EnvOptions` extremes.
@@ -100,6 +103,8 @@ struct DictModel {
     name: String,
     reversed: bool,
     data: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// The committed counters (`Txn::add_count`).
+    counts: [i64; fractaldb::COUNTERS],
 }
 
 impl DictModel {
@@ -134,6 +139,8 @@ enum Change {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     Update(Vec<u8>, u8, Vec<u8>),
+    /// `Txn::add_count(counter, delta)`: changes no key.
+    Count(usize, i64),
 }
 
 impl Change {
@@ -153,12 +160,14 @@ impl Change {
                     m.remove(k);
                 }
             },
+            Change::Count(..) => {}
         }
     }
     fn size(&self) -> usize {
         match self {
             Change::Put(k, v) | Change::Update(k, _, v) => k.len() + v.len(),
             Change::Delete(k) => k.len(),
+            Change::Count(..) => 0,
         }
     }
 }
@@ -478,6 +487,28 @@ impl Fuzz {
             }
             Err(e) => self.fail(format!("{why}: reverse scan failed"), format!("reverse scan failed: {e}")),
         }
+        let t = match self.env().begin(Isolation::ReadCommitted) {
+            Ok(t) => t,
+            Err(e) => return self.unexpected("begin", &e),
+        };
+        for i in 0..fractaldb::COUNTERS {
+            match t.count(d, i) {
+                Ok(v) if v == m.counts[i] => {}
+                Ok(v) => {
+                    self.fail(
+                        format!("{why}: a counter differs from the model"),
+                        format!("{:?} counter {i}: {v}, model {}", m.name, m.counts[i]),
+                    );
+                    if let Some(mm) = self.dicts.get_mut(&id) {
+                        mm.counts[i] = v;
+                    }
+                }
+                Err(e) => self.fail(format!("{why}: count failed with {}", kind_of(&e)), format!("{e}")),
+            }
+        }
+        if let Err(e) = t.commit() {
+            self.unexpected("commit of a reader", &e);
+        }
     }
 
     /// The model takes the dictionary's contents (after a reported
@@ -599,6 +630,7 @@ impl Fuzz {
                 Change::Put(k, v) => d.put(k, v),
                 Change::Delete(k) => d.delete(k),
                 Change::Update(k, f, a) => d.update(k, *f, a),
+                Change::Count(..) => unreachable!("autocommit writes make no counts"),
             }
         } else {
             let mut b = WriteBatch::new();
@@ -607,6 +639,7 @@ impl Fuzz {
                     Change::Put(k, v) => b.put(k, v),
                     Change::Delete(k) => b.delete(k),
                     Change::Update(k, f, a) => b.update(k, *f, a),
+                    Change::Count(..) => unreachable!("autocommit writes make no counts"),
                 }
             }
             if unregistered {
@@ -631,6 +664,7 @@ impl Fuzz {
                     for c in &changes {
                         let k = match c {
                             Change::Put(k, _) | Change::Delete(k) | Change::Update(k, _, _) => k.clone(),
+                            Change::Count(..) => continue,
                         };
                         let want = self.dicts[&id].data.get(&k).cloned();
                         match self.handles[h].d.get(&k) {
@@ -911,7 +945,7 @@ impl Fuzz {
                 }
                 let id = self.next_id;
                 self.next_id += 1;
-                self.dicts.insert(id, DictModel { name, reversed, data: BTreeMap::new() });
+                self.dicts.insert(id, DictModel { name, reversed, data: BTreeMap::new(), counts: [0; 2] });
                 self.handles.push(Handle { id, gen: self.gen, d });
             }
             Err(e) => {
@@ -1063,7 +1097,7 @@ impl Fuzz {
         }
         let Some(h) = self.live_handle() else { return };
         let id = self.handles[h].id;
-        let r = self.rng.gen_range(0..100);
+        let r = self.rng.gen_range(0..110);
         match r {
             0..=39 => {
                 let k = self.key();
@@ -1079,6 +1113,7 @@ impl Fuzz {
                     Change::Put(k, v) => t.txn.put(d, k, v),
                     Change::Delete(k) => t.txn.delete(d, k),
                     Change::Update(k, f, a) => t.txn.update(d, k, *f, a),
+                    Change::Count(..) => unreachable!("not made here"),
                 };
                 match r {
                     Ok(()) => self.txn.as_mut().unwrap().changes.push((id, c)),
@@ -1230,10 +1265,61 @@ impl Fuzz {
                 }
             }
             91..=96 => self.end_txn(true),
-            _ => {
+            97..=99 => {
                 let commit = self.rng.gen_bool(0.2);
                 self.end_txn(commit)
             }
+            _ => self.count_op(h, id),
+        }
+    }
+
+    /// `Txn::add_count` with any counter number (one past the last is
+    /// refused) and any delta (sums wrap), or `Txn::count` against the
+    /// model: the committed counters (no other transaction runs meanwhile)
+    /// plus this transaction's own deltas since its savepoints.
+    fn count_op(&mut self, h: usize, id: u64) {
+        let counter = self.rng.gen_range(0..=fractaldb::COUNTERS);
+        let t = self.txn.as_ref().unwrap();
+        let d = &self.handles[h].d;
+        if self.rng.gen_bool(0.6) {
+            let delta = match self.rng.gen_range(0..4) {
+                0 => i64::MAX,
+                1 => i64::MIN,
+                _ => self.rng.gen_range(-5..=5),
+            };
+            match t.txn.add_count(d, counter, delta) {
+                Ok(()) if counter >= fractaldb::COUNTERS => self
+                    .fail("add_count of a counter past the last was accepted", format!("counter {counter}")),
+                Ok(()) => self.txn.as_mut().unwrap().changes.push((id, Change::Count(counter, delta))),
+                Err(e) if counter >= fractaldb::COUNTERS => {
+                    self.refused("add_count past the last counter", &e)
+                }
+                Err(e) => self.unexpected("add_count", &e),
+            }
+            return;
+        }
+        let lost = t.lost;
+        let r = t.txn.count(d, counter);
+        if counter >= fractaldb::COUNTERS {
+            match r {
+                Ok(_) => {
+                    self.fail("count of a counter past the last was accepted", format!("counter {counter}"))
+                }
+                Err(e) => self.refused("count past the last counter", &e),
+            }
+            return;
+        }
+        let own = t.changes.iter().fold(0i64, |a, (i, c)| match c {
+            Change::Count(n, v) if *i == id && *n == counter => a.wrapping_add(*v),
+            _ => a,
+        });
+        let want = self.dicts[&id].counts[counter].wrapping_add(own);
+        match r {
+            Ok(got) if got == want || lost => {}
+            Ok(got) => {
+                self.fail("a transaction's count differs from the model", format!("got {got}, model {want}"))
+            }
+            Err(e) => self.unexpected("count", &e),
         }
     }
 
@@ -1269,6 +1355,9 @@ impl Fuzz {
                 for (id, c) in &t.changes {
                     if let Some(m) = self.dicts.get_mut(id) {
                         c.apply(&mut m.data);
+                        if let Change::Count(i, d) = c {
+                            m.counts[*i] = m.counts[*i].wrapping_add(*d);
+                        }
                     }
                 }
             }
@@ -1610,7 +1699,10 @@ fn run(seed: u64, ops: usize) -> Option<String> {
             .unwrap();
         let id = f.next_id;
         f.next_id += 1;
-        f.dicts.insert(id, DictModel { name: name.into(), reversed: false, data: BTreeMap::new() });
+        f.dicts.insert(
+            id,
+            DictModel { name: name.into(), reversed: false, data: BTreeMap::new(), counts: [0; 2] },
+        );
         f.handles.push(Handle { id, gen: 0, d });
     }
     while f.op < ops {
