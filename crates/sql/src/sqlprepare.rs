@@ -17,9 +17,19 @@
 //!
 //! A session's statements go away with it (and with COM_RESET_CONNECTION
 //! or COM_CHANGE_USER, as its user variables do).
+//!
+//! Counters, as MariaDB 10.11 keeps them: each statement counts under its
+//! own `Com_prepare_sql` / `Com_execute_sql` / `Com_execute_immediate` /
+//! `Com_dealloc_sql` whatever its outcome (`sysvars::stat_of`); besides,
+//! every PREPARE and EXECUTE IMMEDIATE counts `Com_stmt_prepare` (failed
+//! ones too), every execution that binds its parameters
+//! `Com_stmt_execute`, and every statement let go of (DEALLOCATE, one
+//! replaced by a PREPARE of its name, the end of an EXECUTE IMMEDIATE
+//! that prepared) `Com_stmt_close`.
 
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Outcome, Session};
+use crate::sysvars::Stat;
 use crate::value::Value;
 use sqlparser::ast::Expr;
 
@@ -29,7 +39,10 @@ pub const MAX_PREPARED: usize = 16382;
 /// `PREPARE name FROM text`.
 pub(crate) fn prepare(s: &mut Session, name: &str, text: &Expr) -> SqlResult<Outcome> {
     let key = name.to_ascii_lowercase();
-    s.sql_prepared.remove(&key);
+    s.count(Stat::ComStmtPrepare, 1);
+    if s.sql_prepared.remove(&key).is_some() {
+        s.count(Stat::ComStmtClose, 1);
+    }
     let sql = statement_text(s, text)?;
     let p = s.prepare(&sql)?;
     if s.sql_prepared.len() >= MAX_PREPARED {
@@ -54,15 +67,21 @@ pub(crate) fn execute(s: &mut Session, name: &str, using: &[Expr]) -> SqlResult<
 
 /// `EXECUTE IMMEDIATE text USING ...`
 pub(crate) fn execute_immediate(s: &mut Session, text: &Expr, using: &[Expr]) -> SqlResult<Outcome> {
+    s.count(Stat::ComStmtPrepare, 1);
     let sql = statement_text(s, text)?;
     let p = s.prepare(&sql)?;
-    run(s, &p, using)
+    let r = run(s, &p, using);
+    s.count(Stat::ComStmtClose, 1);
+    r
 }
 
 /// `DEALLOCATE PREPARE name`
 pub(crate) fn deallocate(s: &mut Session, name: &str) -> SqlResult<Outcome> {
     match s.sql_prepared.remove(&name.to_ascii_lowercase()) {
-        Some(_) => Ok(Outcome::done(0)),
+        Some(_) => {
+            s.count(Stat::ComStmtClose, 1);
+            Ok(Outcome::done(0))
+        }
         None => Err(unknown(name, "DEALLOCATE PREPARE")),
     }
 }
@@ -74,6 +93,7 @@ fn run(s: &mut Session, p: &crate::prepared::PreparedStatement, using: &[Expr]) 
     if values.len() != p.param_count() {
         return Err(SqlError::new(1210, "HY000", "Incorrect arguments to EXECUTE"));
     }
+    s.count(Stat::ComStmtExecute, 1);
     s.run_prepared_inline(p, &values)
 }
 

@@ -41,3 +41,4 @@ SELECT COUNT(*) FROM u;
 PREPARE del FROM 'DELETE FROM t WHERE a < ?';
 EXECUTE del USING 3;
 SELECT COUNT(*) FROM t;
+SHOW SESSION STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_execute', 'Com_stmt_close', 'Com_prepare_sql', 'Com_execute_sql', 'Com_execute_immediate', 'Com_dealloc_sql');
