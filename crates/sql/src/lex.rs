@@ -770,7 +770,12 @@ pub(crate) fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
     let escapes = !lex_mode().no_backslash_escapes;
     let mut out = Vec::new();
     let mut j = i + 1;
-    while j < s.len() {
+    loop {
+        // The bytes up to the next quote or escape go in as one run (most
+        // strings have none: one allocation of their size).
+        let run = s[j..].iter().position(|&c| c == q || (c == b'\\' && escapes))?;
+        out.extend_from_slice(&s[j..j + run]);
+        j += run;
         let c = s[j];
         if c == b'\\' && escapes {
             let n = *s.get(j + 1)?;
@@ -793,12 +798,8 @@ pub(crate) fn read_string(s: &[u8], i: usize) -> Option<(Vec<u8>, usize)> {
             } else {
                 return Some((out, j + 1));
             }
-        } else {
-            out.push(c);
-            j += 1;
         }
     }
-    None
 }
 
 pub(crate) fn hex_digits(h: &[u8]) -> Option<Vec<u8>> {

@@ -63,6 +63,19 @@ fn take<'a>(buf: &mut &'a [u8], n: usize) -> SqlResult<&'a [u8]> {
 }
 
 /// Encodes `row` (one value per column, each in its column's stored form).
+/// About the bytes [`encode`] writes for `row` (at least them for rows of
+/// numbers and strings), so the buffer is allocated once.
+pub fn size_hint(row: &[Value]) -> usize {
+    let fields: usize = row
+        .iter()
+        .map(|v| match v {
+            Value::Str(s) => s.len() + 3,
+            _ => 9,
+        })
+        .sum();
+    5 + row.len().div_ceil(8) + fields
+}
+
 pub fn encode(version: u32, types: &[&SqlType], row: &[Value], out: &mut Vec<u8>) -> SqlResult<()> {
     debug_assert_eq!(types.len(), row.len());
     put_varint(out, version as u64);

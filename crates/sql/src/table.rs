@@ -155,7 +155,7 @@ impl Table {
     }
 
     pub fn encode_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(rowcodec::size_hint(row));
         rowcodec::encode(self.def.schema_version, &self.types(), row, &mut out)?;
         Ok(out)
     }

@@ -378,7 +378,7 @@ fn a_prepared_xa_transaction_survives_its_session_and_a_restart() {
     assert_eq!(err(&mut s, "UPDATE test SET value = 12 WHERE id = 1"), 1205);
     assert_eq!(err(&mut s, "DELETE FROM test WHERE id = 2"), 1205);
     // Other rows of the same table take writes: the prepared transactions'
-    // row counts are on slots of their own.
+    // row counts are engine counter deltas, which take no lock.
     ok(&mut s, "INSERT INTO test VALUES (4, 40)");
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM test"), "3");
     ok(&mut s, "XA COMMIT 'x'");
