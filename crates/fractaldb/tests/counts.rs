@@ -54,6 +54,19 @@ fn counts_follow_commits_snapshots_and_savepoints() {
     assert_eq!(t.count(&d, 0).unwrap(), 5, "a roll-back to a savepoint drops what came after it");
     t.add_count(&d, 0, 1).unwrap();
     t.release(sp).unwrap();
+    // Statements each in a savepoint of their own, released, inside an
+    // outer one that is then rolled back: the releases fold the deltas
+    // together without moving them past the outer mark.
+    let outer = t.savepoint().unwrap();
+    for i in 0..200 {
+        let s = t.savepoint().unwrap();
+        t.add_count(if i % 2 == 0 { &d } else { &other }, i % 2, 1).unwrap();
+        t.release(s).unwrap();
+    }
+    assert_eq!((t.count(&d, 0).unwrap(), t.count(&other, 1).unwrap()), (106, 100));
+    t.rollback_to(outer).unwrap();
+    assert_eq!((t.count(&d, 0).unwrap(), t.count(&other, 1).unwrap()), (6, 0));
+    t.release(outer).unwrap();
     assert_eq!(before.count(&d, 0).unwrap(), 0, "uncommitted deltas are the transaction's own");
     let rc = env.begin(Isolation::ReadCommitted).unwrap();
     assert_eq!(rc.count(&d, 0).unwrap(), 0);

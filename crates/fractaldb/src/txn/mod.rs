@@ -664,6 +664,23 @@ impl Undo {
     }
 }
 
+/// Merges the entries of `counts` from `from` on that name the same tree
+/// and counter (keeping the first one's place); entries before `from` are
+/// left as they are (a savepoint's roll-back truncates to its mark).
+fn fold_counts(counts: &mut Vec<(Arc<Tree>, usize, i64)>, from: usize) {
+    let mut k = from;
+    for j in from..counts.len() {
+        match (from..k).find(|&p| Arc::ptr_eq(&counts[p].0, &counts[j].0) && counts[p].1 == counts[j].1) {
+            Some(p) => counts[p].2 = counts[p].2.wrapping_add(counts[j].2),
+            None => {
+                counts.swap(k, j);
+                k += 1;
+            }
+        }
+    }
+    counts.truncate(k);
+}
+
 /// A transaction's own state, behind its mutex.
 struct Work {
     undo: Undo,
@@ -1270,6 +1287,12 @@ impl Txn {
         Self::check_writable(&st)?;
         let i = self.find(&st, sp)?;
         st.savepoints.truncate(i);
+        // What the released levels counted joins the enclosing level: the
+        // entries after its mark fold together, so a transaction of many
+        // statements (the SQL layer opens a savepoint for each) keeps one
+        // entry per counter instead of one per statement.
+        let mark = st.savepoints.last().map_or(0, |s| s.3);
+        fold_counts(&mut st.counts, mark);
         Ok(())
     }
 
