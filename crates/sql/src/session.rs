@@ -105,7 +105,8 @@ pub struct Session {
     pub(crate) time_zone: String,
     pub(crate) user_vars: HashMap<String, Value>,
     /// SQL-level prepared statements by lower-cased name (`sqlprepare.rs`).
-    pub(crate) sql_prepared: HashMap<String, crate::prepared::PreparedStatement>,
+    /// Shared, so an EXECUTE takes it without copying the parsed statement.
+    pub(crate) sql_prepared: HashMap<String, std::sync::Arc<crate::prepared::PreparedStatement>>,
     pub(crate) vars: HashMap<String, Value>,
     pub(crate) last_insert_id: u64,
     pub(crate) conn_id: u64,

@@ -54,7 +54,7 @@ pub(crate) fn prepare(s: &mut Session, name: &str, text: &Expr) -> SqlResult<Out
             ),
         ));
     }
-    s.sql_prepared.insert(key, p);
+    s.sql_prepared.insert(key, std::sync::Arc::new(p));
     Ok(Outcome::Done { affected: 0, last_insert_id: 0, info: Some("Statement prepared".into()) })
 }
 
