@@ -266,10 +266,13 @@ pub fn plan(
                                 let d = &def.indexes[ix];
                                 let whole = a.eq_parts == d.parts.len() && d.kind != IndexKind::Plain;
                                 let consts = vec!["const"; a.eq_parts].join(",");
+                                // `choose` leaves a lone primary-key range unestimated.
+                                let est =
+                                    a.rows.or_else(|| crate::plan::estimate_rows(txn, t, a)).unwrap_or(count);
                                 if a.eq_parts == 0 && !a.has_range {
                                     // A whole index read in its order (ORDER BY ... LIMIT):
                                     // the rows read until the LIMIT is met.
-                                    ("index", Some(ix), d.parts.len(), None, a.rows.unwrap_or(count))
+                                    ("index", Some(ix), d.parts.len(), None, est)
                                 } else if whole && !a.has_range {
                                     (
                                         if single { "const" } else { "eq_ref" },
@@ -279,9 +282,9 @@ pub fn plan(
                                         1,
                                     )
                                 } else if a.has_range {
-                                    ("range", Some(ix), a.eq_parts + 1, None, a.rows.unwrap_or(count))
+                                    ("range", Some(ix), a.eq_parts + 1, None, est)
                                 } else {
-                                    ("ref", Some(ix), a.eq_parts, Some(consts), a.rows.unwrap_or(count))
+                                    ("ref", Some(ix), a.eq_parts, Some(consts), est)
                                 }
                             }
                             _ if st.hashed => ("hash_ALL", None, 0, None, count),

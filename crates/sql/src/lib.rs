@@ -87,7 +87,7 @@ pub use error::{SqlError, SqlResult};
 /// The engine's progress notes (`DbOptions::engine_notes`).
 pub use fractaldb::Notes as EngineNotes;
 pub use online::set_build_hook;
-pub use plan::{pk_lookups, run_rows_skipped};
+pub use plan::{pk_lookups, range_estimates, run_rows_skipped};
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
 pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};

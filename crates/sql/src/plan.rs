@@ -282,20 +282,22 @@ pub fn choose(
         set_covering(t, &mut a, needed);
         return a;
     }
-    let estimate = |a: &Access| -> Option<u64> {
-        let d = match a.index {
-            Some(i) if t.def.indexes[i].kind != IndexKind::Primary => t.sec[i].as_ref()?,
-            _ => &t.main,
-        };
-        if a.ranges.is_empty() {
-            return txn.estimate_range(d, a.lo.as_deref(), a.hi.as_deref()).ok();
+    // One key range of the primary key and no other candidate: it reads
+    // some of the rows a scan would, one key each, so it costs at most
+    // `RANGE_START_COST` plus the scan's `ROW_COST`s, below
+    // `SCAN_START_COST` plus them. Nothing to choose, so nothing is
+    // estimated (two descents of the tree a statement: under many
+    // threads, root-lock waits; EXPLAIN estimates the rows itself,
+    // `estimate_rows`). `rows`, `cost` and `matching` stay `None`, which
+    // `ordered` reads only for a full scan.
+    if let [a] = candidates.as_slice() {
+        if primary(a) && a.ranges.is_empty() {
+            let mut a = a.clone();
+            set_covering(t, &mut a, needed);
+            return a;
         }
-        let mut n = 0u64;
-        for (lo, hi) in &a.ranges {
-            n = n.saturating_add(txn.estimate_range(d, Some(lo), hi.as_deref()).ok()?);
-        }
-        Some(n)
-    };
+    }
+    let estimate = |a: &Access| estimate_rows(txn, t, a);
     let Some(scan_rows) = estimate(&Access::full()) else { return Access::full() };
     let scan_cost = SCAN_START_COST + scan_rows as f64 * ROW_COST;
     let mut best: Option<(f64, usize, Access)> = None;
@@ -323,6 +325,24 @@ pub fn choose(
     let mut a = best.map_or_else(|| Access { cost: Some(scan_cost), ..Access::full() }, |(_, _, a)| a);
     a.matching = Some(matching);
     a
+}
+
+/// The engine's estimate of the keys `a` reads (`Txn::estimate_range`
+/// over each of its ranges); `None` if the engine gives none.
+pub fn estimate_rows(txn: &fractaldb::Txn, t: &Table, a: &Access) -> Option<u64> {
+    let d = match a.index {
+        Some(i) if t.def.indexes[i].kind != IndexKind::Primary => t.sec[i].as_ref()?,
+        _ => &t.main,
+    };
+    ESTIMATES.with(|c| c.set(c.get() + a.ranges.len().max(1) as u64));
+    if a.ranges.is_empty() {
+        return txn.estimate_range(d, a.lo.as_deref(), a.hi.as_deref()).ok();
+    }
+    let mut n = 0u64;
+    for (lo, hi) in &a.ranges {
+        n = n.saturating_add(txn.estimate_range(d, Some(lo), hi.as_deref()).ok()?);
+    }
+    Some(n)
 }
 
 fn enc(t: &Table, ix: &IndexDef, part: usize, v: &Value, out: &mut Vec<u8>) -> bool {
@@ -676,6 +696,14 @@ thread_local! {
     /// Entries `for_each_key_run` counted into a run without building
     /// their rows, on this thread: tests observe the shortcut by it.
     static RUN_ROWS_SKIPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Key ranges the planner asked the engine to estimate on this thread
+    /// (`estimate_rows`): tests observe plans made without estimates.
+    static ESTIMATES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The key ranges the planner had the engine estimate on this thread so far.
+pub fn range_estimates() -> u64 {
+    ESTIMATES.with(|c| c.get())
 }
 
 /// The primary-key lookups `for_each_row` made on this thread so far.

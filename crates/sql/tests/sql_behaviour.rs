@@ -938,6 +938,52 @@ fn timestamps_in_a_zone_with_daylight_saving_time() {
     assert_eq!(one(&mut s, "SELECT @@timestamp > 1700000000"), "1");
 }
 
+/// A lone key range of the primary key needs no estimate: nothing can
+/// cost less than it (its rows are some of the scan's, one key each), so
+/// the planner reads it without asking the engine for the two estimates
+/// (the range's and the table's) it would compare; those are descents of
+/// the tree, each waiting on the root's lock under many writers.
+/// `range_estimates` counts the estimates on this thread. A second
+/// candidate (a secondary index the WHERE narrows too) is still weighed
+/// by estimates, and EXPLAIN still shows the range's estimated rows.
+#[test]
+fn a_lone_primary_key_range_is_read_without_estimates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE r (id INT PRIMARY KEY, k INT, c CHAR(10), KEY kk (k))");
+    let values: Vec<String> = (1..=500).map(|i| format!("({i}, {}, 'c{i}')", i % 50)).collect();
+    ok(&mut s, &format!("INSERT INTO r VALUES {}", values.join(",")));
+    let estimates = |s: &mut Session, q: &str| -> (Vec<Vec<String>>, u64) {
+        let before = fractaldb_sql::range_estimates();
+        let r = rows(s, q);
+        (r, fractaldb_sql::range_estimates() - before)
+    };
+    let (r, n) = estimates(&mut s, "SELECT id, c FROM r WHERE id BETWEEN 100 AND 109 ORDER BY c");
+    assert_eq!(n, 0);
+    assert_eq!(r.len(), 10);
+    assert_eq!(r[0], vec!["100".to_string(), "c100".to_string()]);
+    let (r, n) = estimates(&mut s, "SELECT SUM(k) FROM r WHERE id > 490");
+    assert_eq!((r[0][0].as_str(), n), ("405", 0));
+    // The same range with a second candidate: both weighed.
+    let (r, n) = estimates(&mut s, "SELECT id FROM r WHERE id BETWEEN 100 AND 300 AND k = 7 ORDER BY id");
+    assert!(n >= 2, "{n}");
+    assert_eq!(r.iter().map(|r| r[0].as_str()).collect::<Vec<_>>(), ["107", "157", "207", "257"]);
+    // Written through the same path: an UPDATE over a primary-key range.
+    let before = fractaldb_sql::range_estimates();
+    assert_eq!(affected(&mut s, "UPDATE r SET c = 'u' WHERE id >= 495"), 6);
+    assert_eq!(fractaldb_sql::range_estimates() - before, 0);
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM r WHERE c = 'u'"), "6");
+    // EXPLAIN asks for the estimate itself.
+    let (plan, n) = estimates(&mut s, "EXPLAIN SELECT c FROM r WHERE id BETWEEN 100 AND 109");
+    assert!(n >= 1, "{n}");
+    assert_eq!((plan[0][3].as_str(), plan[0][5].as_str()), ("range", "PRIMARY"), "{plan:?}");
+    let est: u64 = plan[0][8].parse().unwrap();
+    assert!((1..=500).contains(&est), "{plan:?}");
+}
+
 /// An index whose entries hold every column a statement reads is read
 /// alone: no primary-key lookup per row (`pk_lookups` counts them on this
 /// thread), and the values decoded from the entries are the stored ones.
