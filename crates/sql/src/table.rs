@@ -345,8 +345,11 @@ impl Table {
             let (nk, nv) = self.sec_entry(i, new, new_pk)?;
             let d = self.sec[i].as_ref().expect("secondary dictionary");
             if ok != nk {
-                txn.delete(d, &ok)?;
-                txn.put(d, &nk, &nv)?;
+                // One write of both (one root lock, one log record), not two.
+                let mut b = fractaldb::WriteBatch::new();
+                b.delete(&ok);
+                b.put(&nk, &nv);
+                txn.write_batch(d, &b)?;
             } else if ix.clustering && ov != nv {
                 txn.put(d, &nk, &nv)?;
             }
