@@ -175,6 +175,31 @@ fn smoke_run_writes_complete_well_formed_files() {
     }
     assert_eq!(last_rows.keys().cloned().collect::<BTreeSet<_>>(), expected, "{intervals}");
 
+    // engine-counters.csv: fractaldb's own counters at the end of every
+    // interval of every workload it ran (the other engines send none),
+    // never falling for the cumulative ones; a load writes its log.
+    let counters = std::fs::read_to_string(out.join("engine-counters.csv")).unwrap();
+    let mut lines = counters.lines();
+    assert_eq!(lines.next(), Some("engine,workload,interval_end_s,counter,value"));
+    let mut last: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut counted = BTreeSet::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), 5, "engine-counters.csv line {line:?}");
+        assert_eq!(cells[0], "fractaldb", "{line}");
+        number(cells[2], line);
+        let value: u64 = cells[4].parse().unwrap();
+        counted.insert(cells[1].to_string());
+        if !cells[3].ends_with("_used_bytes") && cells[3] != "checkpoint_copy_bytes" {
+            let previous = last.insert((cells[1].to_string(), cells[3].to_string()), value);
+            assert!(previous.is_none_or(|p| p <= value), "{} fell at {line}", cells[3]);
+        }
+    }
+    let fractal_workloads: BTreeSet<String> =
+        expected.iter().filter(|(e, _)| e == "fractaldb").map(|(_, w)| w.clone()).collect();
+    assert_eq!(counted, fractal_workloads, "{counters}");
+    assert!(last.get(&("insert".to_string(), "log_bytes".to_string())).is_some_and(|b| *b > 0), "{counters}");
+
     // summary.csv: one line per engine and workload it ran, one per ratio
     // and workload both ran, all as wide as the header, every cell a
     // number or empty.

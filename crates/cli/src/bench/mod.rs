@@ -525,6 +525,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     say("");
     say(&report.summary_md());
     let mut files = vec!["intervals.csv".to_string(), "summary.csv".into(), "summary.md".into()];
+    if runs.iter().any(|r| !r.counters.is_empty()) {
+        files.push("engine-counters.csv".into());
+    }
     files.extend(report.chart_files());
     say(&format!("Wrote {} in {}", files.join(", "), out_dir.display()));
     let failed: Vec<String> =
@@ -638,6 +641,9 @@ fn handle_message(
             progress.interval(workload, &i, expected(workload));
             run.intervals.push((workload, i));
         }
+        Message::Counters(workload, end_us, pairs) => {
+            run.counters.push((workload, end_us, pairs));
+        }
         Message::Result(workload, m) => {
             let rate = if m.elapsed_us > 0 { m.rows as f64 * 1e6 / m.elapsed_us as f64 } else { 0.0 };
             progress.done(&format!(
@@ -720,7 +726,12 @@ fn child_main(args: &ChildArgs) -> Result<()> {
         let peak_rss_whole_process = !sys::reset_peak_rss();
         let before = sys::ProcessCounters::now()?;
         let outcome = workloads::run(workload, engine.as_ref(), &params, &mut |i| {
-            send(&Message::Interval(workload, *i))
+            send(&Message::Interval(workload, *i));
+            let counters = engine.counters();
+            if !counters.is_empty() {
+                let pairs = counters.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+                send(&Message::Counters(workload, i.end_us, pairs));
+            }
         })
         .context(|| format!("{} {workload}", args.engine))?;
         let counted = sys::ProcessCounters::now()?.since(&before);

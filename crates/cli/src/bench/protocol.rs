@@ -46,6 +46,9 @@ pub enum Message {
     Settings(String),
     /// A workload's progress interval ended.
     Interval(WorkloadKind, Interval),
+    /// The engine's own counters (cumulative since it opened) when that
+    /// interval ended (its `end_us`), for engines that keep any.
+    Counters(WorkloadKind, u64, Vec<(String, u64)>),
     /// A workload finished.
     Result(WorkloadKind, Measured),
     /// The child failed and is about to exit.
@@ -64,6 +67,14 @@ impl Message {
             Message::Settings(text) => format!("{TAG}\tsettings\t{}", one_line(text)),
             Message::Interval(w, i) => {
                 format!("{TAG}\tinterval\t{w}\t{}\t{}\t{}", i.end_us, i.rows, i.rows_per_s)
+            }
+            Message::Counters(w, end_us, pairs) => {
+                let mut line = format!("{TAG}\tcounters\t{w}\t{end_us}");
+                for (name, value) in pairs {
+                    debug_assert!(!name.contains(['\t', '=', '\n']), "a counter name on one field: {name}");
+                    line.push_str(&format!("\t{name}={value}"));
+                }
+                line
             }
             Message::Result(w, m) => format!(
                 "{TAG}\tresult\t{w}\trows={}\telapsed_us={}\tflush_us={}\tcpu_us={}\tread_bytes={}\t\
@@ -109,6 +120,14 @@ impl Message {
                     rows_per_s: rate.parse().map_err(|_| bad())?,
                 },
             ),
+            ("counters", [w, end_us, pairs @ ..]) => {
+                let mut counters = Vec::with_capacity(pairs.len());
+                for p in pairs {
+                    let (name, value) = p.split_once('=').ok_or_else(bad)?;
+                    counters.push((name.to_string(), value.parse().map_err(|_| bad())?));
+                }
+                Message::Counters(workload(w)?, end_us.parse().map_err(|_| bad())?, counters)
+            }
             ("result", [w, pairs @ ..]) => {
                 let map: BTreeMap<&str, &str> = pairs.iter().filter_map(|p| p.split_once('=')).collect();
                 let num = |name: &str| -> Result<u64> {
@@ -161,6 +180,12 @@ mod tests {
                 },
             ),
             Message::Error("boom".into()),
+            Message::Counters(
+                WorkloadKind::Insert,
+                1_000_000,
+                vec![("log_bytes".into(), 7), ("checkpoints".into(), 0)],
+            ),
+            Message::Counters(WorkloadKind::Insert, 5, Vec::new()),
         ];
         for m in messages {
             let decoded = Message::decode(&m.encode()).unwrap().unwrap();
@@ -171,5 +196,7 @@ mod tests {
         }
         assert_eq!(Message::decode("hello").unwrap(), None);
         assert!(Message::decode("@fractaldb-bench\tinterval\tinsert\tx").is_err());
+        assert!(Message::decode("@fractaldb-bench\tcounters\tinsert\t5\tlog_bytes").is_err());
+        assert!(Message::decode("@fractaldb-bench\tcounters\tinsert\t5\tlog_bytes=x").is_err());
     }
 }

@@ -17,6 +17,9 @@ use super::timeline::{Parts, Timeline, Windows, PART_OF_ROWS, WINDOW_US};
 use super::workloads::{Interval, WorkloadKind};
 use crate::error::{Context, Result};
 
+/// An engine's own counters at one moment: (name, cumulative value).
+pub type Counters = Vec<(String, u64)>;
+
 /// Everything one engine's process reported, or how it failed.
 #[derive(Clone, Debug)]
 pub struct EngineRun {
@@ -25,6 +28,9 @@ pub struct EngineRun {
     pub settings: Option<String>,
     pub results: Vec<(WorkloadKind, Measured)>,
     pub intervals: Vec<(WorkloadKind, Interval)>,
+    /// The engine's own counters at the end of each interval: workload,
+    /// the interval's `end_us`, (name, cumulative value).
+    pub counters: Vec<(WorkloadKind, u64, Counters)>,
     /// Why the process did not finish every workload, if it did not.
     pub failure: Option<String>,
 }
@@ -32,7 +38,14 @@ pub struct EngineRun {
 impl EngineRun {
     /// A run with nothing reported yet.
     pub fn new(engine: EngineKind) -> Self {
-        EngineRun { engine, settings: None, results: Vec::new(), intervals: Vec::new(), failure: None }
+        EngineRun {
+            engine,
+            settings: None,
+            results: Vec::new(),
+            intervals: Vec::new(),
+            counters: Vec::new(),
+            failure: None,
+        }
     }
 
     /// The intervals of one workload, in the order reported.
@@ -464,6 +477,33 @@ impl<'a> Report<'a> {
         out
     }
 
+    /// `engine-counters.csv`: each engine's own counters (cumulative since
+    /// it opened) at the end of every interval, one line per counter, in
+    /// long form since every engine keeps different ones; `None` when no
+    /// engine sent any.
+    pub fn engine_counters_csv(&self) -> Option<String> {
+        if self.runs.iter().all(|r| r.counters.is_empty()) {
+            return None;
+        }
+        let mut out = String::from("engine,workload,interval_end_s,counter,value\n");
+        for run in self.runs {
+            for (workload, end_us, pairs) in &run.counters {
+                for (name, value) in pairs {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{:.3},{},{}",
+                        run.engine,
+                        workload,
+                        *end_us as f64 / 1e6,
+                        name,
+                        value
+                    );
+                }
+            }
+        }
+        Some(out)
+    }
+
     /// `summary.csv`: one line per engine and workload, then one line per
     /// other engine and workload both ran (engine `fractaldb/rocksdb`,
     /// `fractaldb/sqlite`) with fractaldb's figure over that engine's; an
@@ -639,7 +679,9 @@ impl<'a> Report<'a> {
              Loads end with a flush that makes them durable, counted in their seconds. CPU seconds and disk \
              bytes are the whole engine process's (background threads included), from getrusage and \
              /proc/self/io; bytes on disk are the dataset's folder after the workload. Ratios are \
-             fractaldb's figure over the other engine's.",
+             fractaldb's figure over the other engine's. Where an engine keeps counters of its own \
+             (fractaldb: checkpoints, cache waits, write-backs, spill reads, log bytes), their values at the \
+             end of every interval are in engine-counters.csv.",
             info.interval_ms as f64 / 1000.0
         );
         let _ = writeln!(
@@ -694,11 +736,15 @@ impl<'a> Report<'a> {
             }
             self.charts.push(ChartOutcome { workload, drawn });
         }
+        let counters = self.engine_counters_csv().map(|t| ("engine-counters.csv", t));
         for (name, text) in [
             ("intervals.csv", self.intervals_csv()),
             ("summary.csv", self.summary_csv()),
             ("summary.md", self.summary_md()),
-        ] {
+        ]
+        .into_iter()
+        .chain(counters)
+        {
             let path = out_dir.join(name);
             std::fs::write(&path, text).context(|| format!("writing {}", path.display()))?;
         }

@@ -157,6 +157,27 @@ impl Engine for FractalEngine {
         Ok(usage)
     }
 
+    /// What the environment reports of itself (`Env::stats`) and the
+    /// checkpoints it has finished: beside each interval's rate, whether a
+    /// dip came with a checkpoint, the cache making writers wait, the
+    /// evictor writing back, or spills read.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.env.stats();
+        vec![
+            ("checkpoints", self.env.checkpoint_timings().len() as u64),
+            ("checkpoint_copy_bytes", s.checkpoint_copy_bytes),
+            ("cache_used_bytes", s.cache.used_bytes as u64),
+            ("cache_client_waits", s.cache.client_waits),
+            ("cache_misses", s.cache.misses),
+            ("cache_evictions", s.cache.evictions),
+            ("cache_write_backs", s.cache.write_backs),
+            ("write_back_spills", s.write_back_spills),
+            ("spill_reads", s.spill_reads),
+            ("log_bytes", s.log.bytes),
+            ("log_fsyncs", s.log.fsyncs),
+        ]
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         let FractalEngine { env, dictionaries, .. } = *self;
         drop(dictionaries);

@@ -306,6 +306,14 @@ pub trait Engine: Sync {
         Ok(None)
     }
 
+    /// The engine's own counters, cumulative since it opened (names
+    /// without tabs, `=` or newlines), sampled at the end of every progress
+    /// interval: what the engine was doing when the rate moved. Empty
+    /// for engines that keep none the bench reads.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// Flushes and closes.
     fn close(self: Box<Self>) -> Result<()>;
 }
