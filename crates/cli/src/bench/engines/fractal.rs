@@ -47,6 +47,7 @@ impl FractalEngine {
         env_options.update_fns.push(counter_add_fn());
         let cache_size_bytes = env_options.cache_size_bytes;
         let cleaner_threads = env_options.cleaner_threads;
+        let checkpoint_log_bytes = env_options.resolved_checkpoint_log_bytes();
         let env =
             Env::open(dir, env_options).context(|| format!("opening fractaldb in {}", dir.display()))?;
         let existing = env.list_dictionaries();
@@ -56,7 +57,8 @@ impl FractalEngine {
             "fractaldb {}: cache_size_bytes={} direct_io={} cleaner_threads={}; one dictionary per keyspace, \
              codec=zstd (codec-* workloads: the codec they name), node_size_bytes={} basement_size_bytes={} \
              fanout={} (the defaults); commit_sync on (every batch durable in the log when it returns), \
-             checkpoints every 60 s and whenever the log has grown 16 times the cache (the defaults); a batch over one keyspace is one WriteBatch, over several one \
+             checkpoints every 60 s and whenever the log has grown {} bytes (the defaults: the smaller of 16 \
+             times the cache and 128 MiB); a batch over one keyspace is one WriteBatch, over several one \
              read-committed transaction (repeatable read would read every key it writes); roll-up \
              upserts are update messages (no read)",
             env!("CARGO_PKG_VERSION"),
@@ -66,6 +68,7 @@ impl FractalEngine {
             defaults.node_size_bytes,
             defaults.basement_size_bytes,
             defaults.fanout,
+            checkpoint_log_bytes,
         );
         let options = DictOptions { codec: codec.unwrap_or(Codec::Zstd), ..dict_options() };
         for keyspace in keyspaces {
