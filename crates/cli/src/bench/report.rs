@@ -679,7 +679,7 @@ impl<'a> Report<'a> {
              Loads end with a flush that makes them durable, counted in their seconds. CPU seconds and disk \
              bytes are the whole engine process's (background threads included), from getrusage and \
              /proc/self/io; bytes on disk are the dataset's folder after the workload. Ratios are \
-             fractaldb's figure over the other engine's. Where an engine keeps counters of its own \
+             fractaldb's figure over the other engine's. Where an engine has counters of its own \
              (fractaldb: checkpoints, cache waits, write-backs, spill reads, log bytes), their values at the \
              end of every interval are in engine-counters.csv.",
             info.interval_ms as f64 / 1000.0
