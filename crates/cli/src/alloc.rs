@@ -25,7 +25,9 @@
 //!
 //! Only this program chooses the allocator: the `fractaldb` library and
 //! the SQL crates use whatever global allocator their embedder has, and
-//! their tests run on the system's.
+//! their tests run on the system's, except the engine's memory test
+//! (crates/fractaldb/tests/memory.rs), which measures resident memory
+//! under this allocator and these settings (keep the two alike).
 
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
