@@ -283,13 +283,19 @@ fn mount_of(mountinfo: &str, path: &Path) -> Option<Mount> {
         let (Some(point), Some(options), Some(source)) = (fields.get(4), fields.get(5), after.get(1)) else {
             continue;
         };
+        // The file system's own options (`discard` among them, which makes
+        // every hole punched a synchronous discard) follow the mount's.
+        let options = match after.get(2) {
+            Some(sb) if !sb.is_empty() => format!("{options}; file system: {sb}"),
+            _ => options.to_string(),
+        };
         let point = point.replace("\\040", " ");
         if !path.starts_with(&point) {
             continue;
         }
         let depth = Path::new(&point).components().count();
         if best.as_ref().is_none_or(|(d, _)| depth >= *d) {
-            let mount = Mount { point, source: source.replace("\\040", " "), options: options.to_string() };
+            let mount = Mount { point, source: source.replace("\\040", " "), options };
             best = Some((depth, mount));
         }
     }
@@ -334,11 +340,16 @@ mod tests {
             Mount {
                 point: "/work/data".into(),
                 source: "/dev/nvme0n1p2".into(),
-                options: "rw,noatime".into()
+                options: "rw,noatime; file system: rw,attr2".into()
             }
         );
         assert_eq!(mount_of(mountinfo, Path::new("/work/database")).unwrap().point, "/");
         assert_eq!(mount_of(mountinfo, Path::new("/work/data x/y")).unwrap().source, "tmpfs");
+        let root = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict\n";
+        assert_eq!(
+            mount_of(root, Path::new("/x")).unwrap().options,
+            "rw,relatime; file system: rw,discard,resv_strict"
+        );
     }
 
     #[test]
