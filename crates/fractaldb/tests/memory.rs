@@ -36,15 +36,9 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// The settings of the `fractaldb` program's jemalloc (crates/cli/src/alloc.rs).
-#[repr(transparent)]
-struct ConfPtr(*const std::ffi::c_char);
-// SAFETY: the pointer is to an immutable, 'static C string literal.
-unsafe impl Sync for ConfPtr {}
-#[used]
-#[export_name = "_rjem_malloc_conf"]
-static MALLOC_CONF: ConfPtr =
-    ConfPtr(c"background_thread:true,narenas:2,dirty_decay_ms:500,muzzy_decay_ms:0".as_ptr());
+// The `fractaldb` program's jemalloc settings, from the one file that
+// holds them.
+include!("../../cli/src/alloc_conf.rs");
 #[global_allocator]
 static A: Counting = Counting;
 use rand::rngs::SmallRng;
