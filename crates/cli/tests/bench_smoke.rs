@@ -176,29 +176,57 @@ fn smoke_run_writes_complete_well_formed_files() {
     assert_eq!(last_rows.keys().cloned().collect::<BTreeSet<_>>(), expected, "{intervals}");
 
     // engine-counters.csv: fractaldb's own counters at the end of every
-    // interval of every workload it ran (the other engines send none),
-    // never falling for the cumulative ones; a load writes its log.
+    // interval of every workload it ran, never falling for the cumulative
+    // ones (a load writes its log), and every engine's process memory
+    // beside them: resident, its peak since the workload began, and the
+    // allocator's live and resident bytes.
     let counters = std::fs::read_to_string(out.join("engine-counters.csv")).unwrap();
     let mut lines = counters.lines();
     assert_eq!(lines.next(), Some("engine,workload,interval_end_s,counter,value"));
-    let mut last: BTreeMap<(String, String), u64> = BTreeMap::new();
-    let mut counted = BTreeSet::new();
+    let gauge = |name: &str| {
+        name.ends_with("_used_bytes")
+            || name == "checkpoint_copy_bytes"
+            || name == "process_rss_bytes"
+            // VmHWM is the larger of the kernel's high-water mark, which
+            // it updates lazily, and resident memory now: it can read a
+            // little lower than it did a moment before.
+            || name == "process_rss_peak_bytes"
+            || name.starts_with("heap_")
+    };
+    let mut last: BTreeMap<(String, String, String), u64> = BTreeMap::new();
     for line in lines {
         let cells: Vec<&str> = line.split(',').collect();
         assert_eq!(cells.len(), 5, "engine-counters.csv line {line:?}");
-        assert_eq!(cells[0], "fractaldb", "{line}");
         number(cells[2], line);
         let value: u64 = cells[4].parse().unwrap();
-        counted.insert(cells[1].to_string());
-        if !cells[3].ends_with("_used_bytes") && cells[3] != "checkpoint_copy_bytes" {
-            let previous = last.insert((cells[1].to_string(), cells[3].to_string()), value);
+        let memory = cells[3].starts_with("process_") || cells[3].starts_with("heap_");
+        assert!(memory || cells[0] == "fractaldb", "only fractaldb has counters of its own: {line}");
+        let previous = last.insert((cells[0].to_string(), cells[1].to_string(), cells[3].to_string()), value);
+        if !gauge(cells[3]) {
             assert!(previous.is_none_or(|p| p <= value), "{} fell at {line}", cells[3]);
         }
     }
-    let fractal_workloads: BTreeSet<String> =
-        expected.iter().filter(|(e, _)| e == "fractaldb").map(|(_, w)| w.clone()).collect();
-    assert_eq!(counted, fractal_workloads, "{counters}");
-    assert!(last.get(&("insert".to_string(), "log_bytes".to_string())).is_some_and(|b| *b > 0), "{counters}");
+    let with = |counter: &str| -> BTreeSet<(String, String)> {
+        last.iter()
+            .filter(|((_, _, c), v)| c == counter && **v > 0)
+            .map(|((e, w, _), _)| (e.clone(), w.clone()))
+            .collect()
+    };
+    for counter in
+        ["process_rss_bytes", "process_rss_peak_bytes", "heap_allocated_bytes", "heap_resident_bytes"]
+    {
+        assert_eq!(with(counter), expected, "{counter} for every engine and workload: {counters}");
+    }
+    let fractal: BTreeSet<(String, String)> =
+        expected.iter().filter(|(e, _)| e == "fractaldb").cloned().collect();
+    let sent_own: BTreeSet<(String, String)> =
+        last.keys().filter(|(_, _, c)| c == "spill_reads").map(|(e, w, _)| (e.clone(), w.clone())).collect();
+    assert_eq!(sent_own, fractal, "fractaldb's own counters for each of its workloads: {counters}");
+    assert!(
+        last.get(&("fractaldb".to_string(), "insert".to_string(), "log_bytes".to_string()))
+            .is_some_and(|b| *b > 0),
+        "{counters}"
+    );
 
     // summary.csv: one line per engine and workload it ran, one per ratio
     // and workload both ran, all as wide as the header, every cell a

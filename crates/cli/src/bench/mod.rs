@@ -727,7 +727,8 @@ fn child_main(args: &ChildArgs) -> Result<()> {
         let before = sys::ProcessCounters::now()?;
         let outcome = workloads::run(workload, engine.as_ref(), &params, &mut |i| {
             send(&Message::Interval(workload, *i));
-            let counters = engine.counters();
+            let mut counters = engine.counters();
+            counters.extend(sys::memory_counters());
             if !counters.is_empty() {
                 let pairs = counters.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
                 send(&Message::Counters(workload, i.end_us, pairs));

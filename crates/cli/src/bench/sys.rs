@@ -67,6 +67,44 @@ fn cpu_time_us() -> u64 {
     us(usage.ru_utime) + us(usage.ru_stime)
 }
 
+/// The process's memory at this moment, sampled beside an engine's own
+/// counters at the end of every interval: resident now (`VmRSS`) and its
+/// peak since the workload began (`VmHWM`, reset by [`reset_peak_rss`]),
+/// and jemalloc's view (the program's allocator, `alloc.rs`): bytes the
+/// program holds (`stats.allocated`) and pages the allocator has resident
+/// (`stats.resident`). Resident above the allocator's is code, stacks and
+/// the page tables; the allocator's above the held bytes is what it keeps
+/// of freed memory (returned on its decay timer) and its own metadata.
+pub fn memory_counters() -> Vec<(&'static str, u64)> {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mut out = Vec::with_capacity(4);
+    if let Some(v) = status_bytes(&status, "VmRSS:") {
+        out.push(("process_rss_bytes", v));
+    }
+    if let Some(v) = status_bytes(&status, "VmHWM:") {
+        out.push(("process_rss_peak_bytes", v));
+    }
+    // jemalloc's statistics are cached until the epoch advances.
+    if tikv_jemalloc_ctl::epoch::advance().is_ok() {
+        if let Ok(v) = tikv_jemalloc_ctl::stats::allocated::read() {
+            out.push(("heap_allocated_bytes", v as u64));
+        }
+        if let Ok(v) = tikv_jemalloc_ctl::stats::resident::read() {
+            out.push(("heap_resident_bytes", v as u64));
+        }
+    }
+    out
+}
+
+/// A `kB` field of `/proc/self/status` (`name` with its colon), in bytes.
+fn status_bytes(status: &str, name: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib * 1024)
+}
+
 /// Resets the kernel's peak-resident-memory mark (`VmHWM`) so the next
 /// [`peak_rss_bytes`] tells the peak of one workload, not of the process.
 /// Returns false where the kernel refuses; the peak then covers the process
@@ -77,13 +115,9 @@ pub fn reset_peak_rss() -> bool {
 
 /// Peak resident memory since the last [`reset_peak_rss`] (or process start).
 pub fn peak_rss_bytes() -> u64 {
-    let from_status = fs::read_to_string("/proc/self/status").ok().and_then(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    });
+    let from_status = fs::read_to_string("/proc/self/status").ok().and_then(|s| status_bytes(&s, "VmHWM:"));
     match from_status {
-        Some(kib) => kib * 1024,
+        Some(bytes) => bytes,
         None => {
             // SAFETY: as in cpu_time_us.
             let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
