@@ -212,9 +212,14 @@ fn smoke_run_writes_complete_well_formed_files() {
             .map(|((e, w, _), _)| (e.clone(), w.clone()))
             .collect()
     };
-    for counter in
-        ["process_rss_bytes", "process_rss_peak_bytes", "heap_allocated_bytes", "heap_resident_bytes"]
-    {
+    for counter in [
+        "process_rss_bytes",
+        "process_rss_peak_bytes",
+        "heap_allocated_bytes",
+        "heap_resident_bytes",
+        "heap_active_bytes",
+        "heap_metadata_bytes",
+    ] {
         assert_eq!(with(counter), expected, "{counter} for every engine and workload: {counters}");
     }
     let fractal: BTreeSet<(String, String)> =

@@ -72,12 +72,14 @@ fn cpu_time_us() -> u64 {
 /// peak since the workload began (`VmHWM`, reset by [`reset_peak_rss`]),
 /// and jemalloc's view (the program's allocator, `alloc.rs`): bytes the
 /// program holds (`stats.allocated`) and pages the allocator has resident
-/// (`stats.resident`). Resident above the allocator's is code, stacks and
-/// the page tables; the allocator's above the held bytes is what it keeps
-/// of freed memory (returned on its decay timer) and its own metadata.
+/// (`stats.resident`), pages in its active extents (`stats.active`) and its
+/// own metadata (`stats.metadata`). Resident above the allocator's is code,
+/// stacks and the page tables; active above the held bytes is room inside
+/// pages in use (fragmentation); the allocator's resident above active and
+/// metadata is freed pages waiting for its decay timer.
 pub fn memory_counters() -> Vec<(&'static str, u64)> {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let mut out = Vec::with_capacity(4);
+    let mut out = Vec::with_capacity(6);
     if let Some(v) = status_bytes(&status, "VmRSS:") {
         out.push(("process_rss_bytes", v));
     }
@@ -91,6 +93,15 @@ pub fn memory_counters() -> Vec<(&'static str, u64)> {
         }
         if let Ok(v) = tikv_jemalloc_ctl::stats::resident::read() {
             out.push(("heap_resident_bytes", v as u64));
+        }
+        // Pages in active extents (live bytes plus the unused room in
+        // them: fragmentation); resident beyond active and metadata is
+        // freed pages waiting for the decay timer.
+        if let Ok(v) = tikv_jemalloc_ctl::stats::active::read() {
+            out.push(("heap_active_bytes", v as u64));
+        }
+        if let Ok(v) = tikv_jemalloc_ctl::stats::metadata::read() {
+            out.push(("heap_metadata_bytes", v as u64));
         }
     }
     out
