@@ -179,7 +179,7 @@ fn smoke_run_writes_complete_well_formed_files() {
     // interval of every workload it ran, never falling for the cumulative
     // ones (a load writes its log), and every engine's process memory
     // beside them: resident, its peak since the workload began, and the
-    // allocator's live and resident bytes.
+    // allocator's live, active, metadata and resident bytes.
     let counters = std::fs::read_to_string(out.join("engine-counters.csv")).unwrap();
     let mut lines = counters.lines();
     assert_eq!(lines.next(), Some("engine,workload,interval_end_s,counter,value"));
