@@ -682,7 +682,8 @@ impl<'a> Report<'a> {
              fractaldb's figure over the other engine's. Where an engine has counters of its own \
              (fractaldb: checkpoints, cache waits, write-backs, spill reads, log bytes), their values at the \
              end of every interval are in engine-counters.csv, beside the process's memory then (resident, \
-             its peak so far, and the allocator's live, active, metadata and resident bytes).",
+             its peak so far, the allocator's live, active, metadata and resident bytes, and the bytes it has \
+             given back to the kernel so far).",
             info.interval_ms as f64 / 1000.0
         );
         let _ = writeln!(
