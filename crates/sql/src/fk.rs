@@ -338,7 +338,7 @@ fn rows_by_prefix(
         } else if ix.clustering {
             t.pk(&t.decode_row(&v)?, None)?
         } else {
-            v
+            t.entry_pk(ix, &k, &v)?.to_vec()
         };
         out.push(pk);
         if first_only {

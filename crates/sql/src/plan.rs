@@ -636,8 +636,8 @@ fn row_from_entry(t: &Table, ix: &IndexDef, key: &[u8], pk: &[u8]) -> crate::Sql
     let carried = |p: &&crate::catalog::IndexPart| ix.carries(p, &t.def.columns[p.col].ty);
     let mut parts = key;
     if ix.parts.iter().any(|p| carried(&p)) {
-        // A plain index's key: the parts, the primary key (the entry's
-        // value), the carried values, their length: read from the end.
+        // A plain index's key: the parts, the primary key, the carried
+        // values, their length: read from the end.
         let (front, mut vals) = crate::keycodec::carried(key)?;
         parts = front.strip_suffix(pk).ok_or_else(crate::table::damaged)?;
         for p in ix.parts.iter().filter(carried) {
@@ -814,13 +814,14 @@ fn secondary_row<'e>(
     t: &Table,
     a: &Access,
     i: usize,
-    k: &[u8],
+    k: &'e [u8],
     v: &'e [u8],
 ) -> crate::SqlResult<(std::borrow::Cow<'e, [u8]>, Vec<Value>)> {
     let ix = &t.def.indexes[i];
     let needed = a.needed.as_deref();
     if a.covering {
-        return Ok((v.into(), row_from_entry(t, ix, k, v)?));
+        let pk = t.entry_pk(ix, k, v)?;
+        return Ok((pk.into(), row_from_entry(t, ix, k, pk)?));
     }
     if ix.clustering {
         // The primary key from the whole row, then the columns the
@@ -834,8 +835,9 @@ fn secondary_row<'e>(
         return Ok((pk.into(), row));
     }
     PK_LOOKUPS.with(|c| c.set(c.get() + 1));
-    match txn.get(&t.main, v)? {
-        Some(r) => Ok((v.into(), t.decode_row_some(&r, needed)?)),
+    let pk = t.entry_pk(ix, k, v)?;
+    match txn.get(&t.main, pk)? {
+        Some(r) => Ok((pk.into(), t.decode_row_some(&r, needed)?)),
         None => Err(crate::table::damaged()),
     }
 }

@@ -5,8 +5,13 @@
 //! - each secondary index: key = the index's parts (`keycodec`), followed
 //!   by the primary key unless the index is unique and no part is NULL,
 //!   then the values a plain index carries (`IndexDef::carry`);
-//!   value = the primary key (so a lookup needs no key parsing), or the
-//!   whole row for a clustering index ([`Table::entry_for`]).
+//!   value = empty when the key holds the primary key (it is read from
+//!   the key: [`Table::entry_pk`]), the primary key for a unique entry
+//!   without NULLs (whose key is its parts alone), or the whole row for a
+//!   clustering index ([`Table::entry_for`]). Entries written before held
+//!   the primary key as their value in every case; they are still read
+//!   (a primary key is never empty: every key part has a marker byte, a
+//!   hidden row id 8 bytes).
 //!   A unique index's key without NULLs is its parts alone, so two equal
 //!   entries are the same engine key: the unique check is one locked point
 //!   read of the index it guards (`Txn::get_for_update`), which also keeps a
@@ -195,7 +200,10 @@ impl Table {
     /// built (`online.rs`). The key is the parts, then the primary key
     /// (unless unique without NULL), then the carried values
     /// ([`IndexDef::carries`]) and their length in two bytes; the value is
-    /// the primary key, or the row for a clustering index.
+    /// the row for a clustering index, the primary key for a unique key,
+    /// else empty: the key already holds the primary key
+    /// ([`Table::entry_pk`] reads it there), and a second copy was about a
+    /// quarter of a plain index's compressed bytes.
     pub fn entry_for(&self, ix: &IndexDef, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>, bool)> {
         let (mut key, null) = self.index_key(ix, row)?;
         let unique = ix.kind == IndexKind::Unique && !null;
@@ -213,8 +221,40 @@ impl Table {
         if any {
             keycodec::end_carried(&mut key, start)?;
         }
-        let val = if ix.clustering { self.encode_row(row)? } else { pk.to_vec() };
+        debug_assert!(!pk.is_empty(), "an empty primary key would read as an entry without one");
+        let val = if ix.clustering {
+            self.encode_row(row)?
+        } else if unique {
+            pk.to_vec()
+        } else {
+            Vec::new()
+        };
         Ok((key, val, unique))
+    }
+
+    /// The primary key that entry `key`, `val` of index `ix` (not a
+    /// clustering one, whose value is the row) names: its value, or for an
+    /// entry with an empty value ([`Table::entry_for`]) the bytes of its
+    /// key after the index's parts and before the values it carries.
+    pub fn entry_pk<'a>(&self, ix: &IndexDef, key: &'a [u8], val: &'a [u8]) -> SqlResult<&'a [u8]> {
+        debug_assert!(!ix.clustering, "a clustering entry's value is its row");
+        if !val.is_empty() {
+            return Ok(val);
+        }
+        let mut rest = key;
+        for p in &ix.parts {
+            keycodec::skip_part(&mut rest, &self.def.columns[p.col].ty, p.desc)?;
+        }
+        let start = key.len() - rest.len();
+        let end = if ix.parts.iter().any(|p| ix.carries(p, &self.def.columns[p.col].ty)) {
+            keycodec::carried(key)?.0.len()
+        } else {
+            key.len()
+        };
+        if end <= start {
+            return Err(damaged());
+        }
+        Ok(&key[start..end])
     }
 
     /// Checks every unique index for `row` (under write locks); the first

@@ -1419,3 +1419,138 @@ fn long_string_in_lists_match_item_by_item_comparison() {
         assert_eq!(by_set, by_items, "{}", coll.name());
     }
 }
+
+/// A plain index entry's value is empty: its primary key is read from its
+/// key (`Table::entry_pk`); a unique entry without NULLs keeps the primary
+/// key as its value. Entries written before, with the primary key as their
+/// value, still read beside new ones, in covering reads and in reads that
+/// look the row up, and leave with their rows.
+#[test]
+fn index_entries_read_their_primary_key_from_the_key_and_older_entries_still_read() {
+    use std::collections::BTreeMap;
+    /// id -> (a, b, u).
+    type Row = (i64, String, Option<i64>);
+    type Model = BTreeMap<i64, Row>;
+    let dir = tempfile::tempdir().unwrap();
+    let mut model: Model = BTreeMap::new();
+    let row = |i: i64| {
+        (
+            i % 7,
+            if i % 2 == 0 { format!("b{}", i % 5) } else { format!("B{}", i % 5) },
+            (i % 10 != 0).then_some(i),
+        )
+    };
+    let insert = |s: &mut Session, model: &mut Model, ids: std::ops::Range<i64>| {
+        let vals: Vec<String> = ids
+            .map(|i| {
+                let (a, b, u) = row(i);
+                model.insert(i, (a, b.clone(), u));
+                format!("({i}, {a}, '{b}', {})", u.map_or("NULL".to_string(), |u| u.to_string()))
+            })
+            .collect();
+        ok(s, &format!("INSERT INTO t VALUES {}", vals.join(", ")));
+    };
+    // Every read through each index gives what the model says.
+    let check = |s: &mut Session, model: &Model, when: &str| {
+        let ids = |f: &dyn Fn(&Row) -> bool| -> Vec<Vec<String>> {
+            model.iter().filter(|(_, r)| f(r)).map(|(id, _)| vec![id.to_string()]).collect()
+        };
+        assert_eq!(
+            rows(s, "SELECT id FROM t FORCE INDEX (ka) WHERE a = 3 ORDER BY id"),
+            ids(&|r| r.0 == 3),
+            "{when}"
+        );
+        let full: Vec<Vec<String>> = model
+            .iter()
+            .filter(|(_, r)| r.0 == 4)
+            .map(|(id, (_, b, u))| {
+                vec![id.to_string(), b.clone(), u.map_or("NULL".into(), |u| u.to_string())]
+            })
+            .collect();
+        assert_eq!(
+            rows(s, "SELECT id, b, u FROM t FORCE INDEX (ka) WHERE a = 4 ORDER BY id"),
+            full,
+            "{when}"
+        );
+        let carried: Vec<Vec<String>> = model
+            .iter()
+            .filter(|(_, r)| r.1.eq_ignore_ascii_case("b2"))
+            .map(|(id, (_, b, _))| vec![b.clone(), id.to_string()])
+            .collect();
+        assert_eq!(
+            rows(s, "SELECT b, id FROM t FORCE INDEX (kb) WHERE b = 'b2' ORDER BY id"),
+            carried,
+            "{when}"
+        );
+        assert_eq!(
+            rows(s, "SELECT id FROM t FORCE INDEX (ku) WHERE u IS NULL ORDER BY id"),
+            ids(&|r| r.2.is_none()),
+            "{when}"
+        );
+        assert_eq!(
+            rows(s, "SELECT id FROM t FORCE INDEX (ku) WHERE u = 41"),
+            ids(&|r| r.2 == Some(41)),
+            "{when}"
+        );
+        let n = model.values().filter(|r| r.0 > 2).count();
+        assert_eq!(one(s, "SELECT COUNT(*) FROM t FORCE INDEX (kad) WHERE a > 2"), n.to_string(), "{when}");
+        assert_eq!(rows(s, "CHECK TABLE t")[0][3], "OK", "{when}");
+    };
+    let names = {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20), u INT, KEY ka (a), KEY kb (b), UNIQUE KEY ku (u), KEY kad (a DESC, id))");
+        insert(&mut s, &mut model, 0..300);
+        check(&mut s, &model, "new entries");
+        for ix in ["ka", "kb", "kad"] {
+            assert!(db.index_entries("d", "t", ix).unwrap().iter().all(|(_, v)| v.is_empty()), "{ix}");
+        }
+        // A unique entry with a NULL part holds the primary key in its key.
+        let ku = db.index_entries("d", "t", "ku").unwrap();
+        assert_eq!(ku.iter().filter(|(_, v)| v.is_empty()).count(), 30);
+        // One without: its key is its part alone (an INT: marker and 4
+        // bytes), its value the primary key.
+        assert!(ku.iter().filter(|(_, v)| !v.is_empty()).all(|(k, v)| k.len() == 5 && v.len() == 5));
+        drop(s);
+        let names = db.table_dictionaries("d", "t").unwrap();
+        db.close().unwrap();
+        names
+    };
+    // Rewrite every entry as it was written before: the primary key (an
+    // INT: marker and 4 bytes) as its value.
+    {
+        let env = fractaldb::Env::open(
+            dir.path(),
+            fractaldb::EnvOptions { direct_io: false, ..fractaldb::EnvOptions::default() },
+        )
+        .unwrap();
+        // main, status, then ka, kb, ku, kad.
+        assert_eq!(names.len(), 6, "{names:?}");
+        for (n, name) in names[2..].iter().enumerate() {
+            let d = env.open_dictionary(name).unwrap();
+            let txn = env.begin(fractaldb::Isolation::RepeatableRead).unwrap();
+            let entries: Vec<_> = txn.range(&d, None, None, false).collect::<Result<_, _>>().unwrap();
+            for (k, _) in entries.into_iter().filter(|(_, v)| v.is_empty()) {
+                let front = if n == 1 { fractaldb_sql::keycodec::carried(&k).unwrap().0 } else { &k[..] };
+                let pk = front[front.len() - 5..].to_vec();
+                txn.put(&d, &k, &pk).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        env.close().unwrap();
+    }
+    let db = Database::open(dir.path(), opts()).unwrap();
+    assert!(db.index_entries("d", "t", "ka").unwrap().iter().all(|(k, v)| v.len() == 5 && k.ends_with(v)));
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    check(&mut s, &model, "older entries");
+    // New entries beside old ones; old ones removed and rewritten by key.
+    insert(&mut s, &mut model, 300..400);
+    ok(&mut s, "UPDATE t SET a = a + 1 WHERE id < 120");
+    model.range_mut(..120).for_each(|(_, r)| r.0 += 1);
+    ok(&mut s, "DELETE FROM t WHERE id % 3 = 0");
+    model.retain(|id, _| id % 3 != 0);
+    check(&mut s, &model, "older and newer entries");
+}
