@@ -202,8 +202,9 @@ impl Table {
     /// ([`IndexDef::carries`]) and their length in two bytes; the value is
     /// the row for a clustering index, the primary key for a unique key,
     /// else empty: the key already holds the primary key
-    /// ([`Table::entry_pk`] reads it there), and a second copy was about a
-    /// quarter of a plain index's compressed bytes.
+    /// ([`Table::entry_pk`] reads it there), and a second copy cost a
+    /// plain index up to half its compressed bytes (docs/benchmarks-sql.md,
+    /// "a plain index entry without a second copy of the primary key").
     pub fn entry_for(&self, ix: &IndexDef, row: &[Value], pk: &[u8]) -> SqlResult<(Vec<u8>, Vec<u8>, bool)> {
         let (mut key, null) = self.index_key(ix, row)?;
         let unique = ix.kind == IndexKind::Unique && !null;
