@@ -252,6 +252,7 @@ impl Work {
                     comment,
                     disabled: false,
                     carry: false,
+                    carry_form: 0,
                 },
             );
             return Ok(());
@@ -303,6 +304,7 @@ impl Work {
             comment,
             disabled: false,
             carry: false,
+            carry_form: 0,
         });
         Ok(())
     }

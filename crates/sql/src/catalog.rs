@@ -111,6 +111,19 @@ pub struct IndexDef {
     /// `instant::prepare`), so the carried parts of its entries are fixed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub carry: bool,
+    /// How its entries carry values (`keycodec::put_carried_as`): 0, each
+    /// value whole; `keycodec::CARRY_COMPACT`, ASCII text of a `*_bin` or
+    /// `*_general_ci` collation as its letters' case and trailing spaces,
+    /// the rest rebuilt from the key part. Set with `carry`, for the same
+    /// reason: a row's entry must come out byte for byte as it was written
+    /// for a delete or CHECK TABLE to find it, so one dictionary never
+    /// mixes the two forms. Readers take either form.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub carry_form: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 impl IndexDef {
@@ -133,6 +146,7 @@ impl IndexDef {
     pub fn new_dictionary(&mut self, dict: String) {
         self.dict = dict;
         self.carry = true;
+        self.carry_form = crate::keycodec::CARRY_COMPACT;
     }
 }
 

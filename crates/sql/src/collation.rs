@@ -230,6 +230,38 @@ fn pad_key(kind: Kind, s: &[u8], out: &mut Vec<u8>) {
     out.push(T_END);
 }
 
+/// The ASCII text a PAD SPACE `*_bin` or `*_general_ci` sort key at the
+/// front of `key` spells (bytewise complemented when `complemented`), one
+/// byte per weight: `*_general_ci` letters upper case, the trailing spaces
+/// [`sort_key`] drops gone. `None` for another collation, a weight above
+/// U+007F, or a key that is not well formed. For ASCII text `s` of those
+/// collations this is `s` without its trailing spaces (upper-cased for
+/// `_ci`), so a reader can rebuild `s` from its key with its letters'
+/// case and its trailing spaces (`keycodec::put_carried`, which checks
+/// the rebuild before it relies on it).
+pub fn ascii_of_key(coll: Collation, key: &[u8], complemented: bool) -> Option<Vec<u8>> {
+    if !matches!(Kind::of(coll), Kind::General | Kind::Bin) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(key.len());
+    let mut bytes = key.iter().map(|&b| if complemented { !b } else { b });
+    loop {
+        match bytes.next()? {
+            T_END => return Some(out),
+            T_SPACE_LO | T_SPACE_HI => out.push(b' '),
+            T_LOW => {
+                let w = bytes.next()?;
+                if w >= 0x20 {
+                    return None;
+                }
+                out.push(w);
+            }
+            b @ 0x21..=0x7F => out.push(b),
+            _ => return None,
+        }
+    }
+}
+
 /// The key GROUP BY, DISTINCT and hash joins group by: the sort key, so two
 /// strings get the same key exactly when [`compare`] finds them equal.
 pub fn hash_key(coll: Collation, s: &[u8]) -> Vec<u8> {

@@ -368,6 +368,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                 comment: String::new(),
                 disabled: false,
                 carry: false,
+                carry_form: 0,
             });
         }
         checks.extend(b.checks);
@@ -428,6 +429,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     comment: crate::alter::index_comment(&u.index_options),
                     disabled: false,
                     carry: false,
+                    carry_form: 0,
                 });
             }
             ast::TableConstraint::Index(ix) => {
@@ -446,6 +448,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
                     comment: crate::alter::index_comment(&ix.index_options),
                     disabled: false,
                     carry: false,
+                    carry_form: 0,
                 });
             }
             ast::TableConstraint::Check(c) => {
@@ -495,6 +498,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
             comment: String::new(),
             disabled: false,
             carry: false,
+            carry_form: 0,
         });
         0
     });
@@ -893,6 +897,7 @@ pub(crate) fn index_def(
         comment: String::new(),
         disabled: false,
         carry: false,
+        carry_form: 0,
     }
 }
 

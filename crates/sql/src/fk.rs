@@ -164,6 +164,7 @@ pub fn add(s: &Session, def: &mut TableDef, d: Declared) -> SqlResult<()> {
             comment: String::new(),
             disabled: false,
             carry: false,
+            carry_form: 0,
         });
     }
     def.foreign_keys.push(fk);

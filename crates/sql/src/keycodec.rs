@@ -54,6 +54,9 @@
 //! length in two bytes, [`end_carried`]), so a read of the
 //! index alone answers a query that selects them. They follow a unique
 //! suffix, so they change neither the order nor the equality of entries.
+//! ASCII text of a `*_bin` or `*_general_ci` collation, whose key part
+//! spells it but for its letters' case and its trailing spaces, can be
+//! carried as just those ([`put_carried_as`]) and rebuilt from the part.
 use std::sync::OnceLock;
 
 use bigdecimal::num_bigint::{BigInt, Sign};
@@ -147,6 +150,130 @@ pub fn put_carried(out: &mut Vec<u8>, v: &Value) -> SqlResult<()> {
     Ok(())
 }
 
+/// The most trailing spaces a compact carried record ([`put_carried_as`])
+/// counts; a longer run is carried whole (a VARCHAR holds at most 65,535
+/// bytes anyway).
+const MAX_TRAILING: usize = u16::MAX as usize;
+
+/// Appends the carried value of `v`, the value of a string key part of
+/// type `ty` in the same key. With `compact` (`IndexDef::carry_form`
+/// [`CARRY_COMPACT`]), ASCII text of a `*_bin` or `*_general_ci` collation,
+/// which its key part spells but for its letters' case and its trailing
+/// spaces ([`collation::ascii_of_key`]), is carried as just those: `2`,
+/// the number of trailing spaces (LEB128, at most 65,535), then `0` (every
+/// letter as the key spells it: upper case under `_ci`), `1` (every letter
+/// lower case) or `2` and one bit per letter of the key's text, most
+/// significant first, set for lower case. A 32-character hex digest
+/// carries 3 bytes instead of 37. Anything else, and any value the record
+/// would not rebuild exactly (checked here), is carried whole
+/// ([`put_carried`]). The choice depends on the value alone, so the same
+/// row always makes the same key (deletes find entries by their key).
+pub fn put_carried_as(out: &mut Vec<u8>, v: &Value, ty: &SqlType, compact: bool) -> SqlResult<()> {
+    if let (true, Value::Str(b), SqlType::Str { coll, .. }) = (compact, v, ty) {
+        if let Some(rec) = compact_record(*coll, b) {
+            out.extend_from_slice(&rec);
+            return Ok(());
+        }
+    }
+    put_carried(out, v)
+}
+
+/// `IndexDef::carry_form` of dictionaries whose entries carry ASCII
+/// strings as compact records ([`put_carried_as`]).
+pub const CARRY_COMPACT: u8 = 1;
+
+/// The compact record of `s` ([`put_carried_as`]), if it rebuilds `s`.
+fn compact_record(coll: Collation, s: &[u8]) -> Option<Vec<u8>> {
+    if !s.is_ascii() {
+        return None;
+    }
+    let mut key = Vec::with_capacity(s.len() + 2);
+    collation::sort_key(coll, s, &mut key);
+    let text = collation::ascii_of_key(coll, &key, false)?;
+    let trailing = s.len().checked_sub(text.len())?;
+    if trailing > MAX_TRAILING || s[text.len()..].iter().any(|&b| b != b' ') {
+        return None;
+    }
+    let mut lower = Vec::new();
+    for (&k, &c) in text.iter().zip(s) {
+        if k.is_ascii_alphabetic() {
+            lower.push(c != k);
+        }
+    }
+    let mut rec = vec![2];
+    let mut n = trailing;
+    loop {
+        let low = (n & 0x7F) as u8;
+        n >>= 7;
+        if n == 0 {
+            rec.push(low);
+            break;
+        }
+        rec.push(low | 0x80);
+    }
+    if lower.iter().all(|&l| !l) {
+        rec.push(0);
+    } else if lower.iter().all(|&l| l) {
+        rec.push(1);
+    } else {
+        rec.push(2);
+        for chunk in lower.chunks(8) {
+            rec.push(chunk.iter().enumerate().fold(0u8, |m, (i, &l)| m | (u8::from(l) << (7 - i))));
+        }
+    }
+    let mut r = &rec[1..];
+    (rebuild(coll, &key, false, &mut r).ok()?.as_slice() == s && r.is_empty()).then_some(rec)
+}
+
+/// Rebuilds a string from its sort key `key` (complemented when
+/// `complemented`) and the compact record at the front of `rec` (after
+/// its tag), stepping over the record.
+fn rebuild(coll: Collation, key: &[u8], complemented: bool, rec: &mut &[u8]) -> SqlResult<Vec<u8>> {
+    let bad = || garbled("carried value");
+    let mut text = collation::ascii_of_key(coll, key, complemented).ok_or_else(bad)?;
+    let mut trailing = 0usize;
+    let mut shift = 0;
+    loop {
+        let (&b, rest) = rec.split_first().ok_or_else(truncated)?;
+        *rec = rest;
+        trailing |= usize::from(b & 0x7F) << shift;
+        if trailing > MAX_TRAILING {
+            return Err(bad());
+        }
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+        if shift > 14 {
+            return Err(bad());
+        }
+    }
+    let (&case, rest) = rec.split_first().ok_or_else(truncated)?;
+    *rec = rest;
+    let letters = text.iter().filter(|b| b.is_ascii_alphabetic()).count();
+    let mask = match case {
+        0 | 1 => None,
+        2 => {
+            let n = letters.div_ceil(8);
+            let m = rec.get(..n).ok_or_else(truncated)?;
+            *rec = &rec[n..];
+            Some(m)
+        }
+        _ => return Err(bad()),
+    };
+    for (i, b) in text.iter_mut().filter(|b| b.is_ascii_alphabetic()).enumerate() {
+        let low = match mask {
+            None => case == 1,
+            Some(m) => m[i / 8] & (0x80 >> (i % 8)) != 0,
+        };
+        if low {
+            b.make_ascii_lowercase();
+        }
+    }
+    text.resize(text.len() + trailing, b' ');
+    Ok(text)
+}
+
 /// Ends the carried values that start at `start` in `out`: their length
 /// in bytes (u16, big-endian) goes last, so a reader finds them from the
 /// key's end without stepping over the parts before them ([`carried`]).
@@ -165,9 +292,11 @@ pub fn carried(key: &[u8]) -> SqlResult<(&[u8], &[u8])> {
     Ok((&key[..start], &key[start..at]))
 }
 
-/// Reads a value [`put_carried`] wrote from the front of `buf`; a damaged
-/// one is an error, never a panic.
-pub fn take_carried(buf: &mut &[u8]) -> SqlResult<Value> {
+/// Reads a value [`put_carried`] or [`put_carried_as`] wrote from the
+/// front of `buf`; `part` is the key part (marker included) of the column
+/// it carries, of type `ty`, descending when `desc`, which a compact
+/// record is rebuilt from. A damaged one is an error, never a panic.
+pub fn take_carried(buf: &mut &[u8], part: &[u8], ty: &SqlType, desc: bool) -> SqlResult<Value> {
     let (&tag, rest) = buf.split_first().ok_or_else(truncated)?;
     match tag {
         0 => {
@@ -180,6 +309,20 @@ pub fn take_carried(buf: &mut &[u8]) -> SqlResult<Value> {
             let b = rest.get(4..4 + n).ok_or_else(truncated)?;
             *buf = &rest[4 + n..];
             Ok(Value::Str(b.to_vec()))
+        }
+        2 => {
+            let SqlType::Str { coll, .. } = ty else {
+                return Err(garbled("carried value"));
+            };
+            let marker = if desc { !PRESENT } else { PRESENT };
+            let key = match part.split_first() {
+                Some((&m, key)) if m == marker => key,
+                _ => return Err(garbled("carried value")),
+            };
+            let mut rec = rest;
+            let v = rebuild(*coll, key, desc, &mut rec)?;
+            *buf = rec;
+            Ok(Value::Str(v))
         }
         _ => Err(garbled("carried value")),
     }

@@ -633,38 +633,49 @@ pub fn set_covering(t: &Table, a: &mut Access, needed: Option<&[bool]>) {
 /// carried values from the end of `key` (`IndexDef::carry`).
 fn row_from_entry(t: &Table, ix: &IndexDef, key: &[u8], pk: &[u8]) -> crate::SqlResult<Vec<Value>> {
     let mut row = vec![Value::Null; t.def.columns.len()];
-    let carried = |p: &&crate::catalog::IndexPart| ix.carries(p, &t.def.columns[p.col].ty);
+    let carries = ix.parts.iter().any(|p| ix.carries(p, &t.def.columns[p.col].ty));
     let mut parts = key;
-    if ix.parts.iter().any(|p| carried(&p)) {
+    let mut vals: &[u8] = &[];
+    if carries {
         // A plain index's key: the parts, the primary key, the carried
         // values, their length: read from the end.
-        let (front, mut vals) = crate::keycodec::carried(key)?;
+        let (front, v) = crate::keycodec::carried(key)?;
         parts = front.strip_suffix(pk).ok_or_else(crate::table::damaged)?;
-        for p in ix.parts.iter().filter(carried) {
-            row[p.col] = crate::keycodec::take_carried(&mut vals)?;
-        }
-        if !vals.is_empty() {
-            return Err(crate::table::damaged());
-        }
+        vals = v;
     }
-    let mut read = |parts: &[crate::catalog::IndexPart], buf: &mut &[u8]| -> crate::SqlResult<()> {
+    // `own`: the index's parts (the primary key's carry nothing).
+    let read = |row: &mut [Value],
+                parts: &[crate::catalog::IndexPart],
+                own: bool,
+                buf: &mut &[u8],
+                vals: &mut &[u8]| {
         for p in parts {
             let ty = &t.def.columns[p.col].ty;
-            if !crate::keycodec::gives_value(ty, p.prefix) {
+            let before = *buf;
+            if crate::keycodec::gives_value(ty, p.prefix) {
+                let v = crate::keycodec::decode_part(buf, ty, p.desc)?.ok_or_else(crate::table::damaged)?;
+                row[p.col] = value_form(v, ty);
+            } else {
                 crate::keycodec::skip_part(buf, ty, p.desc)?;
-                continue;
+                if own && carries && ix.carries(p, ty) {
+                    // A compact carried value is rebuilt from its part.
+                    let part = &before[..before.len() - buf.len()];
+                    row[p.col] = crate::keycodec::take_carried(vals, part, ty, p.desc)?;
+                }
             }
-            let v = crate::keycodec::decode_part(buf, ty, p.desc)?.ok_or_else(crate::table::damaged)?;
-            row[p.col] = value_form(v, ty);
         }
-        Ok(())
+        crate::SqlResult::Ok(())
     };
-    // The parts are stepped over only when one of them gives its value.
-    if ix.parts.iter().any(|p| crate::keycodec::gives_value(&t.def.columns[p.col].ty, p.prefix)) {
-        read(&ix.parts, &mut parts)?;
+    // The parts are stepped over only when one of them gives or carries
+    // its value.
+    if carries || ix.parts.iter().any(|p| crate::keycodec::gives_value(&t.def.columns[p.col].ty, p.prefix)) {
+        read(&mut row, &ix.parts, true, &mut parts, &mut vals)?;
+    }
+    if !vals.is_empty() {
+        return Err(crate::table::damaged());
     }
     if let Some(p) = t.def.primary {
-        read(&t.def.indexes[p].parts, &mut &pk[..])?;
+        read(&mut row, &t.def.indexes[p].parts, false, &mut &pk[..], &mut &[][..])?;
     }
     Ok(row)
 }

@@ -215,7 +215,13 @@ impl Table {
         let mut any = false;
         for p in &ix.parts {
             if ix.carries(p, &self.def.columns[p.col].ty) {
-                keycodec::put_carried(&mut key, &row[p.col])?;
+                let ty = &self.def.columns[p.col].ty;
+                keycodec::put_carried_as(
+                    &mut key,
+                    &row[p.col],
+                    ty,
+                    ix.carry_form == keycodec::CARRY_COMPACT,
+                )?;
                 any = true;
             }
         }
