@@ -981,8 +981,10 @@ pub(crate) fn swap_locked(
         let opts = crate::rowformat::dict_options(&def);
         if plan.rows_change {
             def.schema_version = od.schema_version.wrapping_add(1);
-            // Every row is rewritten at the new version (`instant.rs`).
+            // Every row is rewritten at the new version (`instant.rs`),
+            // without the key's columns (`Table::key_held`).
             def.layouts.clear();
+            def.row_form = crate::table::ROW_KEYLESS;
             def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
             def.status_dict = s.inner.fresh_dict_name(&format!("{base}/status"));
             s.inner.env.create_dictionary(&def.status_dict, opts.clone())?;
@@ -1021,8 +1023,8 @@ pub(crate) fn swap_locked(
         if plan.check_rows {
             let checks = crate::dml::bind_checks(s, &newt.def)?;
             for kv in txn.range(&newt.main, None, None, false) {
-                let (_, v) = kv?;
-                crate::dml::check_row(s, &newt, &checks, &newt.decode_row(&v)?)?;
+                let (k, v) = kv?;
+                crate::dml::check_row(s, &newt, &checks, &newt.decode_row(&k, &v)?)?;
             }
         }
         catalog::put_table(&txn, &s.inner.catalog, (&def.db, &def.name), &newt.def)?;
@@ -1153,7 +1155,7 @@ fn build_indexes(
     let mut seen: Vec<HashSet<Vec<u8>>> = t.def.indexes.iter().map(|_| HashSet::new()).collect();
     for kv in txn.range(main, None, None, false) {
         let (pk, v) = kv?;
-        let row = t.decode_row(&v)?;
+        let row = t.decode_row(&pk, &v)?;
         for (b, &i) in sorters.iter_mut().zip(build) {
             let (k, val) = t.sec_entry(i, &row, &pk)?;
             if t.def.indexes[i].kind == IndexKind::Unique {
@@ -1211,8 +1213,8 @@ fn copy_rows(
     let mut n = 0u64;
     let total = old.row_estimate(txn)?;
     for kv in txn.range(&old.main, None, None, false) {
-        let (_, v) = kv?;
-        let orow = old.decode_row(&v)?;
+        let (k, v) = kv?;
+        let orow = old.decode_row(&k, &v)?;
         n += 1;
         crate::progress::alter(crate::progress::Stage::AlterCopy, n, total);
         let rownum = n as usize;

@@ -214,6 +214,18 @@ pub struct TableDef {
     /// changes (`instant.rs`); empty after a rebuild. Older records have none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layouts: Vec<crate::instant::Layout>,
+    /// What the main dictionary's rows leave out: 0, nothing (records
+    /// written before 2026-12-01); `table::ROW_KEYLESS`, the primary key's
+    /// integer columns, which the row's key holds (`Table::key_held`):
+    /// their NULL bits are set and they have no field, and
+    /// `Table::decode_row` reads them from the key. Set when the table
+    /// gets a new main dictionary (`ddl::create_dicts`, a rebuild), so one
+    /// dictionary's rows are all of one form. **Invariant:** the primary
+    /// key's columns and types never change while its main dictionary
+    /// lives (a change of the primary key, or of a column in it, is a
+    /// rebuild: `instant::prepare`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub row_form: u8,
 }
 
 /// What a foreign key does to the child rows when their parent row is

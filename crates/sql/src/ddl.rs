@@ -287,8 +287,10 @@ fn truncate(s: &mut Session, db: &str, name: &str) -> SqlResult<()> {
 pub(crate) fn create_dicts(s: &Session, def: &mut TableDef) -> SqlResult<()> {
     let base = format!("{}/{}", def.db, def.name);
     def.main_dict = s.inner.fresh_dict_name(&format!("{base}/main"));
-    // New dictionaries hold no row of an older version (`instant.rs`).
+    // New dictionaries hold no row of an older version (`instant.rs`),
+    // and rows without the key's columns (`Table::key_held`).
     def.layouts.clear();
+    def.row_form = crate::table::ROW_KEYLESS;
     // Every dictionary of the table takes its codec (ROW_FORMAT).
     let opts = crate::rowformat::dict_options(def);
     s.inner.env.create_dictionary(&def.main_dict, opts.clone())?;
@@ -546,6 +548,7 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
         basement_bytes: s.block_size_var("tokudb_read_block_size"),
         fanout: s.block_size_var("tokudb_fanout"),
         layouts: Vec::new(),
+        row_form: 0,
     };
     for d in fks {
         crate::fk::add(s, &mut def, d)?;

@@ -714,8 +714,8 @@ pub(crate) fn max_auto(t: &Table, txn: &Txn) -> SqlResult<u64> {
     }
     let mut max = 0u64;
     for kv in txn.range(&t.main, None, None, false) {
-        let (_, v) = kv?;
-        max = max.max(as_u64(&t.decode_row(&v)?[col]));
+        let (k, v) = kv?;
+        max = max.max(as_u64(&t.decode_row(&k, &v)?[col]));
     }
     Ok(max + 1)
 }

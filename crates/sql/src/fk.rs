@@ -337,7 +337,7 @@ fn rows_by_prefix(
         let pk = if ix.kind == IndexKind::Primary {
             k
         } else if ix.clustering {
-            t.pk(&t.decode_row(&v)?, None)?
+            t.pk(&t.decode_full_row(&v, None)?, None)?
         } else {
             t.entry_pk(ix, &k, &v)?.to_vec()
         };
@@ -562,8 +562,8 @@ pub fn check_existing(s: &Session, txn: &Txn, t: &Table, fk: &ForeignKeyDef) -> 
     }
     let view = t.with_def(TableDef { foreign_keys: vec![fk.clone()], ..t.def.clone() });
     for kv in txn.range(&t.main, None, None, false) {
-        let (_, v) = kv?;
-        let row = t.decode_row(&v)?;
+        let (k, v) = kv?;
+        let row = t.decode_row(&k, &v)?;
         check_child(s, txn, &view, None, &row)?;
     }
     Ok(())

@@ -799,8 +799,8 @@ pub fn next_auto_increment(txn: &Txn, t: &Table) -> SqlResult<u64> {
     let Some(col) = t.def.auto_col() else { return Ok(1) };
     let mut max = 0u64;
     for kv in txn.range(&t.main, None, None, false) {
-        let (_, v) = kv?;
-        match &t.decode_row(&v)?[col] {
+        let (k, v) = kv?;
+        match &t.decode_row(&k, &v)?[col] {
             Value::Int(i) if *i > 0 => max = max.max(*i as u64),
             Value::UInt(u) => max = max.max(*u),
             _ => {}

@@ -288,7 +288,7 @@ fn chunk(
 /// since the range read it).
 fn row_entries(t: &Table, txn: &Txn, building: &[Arc<Building>], pk: &[u8]) -> SqlResult<()> {
     let Some(bytes) = txn.get_for_update(&t.main, pk)? else { return Ok(()) };
-    let row = t.decode_row(&bytes)?;
+    let row = t.decode_row(pk, &bytes)?;
     for b in building {
         let (k, v, unique) = entry(t, &b.ix, &row, pk)?;
         if unique {
@@ -321,11 +321,11 @@ fn duplicate(
     let same = if !b.ix.clustering {
         v == pk
     } else if t.def.primary.is_some() {
-        t.pk(&t.decode_row(&v)?, None)? == pk
+        t.pk(&t.decode_full_row(&v, None)?, None)? == pk
     } else {
         // A clustering entry of a table without a primary key carries no
         // row id: the same row is the same values.
-        v == t.encode_row(row)?
+        v == t.encode_full_row(row)?
     };
     if same {
         return Ok(None);

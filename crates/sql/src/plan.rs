@@ -783,7 +783,7 @@ fn read_range(
             let v = if a.lock_points { txn.get_for_update(&t.main, key)? } else { txn.get(&t.main, key)? };
             if let Some(v) = v {
                 crate::progress::examined();
-                return f(key, t.decode_row_some(&v, needed)?);
+                return f(key, t.decode_row_some(key, &v, needed)?);
             }
             return Ok(true);
         }
@@ -796,7 +796,7 @@ fn read_range(
             while let Some(kv) = r.next_ref() {
                 let (k, v) = kv?;
                 crate::progress::examined();
-                if !f(k, t.decode_row_some(v, needed)?)? {
+                if !f(k, t.decode_row_some(k, v, needed)?)? {
                     return Ok(false);
                 }
             }
@@ -837,10 +837,10 @@ fn secondary_row<'e>(
     if ix.clustering {
         // The primary key from the whole row, then the columns the
         // reader uses.
-        let row = t.decode_row(v)?;
+        let row = t.decode_full_row(v, None)?;
         let pk = t.pk(&row, None)?;
         let row = match needed {
-            Some(_) => t.decode_row_some(v, needed)?,
+            Some(_) => t.decode_full_row(v, needed)?,
             None => row,
         };
         return Ok((pk.into(), row));
@@ -848,7 +848,7 @@ fn secondary_row<'e>(
     PK_LOOKUPS.with(|c| c.set(c.get() + 1));
     let pk = t.entry_pk(ix, k, v)?;
     match txn.get(&t.main, pk)? {
-        Some(r) => Ok((pk.into(), t.decode_row_some(&r, needed)?)),
+        Some(r) => Ok((pk.into(), t.decode_row_some(pk, &r, needed)?)),
         None => Err(crate::table::damaged()),
     }
 }
@@ -913,7 +913,7 @@ pub fn for_each_key_run(
         let prefix = &k[..prefix_len(t, key_parts, k)?];
         let row = match secondary {
             Some(i) => secondary_row(txn, t, a, i, k, v)?.1,
-            None => t.decode_row_some(v, a.needed.as_deref())?,
+            None => t.decode_row_some(k, v, a.needed.as_deref())?,
         };
         if let Some((_, first, n)) = run.replace((prefix.to_vec(), row, 1)) {
             f(first, n)?;

@@ -18,7 +18,10 @@
 //!                        (`temporal::timestamp_to_stored` / `_from_stored`)
 //! ```
 //! `version` is the table's `schema_version` when the row was written. The
-//! hidden primary key of a table without one is not in the row.
+//! hidden primary key of a table without one is not in the row; in a
+//! table with `TableDef::row_form` = `table::ROW_KEYLESS` neither are
+//! the primary key's integer columns (NULL bit set, no field: a primary
+//! key column is never NULL, so the bit is unambiguous).
 
 use std::str::FromStr;
 
@@ -76,18 +79,23 @@ pub fn size_hint(row: &[Value]) -> usize {
     5 + row.len().div_ceil(8) + fields
 }
 
-pub fn encode(version: u32, types: &[&SqlType], row: &[Value], out: &mut Vec<u8>) -> SqlResult<()> {
+/// Appends `row`; the columns `omit` names are written as NULL (no
+/// field), for a reader that knows their values from elsewhere (the
+/// key: `Table::key_held`).
+pub fn encode(
+    version: u32,
+    types: &[&SqlType],
+    row: &[Value],
+    omit: impl Fn(usize) -> bool,
+    out: &mut Vec<u8>,
+) -> SqlResult<()> {
     debug_assert_eq!(types.len(), row.len());
     put_varint(out, version as u64);
     let start = out.len();
     out.resize(start + types.len().div_ceil(8), 0);
-    for (i, v) in row.iter().enumerate() {
-        if v.is_null() {
+    for (i, (ty, v)) in types.iter().zip(row).enumerate() {
+        if v.is_null() || omit(i) {
             out[start + i / 8] |= 1 << (i % 8);
-        }
-    }
-    for (ty, v) in types.iter().zip(row) {
-        if v.is_null() {
             continue;
         }
         encode_field(ty, v, out)?;
@@ -318,7 +326,7 @@ mod tests {
             Value::str("b"),
         ];
         let mut out = Vec::new();
-        encode(3, &refs, &row, &mut out).unwrap();
+        encode(3, &refs, &row, |_| false, &mut out).unwrap();
         let (v, back) = decode(&refs, &out).unwrap();
         assert_eq!(v, 3);
         assert_eq!(
@@ -354,7 +362,7 @@ mod tests {
             Value::UInt(7),
         ];
         let mut out = Vec::new();
-        encode(1, &refs, &row, &mut out).unwrap();
+        encode(1, &refs, &row, |_| false, &mut out).unwrap();
         let render = |r: Vec<Value>| r.iter().map(|v| v.render()).collect::<Vec<_>>();
         let all = render(decode_some(refs.iter().copied(), None, &out).unwrap().1);
         assert_eq!(all, ["skipped", "-1.25", "a", "x,y", "2024-02-29 00:00:00", "[1]", "7"]);

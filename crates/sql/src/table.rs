@@ -42,6 +42,10 @@ use crate::value::Value;
 /// The engine update function adding a little-endian i64 to a value.
 pub const ADD_I64: u8 = 1;
 
+/// `TableDef::row_form` of tables whose rows leave out the primary key's
+/// integer columns ([`Table::key_held`]).
+pub const ROW_KEYLESS: u8 = 1;
+
 pub fn add_i64(_key: &[u8], old: Option<&[u8]>, arg: &[u8]) -> Option<Vec<u8>> {
     let get = |b: Option<&[u8]>| b.and_then(|b| b.try_into().ok()).map(i64::from_le_bytes).unwrap_or(0);
     Some(get(old).wrapping_add(get(Some(arg))).to_le_bytes().to_vec())
@@ -142,26 +146,94 @@ impl Table {
         self.def.columns.iter().map(|c| &c.ty).collect()
     }
 
-    /// A stored row in the current definition's columns; a row of another
-    /// schema version is converted first, or is 1412 when this definition
-    /// is older than the row (`instant.rs`).
-    pub fn decode_row(&self, bytes: &[u8]) -> SqlResult<Vec<Value>> {
-        self.decode_row_some(bytes, None)
+    /// The row stored under primary key `pk`, in the current definition's
+    /// columns; a row of another schema version is converted first, or is
+    /// 1412 when this definition is older than the row (`instant.rs`).
+    /// The columns the row leaves out ([`Table::key_held`]) are read from
+    /// `pk`.
+    pub fn decode_row(&self, pk: &[u8], bytes: &[u8]) -> SqlResult<Vec<Value>> {
+        self.decode_row_some(pk, bytes, None)
     }
 
     /// [`Table::decode_row`] building only the columns `needed` marks
     /// (`None`: all); the others are NULL.
-    pub fn decode_row_some(&self, bytes: &[u8], needed: Option<&[bool]>) -> SqlResult<Vec<Value>> {
+    pub fn decode_row_some(&self, pk: &[u8], bytes: &[u8], needed: Option<&[bool]>) -> SqlResult<Vec<Value>> {
         let types = self.def.columns.iter().map(|c| &c.ty);
-        if crate::instant::version_of(bytes) == Some(self.def.schema_version) {
-            return Ok(rowcodec::decode_some(types, needed, bytes)?.1);
-        }
-        Ok(rowcodec::decode_some(types, needed, &crate::instant::upgrade(&self.def, bytes)?)?.1)
+        let mut row = if crate::instant::version_of(bytes) == Some(self.def.schema_version) {
+            rowcodec::decode_some(types, needed, bytes)?.1
+        } else {
+            rowcodec::decode_some(types, needed, &crate::instant::upgrade(&self.def, bytes)?)?.1
+        };
+        self.fill_from_key(pk, &mut row, needed)?;
+        Ok(row)
     }
 
+    /// A clustering index's value: the whole row, its primary key's
+    /// columns included (a unique clustering entry's key does not hold
+    /// the primary key). Read with [`Table::decode_row`] like any row.
+    pub fn decode_full_row(&self, bytes: &[u8], needed: Option<&[bool]>) -> SqlResult<Vec<Value>> {
+        self.decode_row_some(&[], bytes, needed)
+    }
+
+    /// Whether column `col` is left out of the main dictionary's rows and
+    /// read from their keys: an integer column of the primary key, in a
+    /// table whose rows are `ROW_KEYLESS` (`TableDef::row_form`). The key
+    /// gives an integer's value back exactly (`keycodec::gives_value`);
+    /// other types are kept in the row, where their stored form is not
+    /// the key's (strings hold weights, TIMESTAMPs a zone, DECIMALs a
+    /// scale).
+    pub fn key_held(&self, col: usize) -> bool {
+        self.def.row_form == ROW_KEYLESS
+            && self.def.primary.is_some_and(|p| {
+                self.def.indexes[p].parts.iter().any(|part| {
+                    part.col == col
+                        && part.prefix.is_none()
+                        && matches!(self.def.columns[col].ty, SqlType::Int { .. })
+                })
+            })
+    }
+
+    /// Sets the columns of `row` the row left out ([`Table::key_held`])
+    /// from primary key `pk` where they are NULL and `needed`.
+    fn fill_from_key(&self, pk: &[u8], row: &mut [Value], needed: Option<&[bool]>) -> SqlResult<()> {
+        let Some(p) = self.def.primary.filter(|_| self.def.row_form == ROW_KEYLESS) else {
+            return Ok(());
+        };
+        let parts = &self.def.indexes[p].parts;
+        let wanted = |row: &[Value], col: usize| {
+            row[col].is_null()
+                && needed.is_none_or(|n| n.get(col).copied().unwrap_or(true))
+                && self.key_held(col)
+        };
+        if !parts.iter().any(|part| wanted(row, part.col)) {
+            return Ok(());
+        }
+        let mut buf = pk;
+        for part in parts {
+            let ty = &self.def.columns[part.col].ty;
+            if wanted(row, part.col) {
+                row[part.col] = keycodec::decode_part(&mut buf, ty, part.desc)?
+                    .filter(|v| !v.is_null())
+                    .ok_or_else(damaged)?;
+            } else {
+                keycodec::skip_part(&mut buf, ty, part.desc)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The main dictionary's form of `row` (see [`Table::key_held`]).
     pub fn encode_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {
         let mut out = Vec::with_capacity(rowcodec::size_hint(row));
-        rowcodec::encode(self.def.schema_version, &self.types(), row, &mut out)?;
+        rowcodec::encode(self.def.schema_version, &self.types(), row, |i| self.key_held(i), &mut out)?;
+        Ok(out)
+    }
+
+    /// `row` whole, its primary key's columns included: a clustering
+    /// index's value ([`Table::decode_full_row`]).
+    pub fn encode_full_row(&self, row: &[Value]) -> SqlResult<Vec<u8>> {
+        let mut out = Vec::with_capacity(rowcodec::size_hint(row));
+        rowcodec::encode(self.def.schema_version, &self.types(), row, |_| false, &mut out)?;
         Ok(out)
     }
 
@@ -230,7 +302,7 @@ impl Table {
         }
         debug_assert!(!pk.is_empty(), "an empty primary key would read as an entry without one");
         let val = if ix.clustering {
-            self.encode_row(row)?
+            self.encode_full_row(row)?
         } else if unique {
             pk.to_vec()
         } else {
@@ -316,7 +388,7 @@ impl Table {
     }
 
     fn pk_of_clustered(&self, row_bytes: &[u8]) -> SqlResult<Vec<u8>> {
-        let row = self.decode_row(row_bytes)?;
+        let row = self.decode_full_row(row_bytes, None)?;
         self.pk(&row, None)
     }
 
@@ -623,7 +695,7 @@ impl StmtWrites {
 pub fn fetch(t: &Table, txn: &Txn, pk: &[u8], for_update: bool) -> SqlResult<Option<Vec<Value>>> {
     let bytes = if for_update { txn.get_for_update(&t.main, pk)? } else { txn.get(&t.main, pk)? };
     match bytes {
-        Some(b) => Ok(Some(t.decode_row(&b)?)),
+        Some(b) => Ok(Some(t.decode_row(pk, &b)?)),
         None => Ok(None),
     }
 }

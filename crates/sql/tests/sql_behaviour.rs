@@ -1759,3 +1759,149 @@ fn carried_strings_are_rebuilt_from_their_keys_and_older_dictionaries_keep_their
     assert!(tags(&db, "kg").contains(&2));
     check(&mut s, &model, "rebuilt");
 }
+
+/// A table's rows leave out its primary key's integer columns, which the
+/// key holds (`Table::key_held`, `TableDef::row_form`): their NULL bits
+/// are set in the stored row and every read takes them from the key
+/// (point reads, scans, lookups through a secondary index, covering and
+/// clustering reads, fast updates and upserts, instant column changes,
+/// a rebuild). A table whose rows were written whole (`row_form` 0)
+/// keeps writing them whole and reads as before.
+#[test]
+fn rows_leave_out_their_integer_primary_key_columns_and_whole_rows_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = "SELECT a, b, s, c, d FROM t ORDER BY a, b, s";
+    // The NULL bits of the stored rows (one bitmap byte after a one-byte
+    // version: at most 8 columns here), keyed by primary key.
+    let bitmaps = |db: &Database| -> Vec<u8> {
+        db.index_entries("d", "t", "PRIMARY").unwrap().iter().map(|(_, v)| v[1]).collect()
+    };
+    let expected: Vec<Vec<String>> = {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(
+            &mut s,
+            "CREATE TABLE t (a INT NOT NULL, b BIGINT UNSIGNED NOT NULL, s VARCHAR(10) NOT NULL, c INT, d DATE, \
+             PRIMARY KEY (b DESC, a, s), UNIQUE KEY uc (c), CLUSTERING KEY kd (d), UNIQUE CLUSTERING KEY ucd (c, d))",
+        );
+        ok(
+            &mut s,
+            "INSERT INTO t VALUES (-2147483648, 18446744073709551615, 'Max', 1, '2020-01-01'), \
+             (0, 0, '', 2, NULL), (7, 5, 'x', NULL, '1999-12-31'), (2147483647, 5, 'y', 4, '2020-01-01'), \
+             (-1, 1, 'é', 5, '2001-02-03')",
+        );
+        // a (column 0) and b (column 1) are left out; s, a string, is not.
+        for m in bitmaps(&db) {
+            assert_eq!(m & 0b111, 0b011, "{m:#b}");
+        }
+        let want = [
+            ["-2147483648", "18446744073709551615", "Max", "1", "2020-01-01"],
+            ["-1", "1", "é", "5", "2001-02-03"],
+            ["0", "0", "", "2", "NULL"],
+            ["7", "5", "x", "NULL", "1999-12-31"],
+            ["2147483647", "5", "y", "4", "2020-01-01"],
+        ];
+        assert_eq!(rows(&mut s, all), want);
+        // Point reads, ranges, lookups, covering and clustering reads.
+        assert_eq!(
+            rows(&mut s, "SELECT * FROM t WHERE b = 5 AND a = 7 AND s = 'x'"),
+            [["7", "5", "x", "NULL", "1999-12-31"]]
+        );
+        assert_eq!(
+            rows(&mut s, "SELECT a, b FROM t WHERE b BETWEEN 1 AND 5 ORDER BY b, a"),
+            [["-1", "1"], ["7", "5"], ["2147483647", "5"]]
+        );
+        assert_eq!(rows(&mut s, "SELECT a, b, s FROM t WHERE c = 4"), [["2147483647", "5", "y"]]);
+        assert_eq!(
+            rows(&mut s, "SELECT a, b, c FROM t FORCE INDEX (kd) WHERE d = '2020-01-01' ORDER BY a"),
+            [["-2147483648", "18446744073709551615", "1"], ["2147483647", "5", "4"]]
+        );
+        assert_eq!(rows(&mut s, "SELECT a, b FROM t WHERE c = 5 AND d = '2001-02-03'"), [["-1", "1"]]);
+        assert_eq!(
+            rows(&mut s, "SELECT SUM(a), SUM(b) FROM t WHERE a < 8"),
+            [["-2147483642", "18446744073709551621"]]
+        );
+        // Updates and deletes find their rows and entries.
+        ok(&mut s, "UPDATE t SET c = c + 10 WHERE a = 0");
+        ok(&mut s, "UPDATE t SET a = 8 WHERE a = 7");
+        ok(&mut s, "DELETE FROM t WHERE b = 1");
+        // Fast updates and upserts edit the stored row in place.
+        affected(&mut s, "SET SESSION tokudb_enable_fast_upsert = ON, tokudb_enable_fast_update = ON");
+        ok(&mut s, "CREATE TABLE f (id INT PRIMARY KEY, n INT NOT NULL)");
+        ok(&mut s, "INSERT INTO f VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1");
+        ok(&mut s, "INSERT INTO f VALUES (1, 1) ON DUPLICATE KEY UPDATE n = n + 1");
+        ok(&mut s, "UPDATE f SET n = n + 5 WHERE id = 1");
+        ok(&mut s, "INSERT INTO f VALUES (-3, 9) ON DUPLICATE KEY UPDATE n = n + 1");
+        assert_eq!(rows(&mut s, "SELECT * FROM f ORDER BY id"), [["-3", "9"], ["1", "7"]]);
+        affected(&mut s, "SET SESSION tokudb_enable_fast_upsert = OFF, tokudb_enable_fast_update = OFF");
+        // Instant column changes: a column added first moves every
+        // column, the key's too; rows of both versions read.
+        ok(&mut s, "ALTER TABLE t ADD COLUMN e INT DEFAULT 3 FIRST");
+        ok(&mut s, "INSERT INTO t (a, b, s, c, e) VALUES (9, 9, 'z', 99, 4)");
+        ok(&mut s, "ALTER TABLE t MODIFY a INT NOT NULL AFTER d");
+        assert_eq!(rows(&mut s, "SELECT e, a, b FROM t WHERE b = 9"), [["4", "9", "9"]]);
+        assert_eq!(rows(&mut s, "SELECT e, a, b FROM t WHERE b = 0"), [["3", "0", "0"]]);
+        // A rebuild writes every row again, without the key's columns.
+        ok(&mut s, "ALTER TABLE t DROP COLUMN e, MODIFY a INT NOT NULL FIRST, ROW_FORMAT=TOKUDB_LZ4");
+        let want = rows(&mut s, all);
+        assert_eq!(
+            want,
+            [
+                ["-2147483648", "18446744073709551615", "Max", "1", "2020-01-01"],
+                ["0", "0", "", "12", "NULL"],
+                ["8", "5", "x", "NULL", "1999-12-31"],
+                ["9", "9", "z", "99", "NULL"],
+                ["2147483647", "5", "y", "4", "2020-01-01"],
+            ]
+        );
+        assert_eq!(rows(&mut s, "CHECK TABLE t")[0][3], "OK");
+        drop(s);
+        db.close().unwrap();
+        want
+    };
+    // The same table read after a restart, then rewritten as a table of
+    // an older build: rows whole, `row_form` absent from its record.
+    {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "USE d");
+        assert_eq!(rows(&mut s, all), expected);
+        ok(&mut s, "CREATE TABLE old (id INT PRIMARY KEY, n INT)");
+        drop(s);
+        db.close().unwrap();
+        let env = engine_of(dir.path());
+        let txn = env.begin(fractaldb::Isolation::RepeatableRead).unwrap();
+        let cat = env.open_dictionary(fractaldb_sql::catalog::CATALOG_DICT).unwrap();
+        let recs: Vec<_> = txn.range(&cat, None, None, false).collect::<Result<_, _>>().unwrap();
+        let mut edited = 0;
+        for (k, v) in recs {
+            // (Not every record is JSON: the next table id is a number.)
+            let Ok(mut def) = serde_json::from_slice::<serde_json::Value>(&v) else { continue };
+            if def.get("name").and_then(|n| n.as_str()) == Some("old") {
+                def.as_object_mut().unwrap().remove("row_form").unwrap();
+                txn.put(&cat, &k, serde_json::to_string(&def).unwrap().as_bytes()).unwrap();
+                edited += 1;
+            }
+        }
+        assert_eq!(edited, 1);
+        txn.commit().unwrap();
+        env.close().unwrap();
+    }
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "USE d");
+    ok(&mut s, "INSERT INTO old VALUES (1, 10), (2, 20), (3, NULL)");
+    ok(&mut s, "UPDATE old SET n = n + 1 WHERE id = 2");
+    // Written whole: the key's column keeps its field.
+    let whole = db.index_entries("d", "old", "PRIMARY").unwrap();
+    assert!(whole.iter().all(|(_, v)| v[1] & 1 == 0));
+    assert_eq!(rows(&mut s, "SELECT * FROM old ORDER BY id"), [["1", "10"], ["2", "21"], ["3", "NULL"]]);
+    // A rebuild gives it a new main dictionary, rows without the key's
+    // column.
+    ok(&mut s, "ALTER TABLE old ADD COLUMN m INT NOT NULL DEFAULT 0 AFTER id, ALGORITHM=COPY");
+    assert!(db.index_entries("d", "old", "PRIMARY").unwrap().iter().all(|(_, v)| v[1] & 1 == 1));
+    assert_eq!(rows(&mut s, "SELECT id, n FROM old ORDER BY id"), [["1", "10"], ["2", "21"], ["3", "NULL"]]);
+    assert_eq!(rows(&mut s, all), expected);
+}
