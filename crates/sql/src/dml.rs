@@ -205,7 +205,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
         }
     };
     // ON DUPLICATE KEY UPDATE assignments, bound over the existing row.
-    let scope = scope_of(&[Source { table: t.clone(), alias: def.name.clone() }]);
+    let scope = scope_of(&[Source { table: t.clone(), alias: def.name.clone(), hints: Default::default() }]);
     let insert_cols: Vec<(String, usize)> =
         def.columns.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
     let mut upd: Vec<(usize, Expr)> = Vec::new();
@@ -733,7 +733,7 @@ fn matching(
 ) -> SqlResult<Vec<(Vec<u8>, Vec<Value>)>> {
     // The table is reached by its alias when it has one (`UPDATE t AS x`).
     let name = alias.map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
-    let scope = scope_of(&[Source { table: t.clone(), alias: name }]);
+    let scope = scope_of(&[Source { table: t.clone(), alias: name, hints: Default::default() }]);
     let sysvar = |n: &str| s.sysvar(n);
     let proto = s.child();
     let mut subq = |q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
@@ -783,7 +783,7 @@ fn matching(
         }
         // The rows read here only pick the keys (each is re-read below):
         // an index holding the WHERE's and ORDER BY's columns is enough.
-        let mut access = crate::plan::choose(txn, t, &conj, 0, &mut cx, read.as_deref());
+        let mut access = crate::plan::choose(txn, t, &Default::default(), &conj, 0, &mut cx, read.as_deref());
         access.lock_points = true;
         crate::plan::for_each_row(txn, t, &access, |k, row| {
             if filter.as_ref().map_or(Ok(true), |f| f.eval(&row, &mut cx).map(|v| v.truth() == Some(true)))? {
@@ -1054,7 +1054,7 @@ fn update_rows(s: &mut Session, txn: &Txn, up: &ast::Update, ignore: bool) -> Sq
     }
     let shown = alias.as_ref().map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
     let mut sets = Vec::new();
-    let scope = scope_of(&[Source { table: t.clone(), alias: shown }]);
+    let scope = scope_of(&[Source { table: t.clone(), alias: shown, hints: Default::default() }]);
     {
         // An uncorrelated subquery in SET runs once, here, before any row
         // changes; a correlated one runs per row (below).
@@ -1248,7 +1248,7 @@ fn explain_single(
     how: ExplainHow,
 ) -> SqlResult<Outcome> {
     let name = alias.map_or_else(|| t.def.name.clone(), |a| a.name.value.clone());
-    let scope = scope_of(&[Source { table: t.clone(), alias: name.clone() }]);
+    let scope = scope_of(&[Source { table: t.clone(), alias: name.clone(), hints: Default::default() }]);
     let filter = {
         let sysvar = |n: &str| s.sysvar(n);
         let proto = s.child();
@@ -1268,7 +1268,7 @@ fn explain_single(
     let mut w = Vec::new();
     let access = {
         let mut cx = s.eval_ctx(&mut w);
-        crate::plan::choose(txn, t, &conj, 0, &mut cx, None)
+        crate::plan::choose(txn, t, &Default::default(), &conj, 0, &mut cx, None)
     };
     let delete_all = how.delete && selection.is_none() && !how.limited;
     let rs = crate::explain::single_dml(

@@ -529,6 +529,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                 let access = crate::plan::choose(
                     self.txn,
                     &src.table,
+                    &src.hints,
                     &conds,
                     off,
                     self.cx,
@@ -643,6 +644,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                 crate::plan::choose(
                     self.txn,
                     &src.table,
+                    &src.hints,
                     &inner_only,
                     self.offs[r],
                     self.cx,
@@ -672,6 +674,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                 let access = crate::plan::choose(
                     self.txn,
                     &src.table,
+                    &src.hints,
                     &conds,
                     self.offs[r],
                     self.cx,
@@ -771,6 +774,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                     Rel::Table(src) => Some(crate::plan::choose(
                         self.txn,
                         &src.table,
+                        &src.hints,
                         &filters,
                         self.offs[*r],
                         self.cx,
@@ -797,6 +801,7 @@ impl<'a, 'c> Exec<'a, 'c> {
                         let base = crate::plan::choose(
                             self.txn,
                             &src.table,
+                            &src.hints,
                             &c.inner_only,
                             off,
                             self.cx,
@@ -804,8 +809,10 @@ impl<'a, 'c> Exec<'a, 'c> {
                         );
                         let mut best: Option<(usize, Vec<String>)> = None;
                         let secondary = src.table.secondary_usable(self.txn);
-                        for (ix, def) in src.table.def.indexes.iter().enumerate().filter(|(_, d)| {
-                            !d.disabled && (secondary || d.kind == crate::catalog::IndexKind::Primary)
+                        for (ix, def) in src.table.def.indexes.iter().enumerate().filter(|(i, d)| {
+                            !d.disabled
+                                && (secondary || d.kind == crate::catalog::IndexKind::Primary)
+                                && src.hints.allows(*i)
                         }) {
                             let mut refs = Vec::new();
                             for p in &def.parts {

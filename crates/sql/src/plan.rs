@@ -89,6 +89,71 @@ impl Access {
     }
 }
 
+/// A table reference's index hints (`USE INDEX`, `FORCE INDEX`,
+/// `IGNORE INDEX`, as MySQL reads them, for every purpose: the `FOR JOIN
+/// | ORDER BY | GROUP BY` scope is not told apart). The default allows
+/// every index.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hints {
+    /// Which of `TableDef::indexes` the planner may read (`None`: all).
+    pub allowed: Option<Vec<bool>>,
+    /// FORCE INDEX: a scan of the table costs more than reading any
+    /// allowed index that can serve the statement.
+    pub force: bool,
+}
+
+impl Hints {
+    /// Whether index `i` may be read.
+    pub fn allows(&self, i: usize) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a.get(i).copied().unwrap_or(false))
+    }
+}
+
+/// The hints of a table reference (`t` read as `alias`) from the
+/// parser's: USE and FORCE lists are joined (an empty USE list allows no
+/// index), IGNORE lists taken away, FORCE makes the scan the last resort.
+/// A name the table has no index by is MySQL's 1176.
+pub fn hints_of(
+    t: &Table,
+    alias: &str,
+    given: &[sqlparser::ast::TableIndexDirective],
+) -> crate::SqlResult<Hints> {
+    use sqlparser::ast::TableIndexHintType as H;
+    let mut hints = Hints::default();
+    if given.is_empty() {
+        return Ok(hints);
+    }
+    let n = t.def.indexes.len();
+    let mut used: Option<Vec<bool>> = None;
+    let mut ignored = vec![false; n];
+    for h in given {
+        // (SQLite's INDEXED BY and NOT INDEXED are not MySQL's syntax.)
+        let sqlparser::ast::TableIndexDirective::MySql(h) = h else { continue };
+        let mut named = vec![false; n];
+        for name in &h.index_names {
+            let i = t.def.index_by_name(&name.value).ok_or_else(|| {
+                crate::error::SqlError::new(
+                    1176,
+                    "42000",
+                    format!("Key '{}' doesn't exist in table '{alias}'", name.value),
+                )
+            })?;
+            named[i] = true;
+        }
+        match h.hint_type {
+            H::Ignore => ignored.iter_mut().zip(&named).for_each(|(a, b)| *a |= b),
+            H::Use | H::Force => {
+                hints.force |= h.hint_type == H::Force;
+                let u = used.get_or_insert_with(|| vec![false; n]);
+                u.iter_mut().zip(&named).for_each(|(a, b)| *a |= b);
+            }
+        }
+    }
+    let allowed: Vec<bool> = (0..n).map(|i| used.as_ref().is_none_or(|u| u[i]) && !ignored[i]).collect();
+    hints.allowed = Some(allowed);
+    Ok(hints)
+}
+
 /// The smallest byte string greater than every string starting with `p`
 /// (`None`: there is none, p is all 0xFF).
 pub fn successor(p: &[u8]) -> Option<Vec<u8>> {
@@ -246,24 +311,39 @@ const LOOKUP_COST: f64 = 1.0;
 pub fn choose(
     txn: &fractaldb::Txn,
     t: &Table,
+    hints: &Hints,
     conj: &[&Expr],
     offset: usize,
     cx: &mut EvalCtx,
     needed: Option<&[bool]>,
 ) -> Access {
     let (conds, ins) = conditions(t, conj, offset, cx);
-    if conds.is_empty() && ins.is_empty() {
-        return Access::full();
-    }
     let secondary = t.secondary_usable(txn);
+    // FORCE INDEX with nothing to narrow by: an allowed index whose entries
+    // hold every column read is read whole (EXPLAIN's `index`), as MySQL
+    // does; otherwise the scan.
+    let forced_whole = || {
+        let needed = needed?;
+        t.def
+            .secondary()
+            .filter(|(i, ix)| secondary && !ix.disabled && hints.allows(*i) && covers(t, *i, needed))
+            .min_by_key(|(_, ix)| ix.parts.len())
+            .map(|(i, _)| Access { index: Some(i), covering: true, ..Access::full() })
+    };
+    if conds.is_empty() && ins.is_empty() {
+        return if hints.force { forced_whole().unwrap_or_else(Access::full) } else { Access::full() };
+    }
     let candidates: Vec<Access> = t
         .def
         .indexes
         .iter()
         .enumerate()
-        .filter(|(_, ix)| secondary || ix.kind == IndexKind::Primary)
+        .filter(|(i, ix)| (secondary || ix.kind == IndexKind::Primary) && hints.allows(*i))
         .filter_map(|(i, ix)| for_index(t, i, ix, &conds, &ins))
         .collect();
+    if hints.force && candidates.is_empty() {
+        return forced_whole().unwrap_or_else(Access::full);
+    }
     // A point read (a unique index pinned whole) reads one row: nothing
     // is cheaper, so nothing is estimated (the primary key's first, as it
     // needs no second read).
@@ -299,7 +379,8 @@ pub fn choose(
     }
     let estimate = |a: &Access| estimate_rows(txn, t, a);
     let Some(scan_rows) = estimate(&Access::full()) else { return Access::full() };
-    let scan_cost = SCAN_START_COST + scan_rows as f64 * ROW_COST;
+    // FORCE INDEX: the scan is taken only when no allowed index can be.
+    let scan_cost = if hints.force { f64::INFINITY } else { SCAN_START_COST + scan_rows as f64 * ROW_COST };
     let mut best: Option<(f64, usize, Access)> = None;
     let mut matching = scan_rows;
     for mut a in candidates {
@@ -322,7 +403,10 @@ pub fn choose(
             best = Some((cost, rank, a));
         }
     }
-    let mut a = best.map_or_else(|| Access { cost: Some(scan_cost), ..Access::full() }, |(_, _, a)| a);
+    let mut a = best.map_or_else(
+        || Access { cost: Some(SCAN_START_COST + scan_rows as f64 * ROW_COST), ..Access::full() },
+        |(_, _, a)| a,
+    );
     a.matching = Some(matching);
     a
 }
@@ -465,6 +549,7 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond], ins: &[InList])
 pub fn ordered(
     txn: &fractaldb::Txn,
     t: &Table,
+    hints: &Hints,
     a: &Access,
     order: &[(usize, bool)],
     limit: Option<u64>,
@@ -497,10 +582,14 @@ pub fn ordered(
     let m = a.matching.unwrap_or(n).clamp(1, n.max(1));
     let read = n.min(limit.saturating_mul(n).div_ceil(m));
     let current = a.cost.unwrap_or(SCAN_START_COST + n as f64 * ROW_COST) + m as f64 * ROW_COST;
-    let candidates = t.def.primary.into_iter().chain(
-        (0..t.def.indexes.len())
-            .filter(|i| Some(*i) != t.def.primary && !t.def.indexes[*i].disabled && t.secondary_usable(txn)),
-    );
+    let candidates =
+        t.def
+            .primary
+            .into_iter()
+            .chain((0..t.def.indexes.len()).filter(|i| {
+                Some(*i) != t.def.primary && !t.def.indexes[*i].disabled && t.secondary_usable(txn)
+            }))
+            .filter(|i| hints.allows(*i));
     let mut best: Option<(f64, Access)> = None;
     for i in candidates {
         let Some(rev) = serves(i, 0) else { continue };
@@ -564,6 +653,7 @@ pub fn group_key_parts(t: &Table, a: &Access, group_cols: &[usize]) -> Option<us
 pub fn grouped_scan(
     txn: &fractaldb::Txn,
     t: &Table,
+    hints: &Hints,
     a: &Access,
     needed: Option<&[bool]>,
     group_cols: &[usize],
@@ -577,7 +667,7 @@ pub fn grouped_scan(
     }
     t.def
         .secondary()
-        .filter(|(i, ix)| !ix.disabled && covers(t, *i, needed))
+        .filter(|(i, ix)| !ix.disabled && hints.allows(*i) && covers(t, *i, needed))
         .map(|(i, ix)| (Access { index: Some(i), covering: true, ..Access::full() }, ix.parts.len()))
         .filter(|(b, _)| serves_groups(t, b, group_cols))
         .min_by_key(|(_, n)| *n)

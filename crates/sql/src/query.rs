@@ -24,6 +24,8 @@ use crate::value::Value;
 pub struct Source {
     pub table: Arc<Table>,
     pub alias: String,
+    /// Its USE / FORCE / IGNORE INDEX hints (`plan::hints_of`).
+    pub hints: crate::plan::Hints,
 }
 
 /// What a FROM item reads: an engine table, or rows given whole (an
@@ -529,7 +531,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                 let g = grouper.as_mut().expect("checked");
                 let killed = &s.killed;
                 let access =
-                    group_access(txn, &t.table, filter.as_ref(), needed_one.as_deref(), &group_cols, &mut cx);
+                    group_access(txn, t, filter.as_ref(), needed_one.as_deref(), &group_cols, &mut cx);
                 let key_parts = crate::plan::group_key_parts(&t.table, &access, &group_cols);
                 g.set_contiguous(key_parts.is_some());
                 match key_parts {
@@ -553,7 +555,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     needed: needed_one.as_deref(),
                     group_cols: None,
                 };
-                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, cx| emit(&row, cx))?;
+                scan(txn, t, filter.as_ref(), 0, true, &mut cx, order, &mut |row, cx| emit(&row, cx))?;
                 Vec::new()
             }
             (Some(_), [Rel::Table(t)]) if from.single() => {
@@ -564,7 +566,7 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
                     group_cols: None,
                 };
                 let mut out = Vec::new();
-                scan(txn, &t.table, filter.as_ref(), 0, true, &mut cx, order, &mut |row, _| {
+                scan(txn, t, filter.as_ref(), 0, true, &mut cx, order, &mut |row, _| {
                     out.push(row);
                     Ok(())
                 })?;
@@ -718,14 +720,14 @@ pub(crate) fn explain_plan(
     let steps = match &from.rels[..] {
         [Rel::Table(t)] if from.single() => {
             let needed = needed.first().and_then(|n| n.as_deref());
-            let mut access = crate::plan::choose(txn, &t.table, &conj, 0, &mut cx, needed);
-            if let Some(a) =
-                order_cols.and_then(|o| crate::plan::ordered(txn, &t.table, &access, o, stop_after, needed))
+            let mut access = crate::plan::choose(txn, &t.table, &t.hints, &conj, 0, &mut cx, needed);
+            if let Some(a) = order_cols
+                .and_then(|o| crate::plan::ordered(txn, &t.table, &t.hints, &access, o, stop_after, needed))
             {
                 access = a;
             }
-            if let Some(a) =
-                group_cols.and_then(|g| crate::plan::grouped_scan(txn, &t.table, &access, needed, g))
+            if let Some(a) = group_cols
+                .and_then(|g| crate::plan::grouped_scan(txn, &t.table, &t.hints, &access, needed, g))
             {
                 access = a;
             }
@@ -956,7 +958,7 @@ pub(crate) fn add_source_as(
     check_select: bool,
 ) -> SqlResult<()> {
     match f {
-        ast::TableFactor::Table { name, alias, .. } => {
+        ast::TableFactor::Table { name, alias, index_directives, .. } => {
             let parts = crate::expr::ident_name(name);
             if parts.len() == 1 && parts[0].eq_ignore_ascii_case("dual") {
                 return Ok(());
@@ -1021,7 +1023,8 @@ pub(crate) fn add_source_as(
                 let table = resolve_table(s, name)?;
                 let alias =
                     alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.def.name.clone());
-                Rel::Table(Source { table, alias })
+                let hints = crate::plan::hints_of(&table, &alias, index_directives)?;
+                Rel::Table(Source { table, alias, hints })
             };
             if out.iter().any(|o| o.alias() == rel.alias()) {
                 return Err(SqlError::nonunique_table(rel.alias()));
@@ -1181,7 +1184,7 @@ fn scan_each(
 /// (`plan::grouped_scan`), preferring one whose order hands out the groups.
 fn group_access(
     txn: &Txn,
-    t: &Table,
+    src: &Source,
     filter: Option<&Expr>,
     needed: Option<&[bool]>,
     group_cols: &[usize],
@@ -1191,8 +1194,10 @@ fn group_access(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let access = crate::plan::choose(txn, t, &conj, 0, cx, needed);
-    let mut access = crate::plan::grouped_scan(txn, t, &access, needed, group_cols).unwrap_or(access);
+    let t = &src.table;
+    let access = crate::plan::choose(txn, t, &src.hints, &conj, 0, cx, needed);
+    let mut access =
+        crate::plan::grouped_scan(txn, t, &src.hints, &access, needed, group_cols).unwrap_or(access);
     access.needed = needed.map(<[bool]>::to_vec);
     access
 }
@@ -1216,7 +1221,7 @@ pub(crate) struct ReadOrder<'o> {
 #[allow(clippy::too_many_arguments)]
 fn scan(
     txn: &Txn,
-    t: &Table,
+    src: &Source,
     filter: Option<&Expr>,
     offset: usize,
     single: bool,
@@ -1229,10 +1234,11 @@ fn scan(
     if let Some(f) = filter {
         conjuncts(f, &mut conj);
     }
-    let mut access = crate::plan::choose(txn, t, &conj, offset, cx, needed);
+    let t = &src.table;
+    let mut access = crate::plan::choose(txn, t, &src.hints, &conj, offset, cx, needed);
     let mut stop_after = stop_after;
     if let Some(cols) = order_cols {
-        match crate::plan::ordered(txn, t, &access, cols, stop_after, needed) {
+        match crate::plan::ordered(txn, t, &src.hints, &access, cols, stop_after, needed) {
             Some(a) => access = a,
             // No index gives this order: read all, then sort.
             None => stop_after = None,
