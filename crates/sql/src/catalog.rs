@@ -118,12 +118,8 @@ pub struct IndexDef {
     /// reason: a row's entry must come out byte for byte as it was written
     /// for a delete or CHECK TABLE to find it, so one dictionary never
     /// mixes the two forms. Readers take either form.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::rowformat::is_zero")]
     pub carry_form: u8,
-}
-
-fn is_zero(v: &u8) -> bool {
-    *v == 0
 }
 
 impl IndexDef {
@@ -224,7 +220,7 @@ pub struct TableDef {
     /// key's columns and types never change while its main dictionary
     /// lives (a change of the primary key, or of a column in it, is a
     /// rebuild: `instant::prepare`).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::rowformat::is_zero")]
     pub row_form: u8,
 }
 

@@ -322,14 +322,7 @@ pub fn choose(
     // FORCE INDEX with nothing to narrow by: an allowed index whose entries
     // hold every column read is read whole (EXPLAIN's `index`), as MySQL
     // does; otherwise the scan.
-    let forced_whole = || {
-        let needed = needed?;
-        t.def
-            .secondary()
-            .filter(|(i, ix)| secondary && !ix.disabled && hints.allows(*i) && covers(t, *i, needed))
-            .min_by_key(|(_, ix)| ix.parts.len())
-            .map(|(i, _)| Access { index: Some(i), covering: true, ..Access::full() })
-    };
+    let forced_whole = || whole_covering(txn, t, hints, needed?, |_| true);
     if conds.is_empty() && ins.is_empty() {
         return if hints.force { forced_whole().unwrap_or_else(Access::full) } else { Access::full() };
     }
@@ -662,14 +655,31 @@ pub fn grouped_scan(
     if a.index.is_some() || !a.ranges.is_empty() || a.lo.is_some() || a.hi.is_some() {
         return None;
     }
-    if group_cols.is_empty() || !t.secondary_usable(txn) {
+    if group_cols.is_empty() {
+        return None;
+    }
+    whole_covering(txn, t, hints, needed, |b| serves_groups(t, b, group_cols))
+}
+
+/// A read of a whole secondary index that covers `needed` and that
+/// `hints` allow, among those `fits` accepts: the one with the fewest
+/// parts (`None`: there is none, or this snapshot may not read the
+/// secondary indexes).
+fn whole_covering(
+    txn: &fractaldb::Txn,
+    t: &Table,
+    hints: &Hints,
+    needed: &[bool],
+    fits: impl Fn(&Access) -> bool,
+) -> Option<Access> {
+    if !t.secondary_usable(txn) {
         return None;
     }
     t.def
         .secondary()
         .filter(|(i, ix)| !ix.disabled && hints.allows(*i) && covers(t, *i, needed))
         .map(|(i, ix)| (Access { index: Some(i), covering: true, ..Access::full() }, ix.parts.len()))
-        .filter(|(b, _)| serves_groups(t, b, group_cols))
+        .filter(|(b, _)| fits(b))
         .min_by_key(|(_, n)| *n)
         .map(|(b, _)| b)
 }

@@ -157,9 +157,10 @@ pub fn dict_options(def: &TableDef) -> DictOptions {
     }
 }
 
-/// `serde`'s test for the block sizes a record leaves out.
-pub(crate) fn is_zero(v: &u32) -> bool {
-    *v == 0
+/// `serde`'s test for the numbers a record leaves out when 0 (block
+/// sizes, `carry_form`, `row_form`).
+pub(crate) fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// The codec as Row_format shows it: TokuDB's name for it.

@@ -1423,6 +1423,29 @@ fn engine_of(dir: &std::path::Path) -> fractaldb::Env {
         .unwrap()
 }
 
+/// Rewrites, in `txn`, the catalog record (JSON) of the one table named
+/// `name` through `f`: what an older build would have written.
+fn edit_table_record(
+    env: &fractaldb::Env,
+    txn: &fractaldb::Txn,
+    name: &str,
+    f: impl FnOnce(&mut serde_json::Value),
+) {
+    let cat = env.open_dictionary(fractaldb_sql::catalog::CATALOG_DICT).unwrap();
+    let recs: Vec<_> = txn.range(&cat, None, None, false).collect::<Result<_, _>>().unwrap();
+    // (Not every record is JSON: the next table id is a number.)
+    let mut tables = recs
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, serde_json::from_slice::<serde_json::Value>(&v).ok()?)))
+        .filter(|(_, def)| {
+            def.get("name").and_then(|n| n.as_str()) == Some(name) && def.get("columns").is_some()
+        });
+    let (k, mut def) = tables.next().expect("the table's record");
+    assert!(tables.next().is_none(), "one table named {name}");
+    f(&mut def);
+    txn.put(&cat, &k, serde_json::to_string(&def).unwrap().as_bytes()).unwrap();
+}
+
 /// A plain index entry's value is empty: its primary key is read from its
 /// key (`Table::entry_pk`); a unique entry without NULLs keeps the primary
 /// key as its value. Entries written before, with the primary key as their
@@ -1703,22 +1726,15 @@ fn carried_strings_are_rebuilt_from_their_keys_and_older_dictionaries_keep_their
                 txn.put(&d, &old, &[]).unwrap();
             }
         }
-        let cat = env.open_dictionary(fractaldb_sql::catalog::CATALOG_DICT).unwrap();
-        let recs: Vec<_> = txn.range(&cat, None, None, false).collect::<Result<_, _>>().unwrap();
         let mut edited = 0;
-        for (k, v) in recs {
-            let text = String::from_utf8(v).unwrap();
-            if text.contains("\"carry_form\":1") {
-                let mut def: serde_json::Value = serde_json::from_str(&text).unwrap();
-                for ix in def["indexes"].as_array_mut().unwrap() {
-                    if ix["name"] == "kg" || ix["name"] == "kb" {
-                        ix.as_object_mut().unwrap().remove("carry_form").unwrap();
-                        edited += 1;
-                    }
+        edit_table_record(&env, &txn, "t", |def| {
+            for ix in def["indexes"].as_array_mut().unwrap() {
+                if ix["name"] == "kg" || ix["name"] == "kb" {
+                    ix.as_object_mut().unwrap().remove("carry_form").unwrap();
+                    edited += 1;
                 }
-                txn.put(&cat, &k, serde_json::to_string(&def).unwrap().as_bytes()).unwrap();
             }
-        }
+        });
         assert_eq!(edited, 2);
         txn.commit().unwrap();
         env.close().unwrap();
@@ -1866,19 +1882,9 @@ fn rows_leave_out_their_integer_primary_key_columns_and_whole_rows_still_read() 
         db.close().unwrap();
         let env = engine_of(dir.path());
         let txn = env.begin(fractaldb::Isolation::RepeatableRead).unwrap();
-        let cat = env.open_dictionary(fractaldb_sql::catalog::CATALOG_DICT).unwrap();
-        let recs: Vec<_> = txn.range(&cat, None, None, false).collect::<Result<_, _>>().unwrap();
-        let mut edited = 0;
-        for (k, v) in recs {
-            // (Not every record is JSON: the next table id is a number.)
-            let Ok(mut def) = serde_json::from_slice::<serde_json::Value>(&v) else { continue };
-            if def.get("name").and_then(|n| n.as_str()) == Some("old") {
-                def.as_object_mut().unwrap().remove("row_form").unwrap();
-                txn.put(&cat, &k, serde_json::to_string(&def).unwrap().as_bytes()).unwrap();
-                edited += 1;
-            }
-        }
-        assert_eq!(edited, 1);
+        edit_table_record(&env, &txn, "old", |def| {
+            def.as_object_mut().unwrap().remove("row_form").unwrap();
+        });
         txn.commit().unwrap();
         env.close().unwrap();
     }
