@@ -211,6 +211,7 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> (Ve
     };
     let mut out = Vec::new();
     let mut ins = Vec::new();
+    let mut nulls = Vec::new();
     // The constant `e` stored into column `col` if that is exact.
     let exact = |col: usize, kind: CmpKind, e: &Expr, cx: &mut EvalCtx| -> Option<Value> {
         let cty = &t.def.columns[col].ty;
@@ -242,6 +243,17 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> (Ve
                     push(col, op, *kind, b, cx);
                 } else if let Some(col) = mine(b) {
                     push(col, flip(op), *kind, a, cx);
+                }
+            }
+            // `col IS NULL` pins the part to its NULL marker; `col IS NOT
+            // NULL` is the range past it (`col > NULL` in key order: the
+            // NULL marker sorts below every value's, see `keycodec`). Only
+            // on a nullable column: on a NOT NULL one the first is always
+            // false and the second always true, nothing to narrow by.
+            Expr::IsNull(e, neg) => {
+                if let Some(col) = mine(e).filter(|&c| t.def.columns[c].nullable) {
+                    let op = if *neg { CmpOp::Gt } else { CmpOp::Eq };
+                    nulls.push(Cond { col, op, value: Value::Null });
                 }
             }
             Expr::Between(e, kind, lo, hi, false) => {
@@ -280,6 +292,7 @@ fn conditions(t: &Table, conj: &[&Expr], offset: usize, cx: &mut EvalCtx) -> (Ve
             _ => {}
         }
     }
+    out.append(&mut nulls);
     (out, ins)
 }
 
@@ -435,6 +448,9 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond], ins: &[InList])
     }
     let mut prefix = Vec::new();
     let mut eq = 0;
+    // A part pinned to NULL (`IS NULL`): a unique index holds any number
+    // of NULLs, so it is no point read (`has_range` below).
+    let mut null_pinned = false;
     for (pi, p) in ix.parts.iter().enumerate() {
         // A prefix part pins only the prefix: usable as equality on the
         // prefix, but the rest of the key can't follow.
@@ -442,6 +458,7 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond], ins: &[InList])
         if !enc(t, ix, pi, &c.value, &mut prefix) {
             return None;
         }
+        null_pinned |= c.value.is_null();
         eq += 1;
         if p.prefix.is_some() {
             break;
@@ -524,6 +541,9 @@ fn for_index(t: &Table, i: usize, ix: &IndexDef, conds: &[Cond], ins: &[InList])
     }
     if eq == 0 && !has_range {
         return None;
+    }
+    if null_pinned && ix.kind != IndexKind::Plain {
+        has_range = true;
     }
     Some(Access { index: Some(i), lo, hi, eq_parts: eq, has_range, ..Access::full() })
 }

@@ -1910,6 +1910,72 @@ fn rows_leave_out_their_integer_primary_key_columns_and_whole_rows_still_read() 
 /// them away, FORCE also makes the table scan the last resort (an index
 /// holding every column read is read whole). The rows are the same
 /// whichever way they are read; an index the table lacks is 1176.
+/// EXPLAIN's type and key for the first table of query `q`.
+fn plan(s: &mut Session, q: &str) -> (String, String) {
+    let p = rows(s, &format!("EXPLAIN {q}"));
+    (p[0][3].clone(), p[0][5].clone())
+}
+
+#[test]
+fn is_null_and_is_not_null_read_a_key_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(
+        &mut s,
+        "CREATE TABLE n (id INT PRIMARY KEY, a INT NULL, b INT NULL, c INT NOT NULL, u INT NULL, \
+         KEY ka (a, c), KEY kb (b DESC), KEY kc (c), UNIQUE KEY ku (u))",
+    );
+    // a: NULL in 20 rows; b: NULL in all but 20; u: NULL in 10, unique otherwise.
+    let vals: Vec<String> = (0..400)
+        .map(|i| {
+            let a = if i % 20 == 0 { "NULL".to_string() } else { (i % 7).to_string() };
+            let b = if i % 20 == 0 { (i % 9).to_string() } else { "NULL".to_string() };
+            let u = if i % 40 == 0 { "NULL".to_string() } else { i.to_string() };
+            format!("({i}, {a}, {b}, {}, {u})", i % 5)
+        })
+        .collect();
+    ok(&mut s, &format!("INSERT INTO n VALUES {}", vals.join(",")));
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    // Each query's rows through the index are the scan's (IGNORE INDEX).
+    for (cond, count, expect) in [
+        ("a IS NULL", 20, pair("ref", "ka")),
+        ("a IS NULL AND c = 0", 20, pair("ref", "ka")),
+        ("a IS NULL AND c = 1", 0, pair("ref", "ka")),
+        ("b IS NOT NULL", 20, pair("range", "kb")),
+        ("b IS NOT NULL AND b < 4", 10, pair("range", "kb")),
+        ("NOT (b IS NULL)", 20, pair("ALL", "NULL")),
+        // Most rows: the scan is cheaper.
+        ("a IS NOT NULL", 380, pair("ALL", "NULL")),
+        ("b IS NULL", 380, pair("ALL", "NULL")),
+        // A unique index holds many NULLs: read as a range, every one of
+        // them (MariaDB says `ref` here; the rows are the same).
+        ("u IS NULL", 10, pair("range", "ku")),
+        // A NOT NULL column is never NULL: nothing to narrow by.
+        ("c IS NULL", 0, pair("ALL", "NULL")),
+        ("c IS NOT NULL AND a IS NULL", 20, pair("ref", "ka")),
+    ] {
+        let q = |hint: &str| format!("SELECT id, a, b, c, u FROM n {hint} WHERE {cond} ORDER BY id");
+        let want = rows(&mut s, &q("IGNORE INDEX (ka, kb, kc, ku)"));
+        assert_eq!(want.len(), count, "{cond}");
+        assert_eq!(plan(&mut s, &q("")), expect, "{cond}");
+        assert_eq!(rows(&mut s, &q("")), want, "{cond}");
+    }
+    // Forced, a range of most of the index reads the same rows.
+    let q = "SELECT id FROM n FORCE INDEX (kb) WHERE b IS NULL ORDER BY id";
+    assert_eq!(plan(&mut s, q), pair("ref", "kb"));
+    assert_eq!(rows(&mut s, q).len(), 380);
+    // Writes through the new ranges find their rows.
+    ok(&mut s, "UPDATE n SET b = 100 WHERE a IS NULL AND c = 0");
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM n WHERE b = 100"), [["20"]]);
+    ok(&mut s, "DELETE FROM n WHERE u IS NULL");
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM n IGNORE INDEX (ku) WHERE u IS NULL"), [["0"]]);
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM n"), [["390"]]);
+    assert_eq!(rows(&mut s, "CHECK TABLE n")[0][3], "OK");
+}
+
 #[test]
 fn index_hints_limit_and_force_the_indexes_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -1920,11 +1986,6 @@ fn index_hints_limit_and_force_the_indexes_read() {
     ok(&mut s, "CREATE TABLE h (id INT PRIMARY KEY, a INT, b INT, c INT, KEY ka (a), KEY kb (b))");
     let vals: Vec<String> = (0..400).map(|i| format!("({i}, {}, {}, {})", i % 40, i % 20, i % 7)).collect();
     ok(&mut s, &format!("INSERT INTO h VALUES {}", vals.join(",")));
-    // EXPLAIN's type and key, and the rows, of a query.
-    let plan = |s: &mut Session, q: &str| -> (String, String) {
-        let p = rows(s, &format!("EXPLAIN {q}"));
-        (p[0][3].clone(), p[0][5].clone())
-    };
     let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
     let q = |hint: &str| format!("SELECT id FROM h {hint} WHERE a = 5 AND b = 5 ORDER BY id");
     let want = rows(&mut s, &q(""));
