@@ -1026,17 +1026,38 @@ impl Conn {
         self.busy.store(true, Ordering::SeqCst);
         let allowed = self.caps & CLIENT_LOCAL_FILES != 0;
         let max = self.max_packet;
+        // Without CLIENT_DEPRECATE_EOF, a streamed result's column
+        // definitions end with an EOF carrying the status as the statement
+        // starts (the final EOF carries it as the statement ends).
+        let eof_status = (!self.deprecate_eof()).then(|| self.status());
         let Conn { session, io, broken, .. } = self;
-        let mut local = LocalFromClient { io, allowed, max, broken };
+        let mut local = LocalFromClient {
+            io,
+            allowed,
+            max,
+            broken,
+            stream: !binary,
+            eof_status,
+            streamed: None,
+            row: Vec::new(),
+        };
         let r = session.execute_local(sql, &mut local);
+        let streamed = local.streamed;
         self.busy.store(false, Ordering::SeqCst);
         let (ok, sent, affected) = match r {
             Ok(o) => {
                 let (sent, affected) = match &o {
-                    Outcome::Rows(rs) => (rs.rows.len() as u64, 0),
+                    Outcome::Rows(rs) => (streamed.unwrap_or(rs.rows.len() as u64), 0),
                     Outcome::Done { affected, .. } => (0, *affected),
                 };
-                self.send_outcome(o, binary, more);
+                let more_flag = if more { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+                match (&o, streamed) {
+                    // The columns and rows went out as they were made: the end.
+                    (Outcome::Rows(_), Some(_)) => {
+                        self.send_eof(more_flag);
+                    }
+                    _ => self.send_outcome(o, binary, more),
+                }
                 (true, sent, affected)
             }
             Err(e) => {
@@ -1460,12 +1481,63 @@ impl Conn {
 /// LOAD DATA LOCAL's file, from the client: the server sends 0xFB and the
 /// name; the client answers with the file's bytes in packets, ended by an
 /// empty one (at once when it cannot or will not send the file).
+///
+/// It is also where a query's rows go as they are made (`RowSink`), in the
+/// text protocol: a result set never has to fit in the server's memory,
+/// and the client sees the first rows while the rest are read. An error
+/// after some rows ends the result with an ERR packet, as in MariaDB.
 struct LocalFromClient<'a> {
     io: &'a mut PacketIo,
     /// The client announced CLIENT_LOCAL_FILES (and the server offers it).
     allowed: bool,
     max: usize,
     broken: &'a mut bool,
+    /// Rows may stream (a text-protocol statement).
+    stream: bool,
+    /// The status for the EOF after the column definitions; `None`: the
+    /// client deprecates that EOF.
+    eof_status: Option<u16>,
+    /// The columns went out, then this many rows.
+    streamed: Option<u64>,
+    /// A row's packet, reused.
+    row: Vec<u8>,
+}
+
+impl LocalFromClient<'_> {
+    fn write(&mut self, p: &[u8]) -> Result<(), SqlError> {
+        self.io.write_packet(p).map_err(|_| {
+            *self.broken = true;
+            net_error()
+        })
+    }
+}
+
+impl fractaldb_sql::RowSink for LocalFromClient<'_> {
+    fn columns(&mut self, cols: &[ColumnMeta]) -> Result<(), SqlError> {
+        debug_assert!(self.streamed.is_none(), "a result's columns once");
+        let mut p = Vec::new();
+        put_lenenc_int(&mut p, cols.len() as u64);
+        self.write(&p)?;
+        for c in cols {
+            self.write(&column_def(c, None))?;
+        }
+        if let Some(status) = self.eof_status {
+            self.write(&eof_packet(0, status))?;
+        }
+        self.streamed = Some(0);
+        Ok(())
+    }
+
+    fn row(&mut self, row: &[fractaldb_sql::Value]) -> Result<(), SqlError> {
+        let mut p = std::mem::take(&mut self.row);
+        p.clear();
+        text_row(&mut p, row);
+        let r = self.write(&p);
+        self.row = p;
+        r?;
+        *self.streamed.as_mut().expect("columns before rows") += 1;
+        Ok(())
+    }
 }
 
 impl fractaldb_sql::loaddata::LocalInfile for LocalFromClient<'_> {
@@ -1491,6 +1563,14 @@ impl fractaldb_sql::loaddata::LocalInfile for LocalFromClient<'_> {
             pos: 0,
             done: false,
         }))
+    }
+
+    fn rows(&mut self) -> Option<&mut dyn fractaldb_sql::RowSink> {
+        if self.stream {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 

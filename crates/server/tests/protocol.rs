@@ -393,3 +393,48 @@ fn column_flags_match_mariadb() {
         assert_eq!(flags, want, "prepared: {prepared}");
     }
 }
+
+/// A plain SELECT's rows go to the client as they are made: a result of
+/// many rows comes whole and in order, in a multi-statement too; an error
+/// at a late row (a scalar subquery giving two rows at id 2500) reaches
+/// the client after the rows before it, as an ERR where the next row would
+/// be, and the connection goes on.
+#[test]
+fn streamed_results_end_with_eof_or_with_the_error_of_a_late_row() {
+    let s = TestServer::start();
+    let mut c = setup(&s);
+    c.query_drop("CREATE TABLE w (id INT PRIMARY KEY, pad VARCHAR(300))").unwrap();
+    for chunk in 0..6 {
+        let vals: Vec<String> =
+            (chunk * 1000..(chunk + 1) * 1000).map(|i| format!("({i}, REPEAT('p', 250))")).collect();
+        c.query_drop(format!("INSERT INTO w VALUES {}", vals.join(","))).unwrap();
+    }
+    let all: Vec<(i32, String)> = c.query("SELECT id, pad FROM w").unwrap();
+    assert_eq!(all.len(), 6000);
+    assert!(all.iter().enumerate().all(|(i, (id, pad))| *id == i as i32 && pad.len() == 250));
+    let sorted: Vec<i32> = c.query("SELECT id FROM w ORDER BY pad, id DESC LIMIT 3").unwrap();
+    assert_eq!(sorted, [5999, 5998, 5997]);
+    // Two streamed results in one multi-statement, then an OK.
+    let mut counts = Vec::new();
+    let mut r = c.query_iter("SELECT id FROM w WHERE id < 10; SELECT pad FROM w; DO 1").unwrap();
+    while let Some(set) = r.iter() {
+        counts.push(set.count());
+    }
+    drop(r);
+    assert_eq!(counts, [10, 6000, 0]);
+    let q = "SELECT id, pad, (SELECT w2.id FROM w w2 WHERE w2.id IN (w.id, w.id + 1) AND w.id = 2500) FROM w";
+    let mut got = 0;
+    let mut failed = None;
+    for row in c.query_iter(q).unwrap() {
+        match row {
+            Ok(_) => got += 1,
+            Err(e) => {
+                failed = Some(code(e));
+                break;
+            }
+        }
+    }
+    assert_eq!(failed.map(|f| f.0), Some(1242), "Subquery returns more than 1 row");
+    assert_eq!(got, 2500, "the rows before the failing one arrived");
+    assert_eq!(c.query_first::<i64, _>("SELECT COUNT(*) FROM w").unwrap(), Some(6000));
+}

@@ -90,7 +90,7 @@ pub use online::set_build_hook;
 pub use plan::{pk_lookups, range_estimates, run_rows_skipped};
 pub use prepared::PreparedStatement;
 pub use progress::ProgressHandle;
-pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, ServerInfo, Session};
+pub use session::{ColumnMeta, KillHandle, Outcome, ResultSet, RowSink, ServerInfo, Session};
 pub use sysvars::Stat;
 pub use types::{Charset, Collation, SqlType, StrKind};
 pub use value::{Temporal, TemporalKind, Value};

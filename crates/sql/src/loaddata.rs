@@ -44,11 +44,19 @@ use crate::value::Value;
 /// Rows written per batch.
 pub const BATCH: usize = 10_000;
 
-/// A client's file for LOAD DATA LOCAL, as the server fetches it.
+/// What a server gives the statement it runs (`Session::execute_local`):
+/// the client's files for LOAD DATA LOCAL, and where a query's rows go.
 pub trait LocalInfile {
     /// Asks the client for `name` and returns its contents as a stream.
     /// Errors end the statement (4166 when the client cannot send files).
     fn open(&mut self, name: &[u8]) -> SqlResult<Box<dyn Read + '_>>;
+
+    /// Where a query takes its rows as it makes them (the server: straight
+    /// to the client), rather than returning them all in its `ResultSet`
+    /// (whose rows are then empty); `None` (the default): returned.
+    fn rows(&mut self) -> Option<&mut dyn crate::session::RowSink> {
+        None
+    }
 }
 
 /// What to do with a row whose key is taken.

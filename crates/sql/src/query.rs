@@ -119,13 +119,26 @@ pub fn scope_of(sources: &[Source]) -> Vec<ScopeCol> {
 
 /// Runs a query and returns its rows.
 pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlResult<ResultSet> {
+    select_to(s, txn, q, locking, None)
+}
+
+/// Runs a query; a plain SELECT's rows go to `sink` as they are made when
+/// one is given (the returned set then has the columns and no rows), any
+/// other query's are returned (see `RowSink`).
+pub fn select_to(
+    s: &mut Session,
+    txn: &Txn,
+    q: &ast::Query,
+    locking: bool,
+    sink: Option<&mut dyn crate::session::RowSink>,
+) -> SqlResult<ResultSet> {
     let _ = locking;
     if q.with.is_some() {
         return crate::cte::select_with(s, txn, q, locking);
     }
     let sel = match q.body.as_ref() {
         ast::SetExpr::Select(sel) => sel,
-        ast::SetExpr::Query(inner) => return select(s, txn, inner, locking),
+        ast::SetExpr::Query(inner) => return select_to(s, txn, inner, locking, sink),
         ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
             return union(s, txn, q, left, *op, *set_quantifier, right);
         }
@@ -473,7 +486,27 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     // window functions or HAVING, a single table's rows go there as they
     // are read, so the query never holds the table.
     let distinct = matches!(sel.distinct, Some(ast::Distinct::Distinct));
+    // Streaming: each row to `sink`, the columns first (once, before the
+    // first row or at the end).
+    let mut sink = sink;
+    let stream_cols: Vec<ColumnMeta> =
+        if sink.is_some() { items.iter().map(|i| i.2.clone()).collect() } else { Vec::new() };
+    let bits = bit_widths(&stream_cols);
+    let streaming = sink.is_some();
+    let mut begun = false;
+    let mut send_row = |mut r: Vec<Value>| -> SqlResult<()> {
+        let sink = sink.as_deref_mut().expect("sending only with a sink");
+        if !begun {
+            sink.columns(&stream_cols)?;
+            begun = true;
+        }
+        bits_as_bytes(&mut r, &bits);
+        sink.row(&r)
+    };
     let mut output = crate::sort::Output::new(sort_cfg.clone(), !order.is_empty(), distinct, offset, limit);
+    if streaming {
+        output = output.sending(&mut send_row);
+    }
     let order_kinds: Vec<(CmpKind, bool)> = order.iter().map(|(_, t, d)| (sort_kind(*t), *d)).collect();
     let mut emit = |r: &[Value], cx: &mut crate::expr::EvalCtx| -> SqlResult<()> {
         // DISTINCT adds two values to the row (`sort::Output::add`).
@@ -679,22 +712,41 @@ pub fn select(s: &mut Session, txn: &Txn, q: &ast::Query, locking: bool) -> SqlR
     for r in rows {
         emit(&r, &mut cx)?;
     }
-    let rows = output.finish()?;
+    let mut rows = if streaming {
+        output.finish_sent()?;
+        Vec::new()
+    } else {
+        output.finish()?
+    };
     s.warnings.extend(warnings);
     let columns: Vec<ColumnMeta> = items.into_iter().map(|i| i.2).collect();
-    let mut rows = rows;
-    // A BIT column goes to the client as its bytes, big-endian, as MySQL sends it.
-    for (i, c) in columns.iter().enumerate() {
-        if let crate::types::SqlType::Bit { bits } = c.ty {
-            let width = (bits as usize).div_ceil(8);
-            for r in rows.iter_mut() {
-                if let Value::UInt(u) = r[i] {
-                    r[i] = Value::Str(u.to_be_bytes()[8 - width..].to_vec());
-                }
-            }
-        }
+    if let Some(sink) = sink.filter(|_| !begun) {
+        sink.columns(&columns)?;
+    }
+    let bits = bit_widths(&columns);
+    for r in rows.iter_mut() {
+        bits_as_bytes(r, &bits);
     }
     Ok(ResultSet { columns, rows })
+}
+
+/// The BIT columns of a result and their widths in bytes.
+fn bit_widths(columns: &[ColumnMeta]) -> Vec<(usize, usize)> {
+    let width = |c: &ColumnMeta| match c.ty {
+        crate::types::SqlType::Bit { bits } => Some((bits as usize).div_ceil(8)),
+        _ => None,
+    };
+    columns.iter().enumerate().filter_map(|(i, c)| width(c).map(|w| (i, w))).collect()
+}
+
+/// A BIT column goes to the client as its bytes, big-endian, as MySQL
+/// sends it.
+fn bits_as_bytes(r: &mut [Value], bits: &[(usize, usize)]) {
+    for &(i, width) in bits {
+        if let Some(Value::UInt(u)) = r.get(i) {
+            r[i] = Value::Str(u.to_be_bytes()[8 - width..].to_vec());
+        }
+    }
 }
 
 /// EXPLAIN's rows for a bound query (see `explain.rs`).

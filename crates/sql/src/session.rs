@@ -65,6 +65,18 @@ pub struct ResultSet {
     pub rows: Vec<Vec<Value>>,
 }
 
+/// Where a query's rows go as they are made, when whoever runs the
+/// statement takes them that way (`LocalInfile::rows`): a result set then
+/// never has to fit in memory. Only a plain SELECT's rows stream (not a
+/// UNION's, a WITH query's, or a prepared statement's); its `ResultSet`
+/// comes back with the columns and no rows.
+pub trait RowSink {
+    /// The columns, once, before the first row (also when there is none).
+    fn columns(&mut self, cols: &[ColumnMeta]) -> SqlResult<()>;
+    /// The next row. An error (the client is gone) ends the statement.
+    fn row(&mut self, row: &[Value]) -> SqlResult<()>;
+}
+
 /// What a statement did.
 #[derive(Clone, Debug)]
 pub enum Outcome {
@@ -405,7 +417,7 @@ impl Session {
                     let _mdl = self.dml_scope();
                     crate::loaddata::run(self, &ld, Some(local))
                 }
-                p => self.run_parsed(&p),
+                p => self.run_parsed_to(&p, local.rows()),
             }
         });
         self.proc_end();
@@ -591,6 +603,11 @@ impl Session {
     /// tree again and again, and a deep copy of it cost more than the point
     /// read it asks for.
     fn run_parsed(&mut self, parsed: &Parsed) -> SqlResult<Outcome> {
+        self.run_parsed_to(parsed, None)
+    }
+
+    /// `run_parsed`, a plain SELECT's rows going to `sink` if given.
+    fn run_parsed_to(&mut self, parsed: &Parsed, sink: Option<&mut dyn RowSink>) -> SqlResult<Outcome> {
         self.start_clock();
         // SHOW WARNINGS reads the previous statement's warnings.
         let keep_warnings = matches!(parsed, Parsed::Special(Special::Show(s)) if matches!(s.kind, crate::lex::ShowKind::Warnings
@@ -607,7 +624,7 @@ impl Session {
         match parsed {
             Parsed::Empty => Err(SqlError::empty_query()),
             Parsed::Special(s) => self.special(s.clone()),
-            Parsed::Std(stmt, flags) => self.statement(stmt, flags),
+            Parsed::Std(stmt, flags) => self.statement(stmt, flags, sink),
         }
     }
 
@@ -698,7 +715,12 @@ impl Session {
         self.conn_id
     }
 
-    fn statement(&mut self, stmt: &ast::Statement, flags: &crate::lex::Flags) -> SqlResult<Outcome> {
+    fn statement(
+        &mut self,
+        stmt: &ast::Statement,
+        flags: &crate::lex::Flags,
+        sink: Option<&mut dyn RowSink>,
+    ) -> SqlResult<Outcome> {
         use ast::Statement as S;
         if self.login.is_some() {
             crate::accounts::check_statement(self, stmt)?;
@@ -707,7 +729,9 @@ impl Session {
             S::Query(q) => {
                 let locking = flags.lock_in_share_mode || !q.locks.is_empty();
                 let _mdl = locking.then(|| self.dml_scope());
-                self.in_txn(false, |s, txn| crate::query::select(s, txn, q, locking).map(Outcome::Rows))
+                self.in_txn(false, |s, txn| {
+                    crate::query::select_to(s, txn, q, locking, sink).map(Outcome::Rows)
+                })
             }
             S::Insert(ins) => {
                 let _mdl = self.dml_scope();

@@ -715,7 +715,16 @@ impl Sorted {
 
 /// The last steps of a query: DISTINCT (the first of equal rows stays),
 /// ORDER BY (stable), then OFFSET and LIMIT. Rows come in one at a time.
-pub(crate) struct Output {
+///
+/// With `send` (`Output::sending`), rows go out through it rather than
+/// being collected: as they come when nothing orders them or drops
+/// duplicates, else from the sort (`finish_sent`). Nothing then holds the
+/// whole result, which may be larger than memory (the sort spills).
+pub(crate) struct Output<'a> {
+    send: Option<&'a mut dyn FnMut(Vec<Value>) -> SqlResult<()>>,
+    /// Rows the plain path skipped for OFFSET, and sent, when sending.
+    skipped: u64,
+    sent: u64,
     cfg: SortCfg,
     ordered: bool,
     /// DISTINCT: rows by their distinct key, each with its arrival number
@@ -728,10 +737,13 @@ pub(crate) struct Output {
     limit: Option<u64>,
 }
 
-impl Output {
-    pub fn new(cfg: SortCfg, ordered: bool, distinct: bool, offset: u64, limit: Option<u64>) -> Output {
+impl<'a> Output<'a> {
+    pub fn new(cfg: SortCfg, ordered: bool, distinct: bool, offset: u64, limit: Option<u64>) -> Output<'a> {
         let keep = limit.map(|l| l.saturating_add(offset));
         Output {
+            send: None,
+            skipped: 0,
+            sent: 0,
             distinct: distinct.then(|| Sorter::new(cfg.clone(), None)),
             sorter: (ordered && !distinct).then(|| Sorter::new(cfg.clone(), keep)),
             cfg,
@@ -753,13 +765,48 @@ impl Output {
             d.add(distinct_key, row)
         } else if let Some(s) = &mut self.sorter {
             s.add(order_key, row)
+        } else if let Some(send) = self.send.as_mut() {
+            if self.skipped < self.offset {
+                self.skipped += 1;
+                return Ok(());
+            }
+            if self.limit.is_some_and(|l| self.sent >= l) {
+                return Ok(());
+            }
+            self.sent += 1;
+            send(row)
         } else {
             self.plain.push(row);
             Ok(())
         }
     }
 
+    /// Rows go out through `send`, in order, instead of being returned
+    /// (`finish_sent`). Before the first row.
+    pub fn sending(mut self, send: &'a mut dyn FnMut(Vec<Value>) -> SqlResult<()>) -> Self {
+        debug_assert!(self.plain.is_empty() && self.seq == 0 && self.sent == 0);
+        self.send = Some(send);
+        self
+    }
+
+    /// The rows not sent yet (those a sort held), through `send`.
+    pub fn finish_sent(mut self) -> SqlResult<()> {
+        let send = self.send.take().expect("an output that sends");
+        self.finish_each(send)
+    }
+
+    /// Every row, in order, collected.
     pub fn finish(self) -> SqlResult<Vec<Vec<Value>>> {
+        debug_assert!(self.send.is_none(), "a sending output ends with finish_sent");
+        let mut out = Vec::new();
+        self.finish_each(&mut |r| {
+            out.push(r);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn finish_each(self, f: &mut dyn FnMut(Vec<Value>) -> SqlResult<()>) -> SqlResult<()> {
         let limit = usize::try_from(self.limit.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
         let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
         let sorter = match (self.distinct, self.sorter) {
@@ -787,21 +834,26 @@ impl Output {
                 next
             }
             (None, Some(s)) => s,
-            (None, None) => return Ok(self.plain.into_iter().skip(offset).take(limit).collect()),
+            (None, None) => {
+                for r in self.plain.into_iter().skip(offset).take(limit) {
+                    f(r)?;
+                }
+                return Ok(());
+            }
         };
         let mut rows = sorter.finish()?;
-        let mut out = Vec::new();
-        let mut i = 0usize;
+        let (mut i, mut given) = (0usize, 0usize);
         while let Some((_, row)) = rows.next()? {
             if i >= offset {
-                if out.len() >= limit {
+                if given >= limit {
                     break;
                 }
-                out.push(row);
+                given += 1;
+                f(row)?;
             }
             i += 1;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

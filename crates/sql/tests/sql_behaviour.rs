@@ -2034,3 +2034,94 @@ fn index_hints_limit_and_force_the_indexes_read() {
         (1176, "Key 'nope' doesn't exist in table 'x'".to_string())
     );
 }
+
+/// A recording `RowSink` (and a `LocalInfile` that hands it out, as a
+/// server does): the columns once, then each row; `fail_at` makes the
+/// n-th row's send fail, as a client gone away would.
+struct Recorder {
+    columns: Option<Vec<String>>,
+    rows: Vec<Vec<String>>,
+    fail_at: Option<usize>,
+}
+
+impl fractaldb_sql::loaddata::LocalInfile for Recorder {
+    fn open(&mut self, _name: &[u8]) -> fractaldb_sql::SqlResult<Box<dyn std::io::Read + '_>> {
+        Err(fractaldb_sql::SqlError::new(4166, "HY000", "no files here"))
+    }
+
+    fn rows(&mut self) -> Option<&mut dyn fractaldb_sql::RowSink> {
+        Some(self)
+    }
+}
+
+impl fractaldb_sql::RowSink for Recorder {
+    fn columns(&mut self, cols: &[fractaldb_sql::ColumnMeta]) -> fractaldb_sql::SqlResult<()> {
+        assert!(self.columns.is_none(), "columns once");
+        self.columns = Some(cols.iter().map(|c| c.name.clone()).collect());
+        Ok(())
+    }
+
+    fn row(&mut self, row: &[fractaldb_sql::Value]) -> fractaldb_sql::SqlResult<()> {
+        assert!(self.columns.is_some(), "columns before rows");
+        if self.fail_at == Some(self.rows.len()) {
+            return Err(fractaldb_sql::SqlError::new(1158, "08S01", "the client went away"));
+        }
+        self.rows.push(row.iter().map(|v| v.render()).collect());
+        Ok(())
+    }
+}
+
+/// A plain SELECT's rows stream to the caller's sink as they are made (the
+/// server sends them to the client so), in the order and number the
+/// collected result has: ORDER BY (sorted past its budget, spilled),
+/// LIMIT/OFFSET, DISTINCT, GROUP BY/HAVING, BIT columns, no rows; a UNION
+/// or WITH query is returned whole. A sink that fails ends the statement
+/// with its error, and the session goes on.
+#[test]
+fn plain_selects_stream_their_rows_to_the_callers_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, g INT, b BIT(12), v VARCHAR(40), KEY kg (g))");
+    let vals: Vec<String> = (0..3000)
+        .map(|i| format!("({i}, {}, b'{:b}', 'value {}')", i % 13, i % 4096, (i * 7919) % 3001))
+        .collect();
+    ok(&mut s, &format!("INSERT INTO t VALUES {}", vals.join(",")));
+    ok(&mut s, "SET SESSION sort_buffer_size = 32768");
+    for q in [
+        "SELECT * FROM t",
+        "SELECT id, v FROM t WHERE g = 5",
+        "SELECT id, b, v FROM t ORDER BY v DESC, id",
+        "SELECT id FROM t ORDER BY v LIMIT 7 OFFSET 100",
+        "SELECT id FROM t LIMIT 5 OFFSET 2990",
+        "SELECT DISTINCT g FROM t",
+        "SELECT DISTINCT g, id % 2 FROM t ORDER BY 2, 1 LIMIT 9",
+        "SELECT g, COUNT(*), MAX(v) FROM t GROUP BY g HAVING COUNT(*) > 230",
+        "SELECT COUNT(*) FROM t",
+        "SELECT id FROM t WHERE id < 0",
+        "SELECT 1 + 1, 'x'",
+        "(SELECT id FROM t WHERE id < 3)",
+    ] {
+        let want = rows(&mut s, q);
+        let mut r = Recorder { columns: None, rows: Vec::new(), fail_at: None };
+        let Outcome::Rows(rs) = s.execute_local(q.as_bytes(), &mut r).unwrap() else { panic!("{q}: rows") };
+        assert!(rs.rows.is_empty(), "{q}: streamed, not returned");
+        assert_eq!(r.columns, Some(rs.columns.iter().map(|c| c.name.clone()).collect()), "{q}");
+        assert_eq!(r.rows, want, "{q}");
+    }
+    // Not plain SELECTs: returned whole, nothing sent.
+    for q in ["SELECT id FROM t WHERE id < 3 UNION SELECT 5", "WITH c AS (SELECT 1 AS x) SELECT x FROM c"] {
+        let mut r = Recorder { columns: None, rows: Vec::new(), fail_at: None };
+        let Outcome::Rows(rs) = s.execute_local(q.as_bytes(), &mut r).unwrap() else { panic!("{q}: rows") };
+        assert!(r.columns.is_none() && r.rows.is_empty(), "{q}");
+        assert!(!rs.rows.is_empty(), "{q}");
+    }
+    // The sink fails at the 100th row: the statement ends with its error.
+    let mut r = Recorder { columns: None, rows: Vec::new(), fail_at: Some(100) };
+    let e = s.execute_local(b"SELECT id FROM t ORDER BY id", &mut r).unwrap_err();
+    assert_eq!(e.code, 1158);
+    assert_eq!(r.rows.len(), 100);
+    assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM t"), [["3000"]]);
+}
