@@ -91,7 +91,8 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
             }
         }
         let how = InsertHow { ignore, replace: false, upd: Vec::new(), from_select: false, load_base: None };
-        write_rows(s, txn, &t, &cols, rows, how, Vec::new())
+        let n = rows.len();
+        write_rows(s, txn, &t, &cols, Input::Rows(rows.into_iter()), n, how, Vec::new())
     })();
     qualified(s, from, Some((t.def.db.clone(), t.def.name.clone())), r)
 }
@@ -164,7 +165,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     let source = ins.source.as_ref().ok_or_else(|| SqlError::unsupported("INSERT ... SET"))?;
     let selected = match source.body.as_ref() {
         ast::SetExpr::Values(_) => None,
-        _ => Some(crate::query::select(s, txn, source, false)?),
+        _ => Some(select_source(s, txn, source)?),
     };
     let sysvar = |n: &str| s.sysvar(n);
     let mut no_sub = |_q: &ast::Query| -> SqlResult<Vec<Vec<Value>>> {
@@ -172,7 +173,7 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     };
     let mut warnings: Vec<Warning> = Vec::new();
     let table_cols = crate::expr::table_scope(def, &def.name);
-    let input: Vec<Vec<Value>> = match source.body.as_ref() {
+    let (input, n_rows) = match source.body.as_ref() {
         ast::SetExpr::Values(vals) => {
             let mut rows = Vec::with_capacity(vals.rows.len());
             let mut cx = s.eval_ctx(&mut warnings);
@@ -194,14 +195,15 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
                 }
                 rows.push(out.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
             }
-            rows
+            let n = rows.len();
+            (Input::Rows(rows.into_iter()), n)
         }
         _ => {
-            let rs = selected.expect("selected above");
-            if rs.columns.len() != cols.len() {
+            let (columns, input, n) = selected.expect("selected above");
+            if columns != cols.len() {
                 return Err(SqlError::column_count(1));
             }
-            rs.rows
+            (input, n)
         }
     };
     // ON DUPLICATE KEY UPDATE assignments, bound over the existing row.
@@ -237,7 +239,62 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     let from_select =
         ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
     let how = InsertHow { ignore: ins.ignore, replace: ins.replace_into, upd, from_select, load_base: None };
-    write_rows(s, txn, &t, &cols, input, how, warnings)
+    write_rows(s, txn, &t, &cols, input, n_rows, how, warnings)
+}
+
+/// An INSERT's rows: in memory (VALUES, a LOAD DATA batch, the rows of a
+/// UNION or WITH source), or an INSERT ... SELECT's plain SELECT source
+/// in the sort's run files past its memory budget (`select_source`).
+pub(crate) enum Input {
+    Rows(std::vec::IntoIter<Vec<Value>>),
+    Held(crate::sort::Sorted),
+}
+
+impl Input {
+    fn next(&mut self) -> SqlResult<Option<Vec<Value>>> {
+        match self {
+            Input::Rows(r) => Ok(r.next()),
+            Input::Held(h) => Ok(h.next()?.map(|(_, row)| row)),
+        }
+    }
+}
+
+/// Runs INSERT ... SELECT's source to its end before the first row is
+/// written, as MySQL does (the statement never reads its own rows): its
+/// column count, its rows and how many. A plain SELECT streams its rows
+/// into a sort keyed by arrival, which holds `tmp_memory_table_size` of
+/// them and spills the rest to run files, so a source larger than memory
+/// (copying a big table) never has to fit in it; any other query's rows
+/// come back in its result set.
+fn select_source(s: &mut Session, txn: &Txn, q: &ast::Query) -> SqlResult<(usize, Input, usize)> {
+    struct Hold {
+        sorter: crate::sort::Sorter,
+        began: bool,
+        n: u64,
+    }
+    impl crate::session::RowSink for Hold {
+        fn columns(&mut self, _cols: &[crate::session::ColumnMeta]) -> SqlResult<()> {
+            self.began = true;
+            Ok(())
+        }
+        fn row(&mut self, row: &[Value]) -> SqlResult<()> {
+            // Unique keys in arrival order: the sort gives the rows back
+            // as they came.
+            self.sorter.add(self.n.to_be_bytes().to_vec(), row.to_vec())?;
+            self.n += 1;
+            Ok(())
+        }
+    }
+    let cfg = crate::sort::SortCfg::of_tmp_table(s);
+    let mut hold = Hold { sorter: crate::sort::Sorter::new(cfg, None), began: false, n: 0 };
+    let rs = crate::query::select_to(s, txn, q, false, Some(&mut hold))?;
+    if hold.began {
+        debug_assert!(rs.rows.is_empty(), "a streamed source returns no rows");
+        let n = usize::try_from(hold.n).unwrap_or(usize::MAX);
+        return Ok((rs.columns.len(), Input::Held(hold.sorter.finish()?), n));
+    }
+    let n = rs.rows.len();
+    Ok((rs.columns.len(), Input::Rows(rs.rows.into_iter()), n))
 }
 
 /// LOAD DATA's rows (see `loaddata.rs`), one batch: `base` rows came
@@ -256,7 +313,8 @@ pub(crate) fn load_rows(
     warnings: Vec<Warning>,
 ) -> SqlResult<u64> {
     let how = InsertHow { ignore, replace, upd: Vec::new(), from_select: false, load_base: Some(base) };
-    match write_rows(s, txn, t, cols, input, how, warnings)? {
+    let n = input.len();
+    match write_rows(s, txn, t, cols, Input::Rows(input.into_iter()), n, how, warnings)? {
         Outcome::Done { affected, .. } => Ok(affected),
         Outcome::Rows(_) => Ok(0),
     }
@@ -290,13 +348,16 @@ struct InsertHow {
 
 /// INSERT of `cols` from `input` (one value per column; a DEFAULT as the
 /// marker string): defaults, AUTO_INCREMENT, conversion, CHECK, unique and
-/// foreign key checks, then the writes, batched per statement.
+/// foreign key checks, then the writes, batched per statement. `input`
+/// holds exactly `n_rows` rows (AUTO_INCREMENT reserves a block for them).
+#[allow(clippy::too_many_arguments)]
 fn write_rows(
     s: &mut Session,
     txn: &Txn,
     t: &Arc<Table>,
     cols: &[usize],
-    input: Vec<Vec<Value>>,
+    mut input: Input,
+    n_rows: usize,
     how: InsertHow,
     mut warnings: Vec<Warning>,
 ) -> SqlResult<Outcome> {
@@ -321,7 +382,6 @@ fn write_rows(
     let mut first_id: Option<u64> = None;
     let mut dups = 0u64;
     let mut refused = 0usize;
-    let n_rows = input.len();
     let mut batch = table::StmtWrites::new(&t);
     let auto_pk = def.primary.is_some_and(|p| {
         let parts = &def.indexes[p].parts;
@@ -340,7 +400,10 @@ fn write_rows(
         None
     };
     let mut blind = 0i64;
-    for (ri, vals) in input.into_iter().enumerate() {
+    for ri in 0..n_rows {
+        let Some(vals) = input.next()? else {
+            return Err(SqlError::internal("an INSERT's input ended before its count"));
+        };
         let rownum = load_base.unwrap_or(0) + ri + 1;
         let mut generated = false;
         let mut row = vec![None; def.columns.len()];

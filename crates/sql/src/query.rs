@@ -471,13 +471,7 @@ pub fn select_to(
     // GROUP BY folds rows in as they are read, spilling past its budget.
     let sort_cfg = crate::sort::SortCfg::of(s);
     let mut grouper = if grouped {
-        let budget = s
-            .sysvar("tmp_memory_table_size")
-            .ok()
-            .and_then(|v| v.to_i64())
-            .map_or(16 << 20, |b| b.max(1 << 16) as usize);
-        let cfg = crate::sort::SortCfg { budget, ..sort_cfg.clone() };
-        Some(crate::group::Grouper::new(&groups, &aggs, rollup, cfg))
+        Some(crate::group::Grouper::new(&groups, &aggs, rollup, crate::sort::SortCfg::of_tmp_table(s)))
     } else {
         None
     };

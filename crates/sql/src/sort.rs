@@ -67,6 +67,18 @@ impl SortCfg {
         }
     }
 
+    /// `of`, with the budget of MariaDB's in-memory temporary tables
+    /// (`tmp_memory_table_size`, 16 MiB by default, at least 64 KiB): a
+    /// GROUP BY's groups, an INSERT ... SELECT's held source.
+    pub fn of_tmp_table(s: &crate::session::Session) -> SortCfg {
+        let budget = s
+            .sysvar("tmp_memory_table_size")
+            .ok()
+            .and_then(|v| v.to_i64())
+            .map_or(16 << 20, |b| b.max(1 << 16) as usize);
+        SortCfg { budget, ..SortCfg::of(s) }
+    }
+
     fn check_killed(&self) -> SqlResult<()> {
         if self.killed.swap(false, AtomicOrdering::SeqCst) {
             return Err(SqlError::interrupted());

@@ -2125,3 +2125,60 @@ fn plain_selects_stream_their_rows_to_the_callers_sink() {
     assert_eq!(r.rows.len(), 100);
     assert_eq!(rows(&mut s, "SELECT COUNT(*) FROM t"), [["3000"]]);
 }
+
+/// INSERT ... SELECT reads its whole source before writing (so a table
+/// copied into itself is read once), holding past tmp_memory_table_size
+/// in the sort's run files (Sort_merge_passes counts their merge): the
+/// rows arrive in the source's order with their values, AUTO_INCREMENT
+/// numbers them in that order, IGNORE counts the duplicates, and a UNION
+/// source (returned whole) still works.
+#[test]
+fn insert_select_holds_a_large_source_in_run_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(&mut s, "CREATE TABLE c (id INT PRIMARY KEY AUTO_INCREMENT, k INT, pad VARCHAR(300), KEY kk (k))");
+    let vals: Vec<String> =
+        (1..=5000).map(|i| format!("({i}, {}, REPEAT('{}', {}))", i % 97, i % 10, 200 + i % 50)).collect();
+    ok(&mut s, &format!("INSERT INTO c VALUES {}", vals.join(",")));
+    let passes = |s: &mut Session| -> u64 {
+        rows(s, "SHOW SESSION STATUS LIKE 'Sort_merge_passes'")[0][1].parse().unwrap()
+    };
+    ok(&mut s, "SET SESSION tmp_memory_table_size = 65536");
+    let before = passes(&mut s);
+    assert_eq!(affected(&mut s, "INSERT INTO c (k, pad) SELECT k, pad FROM c"), 5000);
+    assert!(passes(&mut s) > before, "the source went through run files");
+    assert_eq!(rows(&mut s, "SELECT COUNT(*), MIN(id), MAX(id) FROM c"), [["10000", "1", "10000"]]);
+    // Row 5000 + i is a copy of row i: read in key order, numbered so.
+    assert_eq!(
+        rows(
+            &mut s,
+            "SELECT COUNT(*) FROM c a JOIN c b ON b.id = a.id + 5000 WHERE a.k = b.k AND a.pad = b.pad"
+        ),
+        [["5000"]]
+    );
+    // Duplicates under IGNORE: each refused with a warning, counted.
+    ok(&mut s, "CREATE TABLE u (id INT PRIMARY KEY, pad VARCHAR(300))");
+    ok(&mut s, "INSERT INTO u SELECT id, pad FROM c WHERE id <= 3000");
+    let before = passes(&mut s);
+    assert_eq!(affected(&mut s, "INSERT IGNORE INTO u SELECT id, pad FROM c WHERE id <= 6000"), 3000);
+    assert_eq!(rows(&mut s, "SHOW WARNINGS LIMIT 1")[0][1], "1062");
+    assert!(passes(&mut s) > before);
+    assert_eq!(
+        rows(&mut s, "SELECT COUNT(*), SUM(LENGTH(pad)) FROM u"),
+        rows(&mut s, "SELECT COUNT(*), SUM(LENGTH(pad)) FROM c WHERE id <= 6000")
+    );
+    // A UNION source comes back whole and is inserted the same way.
+    ok(&mut s, "CREATE TABLE v (id INT PRIMARY KEY, pad VARCHAR(300))");
+    assert_eq!(
+        affected(
+            &mut s,
+            "INSERT INTO v SELECT id, pad FROM c WHERE id < 10 UNION SELECT id, pad FROM c WHERE id > 9990"
+        ),
+        19
+    );
+    assert_eq!(rows(&mut s, "CHECK TABLE c")[0][3], "OK");
+    assert_eq!(rows(&mut s, "CHECK TABLE u")[0][3], "OK");
+}
