@@ -78,6 +78,8 @@ struct Work {
     convert: Option<Collation>,
     /// ROW_FORMAT=: its word, resolved by `finish` (a new codec rebuilds).
     row_format: Option<String>,
+    /// ENGINE=: changes nothing; `finish` notes it (`ddl::engine_named`).
+    engine: Option<String>,
     rename: Option<(String, String)>,
     /// ALGORITHM= / LOCK= (`instant.rs`).
     clauses: crate::instant::Clauses,
@@ -163,6 +165,7 @@ impl Work {
             auto_increment: None,
             convert: None,
             row_format: None,
+            engine: None,
             rename: None,
             clauses: Default::default(),
             old,
@@ -644,7 +647,8 @@ impl Work {
                 self.convert = Some(c);
             }
             "ROW_FORMAT" => self.row_format = Some(v.to_string()),
-            // ENGINE, FORCE and the storage options of other engines are
+            "ENGINE" => self.engine = Some(v.to_string()),
+            // FORCE and the storage options of other engines are
             // accepted and ignored: every table is a FractalDB table, and
             // FORCE's rebuild would write the same rows.
             _ => {}
@@ -654,6 +658,9 @@ impl Work {
 
     /// Turns the working copy into the new definition and swaps it in.
     fn finish(mut self, s: &mut Session) -> SqlResult<Outcome> {
+        if let Some(e) = self.engine.take() {
+            crate::ddl::engine_named(s, &e, &self.old.def.name, crate::ddl::EngineIn::Alter)?;
+        }
         if self.cols.is_empty() {
             return Err(SqlError::new(
                 1090,

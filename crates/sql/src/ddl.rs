@@ -340,6 +340,9 @@ fn create_table(s: &mut Session, ct: &ast::CreateTable, clustering: &[String]) -
         return Err(SqlError::table_needs_column());
     }
     let topts = table_options(&ct.table_options)?;
+    if let Some(e) = &topts.engine {
+        engine_named(s, e, &name, EngineIn::Create)?;
+    }
     // ROW_FORMAT, else the session's tokudb_row_format, picks the codec.
     let (row_format, codec) =
         crate::rowformat::resolve(topts.row_format.as_deref().unwrap_or("DEFAULT"), s.row_format_default())?;
@@ -710,6 +713,79 @@ pub(crate) struct TableOptions {
     pub auto_increment: Option<u64>,
     pub charset: Option<String>,
     pub collate: Option<String>,
+    /// ENGINE= as written ([`engine_named`] judges it).
+    pub engine: Option<String>,
+}
+
+/// The storage engines a MariaDB or MySQL server may name in a table's
+/// definition (lower case). Every table here is a FractalDB table, so a
+/// dump from another server names one of these: the table is made
+/// anyway.
+const OTHER_ENGINES: &[&str] = &[
+    "innodb",
+    "xtradb",
+    "myisam",
+    "aria",
+    "maria",
+    "memory",
+    "heap",
+    "csv",
+    "archive",
+    "blackhole",
+    "rocksdb",
+    "mrg_myisam",
+    "merge",
+    "federated",
+    "federatedx",
+    "connect",
+    "spider",
+    "s3",
+    "sequence",
+    "mroonga",
+    "columnstore",
+    "ndb",
+    "ndbcluster",
+    "oqgraph",
+    "sphinx",
+    "example",
+];
+
+/// Which statement names the engine ([`engine_named`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EngineIn {
+    Create,
+    Alter,
+}
+
+/// What `ENGINE=name` in CREATE or ALTER TABLE `table` does: FractalDB and
+/// TokuDB (our own names) nothing. Another server's engine makes or keeps a
+/// FractalDB table: silently in CREATE TABLE (a dump's every table names
+/// one; MariaDB is silent for its own engines, and SHOW CREATE TABLE says
+/// FractalDB), with note 1266 in ALTER TABLE, whose author asked for a
+/// conversion that is not done (MariaDB's words when it substitutes its
+/// default engine; a note, since nothing is lost). A name no server has
+/// is 1286, an error under NO_ENGINE_SUBSTITUTION (the default sql_mode),
+/// otherwise a warning followed by the note, as in MariaDB 10.11.
+pub(crate) fn engine_named(s: &mut Session, name: &str, table: &str, within: EngineIn) -> SqlResult<()> {
+    let lower = name.trim_matches(|c| c == '`' || c == '\'' || c == '"').to_ascii_lowercase();
+    if matches!(lower.as_str(), "fractaldb" | "tokudb" | "default") {
+        return Ok(());
+    }
+    let known = OTHER_ENGINES.contains(&lower.as_str());
+    if !known {
+        let unknown = SqlError::new(1286, "42000", format!("Unknown storage engine '{name}'"));
+        if s.sql_mode_has("NO_ENGINE_SUBSTITUTION") {
+            return Err(unknown);
+        }
+        s.warnings.push(crate::error::Warning::warn(1286, unknown.message));
+    }
+    if !known || within == EngineIn::Alter {
+        s.warnings.push(crate::error::Warning::note(
+            1266,
+            format!("Using storage engine FractalDB for table '{table}'"),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn table_options(o: &ast::CreateTableOptions) -> SqlResult<TableOptions> {
@@ -755,6 +831,9 @@ pub(crate) fn table_options(o: &ast::CreateTableOptions) -> SqlResult<TableOptio
                     },
                     _ => {}
                 }
+            }
+            ast::SqlOption::NamedParenthesizedList(l) if l.key.value.eq_ignore_ascii_case("ENGINE") => {
+                t.engine = l.name.as_ref().map(|n| n.value.clone());
             }
             _ => {}
         }

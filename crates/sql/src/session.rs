@@ -639,6 +639,11 @@ impl Session {
         Ok(out)
     }
 
+    /// Whether the session's sql_mode holds `flag` (upper case).
+    pub(crate) fn sql_mode_has(&self, flag: &str) -> bool {
+        self.sql_mode.split(',').any(|f| f == flag)
+    }
+
     /// How the session's sql_mode has text read (NO_BACKSLASH_ESCAPES,
     /// ANSI_QUOTES): set on the thread before every parse and split.
     pub fn lex_mode(&self) -> crate::lex::LexMode {

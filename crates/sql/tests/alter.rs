@@ -51,7 +51,9 @@ fn alter_columns_like_mariadb() {
             "ALTER TABLE t ADD UNIQUE KEY u (d)",
             "UPDATE t SET d = a",
             "ALTER TABLE t ADD UNIQUE KEY u (d)",
-            "ALTER TABLE t COMMENT='new', AUTO_INCREMENT=100, ENGINE=InnoDB",
+            // (ENGINE= is left out: naming another engine is a note here,
+            // engines_of_other_servers_make_fractaldb_tables_with_a_note)
+            "ALTER TABLE t COMMENT='new', AUTO_INCREMENT=100",
             "SHOW CREATE TABLE t",
             "ALTER TABLE t ADD COLUMN e INT FIRST, ADD COLUMN f INT AFTER a",
             "SHOW CREATE TABLE t",
@@ -212,6 +214,63 @@ fn alter_table_results() {
     // ALTER TABLE t ENGINE=... alone changes nothing.
     ok(&mut s, "ALTER TABLE t ENGINE=InnoDB");
     assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t"), "4");
+}
+
+/// ENGINE= naming another server's engine makes a FractalDB table
+/// silently in CREATE TABLE (a dump from InnoDB or MyISAM loads as it
+/// would on MariaDB) and keeps it with note 1266 in ALTER TABLE; our own
+/// names pass silently; a name no server has is 1286 under
+/// NO_ENGINE_SUBSTITUTION and a warning without it, as in MariaDB 10.11
+/// (whose second line there says which engine it used instead).
+#[test]
+fn engines_of_other_servers_make_fractaldb_tables_with_a_note() {
+    let (_dir, db) = fresh();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    let warnings = |s: &mut Session| rows(s, "SHOW WARNINGS");
+    let note = |t: &str| {
+        vec!["Note".to_string(), "1266".into(), format!("Using storage engine FractalDB for table '{t}'")]
+    };
+    ok(&mut s, "CREATE TABLE a (x INT PRIMARY KEY) ENGINE=InnoDB");
+    assert!(warnings(&mut s).is_empty());
+    ok(&mut s, "CREATE TABLE b (x INT PRIMARY KEY) ENGINE=MyISAM DEFAULT CHARSET=latin1");
+    assert!(warnings(&mut s).is_empty());
+    for own in ["TokuDB", "FractalDB", "fractaldb"] {
+        ok(&mut s, &format!("CREATE TABLE c_{own} (x INT) ENGINE={own}"));
+        assert!(warnings(&mut s).is_empty(), "{own}");
+    }
+    for t in ["a", "b"] {
+        assert!(create_text(&mut s, t).contains(") ENGINE=FractalDB"), "{t}");
+    }
+    assert_eq!(
+        rows(&mut s, "SELECT DISTINCT ENGINE FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'd'"),
+        [["FractalDB"]]
+    );
+    ok(&mut s, "INSERT INTO a VALUES (1), (2)");
+    ok(&mut s, "ALTER TABLE a ENGINE=Aria");
+    assert_eq!(warnings(&mut s), [note("a")]);
+    ok(&mut s, "ALTER TABLE a ADD COLUMN y INT, ENGINE=MEMORY");
+    assert_eq!(warnings(&mut s), [note("a")]);
+    ok(&mut s, "ALTER TABLE a ENGINE=TokuDB");
+    assert!(warnings(&mut s).is_empty());
+    assert_eq!(rows(&mut s, "SELECT x, y FROM a ORDER BY x"), [["1", "NULL"], ["2", "NULL"]]);
+    // A name no server has: refused under the default sql_mode, and the
+    // table neither made nor changed.
+    assert_eq!(
+        err_msg(&mut s, "CREATE TABLE f (x INT) ENGINE=Foo"),
+        (1286, "Unknown storage engine 'Foo'".to_string())
+    );
+    assert_eq!(err_msg(&mut s, "SELECT * FROM f").0, 1146);
+    assert_eq!(err_msg(&mut s, "ALTER TABLE a ADD COLUMN z INT, ENGINE=Foo").0, 1286);
+    assert_eq!(rows(&mut s, "SELECT * FROM a ORDER BY x"), [["1", "NULL"], ["2", "NULL"]]);
+    ok(&mut s, "SET sql_mode = ''");
+    ok(&mut s, "CREATE TABLE f (x INT) ENGINE=Foo");
+    assert_eq!(
+        warnings(&mut s),
+        [vec!["Warning".to_string(), "1286".into(), "Unknown storage engine 'Foo'".into()], note("f")]
+    );
+    assert_eq!(one(&mut s, "SELECT COUNT(*) FROM f"), "0");
 }
 
 /// Row counts (the status dictionary's slots) are exact after every kind
