@@ -235,11 +235,12 @@ fn what_the_fast_path_takes_and_what_it_tells() {
 }
 
 /// A child process runs transactions that change both tables alike (f
-/// through blind upserts, o through the ordinary path) and is killed;
+/// through blind upserts and updates, o through the ordinary path) and is
+/// killed;
 /// after reopening both are alike, hold every acknowledged transaction,
 /// and count exactly.
 #[test]
-fn a_killed_process_keeps_acknowledged_blind_upserts() {
+fn a_killed_process_keeps_acknowledged_blind_upserts_and_updates() {
     if let Ok(dir) = std::env::var("FRACTALDB_SQL_FAST_CHILD") {
         let db = Database::open(&dir, opts()).unwrap();
         let mut s = db.session();
@@ -263,8 +264,17 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
                         &format!("INSERT INTO {t} VALUES (0, 1) ON DUPLICATE KEY UPDATE c = c + 1"),
                     );
                 }
+                let (k, v) = (rng.gen_range(1..200), rng.gen_range(-500..500));
+                for (t, on) in [("f", 1), ("o", 0)] {
+                    affected(&mut s, &format!("SET tokudb_enable_fast_update = {on}"));
+                    affected(&mut s, &format!("UPDATE {t} SET c = c + {v} WHERE id = {k}"));
+                }
             }
             affected(&mut s, "COMMIT");
+            if i == 0 {
+                // f's 8 upserts and 4 updates went the fast way.
+                assert_eq!(fast_count(&mut s), 12);
+            }
             println!("committed {}", i + 1);
         }
         return;
@@ -283,7 +293,7 @@ fn a_killed_process_keeps_acknowledged_blind_upserts() {
     let mut acked_total = 0u64;
     for round in 0..2u64 {
         let mut child = CrashChild::spawn(
-            "a_killed_process_keeps_acknowledged_blind_upserts",
+            "a_killed_process_keeps_acknowledged_blind_upserts_and_updates",
             "FRACTALDB_SQL_FAST_CHILD",
             dir.path(),
         );

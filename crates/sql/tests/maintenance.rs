@@ -1,6 +1,7 @@
 //! Table maintenance: OPTIMIZE TABLE (rows kept, progress, KILL, a crash
 //! in the middle), ANALYZE TABLE's statistics, TRUNCATE's space given back
-//! at once, and the TokuDB INFORMATION_SCHEMA views of the engine.
+//! at once and a crash in the middle of it, and the TokuDB
+//! INFORMATION_SCHEMA views of the engine.
 
 use fractaldb_sql::{Database, Session};
 
@@ -87,6 +88,14 @@ fn optimize_keeps_every_row_reports_progress_and_is_killable() {
     let emptied = status_row(&mut s);
     assert_eq!(emptied[0], 50);
     assert!(emptied[2] < full[2] && emptied[3] < full[3], "{full:?} -> {emptied:?}");
+    // Data_free is the blocks the files hold that no node uses: what the
+    // delete freed shows there, and data, index and free together are
+    // no more than the main and index files' lengths.
+    assert!(emptied[4] > full[4], "{full:?} -> {emptied:?}");
+    let file_bytes: u64 =
+        table_files(&mut s, dir.path()).iter().map(|f| std::fs::metadata(f).unwrap().len()).sum::<u64>()
+            - status_file_bytes(&mut s, dir.path());
+    assert!(emptied[2] + emptied[3] + emptied[4] <= file_bytes, "{emptied:?} in {file_bytes} bytes");
     // A KILL that arrives between statements is not kept for the next
     // one (MariaDB resets it likewise).
     s.kill_handle().kill();
@@ -163,6 +172,18 @@ fn table_files(s: &mut Session, dir: &std::path::Path) -> Vec<std::path::PathBuf
     }
     assert_eq!(found.len(), names.len(), "{names:?} vs {found:?}");
     found
+}
+
+/// The length of d.t's status dictionary's file.
+fn status_file_bytes(s: &mut Session, dir: &std::path::Path) -> u64 {
+    let name = one(
+        s,
+        "SELECT internal_file_name FROM information_schema.TOKUDB_FILE_MAP \
+         WHERE table_schema = 'd' AND table_name = 't' AND table_dictionary_name = 'status'",
+    );
+    let file =
+        table_files(s, dir).into_iter().find(|f| f.file_name().unwrap().to_string_lossy() == name).unwrap();
+    std::fs::metadata(file).unwrap().len()
 }
 
 /// TRUNCATE swaps in new dictionaries and removes the old files at once:
@@ -340,6 +361,106 @@ fn a_crash_during_optimize_keeps_every_row_and_exact_counts() {
         assert_eq!(by_index, 2000 + inserted);
         assert_eq!(rows(&mut s, "CHECK TABLE t"), [status("d.t", "check", "status", "OK")]);
         ok(&mut s, "DELETE FROM t WHERE id >= 100000");
+        drop(s);
+        db.close().unwrap();
+    }
+}
+
+/// The dictionary files (`d<id>.fdb`) in the folder that no table's
+/// dictionary is: the SQL layer's own.
+fn unnamed_dictionary_files(s: &mut Session, dir: &std::path::Path) -> Vec<String> {
+    let named: Vec<String> = rows(s, "SELECT internal_file_name FROM information_schema.TOKUDB_FILE_MAP")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    let (mut out, mut stack) = (Vec::new(), vec![dir.to_path_buf()]);
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if n.starts_with('d') && n.ends_with(".fdb") && !named.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A child process fills table t and truncates it over and over, writing
+/// a row to u after each TRUNCATE, and is killed: after reopening t holds
+/// nothing or whole batches of the round after u's last (a TRUNCATE is all
+/// or nothing), counts exactly and its index agrees with its rows, every
+/// acknowledged row of u is there, and no dictionary file is left that no
+/// table names (old or new files of a TRUNCATE cut short are dropped at
+/// open).
+#[test]
+fn a_crash_during_truncate_keeps_one_table_and_no_stray_files() {
+    if let Ok(dir) = std::env::var("FRACTALDB_SQL_TRUNCATE_CHILD") {
+        let db = Database::open(&dir, opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "USE d");
+        let start: u64 = one(&mut s, "SELECT COALESCE(MAX(r), 0) FROM u").parse().unwrap();
+        // The rows the killed child left (its last round's).
+        ok(&mut s, "TRUNCATE TABLE t");
+        for r in start + 1.. {
+            for b in 0..2 {
+                let values: Vec<String> =
+                    (0..100).map(|i| format!("({}, {r}, 'r{r}')", b * 100 + i)).collect();
+                ok(&mut s, &format!("INSERT INTO t VALUES {}", values.join(",")));
+            }
+            ok(&mut s, "TRUNCATE TABLE t");
+            ok(&mut s, &format!("INSERT INTO u VALUES ({r})"));
+            println!("round {r}");
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let own = {
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "CREATE DATABASE d");
+        ok(&mut s, "USE d");
+        ok(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, r INT, w VARCHAR(20), KEY kr (r))");
+        ok(&mut s, "CREATE TABLE u (r INT PRIMARY KEY)");
+        let own = unnamed_dictionary_files(&mut s, dir.path());
+        drop(s);
+        db.close().unwrap();
+        own
+    };
+    let mut acked = 0;
+    for round in 0..3u64 {
+        let mut child = CrashChild::spawn(
+            "a_crash_during_truncate_keeps_one_table_and_no_stray_files",
+            "FRACTALDB_SQL_TRUNCATE_CHILD",
+            dir.path(),
+        );
+        let target = format!("round {}", acked + 5);
+        assert!(
+            child.wait_for(std::time::Duration::from_secs(600), |l| l == target),
+            "the child stopped early"
+        );
+        // Killed at a different point of a later round each time.
+        std::thread::sleep(std::time::Duration::from_millis(7 + 31 * round));
+        acked = last_number(&child.kill(), "round ").unwrap();
+        let db = Database::open(dir.path(), opts()).unwrap();
+        let mut s = db.session();
+        ok(&mut s, "USE d");
+        let last: u64 = one(&mut s, "SELECT MAX(r) FROM u").parse().unwrap();
+        assert!(last == acked || last == acked + 1, "u ends at {last}, {acked} acknowledged");
+        assert_eq!(one(&mut s, "SELECT COUNT(*) FROM u"), last.to_string());
+        acked = last;
+        let n: u64 = one(&mut s, "SELECT COUNT(*) FROM t").parse().unwrap();
+        assert!(n.is_multiple_of(100) && n <= 200, "t has {n} rows");
+        if n > 0 {
+            assert_eq!(rows(&mut s, "SELECT DISTINCT r FROM t"), [[(last + 1).to_string()]]);
+        }
+        assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t FORCE INDEX (kr) WHERE r >= 0"), n.to_string());
+        assert_eq!(one(&mut s, "SELECT COUNT(*) FROM t WHERE w LIKE 'r%'"), n.to_string());
+        assert_eq!(rows(&mut s, "CHECK TABLE t"), [status("d.t", "check", "status", "OK")]);
+        assert_eq!(table_files(&mut s, dir.path()).len(), 3);
+        assert_eq!(unnamed_dictionary_files(&mut s, dir.path()), own, "round {round}");
         drop(s);
         db.close().unwrap();
     }

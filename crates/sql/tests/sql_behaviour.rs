@@ -1075,6 +1075,48 @@ fn covering_index_reads_make_no_primary_key_lookups() {
     );
 }
 
+/// The planner picks a clustering index for a range on its column by
+/// itself, over the primary key's scan and over a plain index on the same
+/// column, and reads whole rows from it with no primary-key lookup: what
+/// TokuDB users declared them for.
+#[test]
+fn the_planner_reads_ranges_from_clustering_indexes_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), opts()).unwrap();
+    let mut s = db.session();
+    ok(&mut s, "CREATE DATABASE d");
+    ok(&mut s, "USE d");
+    ok(
+        &mut s,
+        "CREATE TABLE c (id INT PRIMARY KEY, a INT, b INT, pad VARCHAR(100), \
+         CLUSTERING KEY ka (a), KEY kb (b), CLUSTERING KEY kbc (b))",
+    );
+    for chunk in (0..4000).collect::<Vec<i32>>().chunks(500) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|i| format!("({i}, {}, {}, '{}')", (i * 37) % 4000, i % 400, "p".repeat(60)))
+            .collect();
+        ok(&mut s, &format!("INSERT INTO c VALUES {}", values.join(",")));
+    }
+    for (q, key, want) in [
+        ("SELECT * FROM c WHERE a BETWEEN 100 AND 139 ORDER BY id", "ka", 40),
+        ("SELECT id, a, pad FROM c WHERE b = 7 ORDER BY id", "kbc", 10),
+        ("SELECT SUM(a), MAX(pad) FROM c WHERE b IN (1, 2, 3)", "kbc", 1),
+    ] {
+        let plan = rows(&mut s, &format!("EXPLAIN {q}"));
+        assert_eq!(plan[0][5], key, "{q}: {plan:?}");
+        assert!(!plan[0][9].contains("Using index condition"), "{q}: {plan:?}");
+        let before = fractaldb_sql::pk_lookups();
+        let got = rows(&mut s, q);
+        assert_eq!(fractaldb_sql::pk_lookups() - before, 0, "{q}");
+        assert_eq!(got.len(), want, "{q}");
+        let by_scan = rows(&mut s, &q.replace("FROM c", "FROM c IGNORE INDEX (ka, kb, kbc)"));
+        assert_eq!(got, by_scan, "{q}");
+    }
+    // Whole rows come out of the clustering entries as stored.
+    assert_eq!(rows(&mut s, "SELECT id, a, b, LENGTH(pad) FROM c WHERE a = 37"), [["1", "37", "1", "60"]]);
+}
+
 /// Writes through a view need the privilege on the view, not on its base
 /// table (MariaDB: UPDATE/INSERT on `v` suffice, DELETE without it is
 /// 1142 naming the view); SHOW CREATE VIEW keeps the CHECK OPTION.
