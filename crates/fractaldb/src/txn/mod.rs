@@ -1031,10 +1031,35 @@ impl Txn {
         d.tree.guarded(|| self.write_ops_unguarded(d, ops))
     }
 
+    /// `write_ops` inside the tree's guard; holds the transaction's state lock from its checks to its write.
     fn write_ops_unguarded<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
         // A range delete's bounds, checked before anything is locked (the
         // lock tree takes ranges with lo <= hi).
-        let cmp = d.tree.cmp;
+        let ranges = Self::checked_ranges(d.tree.cmp, ops)?;
+        let mut st = self.st.lock();
+        Self::check_writable(&st)?;
+        if let Some(m) =
+            ops.iter().find(|m| m.kind() == MsgKind::Update && !d.tree.ctx.fns.contains_key(&m.fn_id()))
+        {
+            return Err(Error::invalid(crate::tree::message::missing_fn(m.fn_id())));
+        }
+        // A failure here leaves the locks taken so far with the transaction
+        // (released at its end) and writes nothing.
+        self.lock_range_deletes(d, &ranges)?;
+        self.lock_points(d, ops)?;
+        let sp = st.savepoints.last().map_or(0, |s| s.0);
+        if st.undo.len() == 0 && !ops.is_empty() {
+            self.shared.mgr.note_first_write(self.id());
+        }
+        // On the undo list before the write: if the write fails after its
+        // record reached the log, an abort still cleans the keys up.
+        let sorted = self.push_undo(&mut st, d, ops)?;
+        let stamp = Some(Stamp { txid: self.id(), provisional: true, sp });
+        Self::write_sorted(d, ops, &sorted, stamp)
+    }
+
+    /// The bounds of the range deletes in `ops`; an error if one's lower bound is above its upper.
+    fn checked_ranges<M: KeyedMsg>(cmp: crate::tree::Comparator, ops: &[M]) -> Result<Vec<(&[u8], &[u8])>> {
         let ranges: Vec<(&[u8], &[u8])> = ops
             .iter()
             .filter(|m| m.kind() == MsgKind::RangeDelete)
@@ -1043,22 +1068,19 @@ impl Txn {
         if ranges.iter().any(|(lo, hi)| cmp(lo, hi) == std::cmp::Ordering::Greater) {
             return Err(Error::invalid("a range delete whose lower bound is above its upper bound"));
         }
-        let mut st = self.st.lock();
-        Self::check_writable(&st)?;
+        Ok(ranges)
+    }
+
+    /// Write-locks the closed span of each range delete of a batch.
+    fn lock_range_deletes(&self, d: &crate::Dictionary, ranges: &[(&[u8], &[u8])]) -> Result<()> {
+        let cmp = d.tree.cmp;
         let m = &self.shared.mgr;
-        if let Some(m) =
-            ops.iter().find(|m| m.kind() == MsgKind::Update && !d.tree.ctx.fns.contains_key(&m.fn_id()))
-        {
-            return Err(Error::invalid(crate::tree::message::missing_fn(m.fn_id())));
-        }
-        // A failure here leaves the locks taken so far with the transaction
-        // (released at its end) and writes nothing.
         // Each range delete write-locks its closed span [lo, hi], so writers
         // of its keys wait as for deletes of them. Its keys are not known,
         // so unlike a delete it is not checked for write conflicts (a key
         // committed after a repeatable-read snapshot is deleted, not a
         // `WriteConflict`).
-        for &(lo, hi) in &ranges {
+        for &(lo, hi) in ranges {
             if cmp(lo, hi) == std::cmp::Ordering::Less {
                 m.lock(
                     &d.tree,
@@ -1070,6 +1092,13 @@ impl Txn {
                 )?;
             }
         }
+        Ok(())
+    }
+
+    /// Write-locks a batch's point keys (one span lock if large) and checks all but updates for conflicts.
+    fn lock_points<M: KeyedMsg>(&self, d: &crate::Dictionary, ops: &[M]) -> Result<()> {
+        let cmp = d.tree.cmp;
+        let m = &self.shared.mgr;
         let points = || ops.iter().filter(|m| m.kind() != MsgKind::RangeDelete);
         let per_key = ops.len() < RANGE_LOCK_MIN_KEYS;
         if !per_key && points().next().is_some() {
@@ -1092,26 +1121,27 @@ impl Txn {
                 self.check_conflict(d, key)?;
             }
         }
-        let sp = st.savepoints.last().map_or(0, |s| s.0);
-        if st.undo.len() == 0 && !ops.is_empty() {
-            m.note_first_write(self.id());
-        }
-        // On the undo list before the write: if the write fails after its
-        // record reached the log, an abort still cleans the keys up. Each
-        // key once: clean-up messages act on a key's provisional versions
-        // whatever wrote them, so one per key is enough (a roll-up batch
-        // upserts a few counters a thousand times each, and sent a commit
-        // message per upsert).
+        Ok(())
+    }
+
+    /// Puts each key of `ops` (once) and each range delete on the undo list; returns the keys sorted.
+    fn push_undo<'a, M: KeyedMsg>(
+        &self,
+        st: &mut Work,
+        d: &crate::Dictionary,
+        ops: &'a [M],
+    ) -> Result<Vec<(u64, &'a [u8], u32)>> {
+        let m = &self.shared.mgr;
+        // Each key once: clean-up messages act on a key's provisional
+        // versions whatever wrote them, so one per key is enough (a roll-up
+        // batch upserts a few counters a thousand times each, and sent a
+        // commit message per upsert).
         // One sort of the batch: on the first 8 bytes as an integer, then
         // the whole key, then the position in the batch (so a key's
         // messages keep their order). It finds the duplicate keys, and for
         // a bytewise dictionary it is the tree's order: the batch then
         // goes to the tree in it, and the root buffer's and a root leaf's
         // sorts find it sorted (one pass) instead of sorting it again.
-        // Messages on different keys commute; a broadcast does not, so a
-        // batch holding one keeps its order.
-        // A range delete's entry holds its range (`UNDO_RANGE`): the keys
-        // it covered get their clean-up from one wide message.
         let mut sorted: Vec<(u64, &[u8], u32)> = ops
             .iter()
             .enumerate()
@@ -1124,11 +1154,24 @@ impl Txn {
                 st.undo.push(&m.ctx, self.id(), d.tree.file_id, key)?;
             }
         }
+        // A range delete's entry holds its range (`UNDO_RANGE`): the keys
+        // it covered get their clean-up from one wide message.
         for r in ops.iter().filter(|m| m.kind() == MsgKind::RangeDelete) {
             st.undo.push(&m.ctx, self.id(), d.tree.file_id | UNDO_RANGE, r.val())?;
         }
         st.trees.entry(d.tree.file_id).or_insert_with(|| d.tree.clone());
-        let stamp = Some(Stamp { txid: self.id(), provisional: true, sp });
+        Ok(sorted)
+    }
+
+    /// Writes `ops` to the tree as one write, in `sorted`'s order when that is allowed and differs.
+    fn write_sorted<M: KeyedMsg>(
+        d: &crate::Dictionary,
+        ops: &[M],
+        sorted: &[(u64, &[u8], u32)],
+        stamp: Option<Stamp>,
+    ) -> Result<()> {
+        // Messages on different keys commute; a broadcast does not, so a
+        // batch holding one keeps its order.
         let reorder = d.tree.order.bytewise
             && sorted.iter().enumerate().any(|(i, s)| s.2 as usize != i)
             && !ops.iter().any(|m| matches!(m.kind(), MsgKind::Broadcast | MsgKind::RangeDelete));
