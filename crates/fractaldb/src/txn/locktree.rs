@@ -67,7 +67,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::tree::Comparator;
 
@@ -649,6 +649,18 @@ fn past(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
+/// The lock `owner` requests: [lo, hi] in `mode` (a point holds one copy of its key).
+fn requested(cmp: Comparator, owner: u64, lo: LockKey, hi: LockKey, mode: LockMode) -> Lock {
+    let lo = End::new(lo);
+    let hi = match (&lo, hi) {
+        (End::Key(a), LockKey::Key(b)) if cmp(a, b).is_eq() => lo.clone(), // a point: one copy of the key
+        _ => End::new(hi),
+    };
+    assert!(owner != 0, "lock owner 0");
+    assert!(cmp_end(cmp, &lo, &hi).is_le(), "lock range with lo > hi");
+    Lock { lo, hi, owner, mode }
+}
+
 impl LockManager {
     pub(crate) fn new(limit_bytes: usize) -> LockManager {
         LockManager { limit: limit_bytes, state: Mutex::new(State::default()), bulk_left: Condvar::new() }
@@ -670,14 +682,7 @@ impl LockManager {
         mode: LockMode,
         timeout: Duration,
     ) -> Result<(), LockError> {
-        let lo = End::new(lo);
-        let hi = match (&lo, hi) {
-            (End::Key(a), LockKey::Key(b)) if cmp(a, b).is_eq() => lo.clone(), // a point: one copy of the key
-            _ => End::new(hi),
-        };
-        assert!(owner != 0, "lock owner 0");
-        assert!(cmp_end(cmp, &lo, &hi).is_le(), "lock range with lo > hi");
-        let want = Lock { lo, hi, owner, mode };
+        let want = requested(cmp, owner, lo, hi, mode);
         let deadline = Instant::now().checked_add(timeout);
         let mut st = self.state.lock();
         let mut slept = false;
@@ -686,29 +691,8 @@ impl LockManager {
         // Autocommit writers without key locks are in this dictionary: none
         // may enter once this request is pending; wait for those inside.
         if st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
-            st.bulk.entry(dict).or_default().1 += 1;
-            st.stats.waits += 1;
             slept = true;
-            let _blocked = crate::wait::blocking();
-            while st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
-                let timed_out = match wake_by(deadline) {
-                    Some(d) => self.bulk_left.wait_until(&mut st, d).timed_out() && past(deadline),
-                    None => {
-                        self.bulk_left.wait(&mut st);
-                        false
-                    }
-                };
-                if (timed_out || crate::wait::interrupt_requested())
-                    && st.bulk.get(&dict).is_some_and(|b| b.0 > 0)
-                {
-                    st.bulk.get_mut(&dict).expect("pending").1 -= 1;
-                    st.tidy_bulk(dict);
-                    st.stats.timeouts += 1;
-                    return Err(LockError::Timeout { holder: 0 });
-                }
-            }
-            st.bulk.get_mut(&dict).expect("pending").1 -= 1;
-            st.tidy_bulk(dict);
+            self.wait_out_bulk(&mut st, dict, deadline)?;
         }
         loop {
             let result = match st.try_grant(self.limit, cmp, dict, &want) {
@@ -732,30 +716,7 @@ impl LockManager {
                             st.stats.waits += 1;
                             slept = true;
                         }
-                        // A waiter woken and blocked again keeps its place in line.
-                        let seq = st.next_seq;
-                        let wake = wake.get_or_insert_with(|| Arc::new(Condvar::new())).clone();
-                        let waiter = st.waiting.entry(owner).or_insert_with(|| Waiter {
-                            dict,
-                            want: want.clone(),
-                            blockers: Vec::new(),
-                            wake: wake.clone(),
-                            since: std::time::SystemTime::now(),
-                            seq,
-                        });
-                        waiter.blockers = blockers;
-                        if waiter.seq == seq {
-                            st.next_seq += 1;
-                        }
-                        let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
-                        d.sleepers += 1;
-                        // A server's thread pool runs another connection meanwhile.
-                        let _blocked = crate::wait::blocking();
-                        match wake_by(deadline) {
-                            Some(d) => drop(wake.wait_until(&mut st, d)),
-                            None => wake.wait(&mut st),
-                        }
-                        st.dicts.get_mut(&dict).expect("kept while asleep").sleepers -= 1;
+                        self.sleep_in_line(&mut st, dict, &want, blockers, deadline, &mut wake);
                         continue;
                     }
                 },
@@ -764,6 +725,74 @@ impl LockManager {
             st.tidy(dict);
             return result;
         }
+    }
+
+    /// Waits (`st` released while asleep) for the lock-free autocommit writers in `dict` to leave.
+    fn wait_out_bulk(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        dict: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(), LockError> {
+        st.bulk.entry(dict).or_default().1 += 1;
+        st.stats.waits += 1;
+        let _blocked = crate::wait::blocking();
+        while st.bulk.get(&dict).is_some_and(|b| b.0 > 0) {
+            let timed_out = match wake_by(deadline) {
+                Some(d) => self.bulk_left.wait_until(st, d).timed_out() && past(deadline),
+                None => {
+                    self.bulk_left.wait(st);
+                    false
+                }
+            };
+            if (timed_out || crate::wait::interrupt_requested())
+                && st.bulk.get(&dict).is_some_and(|b| b.0 > 0)
+            {
+                st.bulk.get_mut(&dict).expect("pending").1 -= 1;
+                st.tidy_bulk(dict);
+                st.stats.timeouts += 1;
+                return Err(LockError::Timeout { holder: 0 });
+            }
+        }
+        st.bulk.get_mut(&dict).expect("pending").1 -= 1;
+        st.tidy_bulk(dict);
+        Ok(())
+    }
+
+    /// Puts the requester in line behind `blockers` (keeping its place) and sleeps once, `st` released.
+    fn sleep_in_line(
+        &self,
+        st: &mut MutexGuard<'_, State>,
+        dict: u64,
+        want: &Lock,
+        blockers: Vec<u64>,
+        deadline: Option<Instant>,
+        wake: &mut Option<Arc<Condvar>>,
+    ) {
+        // A waiter woken and blocked again keeps its place in line.
+        let seq = st.next_seq;
+        let wake = wake.get_or_insert_with(|| Arc::new(Condvar::new())).clone();
+        let waiter = st.waiting.entry(want.owner).or_insert_with(|| Waiter {
+            dict,
+            want: want.clone(),
+            blockers: Vec::new(),
+            wake: wake.clone(),
+            since: std::time::SystemTime::now(),
+            seq,
+        });
+        waiter.blockers = blockers;
+        if waiter.seq == seq {
+            st.next_seq += 1;
+        }
+        let d = st.dicts.get_mut(&dict).expect("the request's dictionary");
+        d.sleepers += 1;
+        // A server's thread pool runs another connection meanwhile.
+        let _blocked = crate::wait::blocking();
+        match wake_by(deadline) {
+            Some(d) => drop(wake.wait_until(st, d)),
+            None => wake.wait(st),
+        }
+        st.dicts.get_mut(&dict).expect("kept while asleep").sleepers -= 1;
     }
 
     /// Lets an autocommit write into `dict` without key locks, if no one
