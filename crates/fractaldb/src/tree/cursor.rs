@@ -124,6 +124,18 @@ impl Batch {
         self.hi = None;
     }
 
+    /// Sets a loaded batch's bounds: [the window's `from` or else `lo`, `next` or else `hi`).
+    fn set_bounds(&mut self, from: Option<&[u8]>, lo: KeyBound, hi: KeyBound, next: KeyBound) {
+        self.lo = match from {
+            Some(f) => Some(f.into()),
+            None => lo,
+        };
+        self.hi = match next {
+            Some(n) => Some(n),
+            None => hi,
+        };
+    }
+
     fn push(&mut self, key: &[u8], value: &[u8]) {
         self.data.extend_from_slice(key);
         let key_end = self.data.len() as u32;
@@ -207,18 +219,7 @@ impl Tree {
                 let (l, h) = (l.map(Box::from), h.map(Box::from));
                 lo = l;
                 hi = h;
-                let part_loaded = if guard.is_leaf() {
-                    guard.basements()[i].is_some()
-                } else {
-                    let c = &guard.children()[i];
-                    c.loaded
-                };
-                if !part_loaded {
-                    let parts = match ahead {
-                        ReadAhead::Forward if guard.is_leaf() => i..guard.n_parts(),
-                        ReadAhead::Backward if guard.is_leaf() => 0..i + 1,
-                        _ => i..i + 1,
-                    };
+                if let Some(parts) = parts_to_read(&guard, i, ahead) {
                     drop(path);
                     drop(guard);
                     gate.outside(&mut pass, || self.fetch_parts(&entry, parts))?;
@@ -226,34 +227,11 @@ impl Tree {
                     continue 'restart;
                 }
                 if guard.is_leaf() {
-                    out.clear();
-                    // The window starts inside the basement: `from` is the
-                    // key `target` chose it by.
-                    debug_assert!(window.from.is_none_or(|f| {
-                        let cmp = self.cmp;
-                        lo.as_deref().is_none_or(|l| cmp(l, f) != Ordering::Greater)
-                            && hi.as_deref().is_none_or(|h| cmp(f, h) == Ordering::Less)
-                    }));
-                    let from = window.from.or(lo.as_deref());
-                    if let Some(next) = self.merge_batch(
-                        &path,
-                        &guard,
-                        i,
-                        from,
-                        hi.as_deref(),
-                        window.stop,
-                        entry.bn,
-                        view,
-                        out,
-                    )? {
-                        out.lo = match window.from {
-                            Some(f) => Some(f.into()),
-                            None => lo,
-                        };
-                        out.hi = match next {
-                            Some(n) => Some(n),
-                            None => hi,
-                        };
+                    let bounds = (lo.as_deref(), hi.as_deref());
+                    if let Some(next) =
+                        self.leaf_batch(&path, &guard, i, entry.bn, bounds, window, view, out)?
+                    {
+                        out.set_bounds(window.from, lo, hi, next);
                         return Ok(());
                     }
                     if retries == RETRIES {
@@ -277,6 +255,31 @@ impl Tree {
                 entry = next;
             }
         }
+    }
+
+    /// Clears `out` and merges into it the part `window` says of basement `i` of `leaf` (`merge_batch`).
+    #[allow(clippy::too_many_arguments)]
+    fn leaf_batch(
+        &self,
+        path: &[(ArcRwLockReadGuard<RawRwLock, Node>, usize)],
+        leaf: &Node,
+        i: usize,
+        leaf_bn: u64,
+        (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+        window: Window,
+        view: &ReadView,
+        out: &mut Batch,
+    ) -> Result<Option<KeyBound>> {
+        out.clear();
+        // The window starts inside the basement: `from` is the
+        // key `target` chose it by.
+        debug_assert!(window.from.is_none_or(|f| {
+            let cmp = self.cmp;
+            lo.is_none_or(|l| cmp(l, f) != Ordering::Greater)
+                && hi.is_none_or(|h| cmp(f, h) == Ordering::Less)
+        }));
+        let from = window.from.or(lo);
+        self.merge_batch(path, leaf, i, from, hi, window.stop, leaf_bn, view, out)
     }
 
     /// Merges basement `i` of `leaf` from `lo` on (up to its bound `hi`)
@@ -316,26 +319,33 @@ impl Tree {
         let owned: Vec<Vec<super::buffer::BorrowedMsg>> =
             bufs.iter().map(|b| b.range(lo, msg_hi, self.order)).collect();
         self.queue_hot_buffers(path, &owned, (end - start).max(1), basement.len().max(1));
-        let mut msgs = Vec::new();
-        let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
-        for (buf, own) in bufs.iter().zip(&owned) {
-            msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
-            // Only those that can cover a key of this stretch: a range
-            // delete elsewhere leaves the common case below alone.
-            let wide = buf.broadcasts().iter().filter(|(_, b)| b.meets(lo, msg_hi, cmp));
-            broadcasts.extend(wide.map(|(m, b)| (*m, b)));
-        }
-        msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
-        broadcasts.sort_by_key(|b| b.0);
-        let (mut b, mut m) = (start, 0);
+        let (msgs, broadcasts) = stretch_msgs(&bufs, &owned, (lo, msg_hi), cmp);
         if stop.is_none() {
             out.data.reserve(basement.packed_bytes());
-            out.ends.reserve(basement.len() - b + msgs.len());
+            out.ends.reserve(basement.len() - start + msgs.len());
         }
+        self.merge_stretch(basement, (start, end), &msgs, &broadcasts, stop, leaf_bn, view, out)
+    }
+
+    /// Merges entries [start, end) with `msgs` and `broadcasts` into `out` as `view` sees them, to `stop`.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_stretch<'a>(
+        &self,
+        basement: &'a super::basement::Basement,
+        (start, end): (usize, usize),
+        msgs: &[super::flush::PointMsg<'a, &'a [u8]>],
+        broadcasts: &[(u64, &MsgBody)],
+        stop: Option<&[u8]>,
+        leaf_bn: u64,
+        view: &ReadView,
+        out: &mut Batch,
+    ) -> Result<Option<KeyBound>> {
+        let cmp = self.cmp;
+        let (mut b, mut m) = (start, 0);
         // Set once a served key reached `stop`.
         let mut stopped = false;
         while b < end || m < msgs.len() {
-            let key = next_key(basement, (b, end), &msgs, m, cmp);
+            let key = next_key(basement, (b, end), msgs, m, cmp);
             if stopped {
                 return Ok(Some(Some(key.into())));
             }
@@ -357,7 +367,7 @@ impl Tree {
                 stopped = stop.is_some_and(|s| cmp(key, s) != Ordering::Less);
                 continue;
             }
-            let e = self.merged_key(key, le, &msgs[first..m], &broadcasts, leaf_bn)?;
+            let e = self.merged_key(key, le, &msgs[first..m], broadcasts, leaf_bn)?;
             match e.read(view) {
                 Seen::Value(Some(v)) => {
                     out.push(key, v);
@@ -367,7 +377,7 @@ impl Tree {
                 Seen::Retry(_) => return Ok(None),
             }
         }
-        // Every message is below `msg_hi`, the basement's key at `end`.
+        // Every message is below `msg_hi` (`merge_batch`), the basement's key at `end`.
         Ok(Some((end < basement.len()).then(|| basement.key(end).into())))
     }
 
@@ -464,6 +474,48 @@ impl Tree {
         }
         Ok(e)
     }
+}
+
+/// The parts of `node` to read before its part `i` can be used (`None`: in memory), as `ahead` says.
+fn parts_to_read(node: &Node, i: usize, ahead: ReadAhead) -> Option<std::ops::Range<usize>> {
+    let part_loaded = if node.is_leaf() {
+        node.basements()[i].is_some()
+    } else {
+        let c = &node.children()[i];
+        c.loaded
+    };
+    if part_loaded {
+        return None;
+    }
+    Some(match ahead {
+        ReadAhead::Forward if node.is_leaf() => i..node.n_parts(),
+        ReadAhead::Backward if node.is_leaf() => 0..i + 1,
+        _ => i..i + 1,
+    })
+}
+
+/// A stretch's point messages and broadcasts (`stretch_msgs`).
+type StretchMsgs<'a> = (Vec<super::flush::PointMsg<'a, &'a [u8]>>, Vec<(u64, &'a MsgBody)>);
+
+/// The messages of `owned` sorted by key and MSN, and the broadcasts of `bufs` meeting [lo, hi) by MSN.
+fn stretch_msgs<'a>(
+    bufs: &[&'a super::buffer::MsgBuffer],
+    owned: &'a [Vec<super::buffer::BorrowedMsg<'a>>],
+    (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+    cmp: super::Comparator,
+) -> StretchMsgs<'a> {
+    let mut msgs = Vec::new();
+    let mut broadcasts: Vec<(u64, &MsgBody)> = Vec::new();
+    for (buf, own) in bufs.iter().zip(owned) {
+        msgs.extend(own.iter().map(|(k, m, b)| (*k, *m, b)));
+        // Only those that can cover a key of this stretch: a range
+        // delete elsewhere leaves the common case (`merge_stretch`) alone.
+        let wide = buf.broadcasts().iter().filter(|(_, b)| b.meets(lo, hi, cmp));
+        broadcasts.extend(wide.map(|(m, b)| (*m, b)));
+    }
+    msgs.sort_by(|a, b| cmp(a.0, b.0).then(a.1.cmp(&b.1)));
+    broadcasts.sort_by_key(|b| b.0);
+    (msgs, broadcasts)
 }
 
 /// The basement's entries from `lo` on, and with a stop only up to the
