@@ -100,40 +100,14 @@ fn u32_len(what: &'static str, len: usize) -> EngineResult<u32> {
 pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> EngineResult<Serialized> {
     assert!(node.all_loaded(), "serializing a node with evicted partitions");
     let mut compressed: Vec<(Vec<u8>, u32)> = Vec::with_capacity(node.n_parts());
-    let mut raw = Vec::new();
     let mut spills: Vec<u8> = Vec::new();
     let child_bns: Vec<BlockNum> = match &node.body {
         Body::Internal(children) => {
-            for c in children {
-                raw.clear();
-                c.buf.encode(&mut raw);
-                let mut out = Vec::with_capacity(raw.len() / 2 + 64);
-                codec.for_buffers().compress(&raw, &mut out);
-                compressed.push((out, u32_len("node buffer", raw.len())?));
-                put_varint(&mut spills, c.spills.len() as u64);
-                for sp in &c.spills {
-                    spills.extend_from_slice(&sp.bn.to_le_bytes());
-                    spills.extend_from_slice(&sp.raw_len.to_le_bytes());
-                    spills.extend_from_slice(&sp.count.to_le_bytes());
-                    put_bytes(&mut spills, &sp.bloom);
-                }
-            }
+            compress_buffers(children, codec, &mut compressed, &mut spills)?;
             children.iter().map(|c| c.bn).collect()
         }
         Body::Leaf(basements) => {
-            for b in basements {
-                let b = b.as_ref().expect("checked all_loaded");
-                // An entry that does not decode is left as it is: reads
-                // report it as corrupt, with its block.
-                let gc = b.collected(horizon).unwrap_or_else(|e| {
-                    debug_assert!(false, "undecodable leafentry in memory: {e}");
-                    None
-                });
-                let packed = gc.as_deref().unwrap_or(b.packed());
-                let mut out = Vec::with_capacity(packed.len() / 2 + 64);
-                codec.compress(packed, &mut out);
-                compressed.push((out, u32_len("basement", packed.len())?));
-            }
+            compress_basements(basements, codec, horizon, &mut compressed)?;
             Vec::new()
         }
     };
@@ -151,6 +125,74 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> EngineResult
     // A node is at most as tall as the tree: a few levels.
     debug_assert!(node.height < 64, "a tree {} levels tall", node.height);
     let mut out = Vec::with_capacity(total);
+    put_header_start(&mut out, node, header_len, &child_bns, &spills);
+    let parts = put_part_entries(&mut out, node, codec, header_len, &compressed);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    debug_assert_eq!(out.len(), header_len);
+    for (c, _) in &compressed {
+        out.extend_from_slice(c);
+    }
+    debug_assert_eq!(out.len(), total);
+    Ok(Serialized { bytes: out, header_len: header_len as u32, parts })
+}
+
+/// Compresses each child buffer of an internal node into `compressed`; appends its spills to `spills`.
+fn compress_buffers(
+    children: &[super::node::Child],
+    codec: Codec,
+    compressed: &mut Vec<(Vec<u8>, u32)>,
+    spills: &mut Vec<u8>,
+) -> EngineResult<()> {
+    let mut raw = Vec::new();
+    for c in children {
+        raw.clear();
+        c.buf.encode(&mut raw);
+        let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+        codec.for_buffers().compress(&raw, &mut out);
+        compressed.push((out, u32_len("node buffer", raw.len())?));
+        put_varint(spills, c.spills.len() as u64);
+        for sp in &c.spills {
+            spills.extend_from_slice(&sp.bn.to_le_bytes());
+            spills.extend_from_slice(&sp.raw_len.to_le_bytes());
+            spills.extend_from_slice(&sp.count.to_le_bytes());
+            put_bytes(spills, &sp.bloom);
+        }
+    }
+    Ok(())
+}
+
+/// Compresses each basement of a leaf, its versions below `horizon` collected, into `compressed`.
+fn compress_basements(
+    basements: &[Option<Basement>],
+    codec: Codec,
+    horizon: u64,
+    compressed: &mut Vec<(Vec<u8>, u32)>,
+) -> EngineResult<()> {
+    for b in basements {
+        let b = b.as_ref().expect("checked all_loaded");
+        // An entry that does not decode is left as it is: reads
+        // report it as corrupt, with its block.
+        let gc = b.collected(horizon).unwrap_or_else(|e| {
+            debug_assert!(false, "undecodable leafentry in memory: {e}");
+            None
+        });
+        let packed = gc.as_deref().unwrap_or(b.packed());
+        let mut out = Vec::with_capacity(packed.len() / 2 + 64);
+        codec.compress(packed, &mut out);
+        compressed.push((out, u32_len("basement", packed.len())?));
+    }
+    Ok(())
+}
+
+/// Appends a node header's fields before its partition entries (the caller checked they fit a u32).
+fn put_header_start(
+    out: &mut Vec<u8>,
+    node: &Node,
+    header_len: usize,
+    child_bns: &[BlockNum],
+    spills: &[u8],
+) {
     out.extend_from_slice(NODE_MAGIC);
     out.extend_from_slice(&NODE_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&(node.height as u16).to_le_bytes());
@@ -159,16 +201,26 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> EngineResult
     out.extend_from_slice(&node.max_msn.to_le_bytes());
     out.extend_from_slice(&(header_len as u32).to_le_bytes());
     for p in &node.pivots {
-        put_bytes(&mut out, p);
+        put_bytes(out, p);
     }
-    for bn in &child_bns {
+    for bn in child_bns {
         out.extend_from_slice(&bn.to_le_bytes());
     }
-    out.extend_from_slice(&spills);
+    out.extend_from_slice(spills);
+}
+
+/// Appends a node header's partition entries, the first partition at `header_len`, and returns them.
+fn put_part_entries(
+    out: &mut Vec<u8>,
+    node: &Node,
+    codec: Codec,
+    header_len: usize,
+    compressed: &[(Vec<u8>, u32)],
+) -> Vec<PartInfo> {
     let mut parts = Vec::with_capacity(compressed.len());
     let mut offset = header_len;
-    for (c, raw_len) in &compressed {
-        // Both within `total`, checked above.
+    for (c, raw_len) in compressed {
+        // Both within `total`, checked by `serialize`.
         let info = PartInfo {
             offset: offset as u32,
             disk_len: c.len() as u32,
@@ -184,14 +236,7 @@ pub(crate) fn serialize(node: &Node, codec: Codec, horizon: u64) -> EngineResult
         parts.push(info);
         offset += c.len();
     }
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(out.len(), header_len);
-    for (c, _) in &compressed {
-        out.extend_from_slice(c);
-    }
-    debug_assert_eq!(out.len(), total);
-    Ok(Serialized { bytes: out, header_len: header_len as u32, parts })
+    parts
 }
 
 /// Parses and verifies a node header from the first `header_len` bytes of a block.
