@@ -500,36 +500,9 @@ impl Log {
         firsts.sort_unstable();
         let tmps = temp_files(&names, dir);
         check_trim(&*vfs, dir, &firsts)?;
-        let mut kept = VecDeque::new();
-        let mut next_lsn = None::<u64>;
-        let mut tail_len = 0u64;
-        let mut last_page = Vec::new();
         let mut pending = Pending { remove: tmps, disk_len: 0, old_version: false };
-        for (i, &first) in firsts.iter().enumerate() {
-            let last_file = i + 1 == firsts.len();
-            let path = dir.join(file_name(first));
-            let bytes = vfs.read_file(&path)?.unwrap_or_default();
-            let version = checked_file_header(&path, &bytes, first)?;
-            if let Some(expected) = next_lsn {
-                if first != expected {
-                    return Err(Error::corrupt(
-                        &path,
-                        None,
-                        format!("log files are not contiguous: expected first LSN {expected}, found {first}"),
-                    ));
-                }
-            }
-            // Where the file's records end, before any is replayed.
-            let (off, lsn) = records_end(&path, &bytes, first, version, last_file)?;
-            // The file checked out: replay its records.
-            replay_file(&bytes, first..lsn, version, off, replay)?;
-            kept.push_back(first);
-            next_lsn = Some(lsn);
-            tail_len = off as u64;
-            last_page = bytes[off - off % PAGE as usize..off].to_vec();
-            pending.disk_len = bytes.len() as u64;
-            pending.old_version = version != VERSION;
-        }
+        let Replayed { mut kept, next_lsn, tail_len, mut last_page } =
+            replay_files(&*vfs, dir, &firsts, &mut pending, replay)?;
         // A file just created has nothing to cut and its header is synced;
         // only temporary files may be left to remove.
         if next_lsn.is_none() {
@@ -538,17 +511,7 @@ impl Log {
         let pending = (next_lsn.is_some() || !pending.remove.is_empty()).then_some(pending);
         let (current, current_len, disk_len, next_lsn) = match next_lsn {
             Some(next) => {
-                if next < min_next_lsn {
-                    return Err(Error::corrupt(
-                        dir,
-                        None,
-                        format!(
-                            "the log ends at LSN {} but a checkpoint recorded LSN {}: log records are missing",
-                            next - 1,
-                            min_next_lsn - 1
-                        ),
-                    ));
-                }
+                check_reaches(dir, next, min_next_lsn)?;
                 let first = *kept.back().unwrap();
                 let f = vfs.open(&dir.join(file_name(first)), OpenMode::Existing, opts.direct_io)?;
                 let disk_len = pending.as_ref().map_or(tail_len, |p| p.disk_len);
@@ -1085,6 +1048,74 @@ fn temp_files(names: &[String], dir: &Path) -> Vec<PathBuf> {
         .filter(|n| n.strip_suffix(".tmp").and_then(parse_file_name).is_some() || **n == tmp_trim)
         .map(|n| dir.join(n))
         .collect()
+}
+
+/// What replaying the log files found (`replay_files`).
+struct Replayed {
+    /// The first LSN of each file, oldest first.
+    kept: VecDeque<u64>,
+    /// The LSN after the newest file's last record; `None`: no file.
+    next_lsn: Option<u64>,
+    /// Bytes of the newest file that hold records.
+    tail_len: u64,
+    /// Those of them in its last page, partly filled.
+    last_page: Vec<u8>,
+}
+
+/// Checks each log file and replays its records, oldest first; notes the newest one's length and format.
+fn replay_files(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    firsts: &[u64],
+    pending: &mut Pending,
+    replay: &mut dyn FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<Replayed> {
+    let mut kept = VecDeque::new();
+    let mut next_lsn = None::<u64>;
+    let mut tail_len = 0u64;
+    let mut last_page = Vec::new();
+    for (i, &first) in firsts.iter().enumerate() {
+        let last_file = i + 1 == firsts.len();
+        let path = dir.join(file_name(first));
+        let bytes = vfs.read_file(&path)?.unwrap_or_default();
+        let version = checked_file_header(&path, &bytes, first)?;
+        if let Some(expected) = next_lsn {
+            if first != expected {
+                return Err(Error::corrupt(
+                    &path,
+                    None,
+                    format!("log files are not contiguous: expected first LSN {expected}, found {first}"),
+                ));
+            }
+        }
+        // Where the file's records end, before any is replayed.
+        let (off, lsn) = records_end(&path, &bytes, first, version, last_file)?;
+        // The file checked out: replay its records.
+        replay_file(&bytes, first..lsn, version, off, replay)?;
+        kept.push_back(first);
+        next_lsn = Some(lsn);
+        tail_len = off as u64;
+        last_page = bytes[off - off % PAGE as usize..off].to_vec();
+        pending.disk_len = bytes.len() as u64;
+        pending.old_version = version != VERSION;
+    }
+    Ok(Replayed { kept, next_lsn, tail_len, last_page })
+}
+
+/// Fails if the log (ending before `next`) lacks records a checkpoint saw (up to `min_next_lsn - 1`).
+fn check_reaches(dir: &Path, next: u64, min_next_lsn: u64) -> Result<()> {
+    if next < min_next_lsn {
+        return Err(Error::corrupt(
+            dir,
+            None,
+            format!(
+                "the log ends at LSN {} but a checkpoint recorded LSN {}: log records are missing",
+                next - 1,
+                min_next_lsn - 1
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Hands the records `lsns` of a log file that checked out (they end at
