@@ -54,62 +54,16 @@ impl Env {
             progress.record(payload.len(), replayed);
             let rec = Record::decode(payload)
                 .map_err(|why| Error::corrupt(&inner.path, None, format!("log record {lsn}: {why}")))?;
-            let (txid, body) = match rec {
-                Record::TxnCommit { txid, counts } => {
-                    replayed += self.replay_counts(lsn, &counts, &ckpt_lsns)?;
-                    (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])))
-                }
-                Record::TxnAbort { txid, lo, hi } => {
-                    (txid, MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(lo, hi)))
-                }
-                Record::TxnPrepare { txid, first_lsn, xid, counts } => {
-                    next_txid = next_txid.max(txid.saturating_add(1));
-                    prepared.insert(txid, (xid, first_lsn.min(lsn), counts));
-                    return Ok(());
-                }
-                Record::Write { file_id, msgs } => {
-                    for (k, b) in &msgs {
-                        next_txid = next_txid.max(b.txid.saturating_add(1));
-                        if b.provisional && b.kind == MsgKind::RangeDelete {
-                            // Its clean-up covers the range (`UNDO_RANGE`).
-                            txn_keys.entry(b.txid).or_default().push((file_id | UNDO_RANGE, b.val.clone()));
-                        } else if b.provisional {
-                            txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
-                        }
-                    }
-                    if self.replay_write(lsn, file_id, msgs, &mut ckpt_lsns)? {
-                        replayed += 1;
-                    }
-                    return Ok(());
-                }
-                _ => return Ok(()),
-            };
-            // A commit or abort: its clean-up messages again (they are
-            // idempotent), to every key the transaction wrote.
-            next_txid = next_txid.max(txid.saturating_add(1));
-            // A rollback to a savepoint leaves the transaction open.
-            let ends = body.kind == MsgKind::Commit || body.abort_range() == Ok((0, u32::MAX));
-            let keys = match ends {
-                true => {
-                    prepared.remove(&txid);
-                    txn_keys.remove(&txid).unwrap_or_default()
-                }
-                false => txn_keys.get(&txid).cloned().unwrap_or_default(),
-            };
-            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)?;
+            replayed +=
+                self.replay_record(lsn, rec, &mut ckpt_lsns, &mut next_txid, &mut txn_keys, &mut prepared)?;
             Ok(())
         })?;
         // Transactions the log shows no end for are rolled back, but for
         // the prepared ones: restored, still prepared (before the
         // checkpoint below, which must keep the log from their first write).
         replayed += self.restore_prepared(prepared, &mut txn_keys, &ckpt_lsns)?;
-        let mut open: Vec<_> = txn_keys.into_iter().collect();
-        open.sort_by_key(|(t, _)| *t);
-        let rolled_back = open.len();
-        for (txid, keys) in open {
-            let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
-            replayed += self.send_cleanup(&ckpt_lsns, &keys, &body)? + 1;
-        }
+        let (rolled_back_changes, rolled_back) = self.roll_back_unfinished(txn_keys, &ckpt_lsns)?;
+        replayed += rolled_back_changes;
         inner.txns.set_next_txid(next_txid);
         let _ = inner.ctx.log.set(Arc::new(log));
         let deferred = self.checkpoint_after_replay(opts, replayed)?;
@@ -117,6 +71,80 @@ impl Env {
         progress.done(records_read, replayed, rolled_back, deferred, duration);
         *inner.recovery.lock() = RecoveryStats { records_read, bytes_read, replayed, duration };
         Ok(())
+    }
+
+    /// Replays the decoded log record at `lsn`; returns how many changes it made to trees.
+    fn replay_record(
+        &self,
+        lsn: u64,
+        rec: Record,
+        ckpt_lsns: &mut CkptInfo,
+        next_txid: &mut u64,
+        txn_keys: &mut HashMap<u64, Vec<UndoKey>>,
+        prepared: &mut HashMap<u64, (Vec<u8>, u64, RecordCounts)>,
+    ) -> Result<u64> {
+        let mut replayed = 0u64;
+        let (txid, body) = match rec {
+            Record::TxnCommit { txid, counts } => {
+                replayed += self.replay_counts(lsn, &counts, ckpt_lsns)?;
+                (txid, MsgBody::plain_txn(MsgKind::Commit, txid, Box::new([])))
+            }
+            Record::TxnAbort { txid, lo, hi } => {
+                (txid, MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(lo, hi)))
+            }
+            Record::TxnPrepare { txid, first_lsn, xid, counts } => {
+                *next_txid = (*next_txid).max(txid.saturating_add(1));
+                prepared.insert(txid, (xid, first_lsn.min(lsn), counts));
+                return Ok(replayed);
+            }
+            Record::Write { file_id, msgs } => {
+                for (k, b) in &msgs {
+                    *next_txid = (*next_txid).max(b.txid.saturating_add(1));
+                    if b.provisional && b.kind == MsgKind::RangeDelete {
+                        // Its clean-up covers the range (`UNDO_RANGE`).
+                        txn_keys.entry(b.txid).or_default().push((file_id | UNDO_RANGE, b.val.clone()));
+                    } else if b.provisional {
+                        txn_keys.entry(b.txid).or_default().push((file_id, k.clone()));
+                    }
+                }
+                if self.replay_write(lsn, file_id, msgs, ckpt_lsns)? {
+                    replayed += 1;
+                }
+                return Ok(replayed);
+            }
+            _ => return Ok(replayed),
+        };
+        // A commit or abort: its clean-up messages again (they are
+        // idempotent), to every key the transaction wrote.
+        *next_txid = (*next_txid).max(txid.saturating_add(1));
+        // A rollback to a savepoint leaves the transaction open.
+        let ends = body.kind == MsgKind::Commit || body.abort_range() == Ok((0, u32::MAX));
+        let keys = match ends {
+            true => {
+                prepared.remove(&txid);
+                txn_keys.remove(&txid).unwrap_or_default()
+            }
+            false => txn_keys.get(&txid).cloned().unwrap_or_default(),
+        };
+        replayed += self.send_cleanup(ckpt_lsns, &keys, &body)?;
+        Ok(replayed)
+    }
+
+    /// Rolls back, oldest first, the transactions in `txn_keys`; returns (changes to trees, how many).
+    fn roll_back_unfinished(
+        &self,
+        txn_keys: HashMap<u64, Vec<UndoKey>>,
+        ckpt_lsns: &CkptInfo,
+    ) -> Result<(u64, usize)> {
+        let mut replayed = 0u64;
+        let mut open: Vec<_> = txn_keys.into_iter().collect();
+        open.sort_by_key(|(t, _)| *t);
+        let rolled_back = open.len();
+        for (txid, keys) in open {
+            let body = MsgBody::plain_txn(MsgKind::Abort, txid, MsgBody::abort_val(0, u32::MAX));
+            replayed += self.send_cleanup(ckpt_lsns, &keys, &body)? + 1;
+        }
+        Ok((replayed, rolled_back))
     }
 
     /// Replays a `Write` record at `lsn` into dictionary `file_id` if its
