@@ -156,6 +156,44 @@ impl Copier<'_> {
         Ok(())
     }
 
+    /// Copies the log files up to the moment `Log::backup_point` gives, which it returns.
+    fn copy_log(&mut self, log: &crate::log::Log, src_dir: &Path) -> Result<crate::log::BackupPoint> {
+        let point = log.backup_point()?;
+        let last = point.first_lsns.len().saturating_sub(1);
+        let mut lens = Vec::with_capacity(point.first_lsns.len());
+        for (i, &first) in point.first_lsns.iter().enumerate() {
+            let len = match i == last {
+                true => point.current_len,
+                false => self.vfs.open(&src_dir.join(file_name(first)), OpenMode::Existing, false)?.len()?,
+            };
+            lens.push(len);
+        }
+        self.total += lens.iter().sum::<u64>();
+        for (&first, &len) in point.first_lsns.iter().zip(&lens) {
+            self.copy(&src_dir.join(file_name(first)), Some(len))?;
+        }
+        Ok(point)
+    }
+
+    /// Copies the `extra` (source, destination) files, then fsyncs their folders but the backup's own.
+    fn copy_extra(&mut self, extra: &[(PathBuf, PathBuf)]) -> Result<()> {
+        let (vfs, dest) = (self.vfs, self.dest);
+        for (from, to) in extra {
+            if to.parent() == Some(dest) && to.file_name().and_then(|n| n.to_str()).is_none_or(is_env_file) {
+                return Err(Error::invalid(format!("{} is not a file a backup may add", to.display())));
+            }
+            self.total += vfs.open(from, OpenMode::Existing, false)?.len()?;
+            self.copy_to(from, to, None)?;
+        }
+        let mut folders: Vec<&Path> = extra.iter().filter_map(|(_, to)| to.parent()).collect();
+        folders.sort();
+        folders.dedup();
+        for f in folders.into_iter().filter(|&f| f != dest) {
+            vfs.sync_dir(f)?;
+        }
+        Ok(())
+    }
+
     /// Writes a small file whole and fsyncs it.
     fn write(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
         let f = self.vfs.open(&self.dest.join(name), OpenMode::CreateNew, false)?;
@@ -165,6 +203,29 @@ impl Copier<'_> {
         self.files += 1;
         Ok(())
     }
+}
+
+/// Creates the backup folder `dest` if missing, checks it is empty and makes the marker durable in it.
+fn start_backup_folder(vfs: &dyn Vfs, dest: &Path) -> Result<()> {
+    vfs.create_dir_all(dest)?;
+    let mut present = vfs.list(dest)?;
+    present.retain(|n| n != "." && n != "..");
+    if !present.is_empty() {
+        return Err(Error::invalid(format!(
+            "the backup folder {} is not empty (it holds {})",
+            dest.display(),
+            present.len()
+        )));
+    }
+    // The marker first, durably: from here on the folder cannot be
+    // taken for a finished backup until it is removed.
+    {
+        let m = vfs.open(&dest.join(BACKUP_INCOMPLETE_FILE), OpenMode::CreateNew, false)?;
+        m.write_at(0, b"a backup is being written to this folder, or failed\n")?;
+        m.sync()?;
+        vfs.sync_dir(dest)?;
+    }
+    Ok(())
 }
 
 impl Env {
@@ -192,24 +253,7 @@ impl Env {
         let Some(log) = inner.ctx.log.get() else {
             return Err(Error::invalid("no backup before recovery has finished"));
         };
-        vfs.create_dir_all(dest)?;
-        let mut present = vfs.list(dest)?;
-        present.retain(|n| n != "." && n != "..");
-        if !present.is_empty() {
-            return Err(Error::invalid(format!(
-                "the backup folder {} is not empty (it holds {})",
-                dest.display(),
-                present.len()
-            )));
-        }
-        // The marker first, durably: from here on the folder cannot be
-        // taken for a finished backup until it is removed.
-        {
-            let m = vfs.open(&dest.join(BACKUP_INCOMPLETE_FILE), OpenMode::CreateNew, false)?;
-            m.write_at(0, b"a backup is being written to this folder, or failed\n")?;
-            m.sync()?;
-            vfs.sync_dir(dest)?;
-        }
+        start_backup_folder(vfs, dest)?;
         // Order: ddl, then checkpointing (a checkpoint takes `open` but never
         // `ddl`; a catalog change never waits for a checkpoint).
         let _ddl = inner.ddl.lock();
@@ -231,34 +275,9 @@ impl Env {
             c.write(TRIM_FILE, &trim)?;
         }
         // The moment: everything durable in the log now is in the copy.
-        let point = log.backup_point()?;
-        let last = point.first_lsns.len().saturating_sub(1);
-        let mut lens = Vec::with_capacity(point.first_lsns.len());
-        for (i, &first) in point.first_lsns.iter().enumerate() {
-            let len = match i == last {
-                true => point.current_len,
-                false => vfs.open(&inner.path.join(file_name(first)), OpenMode::Existing, false)?.len()?,
-            };
-            lens.push(len);
-        }
-        c.total += lens.iter().sum::<u64>();
-        for (&first, &len) in point.first_lsns.iter().zip(&lens) {
-            c.copy(&inner.path.join(file_name(first)), Some(len))?;
-        }
+        let point = c.copy_log(log, &inner.path)?;
         drop((_ddl, _no_checkpoint));
-        for (from, to) in extra {
-            if to.parent() == Some(dest) && to.file_name().and_then(|n| n.to_str()).is_none_or(is_env_file) {
-                return Err(Error::invalid(format!("{} is not a file a backup may add", to.display())));
-            }
-            c.total += vfs.open(from, OpenMode::Existing, false)?.len()?;
-            c.copy_to(from, to, None)?;
-        }
-        let mut folders: Vec<&Path> = extra.iter().filter_map(|(_, to)| to.parent()).collect();
-        folders.sort();
-        folders.dedup();
-        for f in folders.into_iter().filter(|&f| f != dest) {
-            vfs.sync_dir(f)?;
-        }
+        c.copy_extra(extra)?;
         vfs.sync_dir(dest)?;
         vfs.remove(&dest.join(BACKUP_INCOMPLETE_FILE))?;
         vfs.sync_dir(dest)?;
