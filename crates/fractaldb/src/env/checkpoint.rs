@@ -2,6 +2,7 @@
 //! due, the one-at-a-time lock, and the pacing of periodic ones.
 
 use super::*;
+use crate::tree::TreeCheckpoint;
 
 /// The phases of one checkpoint (see `docs/ARCHITECTURE.md`, Checkpoints).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -20,6 +21,9 @@ pub struct CheckpointTiming {
     /// Of `write`, sleeping to pace the writes (periodic checkpoints).
     pub paced: Duration,
 }
+
+/// A checkpoint's trees, each with its checkpoint begun (`Tree::begin_checkpoint`).
+type Begun = Vec<(Arc<Tree>, TreeCheckpoint)>;
 
 impl Env {
     /// Writes every dirty node of every open dictionary and a new header for
@@ -113,35 +117,69 @@ impl Inner {
         }
         let mut keep_log = false;
         let mut timing = CheckpointTiming::default();
-        let (begin, keep_from, ckpts) = {
-            let _exclusive = self.ctx.checkpoint_lock.write();
-            timing.lock_wait = start.elapsed();
-            // Never before recovery has set up the log: a header with
-            // `ckpt_lsn` 0 would have the next recovery replay the whole
-            // log into a tree that holds some of it already.
-            let Some(begin) = log.map(|log| log.append(&Record::CheckpointBegin.encode())).transpose()?
-            else {
-                debug_assert!(false, "a checkpoint before recovery set up the log");
-                return Err(Error::invalid("no checkpoint before recovery has finished"));
-            };
-            // The log is kept from the first record of every transaction
-            // unfinished now: their clean-up messages are not in this
-            // checkpoint, so recovery must re-send them to every key they
-            // wrote, and it learns the keys from the log. (Taken here, not
-            // at the trim: one that finishes meanwhile still needs it.)
-            let keep_from = begin.min(self.txns.keep_log_from());
-            // A failed tree's file is in doubt: it gets no new header, and
-            // the log keeps everything since its last one.
-            let (trees, failed): (Vec<_>, Vec<_>) = self.trees().into_iter().partition(|t| !t.is_failed());
-            keep_log |= !failed.is_empty();
-            let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
-            timing.exclusive = start.elapsed() - timing.lock_wait;
-            (begin, keep_from, trees.into_iter().zip(ckpts).collect::<Vec<_>>())
-        };
+        let (begin, keep_from, ckpts) = self.begin_exclusive(log, start, &mut timing, &mut keep_log)?;
         let t = Instant::now();
         let mut first_err = log.map_or(Ok(()), |log| log.sync_to(begin)).err();
         timing.log_sync = t.elapsed();
         let t0 = Instant::now();
+        timing.paced = self.write_marked(ckpts, log, paced, t0, &mut first_err);
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if let Some(log) = log {
+            let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
+            log.sync_to(lsn)?;
+            if !keep_log {
+                log.trim(keep_from)?;
+            }
+        }
+        timing.write = t0.elapsed();
+        timing.total = start.elapsed();
+        self.checkpoint_log.lock().push(timing);
+        Ok(())
+    }
+
+    /// Step (1) under the exclusive checkpoint lock: the begin record, then each sound tree's nodes marked.
+    fn begin_exclusive(
+        &self,
+        log: Option<&Arc<Log>>,
+        start: Instant,
+        timing: &mut CheckpointTiming,
+        keep_log: &mut bool,
+    ) -> Result<(u64, u64, Begun)> {
+        let _exclusive = self.ctx.checkpoint_lock.write();
+        timing.lock_wait = start.elapsed();
+        // Never before recovery has set up the log: a header with
+        // `ckpt_lsn` 0 would have the next recovery replay the whole
+        // log into a tree that holds some of it already.
+        let Some(begin) = log.map(|log| log.append(&Record::CheckpointBegin.encode())).transpose()? else {
+            debug_assert!(false, "a checkpoint before recovery set up the log");
+            return Err(Error::invalid("no checkpoint before recovery has finished"));
+        };
+        // The log is kept from the first record of every transaction
+        // unfinished now: their clean-up messages are not in this
+        // checkpoint, so recovery must re-send them to every key they
+        // wrote, and it learns the keys from the log. (Taken here, not
+        // at the trim: one that finishes meanwhile still needs it.)
+        let keep_from = begin.min(self.txns.keep_log_from());
+        // A failed tree's file is in doubt: it gets no new header, and
+        // the log keeps everything since its last one.
+        let (trees, failed): (Vec<_>, Vec<_>) = self.trees().into_iter().partition(|t| !t.is_failed());
+        *keep_log |= !failed.is_empty();
+        let ckpts: Vec<_> = trees.iter().map(|t| t.begin_checkpoint(begin)).collect();
+        timing.exclusive = start.elapsed() - timing.lock_wait;
+        Ok((begin, keep_from, trees.into_iter().zip(ckpts).collect::<Vec<_>>()))
+    }
+
+    /// Step (3): finishes each tree's checkpoint, or abandons it once one failed; returns the time slept.
+    fn write_marked(
+        &self,
+        ckpts: Begun,
+        log: Option<&Arc<Log>>,
+        paced: bool,
+        t0: Instant,
+        first_err: &mut Option<Error>,
+    ) -> Duration {
         let mut pacer = Pacer {
             inner: self,
             on: paced,
@@ -165,21 +203,7 @@ impl Inner {
                 first_err.get_or_insert(e);
             }
         }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        if let Some(log) = log {
-            let lsn = log.append(&Record::CheckpointEnd { begin_lsn: begin }.encode())?;
-            log.sync_to(lsn)?;
-            if !keep_log {
-                log.trim(keep_from)?;
-            }
-        }
-        timing.write = t0.elapsed();
-        timing.paced = pacer.slept;
-        timing.total = start.elapsed();
-        self.checkpoint_log.lock().push(timing);
-        Ok(())
+        pacer.slept
     }
 }
 

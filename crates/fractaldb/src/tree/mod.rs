@@ -24,6 +24,7 @@ pub(crate) mod bloom;
 pub(crate) mod buffer;
 pub(crate) mod check;
 mod checkpoint;
+pub(crate) use checkpoint::TreeCheckpoint;
 pub(crate) mod cursor;
 pub(crate) mod estimate;
 mod fetch;
