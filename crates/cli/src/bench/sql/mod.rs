@@ -370,7 +370,7 @@ fn write_report(
     let mut csv =
         String::from("server,workload,variant,threads,end_s,rows_done,rate,p50_ms,p95_ms,p99_ms,max_ms\n");
     let mut sum = String::from(
-        "server,workload,variant,threads,unit,units,secs,rate,last10_rate,lowest_window_to_median,p99_ms,max_ms,retries,cpu_s,read_mb,written_mb,disk_mb,peak_rss_mb\n",
+        "server,workload,variant,threads,unit,units,secs,rate,last10_rate,lowest_window_to_median,p50_ms,p95_ms,p99_ms,max_ms,retries,cpu_s,read_mb,written_mb,disk_mb,peak_rss_mb\n",
     );
     let opt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     for s in all {
@@ -400,7 +400,7 @@ fn write_report(
                 debug_assert!(!r.variant.contains(','), "variant {:?} in summary.csv", r.variant);
                 let _ = writeln!(
                     sum,
-                    "{},{},{},{},{},{},{:.3},{:.1},{},{},{:.3},{:.3},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{:.3},{:.1},{},{},{},{},{:.3},{:.3},{},{},{},{},{},{}",
                     s.label,
                     w.name(),
                     r.variant,
@@ -411,6 +411,8 @@ fn write_report(
                     r.rate(),
                     opt(last_tenth(r)),
                     opt(steadiness(r)),
+                    opt(r.p50_ms),
+                    opt(r.p95_ms),
                     r.p99_ms,
                     r.max_ms,
                     r.retries,
@@ -650,7 +652,7 @@ fn grid_report(md: &mut String, out: &std::path::Path, w: SqlWorkload, all: &[Se
 fn rates_report(md: &mut String, out: &std::path::Path, w: SqlWorkload, all: &[ServerRuns]) -> Result<()> {
     let _ = writeln!(
         md,
-        "| server | threads | {}/s | last 10% | lowest 10 s / median | p99 ms | retries | CPU s | read MB | written MB | on disk MB | peak RSS MB | fractaldb / this |",
+        "| server | threads | {}/s | last 10% | lowest 10 s / median | p50 / p95 / p99 / max ms | retries | CPU s | read MB | written MB | on disk MB | peak RSS MB | fractaldb / this |",
         w.unit()
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -666,13 +668,16 @@ fn rates_report(md: &mut String, out: &std::path::Path, w: SqlWorkload, all: &[S
                 .unwrap_or_default();
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {:.0} | {} | {} | {} / {} / {:.2} / {:.2} | {} | {} | {} | {} | {} | {} | {} |",
                 s.label,
                 r.threads,
                 r.rate(),
                 last_tenth(r).map(|v| format!("{v:.0}")).unwrap_or_default(),
                 steadiness(r).map(|v| format!("{v:.2}")).unwrap_or_default(),
+                r.p50_ms.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
+                r.p95_ms.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
                 r.p99_ms,
+                r.max_ms,
                 r.retries,
                 c.map(|c| format!("{:.1}", c.cpu_us as f64 / 1e6)).unwrap_or_default(),
                 c.map(|c| mb(c.read_bytes)).unwrap_or_default(),

@@ -175,7 +175,10 @@ pub struct Run {
     /// Transactions retried after a deadlock or lock wait timeout, or
     /// errors sysbench ignored.
     pub retries: u64,
-    /// Latency percentiles over the whole run, milliseconds.
+    /// Latency percentiles over the whole run, milliseconds (p50 and p95
+    /// for sysbench from its histogram; absent where nothing gave them).
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
     pub p99_ms: f64,
     pub max_ms: f64,
     /// Bytes on disk right after this run, for runs that measure it themselves (steps).
@@ -525,6 +528,8 @@ pub(super) fn summarize(
         units: events.len() as u64 * per_txn,
         secs: end_us as f64 / 1e6,
         retries,
+        p50_ms: (!all.is_empty()).then(|| pct(0.5)),
+        p95_ms: (!all.is_empty()).then(|| pct(0.95)),
         p99_ms: pct(0.99),
         max_ms: pct(1.0),
         ..Run::default()
@@ -576,6 +581,7 @@ pub(super) fn sysbench(
             .arg(format!("--time={}", p.sysbench_secs))
             .arg(format!("--report-interval={}", (p.interval_secs.round() as u64).max(1)))
             .arg("--percentile=99")
+            .arg("--histogram=on")
             .arg("run")
             .output()
             .map_err(|e| Error::new(format!("running sysbench: {e}")))?;
@@ -591,16 +597,21 @@ pub(super) fn sysbench(
 /// Reads sysbench 1.0's report: its per-interval lines
 /// (`[ 1s ] thds: 16 tps: 3071.86 qps: ... lat (ms,99%): 12.08 err/s: 0.00 ...`)
 /// and its totals (`transactions: N (R per sec.)`, `ignored errors: N`,
-/// `total time: Ss`, `99th percentile: L`, `max: L`).
+/// `total time: Ss`, `99th percentile: L`, `max: L`), and with
+/// `--histogram=on` its latency histogram (`value |***  count` lines, one
+/// per bucket that has any), from which the run's p50 and p95 are read.
 pub fn parse_sysbench(text: &str, threads: usize) -> Result<Run> {
     let num_after = |line: &str, key: &str| -> Option<f64> {
         let at = line.find(key)? + key.len();
         line[at..].split_whitespace().next()?.trim_end_matches(['s', ',']).parse().ok()
     };
     let mut run = Run { threads, ..Run::default() };
+    let mut histogram: Vec<(f64, u64)> = Vec::new();
     for line in text.lines() {
         let l = line.trim();
-        if l.starts_with('[') {
+        if let Some(bucket) = histogram_bucket(l) {
+            histogram.push(bucket);
+        } else if l.starts_with('[') {
             let (Some(end), Some(tps), Some(p99)) =
                 (num_after(l, "["), num_after(l, "tps:"), num_after(l, "%):"))
             else {
@@ -622,7 +633,33 @@ pub fn parse_sysbench(text: &str, threads: usize) -> Result<Run> {
     if run.secs <= 0.0 {
         bail!("could not read sysbench's report:\n{text}");
     }
+    run.p50_ms = histogram_percentile(&histogram, 0.5);
+    run.p95_ms = histogram_percentile(&histogram, 0.95);
     Ok(run)
+}
+
+/// One line of sysbench's latency histogram: `0.403 |****   12` as (ms, count).
+fn histogram_bucket(l: &str) -> Option<(f64, u64)> {
+    let (value, rest) = l.split_once('|')?;
+    let value: f64 = value.trim().parse().ok()?;
+    let count: u64 = rest.trim_start_matches(['*', ' ']).trim().parse().ok()?;
+    Some((value, count))
+}
+
+/// The bucket value under which fraction `q` of the histogram's events
+/// fall (buckets in the ascending order sysbench prints them).
+fn histogram_percentile(buckets: &[(f64, u64)], q: f64) -> Option<f64> {
+    debug_assert!(buckets.windows(2).all(|w| w[0].0 <= w[1].0), "buckets ascend");
+    let total: u64 = buckets.iter().map(|b| b.1).sum();
+    let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    buckets
+        .iter()
+        .find(|b| {
+            seen += b.1;
+            seen >= rank
+        })
+        .map(|b| b.0)
 }
 
 #[cfg(test)]
@@ -645,7 +682,19 @@ Latency (ms):\n         min:                                    0.50\n         a
         assert_eq!(run.retries, 3);
         assert!((run.secs - 2.0002).abs() < 1e-9);
         assert_eq!(run.max_ms, 40.25);
+        assert_eq!((run.p50_ms, run.p95_ms), (None, None));
         assert!(parse_sysbench("garbage", 1).is_err());
+        // --histogram=on: 20 events at or under 1.01 ms, 70 at 2.00, 10 at 30.0.
+        let with = format!(
+            "{text}Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n\
+             1.010 |****                                     20\n       2.000 |****************************************   70\n\
+             30.000 |*****                                    10\n"
+        );
+        let run = parse_sysbench(&with, 16).unwrap();
+        assert_eq!((run.p50_ms, run.p95_ms, run.p99_ms), (Some(2.0), Some(30.0), 12.08));
+        assert_eq!(histogram_percentile(&[(1.0, 20), (2.0, 70), (30.0, 10)], 0.2), Some(1.0));
+        assert_eq!(histogram_percentile(&[(1.0, 20), (2.0, 70), (30.0, 10)], 0.9), Some(2.0));
+        assert_eq!(histogram_percentile(&[], 0.5), None);
     }
 
     #[test]
