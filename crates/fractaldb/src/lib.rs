@@ -60,6 +60,7 @@ pub use log::record::MAX_XID_BYTES;
 pub use log::LogStats;
 pub use tree::check::CheckReport;
 pub use tree::cursor::Cursor;
+pub use tree::estimate::RangeEstimate;
 pub use tree::message::UpdateFn;
 pub use tree::Comparator;
 pub use txn::counts::COUNTERS;

@@ -108,6 +108,14 @@ impl Dictionary {
         self.tree.estimate_range(lo, hi)
     }
 
+    /// [`Dictionary::estimate_range`] with the bytes the range's entries
+    /// take in the leaves, uncompressed: its keys times the average entry
+    /// of the basements in memory on the two paths.
+    pub fn estimate_range_size(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<crate::RangeEstimate> {
+        self.tree.check_open()?;
+        self.tree.estimate_range_size(lo, hi)
+    }
+
     /// Walks the whole dictionary and verifies every invariant.
     pub fn check(&self) -> Result<CheckReport> {
         self.tree.check_open()?;

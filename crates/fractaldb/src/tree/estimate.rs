@@ -20,6 +20,11 @@
 //! The two descents are not one atomic step: a split or merge between
 //! them shows as paths that disagree about a node both read, and the
 //! descents are tried again.
+//!
+//! Bytes ([`RangeEstimate::bytes`]) are the keys times the average packed
+//! entry (key, leaf entry and their two length prefixes, uncompressed) of
+//! the basements in memory on the two leaves: what reading the range
+//! decodes, before the codec's compression.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -34,6 +39,14 @@ use crate::file::BlockNum;
 /// the two (the paths then disagree about a node both read).
 const RETRIES: usize = 4;
 
+/// About how much of a dictionary lies in a key range (see the module
+/// comment): `rows` entries taking `bytes` bytes in the leaves, uncompressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RangeEstimate {
+    pub rows: u64,
+    pub bytes: u64,
+}
+
 /// What one descent saw at one level.
 struct Level {
     bn: BlockNum,
@@ -45,6 +58,8 @@ struct Level {
     lens: Vec<Option<usize>>,
     /// Leaves: entries of basement `idx` below the bound.
     at: usize,
+    /// Leaves: packed bytes of the basements in memory, and their entries.
+    bytes: (usize, usize),
 }
 
 #[derive(Clone, Copy)]
@@ -59,20 +74,28 @@ impl Tree {
     /// About how many keys lie in `[lo, hi)` (`None`: unbounded); see the
     /// module comment for what is exact and what is averaged.
     pub(crate) fn estimate_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<u64> {
+        Ok(self.estimate_range_size(lo, hi)?.rows)
+    }
+
+    /// About how many keys, and how many bytes of entries, lie in `[lo, hi)`.
+    pub(crate) fn estimate_range_size(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<RangeEstimate> {
         if let (Some(l), Some(h)) = (lo, hi) {
             if (self.cmp)(l, h) != Ordering::Less {
-                return Ok(0);
+                return Ok(RangeEstimate::default());
             }
         }
         self.guarded_read(|| {
             for _ in 0..RETRIES {
                 let p = self.descend_to(Bound::Lo(lo))?;
                 let q = self.descend_to(Bound::Hi(hi))?;
-                if let Some(n) = combine(&p, &q) {
-                    return Ok(n);
+                if let Some(rows) = combine(&p, &q) {
+                    return Ok(RangeEstimate {
+                        rows,
+                        bytes: (rows as f64 * entry_bytes(&p, &q)).round() as u64,
+                    });
                 }
             }
-            Ok(0)
+            Ok(RangeEstimate::default())
         })
     }
 
@@ -105,6 +128,7 @@ impl Tree {
                     n_parts: guard.n_parts(),
                     lens: Vec::new(),
                     at: 0,
+                    bytes: (0, 0),
                 };
                 if guard.is_leaf() {
                     let Some(base) = &guard.basements()[idx] else {
@@ -121,6 +145,11 @@ impl Tree {
                         }
                     };
                     level.lens = guard.basements().iter().map(|b| b.as_ref().map(|b| b.len())).collect();
+                    level.bytes = guard
+                        .basements()
+                        .iter()
+                        .flatten()
+                        .fold((0, 0), |(b, n), base| (b + base.packed_bytes(), n + base.len()));
                     path.push(level);
                     return Ok(path);
                 }
@@ -136,6 +165,18 @@ impl Tree {
                 entry = next;
             }
         }
+    }
+}
+
+/// The average packed entry of the basements in memory on the two leaves
+/// (0 when they hold none).
+fn entry_bytes(p: &[Level], q: &[Level]) -> f64 {
+    let (bytes, n) =
+        p.last().into_iter().chain(q.last()).fold((0, 0), |(b, n), l| (b + l.bytes.0, n + l.bytes.1));
+    if n == 0 {
+        0.0
+    } else {
+        bytes as f64 / n as f64
     }
 }
 
