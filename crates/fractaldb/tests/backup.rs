@@ -1,7 +1,8 @@
 //! Hot backup (`Env::backup`): a copy taken while a writer commits opens
 //! as a normal environment holding exactly the transactions committed by
-//! the backup's moment, and a backup cut short by a crash leaves the source
-//! intact and the destination refused at open.
+//! the backup's moment, and a backup cut short by a crash (simulated, or a
+//! SIGKILL of its process) leaves the source intact and the destination
+//! refused at open.
 
 mod common;
 
@@ -155,5 +156,121 @@ fn a_crash_during_a_backup_leaves_the_source_whole_and_the_copy_refused() {
         // refused, with a reason that says so.
         let e = Env::open("/backup", opts(&sim, false)).err().expect("an unfinished backup opened");
         assert!(e.to_string().contains(BACKUP_INCOMPLETE_FILE), "crash at {crash_in} {sites:?}: {e}");
+    }
+}
+
+/// The child of the SIGKILL test: a writer thread commits key after key
+/// into `a` (real files, commit sync on) and says so, while the main thread
+/// backs the environment up to `b<n>`, one new folder after another, and
+/// says when each returned.
+fn kill_child(dir: &Path) {
+    let env = Arc::new(
+        Env::open(dir.join("src"), EnvOptions { cache_size_bytes: 8 << 20, ..EnvOptions::default() })
+            .unwrap(),
+    );
+    let a = env.open_dictionary("a").unwrap();
+    let start = keys(&env, "a").len() as u64;
+    // Keys 0..acked are acknowledged.
+    let acked = Arc::new(AtomicU64::new(start));
+    let writer = acked.clone();
+    std::thread::spawn(move || {
+        for i in start.. {
+            a.put(&key(i), &[3u8; 300]).unwrap();
+            writer.store(i + 1, Ordering::SeqCst);
+            println!("wrote {i}");
+        }
+    });
+    let first: u64 = std::env::var("FRACTALDB_BACKUP_FIRST").unwrap().parse().unwrap();
+    for n in first.. {
+        let before = acked.load(Ordering::SeqCst);
+        env.backup(&dir.join(format!("b{n}")), &[], &mut |_| Ok(())).unwrap();
+        println!("backup {n} {before}");
+    }
+}
+
+/// A process backing itself up while it commits is SIGKILLed, three times:
+/// the source reopens with every acknowledged commit; each backup that
+/// returned opens as an environment holding a prefix of the keys (the
+/// writer's commits up to the backup's moment), at least every key
+/// acknowledged before it began; the one cut short is refused
+/// (or, if it finished unsaid, opens like the others).
+#[test]
+fn a_killed_process_leaves_its_source_whole_and_its_backups_finished_or_refused() {
+    let root = match std::env::var("FRACTALDB_BACKUP_CHILD") {
+        Ok(dir) => return kill_child(Path::new(&dir)),
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
+    {
+        let env = Env::open(root.path().join("src"), EnvOptions::default()).unwrap();
+        env.create_dictionary("a", dict()).unwrap();
+        env.close().unwrap();
+    }
+    let mut first = 0u64;
+    for round in 0..3u64 {
+        let (mut child, mut lines) = common::spawn_self(
+            "a_killed_process_leaves_its_source_whole_and_its_backups_finished_or_refused",
+            &[
+                ("FRACTALDB_BACKUP_CHILD", root.path().display().to_string()),
+                ("FRACTALDB_BACKUP_FIRST", first.to_string()),
+            ],
+        );
+        let mut wrote = None;
+        let mut done: Vec<(u64, Option<u64>)> = Vec::new();
+        let read = |l: String, wrote: &mut Option<u64>, done: &mut Vec<(u64, Option<u64>)>| {
+            if let Some(i) = l.strip_prefix("wrote ") {
+                *wrote = Some(i.parse().unwrap());
+            } else if let Some(n) = l.strip_prefix("backup ") {
+                // With how many keys were acknowledged before it began.
+                let (n, before) = n.split_once(' ').unwrap();
+                done.push((n.parse().unwrap(), Some(before.parse().unwrap())));
+            }
+        };
+        // Killed during a later backup than the first, at a different
+        // point each round.
+        while done.len() < 2 + round as usize {
+            read(lines.next().expect("the child stopped").unwrap(), &mut wrote, &mut done);
+        }
+        std::thread::sleep(Duration::from_millis(5 + 20 * round));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for l in lines.map_while(Result::ok) {
+            read(l, &mut wrote, &mut done);
+        }
+        let acked = wrote.expect("nothing written");
+        let src = Env::open(root.path().join("src"), EnvOptions::default()).unwrap();
+        let all = keys(&src, "a");
+        assert!(all.len() as u64 > acked, "round {round}: {} keys, {acked} acknowledged", all.len());
+        assert_eq!(all, (0..all.len() as u64).collect::<Vec<_>>());
+        src.close().unwrap();
+        let last = done.last().unwrap().0;
+        for n in first..=last + 1 {
+            let dest = root.path().join(format!("b{n}"));
+            // Killed before the folder (or its marker) was made: nothing
+            // there to open (an open would make a new environment).
+            if std::fs::read_dir(&dest).map_or(true, |mut d| d.next().is_none()) {
+                assert!(!done.iter().any(|d| d.0 == n), "b{n} returned but is empty");
+                continue;
+            }
+            match Env::open(&dest, EnvOptions::default()) {
+                Ok(env) => {
+                    let got = keys(&env, "a");
+                    assert_eq!(got, (0..got.len() as u64).collect::<Vec<_>>(), "b{n}");
+                    assert!(got.len() <= all.len(), "b{n}: {} keys, the source {}", got.len(), all.len());
+                    if let Some((_, Some(before))) = done.iter().find(|d| d.0 == n) {
+                        assert!(
+                            got.len() as u64 >= *before,
+                            "b{n}: {} keys, {before} acknowledged before it",
+                            got.len()
+                        );
+                    }
+                    env.close().unwrap();
+                }
+                Err(e) => {
+                    assert!(!done.iter().any(|d| d.0 == n), "b{n} returned but does not open: {e}");
+                    assert!(e.to_string().contains(BACKUP_INCOMPLETE_FILE), "b{n}: {e}");
+                }
+            }
+        }
+        first = last + 2;
     }
 }

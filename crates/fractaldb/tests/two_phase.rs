@@ -1,6 +1,9 @@
 //! Two-phase commit: a prepared transaction survives checkpoints, crashes
 //! and restarts, keeps its writes provisional and its keys locked, is
-//! listed, and ends either way by its xid.
+//! listed, and ends either way by its xid, also when its process is
+//! SIGKILLed.
+
+mod common;
 
 use std::time::Duration;
 
@@ -204,4 +207,137 @@ fn a_prepared_transaction_is_ended_by_its_owner_or_kept_across_a_clean_close() {
     let env = Env::open("/db", sim_opts(&sim)).unwrap();
     assert!(xids(&env).is_empty());
     env.close().unwrap();
+}
+
+/// The child of the SIGKILL test: on real files with commit sync on, round
+/// after round prepares a transaction of ten keys under xid `k<i>` and
+/// then commits it, rolls it back, or leaves it prepared (its owner
+/// dropped), printing each step once it returned.
+fn kill_child(dir: &str) {
+    let env = Env::open(dir, EnvOptions { cache_size_bytes: 8 << 20, ..EnvOptions::default() }).unwrap();
+    let d = match env.open_dictionary("t") {
+        Ok(d) => d,
+        Err(_) => env.create_dictionary("t", small_dict()).unwrap(),
+    };
+    let start: u32 = std::env::var("FRACTALDB_2PC_START").unwrap().parse().unwrap();
+    for i in start.. {
+        let t = env.begin(Isolation::RepeatableRead).unwrap();
+        for j in 0..10 {
+            t.put(&d, &key(&format!("k{i}-"), j), format!("v{i}").as_bytes()).unwrap();
+        }
+        t.prepare(format!("k{i}").as_bytes()).unwrap();
+        println!("prepared {i}");
+        match i % 3 {
+            0 => {
+                t.commit().unwrap();
+                println!("committed {i}");
+            }
+            1 => {
+                t.abort().unwrap();
+                println!("rolled-back {i}");
+            }
+            _ => {
+                drop(t);
+                println!("left {i}");
+            }
+        }
+    }
+}
+
+/// A process preparing, committing, rolling back and leaving transactions
+/// prepared is SIGKILLed, three times: after each reopen every transaction
+/// it said it left prepared is listed (detached) with its keys locked and
+/// unread, every committed one is there, every rolled-back one is gone, and
+/// at most the one in flight is undecided; the parent then commits the even
+/// ones and rolls back the odd ones by xid, and after another reopen
+/// nothing is prepared and the dictionary checks.
+#[test]
+fn a_killed_process_keeps_its_prepared_transactions_for_the_next_one_to_end() {
+    if let Ok(dir) = std::env::var("FRACTALDB_2PC_CHILD") {
+        kill_child(&dir);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut start = 0u32;
+    for round in 0..3u64 {
+        let (mut child, mut lines) = common::spawn_self(
+            "a_killed_process_keeps_its_prepared_transactions_for_the_next_one_to_end",
+            &[
+                ("FRACTALDB_2PC_CHILD", dir.path().display().to_string()),
+                ("FRACTALDB_2PC_START", start.to_string()),
+            ],
+        );
+        let mut said: Vec<(String, u32)> = Vec::new();
+        // Killed some steps in, at a different step each round.
+        let stop_after = 40 + 17 * round as usize;
+        while said.len() < stop_after {
+            let line = lines.next().expect("the child stopped").unwrap();
+            let Some((what, i)) = line.split_once(' ') else { continue };
+            let Ok(i) = i.parse() else { continue };
+            said.push((what.to_string(), i));
+        }
+        std::thread::sleep(Duration::from_millis(3 * round));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        said.extend(lines.map_while(Result::ok).filter_map(|l| {
+            let (what, i) = l.split_once(' ')?;
+            Some((what.to_string(), i.parse().ok()?))
+        }));
+        let last = said.iter().map(|s| s.1).max().unwrap();
+
+        let env = Env::open(dir.path(), EnvOptions::default()).unwrap();
+        let d = env.open_dictionary("t").unwrap();
+        let listed: Vec<u32> = env
+            .prepared()
+            .into_iter()
+            .map(|p| {
+                assert!(!p.attached, "round {round}: a restored transaction has no owner");
+                String::from_utf8(p.xid).unwrap()[1..].parse().unwrap()
+            })
+            .collect();
+        for i in start..=last + 1 {
+            let ended = |w: &str| said.iter().any(|s| s.0 == w && s.1 == i);
+            let value = d.get(&key(&format!("k{i}-"), 3)).unwrap();
+            let committed = value.as_deref() == Some(format!("v{i}").as_bytes());
+            if ended("committed") {
+                assert!(committed && !listed.contains(&i), "round {round}: {i} committed");
+            } else if ended("rolled-back") {
+                assert!(
+                    value.is_none() && !listed.contains(&i),
+                    "round {round}: {i} rolled back: {value:?}, listed {listed:?}"
+                );
+            } else if ended("left") {
+                assert!(value.is_none() && listed.contains(&i), "round {round}: {i} left prepared");
+                assert_locked(&env, &d, &key(&format!("k{i}-"), 3));
+            } else if !ended("prepared") {
+                // Not said to be prepared: never begun, or killed before
+                // or inside its prepare, or before saying so (the one
+                // after the last said may be listed).
+                assert!(value.is_none(), "round {round}: {i} unprepared");
+                assert!(i == last + 1 || !listed.contains(&i), "round {round}: {i} listed, {last} said last");
+            } else {
+                // Prepared, its end in flight: any one outcome.
+                assert!(!(committed && listed.contains(&i)), "round {round}: {i}");
+            }
+        }
+        assert!(listed.iter().all(|&i| i >= start && i <= last + 1), "{listed:?}");
+        for &i in &listed {
+            let xid = format!("k{i}");
+            let ended = if i % 2 == 0 {
+                env.commit_prepared(xid.as_bytes())
+            } else {
+                env.rollback_prepared(xid.as_bytes())
+            };
+            assert!(ended.unwrap(), "{xid}");
+            let value = d.get(&key(&format!("k{i}-"), 9)).unwrap();
+            assert_eq!(value.is_some(), i % 2 == 0, "{xid}");
+        }
+        drop(d);
+        env.close().unwrap();
+        let env = Env::open(dir.path(), EnvOptions::default()).unwrap();
+        assert!(env.prepared().is_empty(), "round {round}");
+        env.open_dictionary("t").unwrap().check().unwrap();
+        env.close().unwrap();
+        start = last + 2;
+    }
 }

@@ -140,6 +140,10 @@ impl Copier<'_> {
             Some(l) => l,
             None => from.len()?,
         };
+        // A dictionary file written back to since the total was measured
+        // is longer now: the total grows with it, so `bytes_done` never
+        // passes `bytes_total`.
+        self.total = self.total.max(self.done + len);
         let to = self.vfs.open(to, OpenMode::CreateNew, false)?;
         let mut buf = vec![0u8; CHUNK.min(len as usize)];
         let mut off = 0u64;
@@ -149,6 +153,7 @@ impl Copier<'_> {
             to.write_at(off, &buf[..n])?;
             off += n as u64;
             self.done += n as u64;
+            debug_assert!(self.done <= self.total, "{} bytes copied of {}", self.done, self.total);
             (self.progress)(&BackupProgress { file: &name, bytes_done: self.done, bytes_total: self.total })?;
         }
         to.sync()?;

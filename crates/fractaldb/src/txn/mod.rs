@@ -1497,7 +1497,7 @@ impl Txn {
                 // more. Its close kept the log (this transaction was
                 // unfinished), and the next open rolls the transaction back
                 // (or, if prepared, restores it prepared).
-                if commit {
+                if commit || st.prepared {
                     outcome = Err(Error::invalid("the environment is closed"));
                 }
             } else {
@@ -1510,8 +1510,11 @@ impl Txn {
                     }
                     // Nothing was appended (a failed log appends nothing
                     // more): not committed; the next open rolls it back
-                    // (no end record), and here it is rolled back now.
-                    Err(e) if commit => outcome = Err(e),
+                    // (no end record), and here it is rolled back now. A
+                    // prepared transaction's next open restores it
+                    // prepared instead, so its roll-back is not done
+                    // either: the error is returned.
+                    Err(e) if commit || st.prepared => outcome = Err(e),
                     Err(_) => {}
                 }
                 m.decide(txid, state, &counts);
@@ -1525,6 +1528,7 @@ impl Txn {
             }
         }
         st.undo.remove_file(&m.ctx);
+        let was_prepared = st.prepared;
         if st.prepared {
             m.state.lock().prepared.retain(|_, (t, _)| *t != txid);
         }
@@ -1540,9 +1544,12 @@ impl Txn {
         // dictionaries failed and take no writes).
         m.locks.release_all(txid);
         sh.end.store(RELEASED, Ordering::SeqCst);
-        if let (Some(log), Some(lsn), TxnState::Committed, true) =
-            (m.ctx.log.get(), lsn, state, m.ctx.commit_sync)
-        {
+        // A commit is durable when it returns (with `commit_sync`), and so
+        // is the roll-back of a prepared transaction: without its abort
+        // record on disk, the next open would restore it prepared after
+        // its owner (XA ROLLBACK) was told it was gone.
+        let durable = state == TxnState::Committed || was_prepared;
+        if let (Some(log), Some(lsn), true, true) = (m.ctx.log.get(), lsn, durable, m.ctx.commit_sync) {
             log.sync_to(lsn).map_err(log_failed)?;
         }
         outcome

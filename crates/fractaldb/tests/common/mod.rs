@@ -33,3 +33,22 @@ pub fn small_dict() -> DictOptions {
         comparator: None,
     }
 }
+
+/// This test binary run again as a child for test `test` alone, with
+/// `vars` set (the child sees them and does the test's child side),
+/// stderr shared, and the lines it prints to read as they come.
+pub fn spawn_self(
+    test: &str,
+    vars: &[(&str, String)],
+) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture"])
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
