@@ -953,6 +953,11 @@ impl Plan {
             children: Vec::new(),
         }
     }
+
+    /// The same columns in new dictionaries (every one rebuilt).
+    pub fn rebuild(ncols: usize) -> Plan {
+        Plan { rows_change: true, ..Plan::metadata(ncols) }
+    }
 }
 
 /// Swaps `def` in for `old`'s definition (see the module comment). `def`'s
@@ -973,9 +978,35 @@ pub(crate) fn swap(s: &mut Session, old: &Arc<Table>, def: TableDef, plan: &Plan
 pub(crate) fn swap_locked(
     s: &mut Session,
     old: &Arc<Table>,
-    mut def: TableDef,
+    def: TableDef,
     plan: &Plan,
 ) -> SqlResult<Outcome> {
+    swap_filled(s, old, def, plan, None)
+}
+
+/// How a rebuild's new dictionaries are filled instead of by copying the
+/// old rows (LOAD DATA's bulk path, `bulkload.rs`): given the catalog
+/// transaction and an encoder of the new definition (whose main and
+/// index dictionaries are named, not yet created), it creates each of
+/// them with the bulk loader, pushes their names to the list (dropped if
+/// the statement fails) and returns the row count.
+pub(crate) type Fill<'a> =
+    Box<dyn FnOnce(&mut Session, &fractaldb::Txn, &Table, &mut Vec<String>) -> SqlResult<u64> + 'a>;
+
+/// [`swap_locked`], the new dictionaries of a rebuild (`plan.rows_change`)
+/// filled by `fill` when given, else by copying `old`'s rows. Everything
+/// else is the copying ALTER's: dictionaries created before the catalog
+/// transaction commits and dropped after it (or dropped when the
+/// statement fails), the exact row count written by that transaction,
+/// the snapshot floors set before the new table is in the schema.
+pub(crate) fn swap_filled(
+    s: &mut Session,
+    old: &Arc<Table>,
+    mut def: TableDef,
+    plan: &Plan,
+    fill: Option<Fill<'_>>,
+) -> SqlResult<Outcome> {
+    debug_assert!(fill.is_none() || plan.rows_change, "only a rebuild is filled");
     let od = &old.def;
     let mut created: Vec<String> = Vec::new();
     let res = (|| -> SqlResult<(Table, u64, Vec<Warning>)> {
@@ -1011,7 +1042,9 @@ pub(crate) fn swap_locked(
         // The new definition's encodings (keys, rows), before its
         // dictionaries exist: nothing is written through it.
         let enc = encoder(&def, old);
-        let n = if plan.rows_change {
+        let n = if let Some(fill) = fill {
+            fill(s, &txn, &enc, &mut created)?
+        } else if plan.rows_change {
             copy_rows(s, &txn, old, &enc, plan, &mut warnings, &mut created)?
         } else if !build.is_empty() {
             build_indexes(s, &txn, &old.main, &enc, &build, &mut created)?;

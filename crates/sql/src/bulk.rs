@@ -5,8 +5,9 @@
 //! through a root's buffers), as TokuDB's loader built indexes.
 //!
 //! Used where the target dictionary is new and no other transaction can
-//! see it: ALTER TABLE's rebuild (every dictionary of the new table) and
-//! its index builds (ADD INDEX, CREATE INDEX). `load` creates the
+//! see it: ALTER TABLE's rebuild (every dictionary of the new table), its
+//! index builds (ADD INDEX, CREATE INDEX, ENABLE KEYS) and LOAD DATA into
+//! an empty table (`bulkload.rs`, through the rebuild). `load` creates the
 //! dictionary when it finishes, before the statement's catalog
 //! transaction commits, so the crash-safe DDL invariant holds as with
 //! `create_dictionary` (a crash leaves the old table or the new one; a
@@ -148,9 +149,10 @@ impl Sorted {
 }
 
 /// Creates dictionary `name` (with `opts`: the table's codec) holding the
-/// pairs of `sorter`, by the engine's loader. Two equal keys are an internal error (the callers
-/// check unique keys first and give 1062; every other key carries the
-/// primary key). Checks the statement's KILL flag between rows.
+/// pairs of `sorter`, by the engine's loader. Two equal keys are an
+/// internal error (the callers check unique keys first and give 1062;
+/// every other key carries the primary key). Checks the statement's KILL
+/// flag between rows.
 pub(crate) fn load(
     s: &Session,
     name: &str,
@@ -158,21 +160,47 @@ pub(crate) fn load(
     sorter: PairSorter,
 ) -> SqlResult<fractaldb::Dictionary> {
     let mut sorted = sorter.finish()?;
-    let mut loader = s.inner.env.loader(name, opts)?;
-    let mut n = 0u64;
+    let mut loader = Loader::new(s, name, opts)?;
     while let Some((k, v)) = sorted.next()? {
-        loader.add(&k, &v).map_err(|e| match e {
-            fractaldb::Error::InvalidArgument(m) => SqlError::internal(format!("loading {name}: {m}")),
+        loader.add(s, &k, &v)?;
+    }
+    loader.finish(s)
+}
+
+/// The engine's loader for one new dictionary, fed pairs in strictly
+/// increasing key order (`load`, and LOAD DATA's bulk path, which drops
+/// duplicate rows between the sort and the loader). Dropped unfinished,
+/// it leaves no dictionary.
+pub(crate) struct Loader {
+    name: String,
+    inner: fractaldb::Loader,
+    n: u64,
+}
+
+impl Loader {
+    pub fn new(s: &Session, name: &str, opts: fractaldb::DictOptions) -> SqlResult<Loader> {
+        Ok(Loader { name: name.to_string(), inner: s.inner.env.loader(name, opts)?, n: 0 })
+    }
+
+    /// Adds a pair; checks the statement's KILL flag now and then.
+    pub fn add(&mut self, s: &Session, k: &[u8], v: &[u8]) -> SqlResult<()> {
+        self.inner.add(k, v).map_err(|e| match e {
+            fractaldb::Error::InvalidArgument(m) => SqlError::internal(format!("loading {}: {m}", self.name)),
             e => e.into(),
         })?;
-        n += 1;
-        if n.is_multiple_of(4096) {
+        self.n += 1;
+        if self.n.is_multiple_of(4096) {
             s.check_killed()?;
         }
+        Ok(())
     }
-    let d = loader.finish()?;
-    s.count(crate::sysvars::Stat::FractaldbBulkLoads, 1);
-    Ok(d)
+
+    /// Creates the dictionary (counted in `Fractaldb_bulk_loads`).
+    pub fn finish(self, s: &Session) -> SqlResult<fractaldb::Dictionary> {
+        let d = self.inner.finish()?;
+        s.count(crate::sysvars::Stat::FractaldbBulkLoads, 1);
+        Ok(d)
+    }
 }
 
 #[cfg(test)]

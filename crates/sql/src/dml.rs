@@ -90,7 +90,14 @@ pub fn insert_fast(s: &mut Session, txn: &Txn, fi: crate::fastinsert::FastInsert
                 return Err(SqlError::column_count(ri + 1));
             }
         }
-        let how = InsertHow { ignore, replace: false, upd: Vec::new(), from_select: false, load_base: None };
+        let how = InsertHow {
+            ignore,
+            replace: false,
+            upd: Vec::new(),
+            from_select: false,
+            load_base: None,
+            sink: None,
+        };
         let n = rows.len();
         write_rows(s, txn, &t, &cols, Input::Rows(rows.into_iter()), n, how, Vec::new())
     })();
@@ -238,7 +245,14 @@ fn insert_rows(s: &mut Session, txn: &Txn, ins: &ast::Insert) -> SqlResult<Outco
     }
     let from_select =
         ins.source.as_ref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
-    let how = InsertHow { ignore: ins.ignore, replace: ins.replace_into, upd, from_select, load_base: None };
+    let how = InsertHow {
+        ignore: ins.ignore,
+        replace: ins.replace_into,
+        upd,
+        from_select,
+        load_base: None,
+        sink: None,
+    };
     write_rows(s, txn, &t, &cols, input, n_rows, how, warnings)
 }
 
@@ -312,12 +326,48 @@ pub(crate) fn load_rows(
     base: usize,
     warnings: Vec<Warning>,
 ) -> SqlResult<u64> {
-    let how = InsertHow { ignore, replace, upd: Vec::new(), from_select: false, load_base: Some(base) };
+    let how =
+        InsertHow { ignore, replace, upd: Vec::new(), from_select: false, load_base: Some(base), sink: None };
     let n = input.len();
     match write_rows(s, txn, t, cols, Input::Rows(input.into_iter()), n, how, warnings)? {
         Outcome::Done { affected, .. } => Ok(affected),
         Outcome::Rows(_) => Ok(0),
     }
+}
+
+/// Where [`convert_rows`] hands each converted row: its number in the
+/// load (from 1), its values, its primary key, and the position in
+/// `Session::warnings` a duplicate-key warning of this row would take.
+pub(crate) type RowSink<'a> = &'a mut dyn FnMut(usize, &[Value], Vec<u8>, usize) -> SqlResult<()>;
+
+/// LOAD DATA's rows converted exactly as [`load_rows`] converts them
+/// (defaults, AUTO_INCREMENT values from `t`'s counter, coercion with its
+/// warnings and strict-mode errors, CHECKs; IGNORE skips a refused row),
+/// then given to `sink` instead of written: no duplicate check, no write,
+/// no row count (the bulk path, `bulkload.rs`, sorts them and resolves
+/// duplicates). Nothing is written to `t`'s dictionaries through `txn`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convert_rows(
+    s: &mut Session,
+    txn: &Txn,
+    t: &Arc<Table>,
+    cols: &[usize],
+    input: Vec<Vec<Value>>,
+    ignore: bool,
+    base: usize,
+    warnings: Vec<Warning>,
+    sink: RowSink<'_>,
+) -> SqlResult<()> {
+    let how = InsertHow {
+        ignore,
+        replace: false,
+        upd: Vec::new(),
+        from_select: false,
+        load_base: Some(base),
+        sink: Some(sink),
+    };
+    let n = input.len();
+    write_rows(s, txn, t, cols, Input::Rows(input.into_iter()), n, how, warnings).map(|_| ())
 }
 
 /// `qualified` for LOAD DATA.
@@ -332,7 +382,7 @@ pub(crate) fn qualify(
 }
 
 /// How an INSERT treats its rows.
-struct InsertHow {
+struct InsertHow<'a> {
     ignore: bool,
     /// REPLACE: a duplicate's old row goes.
     replace: bool,
@@ -344,6 +394,9 @@ struct InsertHow {
     /// the file's first, and a NULL for a NOT NULL column is a warning
     /// outside strict mode even when the batch is one row.
     load_base: Option<usize>,
+    /// The bulk path of LOAD DATA ([`convert_rows`]): converted rows go
+    /// here instead of into the table.
+    sink: Option<RowSink<'a>>,
 }
 
 /// INSERT of `cols` from `input` (one value per column; a DEFAULT as the
@@ -358,12 +411,12 @@ fn write_rows(
     cols: &[usize],
     mut input: Input,
     n_rows: usize,
-    how: InsertHow,
+    how: InsertHow<'_>,
     mut warnings: Vec<Warning>,
 ) -> SqlResult<Outcome> {
     let t = t.clone();
     let def = &t.def;
-    let InsertHow { ignore, replace, upd, from_select, load_base } = how;
+    let InsertHow { ignore, replace, upd, from_select, load_base, mut sink } = how;
     let checks = bind_checks(s, def)?;
     let strict = s.strict && !ignore;
     // A NOT NULL column without a default that the statement never names
@@ -489,6 +542,15 @@ fn write_rows(
         }
         let hidden = if def.primary.is_none() { Some(t.next_row_id()) } else { None };
         let pk = t.pk(&full, hidden)?;
+        if let Some(sink) = sink.as_mut() {
+            // The bulk path: a duplicate's warning would follow this row's
+            // conversion warnings, as below.
+            debug_assert!(fast.is_none(), "no blind upserts on the bulk path");
+            sink(rownum, &full, pk, s.warnings.len() + warnings.len())?;
+            crate::progress::changed(crate::progress::Stage::Inserted, 1);
+            s.check_killed()?;
+            continue;
+        }
         // A generated AUTO_INCREMENT value takes the ordinary path (as TokuDB).
         if let (Some(plan), false) = (&fast, generated) {
             if let Some(arg) = plan.arg(s, Some(&full), strict, rownum, &mut warnings)? {
@@ -604,8 +666,10 @@ fn write_rows(
         s.check_killed()?;
     }
     batch.flush(txn, &t)?;
-    t.add_rows(txn, delta)?;
-    t.add_uncertain(txn, blind)?;
+    if sink.is_none() {
+        t.add_rows(txn, delta)?;
+        t.add_uncertain(txn, blind)?;
+    }
     s.count(crate::sysvars::Stat::FractaldbFastUpdates, blind as u64);
     if let Some(id) = first_id {
         s.last_insert_id = id;
@@ -619,7 +683,7 @@ fn write_rows(
 
 /// Whether some table's foreign key references `def` (its rows' removal
 /// then runs the key's action, so REPLACE deletes and inserts).
-fn referenced_by_fk(s: &Session, def: &crate::catalog::TableDef) -> bool {
+pub(crate) fn referenced_by_fk(s: &Session, def: &crate::catalog::TableDef) -> bool {
     s.inner.schema.read().tables.values().any(|o| {
         o.def.foreign_keys.iter().any(|f| f.ref_db == def.db && f.ref_table.eq_ignore_ascii_case(&def.name))
     })

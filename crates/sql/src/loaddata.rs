@@ -2,8 +2,13 @@
 //! through INSERT's path (`dml::load_rows`: conversion, defaults,
 //! AUTO_INCREMENT, CHECK, unique and foreign keys).
 //!
-//! Into an empty table the non-unique indexes are deferred and built by
-//! the bulk loader after the rows (`bulkload::deferring`).
+//! Into an empty table the rows take the bulk loader instead
+//! (`bulkload::load_primary`): each line is read and converted the same
+//! way, in the same batches (`dml::convert_rows`), then sorted and loaded
+//! into new dictionaries swapped in by ALTER's rebuild; the answer
+//! (Records / Deleted / Skipped / Warnings) is the ordinary path's. With
+//! a unique secondary key or a foreign key only the non-unique indexes
+//! are deferred and built after the rows (`bulkload::deferring`).
 //!
 //! The input streams: it is read through a buffer, parsed one line at a
 //! time, and written in batches of [`BATCH`] rows inside the statement's
@@ -213,17 +218,20 @@ pub fn run(s: &mut Session, ld: &LoadData, local: Option<&mut dyn LocalInfile>) 
         }
     }
     let plan = Plan::new(s, &t, ld)?;
-    match (ld.local, local) {
-        (true, Some(l)) => {
-            let r = l.open(&ld.file)?;
-            crate::bulkload::deferring(s, t, |s, t| load(s, t, ld, &plan, r))
-        }
-        (true, None) if s.server.remote => Err(local_disabled()),
-        _ => {
-            let r = open_server_file(s, &ld.file)?;
-            crate::bulkload::deferring(s, t, |s, t| load(s, t, ld, &plan, r))
+    let r: Box<dyn Read + '_> = match (ld.local, local) {
+        (true, Some(l)) => l.open(&ld.file)?,
+        (true, None) if s.server.remote => return Err(local_disabled()),
+        _ => open_server_file(s, &ld.file)?,
+    };
+    let mut input = Some(r);
+    // Into an empty table: the rows by the bulk loader (`bulkload.rs`).
+    if crate::bulkload::primary_eligible(s, &t) {
+        if let Some(done) = load_bulk(s, &t, ld, &plan, &mut input)? {
+            return Ok(done);
         }
     }
+    let r = input.take().expect("not read by the bulk path");
+    crate::bulkload::deferring(s, t, |s, t| load(s, t, ld, &plan, r))
 }
 
 /// The column list and SET assignments, bound to the table.
@@ -293,6 +301,10 @@ impl Plan {
     }
 }
 
+/// Writes a batch of rows (values in `Plan::cols` order; `base` rows
+/// came before it, the warnings are its lines'); returns rows affected.
+type Flush<'a> = dyn FnMut(&mut Session, Vec<Vec<Value>>, Vec<Warning>, usize) -> SqlResult<u64> + 'a;
+
 /// Reads the rows and writes them in batches, in one transaction.
 fn load(
     s: &mut Session,
@@ -303,123 +315,66 @@ fn load(
 ) -> SqlResult<Outcome> {
     let from = s.warnings.len();
     let mut rd = Reader::new(input, ld);
+    let ignore = ignores(ld);
     let r = s.in_txn(true, |s, txn| {
-        let mut skipped_lines = 0;
-        while skipped_lines < ld.ignore_lines {
-            if rd.row()?.is_none() {
-                break;
-            }
-            skipped_lines += 1;
-        }
-        let ignore = ld.dup == OnDup::Ignore || (ld.local && ld.dup == OnDup::Error);
-        let strict = s.strict && !ignore;
-        let mut records = 0u64;
-        let mut affected = 0u64;
-        let mut batch: Vec<Vec<Value>> = Vec::new();
-        let mut warnings: Vec<Warning> = Vec::new();
-        let mut base = 0usize;
-        let flush = |s: &mut Session,
-                         batch: &mut Vec<Vec<Value>>,
-                         warnings: &mut Vec<Warning>,
-                         base: &mut usize|
-         -> SqlResult<u64> {
-            let n = batch.len();
-            let a = crate::dml::load_rows(
-                s,
-                txn,
-                t,
-                &plan.cols,
-                std::mem::take(batch),
-                ignore,
-                ld.dup == OnDup::Replace,
-                *base,
-                std::mem::take(warnings),
-            )?;
-            *base += n;
-            Ok(a)
+        let mut flush = |s: &mut Session, batch: Vec<Vec<Value>>, w: Vec<Warning>, base: usize| {
+            crate::dml::load_rows(s, txn, t, &plan.cols, batch, ignore, ld.dup == OnDup::Replace, base, w)
         };
-        while let Some(fields) = rd.row()? {
-            records += 1;
-            let rownum = records;
-            let mut vals: Vec<Option<Value>> = vec![None; plan.cols.len()];
-            let nf = fields.len();
-            let mut it = fields.into_iter();
-            for d in &plan.fields {
-                let v = match it.next() {
-                    Some(Some(b)) => Value::Str(b),
-                    Some(None) => Value::Null,
-                    None => {
-                        if let Dest::Var(name) = d {
-                            s.user_vars.insert(name.clone(), Value::Null);
-                        }
-                        continue;
-                    }
-                };
-                match d {
-                    Dest::Col(p) => vals[*p] = Some(v),
-                    Dest::Var(name) => {
-                        s.user_vars.insert(name.clone(), v);
-                    }
-                }
-            }
-            // Strict mode makes a short or long line an error, unless
-            // IGNORE or LOCAL (which acts as IGNORE: the server cannot stop
-            // the client's transfer midway) turns errors into warnings.
-            if strict && nf != plan.fields.len() {
-                return Err(if nf < plan.fields.len() {
-                    SqlError::new(1261, "01000", format!("Row {rownum} doesn't contain data for all columns"))
-                } else {
-                    SqlError::new(
-                        1262,
-                        "01000",
-                        format!("Row {rownum} was truncated; it contained more data than there were input columns"),
-                    )
-                });
-            }
-            if nf < plan.fields.len() {
-                warnings.push(Warning::warn(
-                    1261,
-                    format!("Row {rownum} doesn't contain data for all columns"),
-                ));
-            } else if nf > plan.fields.len() {
-                warnings.push(Warning::warn(
-                    1262,
-                    format!("Row {rownum} was truncated; it contained more data than there were input columns"),
-                ));
-            }
-            if !plan.set.is_empty() {
-                let mut row = vec![Value::Null; plan.width];
-                for (p, &c) in plan.cols.iter().enumerate() {
-                    if let Some(v) = &vals[p] {
-                        row[c] = v.clone();
-                    }
-                }
-                let mut w = Vec::new();
-                let mut out = Vec::new();
-                {
-                    let mut cx = s.eval_ctx(&mut w);
-                    for (p, e) in &plan.set {
-                        let v = e.eval(&row, &mut cx)?;
-                        row[plan.cols[*p]] = v.clone();
-                        out.push((*p, v));
-                    }
-                }
-                warnings.extend(w);
-                for (p, v) in out {
-                    vals[p] = Some(v);
-                }
-            }
-            batch.push(vals.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect());
-            if batch.len() >= BATCH {
-                affected += flush(s, &mut batch, &mut warnings, &mut base)?;
-            }
-            s.check_killed()?;
-        }
-        if !batch.is_empty() || !warnings.is_empty() {
-            affected += flush(s, &mut batch, &mut warnings, &mut base)?;
-        }
-        Ok((records, affected))
+        read_rows(s, ld, plan, &mut rd, &mut flush)
     });
+    outcome(s, from, t, ld, r)
+}
+
+/// LOAD DATA into an empty table by the bulk loader (`bulkload.rs`):
+/// the rows are read and converted as [`load`] does them, in the same
+/// batches, then sorted and loaded into new dictionaries. `None` when
+/// the table turned out not to qualify (`input` is then unread).
+fn load_bulk(
+    s: &mut Session,
+    t: &Arc<crate::table::Table>,
+    ld: &LoadData,
+    plan: &Plan,
+    input: &mut Option<Box<dyn Read + '_>>,
+) -> SqlResult<Option<Outcome>> {
+    let from = s.warnings.len();
+    let ignore = ignores(ld);
+    let dups = match ld.dup {
+        OnDup::Replace => crate::bulkload::Dups::Replace,
+        _ if ignore => crate::bulkload::Dups::Ignore,
+        OnDup::Ignore | OnDup::Error => crate::bulkload::Dups::Error,
+    };
+    let mut read = |s: &mut Session,
+                    txn: &fractaldb::Txn,
+                    t: &Arc<crate::table::Table>,
+                    c: &mut crate::bulkload::Collector<'_>|
+     -> SqlResult<u64> {
+        let mut rd = Reader::new(input.take().expect("read once"), ld);
+        let mut flush = |s: &mut Session, batch: Vec<Vec<Value>>, w: Vec<Warning>, base: usize| {
+            c.convert(s, txn, t, &plan.cols, batch, ignore, base, w).map(|()| 0)
+        };
+        Ok(read_rows(s, ld, plan, &mut rd, &mut flush)?.0)
+    };
+    match crate::bulkload::load_primary(s, t, dups, &mut read) {
+        Ok(None) => Ok(None),
+        Ok(Some(r)) => outcome(s, from, t, ld, Ok(r)).map(Some),
+        Err(e) => outcome(s, from, t, ld, Err(e)).map(Some),
+    }
+}
+
+/// IGNORE, or LOCAL without REPLACE (which acts as IGNORE: the server
+/// cannot stop the client's transfer midway).
+fn ignores(ld: &LoadData) -> bool {
+    ld.dup == OnDup::Ignore || (ld.local && ld.dup == OnDup::Error)
+}
+
+/// The statement's answer from (records, rows affected), as MariaDB's.
+fn outcome(
+    s: &mut Session,
+    from: usize,
+    t: &crate::table::Table,
+    ld: &LoadData,
+    r: SqlResult<(u64, u64)>,
+) -> SqlResult<Outcome> {
     let (records, affected) = match r {
         Ok(v) => v,
         Err(e) => {
@@ -438,6 +393,128 @@ fn load(
         last_insert_id: 0,
         info: Some(format!("Records: {records}  Deleted: {deleted}  Skipped: {skipped}  Warnings: {nwarn}")),
     })
+}
+
+/// Reads every line (after IGNORE n LINES) into rows of values and hands
+/// them to `flush` in batches of [`BATCH`]; returns (records, affected).
+fn read_rows(
+    s: &mut Session,
+    ld: &LoadData,
+    plan: &Plan,
+    rd: &mut Reader<'_>,
+    flush: &mut Flush<'_>,
+) -> SqlResult<(u64, u64)> {
+    let mut skipped_lines = 0;
+    while skipped_lines < ld.ignore_lines {
+        if rd.row()?.is_none() {
+            break;
+        }
+        skipped_lines += 1;
+    }
+    let strict = s.strict && !ignores(ld);
+    let mut records = 0u64;
+    let mut affected = 0u64;
+    let mut batch: Vec<Vec<Value>> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
+    let mut base = 0usize;
+    while let Some(fields) = rd.row()? {
+        records += 1;
+        batch.push(row_values(s, plan, fields, records, strict, &mut warnings)?);
+        if batch.len() >= BATCH {
+            let n = batch.len();
+            affected += flush(s, std::mem::take(&mut batch), std::mem::take(&mut warnings), base)?;
+            base += n;
+        }
+        s.check_killed()?;
+    }
+    if !batch.is_empty() || !warnings.is_empty() {
+        affected += flush(s, batch, warnings, base)?;
+    }
+    Ok((records, affected))
+}
+
+/// One line's fields as the row's values in `Plan::cols` order (a column
+/// the line does not give: the DEFAULT marker), user variables set, SET
+/// evaluated; 1261 / 1262 for a short or long line.
+fn row_values(
+    s: &mut Session,
+    plan: &Plan,
+    fields: Vec<Option<Vec<u8>>>,
+    rownum: u64,
+    strict: bool,
+    warnings: &mut Vec<Warning>,
+) -> SqlResult<Vec<Value>> {
+    let mut vals: Vec<Option<Value>> = vec![None; plan.cols.len()];
+    let nf = fields.len();
+    let mut it = fields.into_iter();
+    for d in &plan.fields {
+        let v = match it.next() {
+            Some(Some(b)) => Value::Str(b),
+            Some(None) => Value::Null,
+            None => {
+                if let Dest::Var(name) = d {
+                    s.user_vars.insert(name.clone(), Value::Null);
+                }
+                continue;
+            }
+        };
+        match d {
+            Dest::Col(p) => vals[*p] = Some(v),
+            Dest::Var(name) => {
+                s.user_vars.insert(name.clone(), v);
+            }
+        }
+    }
+    let short = format!("Row {rownum} doesn't contain data for all columns");
+    let long = format!("Row {rownum} was truncated; it contained more data than there were input columns");
+    // Strict mode makes a short or long line an error, unless IGNORE or
+    // LOCAL (see `ignores`) turns errors into warnings.
+    if strict && nf != plan.fields.len() {
+        return Err(if nf < plan.fields.len() {
+            SqlError::new(1261, "01000", short)
+        } else {
+            SqlError::new(1262, "01000", long)
+        });
+    }
+    if nf < plan.fields.len() {
+        warnings.push(Warning::warn(1261, short));
+    } else if nf > plan.fields.len() {
+        warnings.push(Warning::warn(1262, long));
+    }
+    if !plan.set.is_empty() {
+        set_values(s, plan, &mut vals, warnings)?;
+    }
+    Ok(vals.into_iter().map(|v| v.unwrap_or(Value::Str(b"\0DEFAULT".to_vec()))).collect())
+}
+
+/// Evaluates the SET assignments over the line's values.
+fn set_values(
+    s: &mut Session,
+    plan: &Plan,
+    vals: &mut [Option<Value>],
+    warnings: &mut Vec<Warning>,
+) -> SqlResult<()> {
+    let mut row = vec![Value::Null; plan.width];
+    for (p, &c) in plan.cols.iter().enumerate() {
+        if let Some(v) = &vals[p] {
+            row[c] = v.clone();
+        }
+    }
+    let mut w = Vec::new();
+    let mut out = Vec::new();
+    {
+        let mut cx = s.eval_ctx(&mut w);
+        for (p, e) in &plan.set {
+            let v = e.eval(&row, &mut cx)?;
+            row[plan.cols[*p]] = v.clone();
+            out.push((*p, v));
+        }
+    }
+    warnings.extend(w);
+    for (p, v) in out {
+        vals[p] = Some(v);
+    }
+    Ok(())
 }
 
 fn unreachable_outcome() -> Outcome {
