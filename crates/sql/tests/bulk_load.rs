@@ -642,3 +642,32 @@ fn an_older_snapshot_gets_1412_after_a_bulk_load() {
     );
     assert_eq!(rows(&mut old, "EXPLAIN SELECT id FROM t WHERE a = 3")[0][5], "ka");
 }
+
+/// With a loader budget too small for the rows, the sorts spill to runs
+/// on disk and are merged; duplicates met across runs resolve as in
+/// memory (the ordinary path's table, warnings and counts).
+#[test]
+fn a_bulk_load_past_the_loader_budget_merges_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db"), opts()).unwrap();
+    let mut s = db.session();
+    affected(&mut s, "CREATE DATABASE d");
+    affected(&mut s, "USE d");
+    affected(&mut s, "SET SESSION tokudb_loader_memory_size = 1");
+    let merges = |s: &mut Session| -> u64 {
+        rows(s, "SHOW SESSION STATUS LIKE 'Sort_merge_passes'")[0][1].parse().unwrap()
+    };
+    let mut lines = dup_lines();
+    lines.extend((301..=3000).map(line));
+    lines.extend((1..=3000).step_by(97).map(line));
+    let f = write_file(dir.path(), "spill.txt", lines.into_iter());
+    for how in ["IGNORE", "REPLACE"] {
+        let sql = format!("LOAD DATA INFILE '{f}' {how} INTO TABLE {{t}}");
+        let (off, _, _) = load_once(&db, &mut s, &format!("s{how}_0"), &sql, false);
+        let m0 = merges(&mut s);
+        let (on, loads, _) = load_once(&db, &mut s, &format!("s{how}_1"), &sql, true);
+        assert!(merges(&mut s) > m0, "{how}: the sorts did not spill");
+        assert_eq!(loads, 3, "{how}");
+        assert_eq!(on, off, "{how}");
+    }
+}
