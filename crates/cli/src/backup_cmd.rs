@@ -33,7 +33,9 @@ pub struct BackupArgs {
     #[arg(long, short = 'p')]
     pub password: Option<String>,
     /// The folder to write: created if missing, and must be empty. With a
-    /// running server it is a path on the server's machine.
+    /// running server it is a path on the server's machine: for one on
+    /// this machine (a socket, or a loopback host) it is created here and
+    /// sent as an absolute path; for another machine it must exist there.
     pub dest: PathBuf,
 }
 
@@ -122,14 +124,25 @@ fn online(args: &BackupArgs) -> Result<()> {
             format!("{host}:{port}")
         }
     };
+    let local = args.socket.is_some()
+        || args.host.as_deref().is_none_or(|h| matches!(h, "127.0.0.1" | "localhost" | "::1"));
+    let dest = if local {
+        // The server resolves a relative path from its own folder and
+        // wants the folder to exist (as SET tokudb_backup_dir does).
+        std::fs::create_dir_all(&args.dest)
+            .map_err(|e| Error::new(format!("creating {}: {e}", args.dest.display())))?;
+        std::fs::canonicalize(&args.dest).map_err(|e| Error::new(format!("{}: {e}", args.dest.display())))?
+    } else {
+        args.dest.clone()
+    };
     let mut conn = mysql::Conn::new(opts).map_err(|e| Error::new(format!("connecting to {target}: {e}")))?;
-    let stmt = format!("SET tokudb_backup_dir = {}", quoted(&args.dest));
+    let stmt = format!("SET tokudb_backup_dir = {}", quoted(&dest));
     if let Err(e) = conn.query_drop(&stmt) {
         let why: Option<String> =
             conn.query_first("SELECT @@tokudb_backup_last_error_string").ok().flatten().flatten();
         let why = why.filter(|w| !w.is_empty()).unwrap_or_else(|| e.to_string());
-        return Err(Error::new(format!("backup of {target} to {} failed: {why}", args.dest.display())));
+        return Err(Error::new(format!("backup of {target} to {} failed: {why}", dest.display())));
     }
-    println!("backup of {target} written to {}", args.dest.display());
+    println!("backup of {target} written to {}", dest.display());
     Ok(())
 }

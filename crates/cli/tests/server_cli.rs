@@ -130,10 +130,14 @@ fn fractaldb_backup_copies_a_running_and_a_stopped_server_into_folders_a_server_
     let backup = |args: &[&str], dest: &std::path::Path| {
         Command::new(BIN).arg("backup").args(args).arg(dest).output().expect("running fractaldb backup")
     };
-    // A running server, over the protocol (the folder must exist there).
+    // A running server on this machine, over the protocol: the folder is
+    // made here, and a relative path is this process's, not the server's.
     let online = dir.path().join("online");
-    std::fs::create_dir(&online).unwrap();
-    let out = backup(&["--host", "127.0.0.1", "--port", &port.to_string(), "--user", "root"], &online);
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["backup", "--host", "127.0.0.1", "--port", &port.to_string(), "--user", "root", "online"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Into the same folder again: refused, saying why.
     let out = backup(&["--port", &port.to_string()], &online);
