@@ -621,11 +621,17 @@ impl Session {
             self.refresh_privs();
         }
         crate::accounts::set_current(self.login.clone());
-        match parsed {
+        let r = match parsed {
             Parsed::Empty => Err(SqlError::empty_query()),
             Parsed::Special(s) => self.special(s.clone()),
             Parsed::Std(stmt, flags) => self.statement(stmt, flags, sink),
+        };
+        // `sql_notes = 0` (mysqldump's files set it): notes are not
+        // recorded, as in MariaDB; warnings and errors still are.
+        if !keep_warnings && self.session_var("sql_notes").and_then(|v| v.truth()) == Some(false) {
+            self.warnings.retain(|w| w.level != "Note");
         }
+        r
     }
 
     /// Runs a script: every statement in order, stopping at the first

@@ -254,6 +254,15 @@ fn engines_of_other_servers_make_fractaldb_tables_with_a_note() {
     assert_eq!(warnings(&mut s), [note("a")]);
     ok(&mut s, "ALTER TABLE a ENGINE=TokuDB");
     assert!(warnings(&mut s).is_empty());
+    // sql_notes = 0 (a dump's header sets it) records no note.
+    ok(&mut s, "SET sql_notes = 0");
+    ok(&mut s, "ALTER TABLE a ENGINE=InnoDB");
+    assert!(warnings(&mut s).is_empty());
+    ok(&mut s, "DROP TABLE IF EXISTS nosuch");
+    assert!(warnings(&mut s).is_empty());
+    ok(&mut s, "SET sql_notes = 1");
+    ok(&mut s, "DROP TABLE IF EXISTS nosuch");
+    assert_eq!(warnings(&mut s)[0][..2], ["Note".to_string(), "1051".to_string()]);
     assert_eq!(rows(&mut s, "SELECT x, y FROM a ORDER BY x"), [["1", "NULL"], ["2", "NULL"]]);
     // A name no server has: refused under the default sql_mode, and the
     // table neither made nor changed.
