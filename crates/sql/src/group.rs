@@ -60,21 +60,25 @@ pub(crate) struct Grouper<'g> {
     key: Vec<u8>,
     ends: Vec<usize>,
     args: Vec<Option<Value>>,
-    /// The rows come group by group, in key order (`plan::serves_groups`;
-    /// never with ROLLUP). The group being read is `cur`: a row of it
-    /// costs a comparison of its group columns with the group's first
-    /// row's (or of keys), and a row with a greater key closes it into
-    /// `done`, which is then in key order and final (no row can join it),
-    /// so it is neither looked up nor spilled (`finish` would hold it
-    /// anyway). A row with a smaller key (the claim was wrong: an order
-    /// other than the keys', e.g. numbers, whose keys are their decimal
-    /// text) ends the mode: the groups so far go to the map and grouping
-    /// goes on there, so the mode only ever changes the speed.
+    /// The rows come group by group: a group's rows one after another,
+    /// in the index's order (`plan::serves_groups`; never with ROLLUP).
+    /// The group being read is `cur`: a row of it costs a comparison of
+    /// its group columns with the group's first row's (or of keys), and a
+    /// row with another key closes it into `done`: no later row can join
+    /// it, so it is final, neither looked up nor spilled, and the caller
+    /// takes it from there as the scan goes (`drain_done`) or `finish`
+    /// hands it out first. Closed groups do not count against the budget.
+    /// The order is the index's, which is the values' (a TIME's key
+    /// orders -10:00:00 before -01:00:00, its group key's text does not).
     contiguous: bool,
     cur: Option<(Vec<u8>, Entry)>,
     done: Vec<(Vec<u8>, Entry)>,
-    /// `mem` when `cur` was opened: what the closed groups count.
+    /// `mem` when `cur` was opened: what the groups before it count.
     mem_done: usize,
+    /// Debug builds check the planner's claim behind the contiguous mode:
+    /// no group opens twice.
+    #[cfg(debug_assertions)]
+    opened: std::collections::HashSet<Vec<u8>>,
 }
 
 impl<'g> Grouper<'g> {
@@ -96,6 +100,8 @@ impl<'g> Grouper<'g> {
             cur: None,
             done: Vec::new(),
             mem_done: 0,
+            #[cfg(debug_assertions)]
+            opened: Default::default(),
         }
     }
 
@@ -131,22 +137,14 @@ impl<'g> Grouper<'g> {
         (first, aggs.iter().map(AggState::new).collect())
     }
 
-    /// Folds the row's aggregate arguments (`args`) into `states`, `n`
-    /// times (more than once only when every aggregate counts rows:
-    /// `add_run`).
+    /// Folds the row's aggregate arguments (`args`) into `states`.
     fn fold(
         states: &mut [AggState],
         aggs: &[AggSpec],
         args: &[Option<Value>],
         mem: &mut usize,
-        n: u64,
     ) -> SqlResult<()> {
         for ((st, spec), v) in states.iter_mut().zip(aggs).zip(args) {
-            if let (AggState::Count(c), true) = (&mut *st, counts_rows(spec)) {
-                *c = c.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
-                continue;
-            }
-            debug_assert_eq!(n, 1, "a run of rows folded into an aggregate that reads them");
             if let (AggState::Distinct(..) | AggState::Concat(_), Some(v)) = (&*st, v) {
                 *mem += value_size(v);
             }
@@ -156,27 +154,14 @@ impl<'g> Grouper<'g> {
     }
 
     /// Whether every aggregate only counts rows (COUNT(*), no DISTINCT,
-    /// no window): then a run of rows of one group folds as its first row
-    /// and a count (`add_run`), and the others need not be read.
+    /// no window): then a group's rows need not be read, only counted
+    /// (`plan::for_each_key_run`).
     pub fn counts_rows_only(&self) -> bool {
         self.aggs.iter().all(counts_rows)
     }
 
-    /// Folds `n` rows of one group, of which `r` is the first, when every
-    /// aggregate only counts rows (`counts_rows_only`): as `n` calls of
-    /// `add` with rows of `r`'s group.
-    pub fn add_run(&mut self, r: &[Value], n: u64, cx: &mut EvalCtx) -> SqlResult<()> {
-        debug_assert!(self.counts_rows_only());
-        debug_assert!(n >= 1);
-        self.add_n(r, n, cx)
-    }
-
     /// Folds one input row into its groups.
     pub fn add(&mut self, r: &[Value], cx: &mut EvalCtx) -> SqlResult<()> {
-        self.add_n(r, 1, cx)
-    }
-
-    fn add_n(&mut self, r: &[Value], n: u64, cx: &mut EvalCtx) -> SqlResult<()> {
         self.args.clear();
         for spec in self.aggs {
             self.args.push(match &spec.arg {
@@ -192,7 +177,7 @@ impl<'g> Grouper<'g> {
                 _ => false,
             });
             if same {
-                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
+                Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
                 return self.check_cur();
             }
         }
@@ -212,25 +197,24 @@ impl<'g> Grouper<'g> {
             let level = self.levels[0];
             self.key[0] = level as u8;
             let end = self.ends[level];
-            let order = self.cur.as_ref().map(|(k, _)| self.key[..end].cmp(k));
-            match order {
-                Some(std::cmp::Ordering::Equal) => {}
-                None | Some(std::cmp::Ordering::Greater) => {
-                    self.done.extend(self.cur.take());
-                    self.mem_done = self.mem;
-                    let e = Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, end);
-                    self.cur = Some((self.key[..end].to_vec(), e));
+            if self.cur.as_ref().is_none_or(|(k, _)| self.key[..end] != k[..]) {
+                // The group read so far is final: it leaves the budget.
+                if let Some(closed) = self.cur.take() {
+                    self.mem = self.mem_done;
+                    self.done.push(closed);
                 }
-                Some(std::cmp::Ordering::Less) => {
-                    // Out of order: the groups so far go to the map, and
-                    // this row and the rest are grouped there.
-                    self.contiguous = false;
-                    self.map.extend(self.done.drain(..).chain(self.cur.take()));
-                }
+                self.mem_done = self.mem;
+                #[cfg(debug_assertions)]
+                assert!(
+                    self.opened.insert(self.key[..end].to_vec()),
+                    "a group's rows came apart in the contiguous mode (plan::serves_groups)"
+                );
+                let e = Self::new_entry(self.groups, self.aggs, &mut self.mem, r, level, end);
+                self.cur = Some((self.key[..end].to_vec(), e));
             }
         }
         if let Some((_, entry)) = self.cur.as_mut() {
-            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
             return self.check_cur();
         }
         for li in 0..self.levels.len() {
@@ -245,7 +229,7 @@ impl<'g> Grouper<'g> {
                     self.map.entry(key.to_vec()).or_insert(e)
                 }
             };
-            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem, n)?;
+            Self::fold(&mut entry.1, self.aggs, &self.args, &mut self.mem)?;
         }
         if self.mem > self.cfg.budget {
             self.spill()?;
@@ -256,13 +240,22 @@ impl<'g> Grouper<'g> {
     /// In the contiguous mode, the group being read alone past the budget
     /// (DISTINCT sets, GROUP_CONCAT) ends the mode, so that the map spills
     /// it as it spills any group.
+    /// The closed groups stay in `done`: every later row is of this group
+    /// or of one after it.
     fn check_cur(&mut self) -> SqlResult<()> {
         if self.mem - self.mem_done > self.cfg.budget {
             self.contiguous = false;
-            self.map.extend(self.done.drain(..).chain(self.cur.take()));
+            self.map.extend(self.cur.take());
             self.spill()?;
         }
         Ok(())
+    }
+
+    /// Takes the groups the contiguous mode has closed so far, in order:
+    /// they are final (see `contiguous`). Those not taken, `finish` hands
+    /// out before the rest.
+    pub fn drain_done(&mut self) -> std::vec::Drain<'_, (Vec<u8>, Entry)> {
+        self.done.drain(..)
     }
 
     /// The groups in memory in key order, leaving the map empty.
@@ -293,26 +286,31 @@ impl<'g> Grouper<'g> {
         Ok(())
     }
 
-    /// Every group in key order, its partial states combined.
+    /// Every group not yet taken (`drain_done`) in order, its partial
+    /// states combined: the contiguous mode's closed groups first, then
+    /// the map's and the runs' in key order (all of them after the
+    /// closed ones: the mode ends only inside a group).
     pub fn finish(mut self) -> SqlResult<Vec<(Vec<u8>, Entry)>> {
+        let mut out = std::mem::take(&mut self.done);
         if self.contiguous {
             // Nothing was spilled or mapped in this mode.
             debug_assert!(self.map.is_empty() && self.runs.is_empty());
-            self.done.extend(self.cur.take());
-            return Ok(self.done);
+            out.extend(self.cur.take());
+            return Ok(out);
         }
         if self.runs.is_empty() {
-            return Ok(self.take_sorted());
+            out.extend(self.take_sorted());
+            return Ok(out);
         }
         if !self.map.is_empty() {
             self.spill()?;
         }
         let nstates = self.aggs.len();
         let mut merge = crate::sort::merge_runs(std::mem::take(&mut self.runs), &self.cfg)?;
-        let mut out: Vec<(Vec<u8>, Entry)> = Vec::new();
+        let closed = out.len();
         while let Some((key, payload)) = merge.next()? {
             let e = decode_entry(&payload, nstates)?;
-            match out.last_mut() {
+            match out[closed..].last_mut() {
                 // The same group from another run: combine.
                 Some((k, (_, states))) if *k == key => {
                     for ((st, other), spec) in states.iter_mut().zip(e.1).zip(self.aggs) {
@@ -557,42 +555,61 @@ mod tests {
     }
 
     /// The contiguous mode is a shortcut, never a different answer: rows
-    /// in key order, rows out of it (the planner's claim wrong, or keys
-    /// ordered otherwise than the rows), with and without spilling, and
-    /// groups alone past the budget, give the hash map's groups.
+    /// that come group by group (the groups in key order, descending, or
+    /// in any order, a group's rows together), with and without spilling,
+    /// and groups alone past the budget (the mode ends), give the hash
+    /// map's groups; in key order when they came so.
     #[test]
-    fn contiguous_mode_gives_the_hash_maps_groups_in_any_order() {
+    fn contiguous_mode_gives_the_hash_maps_groups() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let sorted_rows = |mut g: Vec<Vec<String>>| {
+            g.sort();
+            g
+        };
         for (groups, values) in [(700, 9), (3, 100_000)] {
             // Negative keys too: their keys' order is the numbers' as well.
-            let mut rows: Vec<(i64, i64)> = (0..6000)
+            let rows: Vec<(i64, i64)> = (0..6000)
                 .map(|_| (rng.gen_range(0..groups) - groups / 2, rng.gen_range(-values..values)))
                 .collect();
             for text in [true, false] {
                 let reference = group(&rows, false, 16 << 20, text);
                 assert_eq!(reference.len() as i64, groups);
-                for budget in [16 << 20, 4096] {
-                    assert_eq!(
-                        group(&rows, false, budget, text),
-                        reference,
-                        "random order, {budget}, {text}"
-                    );
-                    assert_eq!(group(&rows, true, budget, text), reference, "random order, {budget}, {text}");
-                }
+                assert_eq!(group(&rows, false, 4096, text), reference, "random order, spilled, {text}");
+                // The keys' order: the text's when the keys are text.
                 let mut sorted = rows.clone();
-                sorted.sort_by_key(|r| r.0);
+                if text {
+                    sorted.sort_by_cached_key(|r| format!("k{:06}", r.0));
+                } else {
+                    sorted.sort_by_key(|r| r.0);
+                }
                 for budget in [16 << 20, 4096] {
                     assert_eq!(group(&sorted, true, budget, text), reference, "key order, {budget}, {text}");
                 }
-                // Key order with a few rows moved to the end.
-                let moved: Vec<(i64, i64)> = sorted.drain(..40).collect();
-                sorted.extend(moved);
-                assert_eq!(group(&sorted, true, 4096, text), reference, "{text}");
-                // Descending: every group after the first is out of order.
+                // Descending, and the groups shuffled: each group's rows
+                // still together.
                 sorted.sort_by_key(|r| std::cmp::Reverse(r.0));
-                assert_eq!(group(&sorted, true, 4096, text), reference, "descending, {text}");
+                let shuffle: Vec<u64> = (0..groups).map(|_| rng.gen()).collect();
+                let mut shuffled = rows.clone();
+                shuffled.sort_by_key(|r| shuffle[(r.0 + groups / 2) as usize]);
+                for (order, name) in [(&sorted, "descending"), (&shuffled, "shuffled")] {
+                    for budget in [16 << 20, 4096] {
+                        assert_eq!(
+                            sorted_rows(group(order, true, budget, text)),
+                            sorted_rows(reference.clone()),
+                            "{name}, {budget}, {text}"
+                        );
+                    }
+                }
             }
-            rows.clear();
         }
+    }
+
+    /// Debug builds check the planner's claim the contiguous mode rests
+    /// on: a group that opens again panics.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "a group's rows came apart")]
+    fn contiguous_mode_checks_that_each_group_comes_together() {
+        group(&[(1, 0), (2, 0), (1, 0)], true, 16 << 20, false);
     }
 }

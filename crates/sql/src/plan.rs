@@ -627,9 +627,10 @@ pub fn ordered(
 /// (the primary key's for a scan of the main dictionary), after the parts
 /// pinned by equalities when it reads one range, are those columns in any
 /// order, whole, and of types whose key equality is GROUP BY's (not
-/// FLOAT/DOUBLE, where -0 and +0 share a key). The grouper trusts this
-/// only for speed (`group::Grouper::contiguous`): rows out of group order
-/// still land in their groups.
+/// FLOAT/DOUBLE, where -0 and +0 share a key). The grouper rests on it
+/// (`group::Grouper::contiguous`): a group's rows come one after
+/// another, so a group is final once a row of another comes, and is
+/// handed out then (debug builds check that no group opens twice).
 pub fn serves_groups(t: &Table, a: &Access, group_cols: &[usize]) -> bool {
     group_key_parts(t, a, group_cols).is_some()
 }
@@ -825,7 +826,9 @@ thread_local! {
     /// this thread (one add per row): tests observe covering reads by it.
     static PK_LOOKUPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Entries `for_each_key_run` counted into a run without building
-    /// their rows, on this thread: tests observe the shortcut by it.
+    /// their rows (all but a run's first, and all of a run HAVING
+    /// rejected by its count), on this thread: tests observe the
+    /// shortcut by it.
     static RUN_ROWS_SKIPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// Key ranges the planner asked the engine to estimate on this thread
     /// (`estimate_rows`): tests observe plans made without estimates.
@@ -986,19 +989,20 @@ fn prefix_len(t: &Table, parts: &[crate::catalog::IndexPart], k: &[u8]) -> crate
 /// (`group::Grouper::counts_rows_only`) and `a` hands out the groups in
 /// its order over the first `parts` parts of its keys
 /// (`group_key_parts`): entries whose first `parts` key parts are equal
-/// byte for byte are one run, of which only the first is decoded; `f`
-/// gets that row and the run's length. No other row is built, which is
-/// most of a grouped scan's work. Byte-equal parts are one group by
-/// `group_key_parts`'s rule; the grouper still compares each run's
-/// group key, so two runs of one group land together. One key range
-/// (`a.ranges` empty). Stops with 1317 when `killed` is set.
+/// byte for byte are one run, and a run is one whole group (byte-equal
+/// parts are one group, and a group's entries are all byte-equal there:
+/// `group_key_parts`). `f` gets each run's length and a way to decode its
+/// first entry's row, which it need not call (a group HAVING rejects by
+/// its count alone is never decoded), and says whether it took the row. No other row is built, which is most
+/// of a grouped scan's work. One key range (`a.ranges` empty). Stops with
+/// 1317 when `killed` is set.
 pub fn for_each_key_run(
     txn: &fractaldb::Txn,
     t: &Table,
     a: &Access,
     parts: usize,
     killed: &std::sync::atomic::AtomicBool,
-    mut f: impl FnMut(Vec<Value>, u64) -> crate::SqlResult<()>,
+    mut f: impl FnMut(u64, &mut dyn FnMut() -> crate::SqlResult<Vec<Value>>) -> crate::SqlResult<bool>,
 ) -> crate::SqlResult<()> {
     debug_assert!(a.ranges.is_empty(), "one key range");
     t.check_snapshot(txn)?;
@@ -1010,10 +1014,20 @@ pub fn for_each_key_run(
         Some(i) => t.sec[i].as_ref().expect("secondary dictionary"),
         None => &t.main,
     };
-    // The run being read: its key prefix, first row and length.
-    let mut run: Option<(Vec<u8>, Vec<Value>, u64)> = None;
+    // The run being read: its first entry's key and value (the buffers
+    // are reused from run to run), the length of its key prefix, and how
+    // many entries it has had (0: no run yet).
+    let (mut first_k, mut first_v) = (Vec::new(), Vec::new());
+    let (mut prefix, mut n) = (0usize, 0u64);
+    let decode = |k: &[u8], v: &[u8]| match secondary {
+        Some(i) => secondary_row(txn, t, a, i, k, v).map(|r| r.1),
+        None => t.decode_row_some(k, v, a.needed.as_deref()),
+    };
+    // Runs whose row `f` built (one row a run at most): the rest of the
+    // entries were skipped.
+    let mut built = 0u64;
     let mut poll = crate::progress::KillPoll::new(killed);
-    let mut skipped = 0u64;
+    let mut entries = 0u64;
     let mut r = txn.range(dict, a.lo.as_deref(), a.hi.as_deref(), a.reverse);
     while let Some(kv) = r.next_ref() {
         let (k, v) = kv?;
@@ -1024,24 +1038,26 @@ pub fn for_each_key_run(
         // prefix of another's (`keycodec`), so a key starting with whole
         // parts holds exactly those parts there. Only a new run's key is
         // parsed.
-        if let Some((key, _, n)) = run.as_mut().filter(|(key, _, _)| k.starts_with(key)) {
-            debug_assert_eq!(prefix_len(t, key_parts, k).ok(), Some(key.len()));
-            *n += 1;
-            skipped += 1;
+        entries += 1;
+        if n > 0 && k.starts_with(&first_k[..prefix]) {
+            debug_assert_eq!(prefix_len(t, key_parts, k).ok(), Some(prefix));
+            n += 1;
             continue;
         }
-        let prefix = &k[..prefix_len(t, key_parts, k)?];
-        let row = match secondary {
-            Some(i) => secondary_row(txn, t, a, i, k, v)?.1,
-            None => t.decode_row_some(k, v, a.needed.as_deref())?,
-        };
-        if let Some((_, first, n)) = run.replace((prefix.to_vec(), row, 1)) {
-            f(first, n)?;
+        let new_prefix = prefix_len(t, key_parts, k)?;
+        if n > 0 {
+            built += u64::from(f(n, &mut || decode(&first_k, &first_v))?);
         }
+        first_k.clear();
+        first_k.extend_from_slice(k);
+        first_v.clear();
+        first_v.extend_from_slice(v);
+        prefix = new_prefix;
+        n = 1;
     }
-    RUN_ROWS_SKIPPED.with(|c| c.set(c.get() + skipped));
-    if let Some((_, first, n)) = run {
-        f(first, n)?;
+    if n > 0 {
+        built += u64::from(f(n, &mut || decode(&first_k, &first_v))?);
     }
+    RUN_ROWS_SKIPPED.with(|c| c.set(c.get() + entries - built));
     Ok(())
 }

@@ -537,6 +537,11 @@ pub fn select_to(
         output.add(o, okey, dkey)
     };
     let stream = !grouped && !windows && having.is_none() && count.is_none();
+    // Groups a single table's grouped read hands out as it goes (the
+    // contiguous mode's closed groups, `group::Grouper::drain_done`),
+    // already through HAVING, kept here only for window functions, which
+    // need every row; without them they go straight to the output.
+    let mut early: Vec<Vec<Value>> = Vec::new();
     let rows = if count.is_some() {
         Vec::new()
     } else {
@@ -561,16 +566,72 @@ pub fn select_to(
                     group_access(txn, t, filter.as_ref(), needed_one.as_deref(), &group_cols, &mut cx);
                 let key_parts = crate::plan::group_key_parts(&t.table, &access, &group_cols);
                 g.set_contiguous(key_parts.is_some());
+                // A final group's row: through HAVING (unless `checked`
+                // already), then out.
+                let mut out_group =
+                    |r: Vec<Value>, checked: bool, cx: &mut crate::expr::EvalCtx| -> SqlResult<()> {
+                        if let Some(h) = having.as_ref().filter(|_| !checked) {
+                            if h.eval(&r, cx)?.truth() != Some(true) {
+                                return Ok(());
+                            }
+                        }
+                        if windows {
+                            early.push(r);
+                            Ok(())
+                        } else {
+                            emit(&r, cx)
+                        }
+                    };
                 match key_parts {
                     // Groups in key order and only rows counted: read runs
-                    // of equal group key parts, not rows.
-                    Some(parts) if filter.is_none() && access.ranges.is_empty() && g.counts_rows_only() => {
-                        crate::plan::for_each_key_run(txn, &t.table, &access, parts, killed, |row, n| {
-                            g.add_run(&row, n, &mut cx)
+                    // of equal group key parts, not rows; each run is a
+                    // whole group (`plan::for_each_key_run`; WITH ROLLUP's
+                    // sums of groups go through the grouper).
+                    Some(parts)
+                        if filter.is_none()
+                            && access.ranges.is_empty()
+                            && !rollup
+                            && g.counts_rows_only() =>
+                    {
+                        // HAVING that reads no column (HAVING COUNT(*) >
+                        // 12) is checked on the count alone, before the
+                        // group's row is decoded.
+                        let having_first = having.as_ref().is_some_and(|h| {
+                            let mut cols = vec![false; n];
+                            crate::plan::mark_columns(h, 0, &mut cols) && !cols.contains(&true)
+                        });
+                        #[cfg(debug_assertions)]
+                        let mut seen = std::collections::HashSet::new();
+                        crate::plan::for_each_key_run(txn, &t.table, &access, parts, killed, |count, row| {
+                            let count = i64::try_from(count).unwrap_or(i64::MAX);
+                            let states = || aggs.iter().map(|_| AggState::Count(count)).collect::<Vec<_>>();
+                            #[cfg(debug_assertions)]
+                            {
+                                // The planner's claim: no two runs are one group.
+                                let r = row()?;
+                                let mut key = Vec::new();
+                                for (e, ty) in &groups {
+                                    group_key(&e.eval(&r, &mut cx)?, *ty, &mut key);
+                                }
+                                assert!(seen.insert(key), "two key runs of one group");
+                            }
+                            if having_first {
+                                let probe = group_row(vec![Value::Null; n], states(), &aggs, n);
+                                let h = having.as_ref().expect("checked");
+                                if h.eval(&probe, &mut cx)?.truth() != Some(true) {
+                                    return Ok(false);
+                                }
+                            }
+                            out_group(group_row(row()?, states(), &aggs, n), having_first, &mut cx)?;
+                            Ok(true)
                         })?
                     }
                     _ => scan_each(txn, &t.table, &access, filter.as_ref(), &mut cx, killed, |row, cx| {
-                        g.add(&row, cx)
+                        g.add(&row, cx)?;
+                        for (_, (first, states)) in g.drain_done() {
+                            out_group(group_row(first, states, &aggs, n), false, cx)?;
+                        }
+                        Ok(())
                     })?,
                 }
                 Vec::new()
@@ -644,7 +705,7 @@ pub fn select_to(
         }
         let mut out = Vec::new();
         let mut sort_keys = Vec::new();
-        for (key, (mut first, states)) in map {
+        for (key, (first, states)) in map {
             if rollup {
                 // Groups in order, each level's super-aggregate after the
                 // groups it sums up.
@@ -655,12 +716,7 @@ pub fn select_to(
                 }
                 sort_keys.push(sk);
             }
-            first.truncate(n);
-            first.resize(n, Value::Null);
-            for (st, spec) in states.into_iter().zip(&aggs) {
-                first.push(st.finish(spec));
-            }
-            out.push(first);
+            out.push(group_row(first, states, &aggs, n));
         }
         if rollup {
             let kinds: Vec<CmpKind> = groups.iter().map(|(_, t)| sort_kind(*t)).collect();
@@ -695,6 +751,11 @@ pub fn select_to(
         }
         rows = kept;
     }
+    if !early.is_empty() {
+        // Handed out first: they come before the grouper's others.
+        early.extend(rows);
+        rows = early;
+    }
     if windows {
         if !grouped {
             for r in rows.iter_mut() {
@@ -722,6 +783,18 @@ pub fn select_to(
         bits_as_bytes(r, &bits);
     }
     Ok(ResultSet { columns, rows })
+}
+
+/// A finished group's output row: its first row's columns (the FROM
+/// row's `n`; those a super-aggregate rolls up are NULL already), then
+/// each aggregate's value.
+fn group_row(mut first: Vec<Value>, states: Vec<AggState>, aggs: &[AggSpec], n: usize) -> Vec<Value> {
+    first.truncate(n);
+    first.resize(n, Value::Null);
+    for (st, spec) in states.into_iter().zip(aggs) {
+        first.push(st.finish(spec));
+    }
+    first
 }
 
 /// The BIT columns of a result and their widths in bytes.
@@ -1345,6 +1418,13 @@ pub fn group_key(v: &Value, t: Ty, out: &mut Vec<u8>) {
                         put_exact(out, negative, digits.as_bytes(), exp);
                     }
                 },
+                // A TIME by its signed microseconds: its text does not sort
+                // negative times by value ('-10:00:00' is the smaller).
+                Ty::Temporal(crate::value::TemporalKind::Time) if matches!(v, Value::Temporal(_)) => {
+                    let Value::Temporal(t) = v else { unreachable!("matched") };
+                    let us = crate::temporal::time_to_micros(t);
+                    put_exact_int(out, us < 0, us.unsigned_abs());
+                }
                 // By the double's value, as MariaDB groups a DOUBLE column
                 // (0.1 + 0.2 and 0.3 are two groups that print alike).
                 Ty::Double => {
