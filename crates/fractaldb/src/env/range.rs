@@ -89,6 +89,22 @@ impl Range {
             self.done = true;
             return Some(Err(e));
         }
+        // A forward step to a pair the cursor's batch holds, short of the
+        // batch's last: that pair is below `hi` without a comparison (a
+        // forward batch ends at its first key at or past the cursor's
+        // stop, which is `hi`: `Cursor::set_stop`), so it needs neither
+        // the comparator nor its guard. Other steps take the long way.
+        let ahead = self.cursor.ahead_in_batch();
+        if self.started && !self.reverse && (ahead > 1 || (ahead == 1 && self.hi.is_none())) {
+            if let Err(e) = self.cursor.next_in_batch() {
+                self.done = true;
+                return Some(Err(e));
+            }
+            return match (self.cursor.key(), self.cursor.value()) {
+                (Some(k), Some(v)) => Some(Ok((k, v))),
+                _ => None,
+            };
+        }
         // The bounds are compared with the dictionary's comparator, which
         // may panic: caught like the cursor's own calls.
         let tree = self.cursor.tree().clone();

@@ -760,6 +760,27 @@ impl Cursor {
         })
     }
 
+    /// The pairs after the one the cursor is on that its batch holds
+    /// already (0 when it is on none).
+    pub(crate) fn ahead_in_batch(&self) -> usize {
+        self.pos.map_or(0, |p| self.batch.len() - p - 1)
+    }
+
+    /// `next` when the next pair is in the batch already
+    /// (`ahead_in_batch` > 0): the same checks (the cursor may still
+    /// read, the dictionary is not poisoned), no load, and no code of the
+    /// dictionary's runs, so nothing to guard. A scan makes one `next`
+    /// per basement and this per pair.
+    pub(crate) fn next_in_batch(&mut self) -> Result<()> {
+        debug_assert!(self.ahead_in_batch() > 0);
+        let r = self.check_live().and_then(|()| self.tree.check_readable());
+        self.pos = match r {
+            Ok(()) => self.pos.map(|p| p + 1),
+            Err(_) => None,
+        };
+        r
+    }
+
     /// Moves to the previous key. Returns whether there is one.
     pub fn prev(&mut self) -> Result<bool> {
         self.moving(|c| match c.pos {
